@@ -1,0 +1,17 @@
+"""bertlab: BERT (Devlin et al., 2018) built from the paper, the package behind the bertlab book."""
+
+from bertlab.config import PRESETS, BertConfig
+from bertlab.model import (
+    IGNORE_INDEX,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "PRESETS", "BertConfig", "IGNORE_INDEX", "BertModel", "BertForPreTraining",
+    "BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering",
+]

@@ -1,0 +1,414 @@
+"""BERT: a bidirectional Transformer encoder, its pretraining heads and its fine-tuning heads.
+
+One file, read top to bottom, following Devlin et al. (2018), section 3, and the encoder of
+Vaswani et al. (2017):
+
+    Embeddings        token + segment + position, then LayerNorm and dropout
+    SelfAttention     multi-head scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V
+    FeedForward       the position-wise FFN, GELU(x W1 + b1) W2 + b2, inner size 4H
+    EncoderLayer      post-LN: x = LN(x + Attention(x)); x = LN(x + FFN(x))
+    BertModel         embeddings, L layers, and the pooler tanh(W C + b) over the [CLS] vector C
+    BertForPreTraining          masked LM (decoder tied to the token embeddings) + next sentence
+    BertForSequenceClassification   softmax(C W^T)
+    BertForTokenClassification      a softmax over labels at every position
+    BertForQuestionAnswering        start vector S and end vector E: P(start=i) = softmax_i(S . T_i)
+
+Shapes use B = batch, T = sequence length, H = hidden size, A = heads, d = H / A, V = vocabulary.
+The same module serves the book's plots (it can return every attention map) and fast training
+(by default attention runs in PyTorch's fused scaled_dot_product_attention).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bertlab.config import BertConfig
+
+IGNORE_INDEX = -100  # label value for positions that carry no loss (the convention of F.cross_entropy)
+
+
+# ------------------------------------------------------------------------------------------------
+# Outputs
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class BertOutput:
+    last_hidden_state: torch.Tensor  # (B, T, H): T_i, the final vector of every token
+    pooler_output: torch.Tensor  # (B, H): tanh(W C + b), C = final vector of [CLS]
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 tensors (B, T, H), embeddings first
+    attentions: tuple[torch.Tensor, ...] | None = None  # L tensors (B, A, T, T)
+
+
+@dataclass
+class PreTrainingOutput:
+    mlm_logits: torch.Tensor  # (B, T, V), or (B, P, V) when mlm_positions are given
+    nsp_logits: torch.Tensor  # (B, 2): index 0 = IsNext, 1 = NotNext
+    loss: torch.Tensor | None = None  # mlm_loss + nsp_loss, as in the paper
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class ClassifierOutput:
+    logits: torch.Tensor  # (B, K) for sequences, (B, T, K) for tokens
+    loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class SpanOutput:
+    start_logits: torch.Tensor  # (B, T): S . T_i
+    end_logits: torch.Tensor  # (B, T): E . T_j
+    loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+# ------------------------------------------------------------------------------------------------
+# The encoder
+# ------------------------------------------------------------------------------------------------
+class Embeddings(nn.Module):
+    """The input representation: token + segment + position embeddings (the paper's Figure 2)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.token = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
+        self.segment = nn.Embedding(config.type_vocab_size, H)  # sentence A = 0, sentence B = 1
+        self.position = nn.Embedding(config.max_position_embeddings, H)  # learned, not sinusoidal
+        self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.register_buffer("position_ids", torch.arange(config.max_position_embeddings), persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        T = input_ids.size(1)
+        x = self.token(input_ids) + self.segment(token_type_ids) + self.position(self.position_ids[:T])
+        return self.dropout(self.norm(x))  # (B, T, H)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention. W^Q, W^K and W^V are stored stacked in one (3H, H) matrix
+    `qkv` so that one matrix multiply makes all three; `out` is W^O."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads = config.num_heads
+        self.head_size = config.head_size
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_p = config.attention_dropout
+        self.attention_dropout = nn.Dropout(config.attention_dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+        B, T, H = x.shape
+        A, d = self.num_heads, self.head_size
+        q, k, v = self.qkv(x).split(H, dim=-1)  # 3 x (B, T, H)
+        q = q.view(B, T, A, d).transpose(1, 2)  # (B, A, T, d): each head sees its own d dims
+        k = k.view(B, T, A, d).transpose(1, 2)
+        v = v.view(B, T, A, d).transpose(1, 2)
+        weights = None
+        if need_weights:
+            # The formula spelled out, so the attention maps can be returned.
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(d)  # (B, A, T, T)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            weights = scores.softmax(dim=-1)  # each row sums to 1 over the keys
+            z = self.attention_dropout(weights) @ v  # (B, A, T, d)
+        else:
+            # The same computation in one fused kernel (flash / memory-efficient attention).
+            z = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0)
+        z = z.transpose(1, 2).reshape(B, T, H)  # concatenate the heads: (B, T, H)
+        return self.out(z), weights
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network: act(x W1 + b1) W2 + b2, applied to each token alike."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.w1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.w2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.act = nn.GELU() if config.hidden_act == "gelu" else nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(self.act(self.w1(x)))  # (B, T, H) -> (B, T, 4H) -> (B, T, H)
+
+
+class EncoderLayer(nn.Module):
+    """One Transformer encoder layer, post-LN as in the Transformer and BERT: each sub-layer is
+    wrapped as LayerNorm(x + Dropout(Sublayer(x)))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = SelfAttention(config)
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.ffn = FeedForward(config)
+        self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+        a, weights = self.attention(x, mask, need_weights)
+        x = self.attention_norm(x + self.dropout(a))
+        x = self.ffn_norm(x + self.dropout(self.ffn(x)))
+        return x, weights
+
+
+class _BertBase(nn.Module):
+    """What every BERT model here shares: weight initialisation, input checks, conversion to
+    and from transformers (implemented in bertlab.hf)."""
+
+    config: BertConfig
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # As in the released BERT: N(0, 0.02) weights, zero biases, LayerNorm at identity.
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def num_parameters(self) -> int:
+        """Trainable parameters, each shared tensor counted once (the tied MLM decoder)."""
+        return sum(p.numel() for p in self.parameters())
+
+    @classmethod
+    def from_hf(cls, source: Any, config: Any = None, strict: bool = True, **head_kwargs: Any):
+        """Build this model from Hugging Face weights: a transformers model, a transformers-style
+        state dict (then `config` is required: a transformers BertConfig, its dict, or a
+        BertConfig), a folder holding config.json and model.safetensors, or a hub name such as
+        "bert-base-uncased" (needs the network or a filled hub cache). See bertlab.hf."""
+        from bertlab import hf
+        return hf.load_into(cls, source, config=config, strict=strict, **head_kwargs)
+
+    def to_hf(self) -> dict[str, torch.Tensor]:
+        """This model's weights under transformers' names, loadable by the matching
+        transformers class (BertModel, BertForPreTraining, ...)."""
+        from bertlab import hf
+        return hf.to_hf_state_dict(self)
+
+
+class BertModel(_BertBase):
+    """The encoder: embeddings, L encoder layers, and the pooler over [CLS]."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = Embeddings(config)
+        self.layers = nn.ModuleList([EncoderLayer(config) for _ in range(config.num_layers)])
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        self.apply(self._init_weights)
+
+    def check_inputs(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                     attention_mask: torch.Tensor | None) -> None:
+        """Clear errors for inputs the model cannot take (skipped inside torch.compile)."""
+        c = self.config
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
+                             f"for a single sequence add a batch dimension: input_ids[None]")
+        if input_ids.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
+            raise TypeError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
+        T = input_ids.size(1)
+        if T > c.max_position_embeddings:
+            raise ValueError(f"sequence length {T} is longer than the position table "
+                             f"(max_position_embeddings={c.max_position_embeddings}); truncate the "
+                             f"input to at most {c.max_position_embeddings} tokens")
+        if input_ids.numel():
+            lo, hi = int(input_ids.min()), int(input_ids.max())
+            if lo < 0 or hi >= c.vocab_size:
+                bad = hi if hi >= c.vocab_size else lo
+                raise ValueError(f"token id {bad} is outside the vocabulary [0, {c.vocab_size}); was the "
+                                 f"text encoded with a different tokenizer than this model's "
+                                 f"(vocab_size={c.vocab_size})?")
+        for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+            if t is not None and t.shape != input_ids.shape:
+                raise ValueError(f"{name} has shape {tuple(t.shape)} but input_ids has "
+                                 f"{tuple(input_ids.shape)}; they must match")
+        if token_type_ids is not None and token_type_ids.numel():
+            lo, hi = int(token_type_ids.min()), int(token_type_ids.max())
+            if lo < 0 or hi >= c.type_vocab_size:
+                raise ValueError(f"token_type_ids must be in [0, {c.type_vocab_size}) (0 = sentence A, "
+                                 f"1 = sentence B), found {hi if hi >= c.type_vocab_size else lo}")
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> BertOutput:
+        if not torch.compiler.is_compiling():
+            self.check_inputs(input_ids, token_type_ids, attention_mask)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        # attention_mask: (B, T), 1 for real tokens and 0 for padding. As a boolean (B, 1, 1, T) it
+        # tells every query of every head which keys it may look at: padding is never attended to.
+        mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        hidden_states = [x] if output_hidden_states else None
+        attentions = [] if output_attentions else None
+        for layer in self.layers:
+            x, weights = layer(x, mask, need_weights=output_attentions)
+            if output_hidden_states:
+                hidden_states.append(x)
+            if output_attentions:
+                attentions.append(weights)
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H), from the [CLS] position
+        return BertOutput(x, pooled,
+                          tuple(hidden_states) if hidden_states is not None else None,
+                          tuple(attentions) if attentions is not None else None)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pretraining heads: masked LM and next sentence prediction
+# ------------------------------------------------------------------------------------------------
+class MaskedLMHead(nn.Module):
+    """Transform each chosen T_i (dense, GELU, LayerNorm), then score it against every token
+    embedding: the output matrix is the input embedding matrix (weight tying), plus a bias."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = nn.GELU() if config.hidden_act == "gelu" else nn.ReLU()
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h: torch.Tensor, token_embedding: torch.Tensor) -> torch.Tensor:
+        h = self.norm(self.act(self.dense(h)))  # (..., H)
+        return F.linear(h, token_embedding, self.bias)  # (..., V)
+
+
+class BertForPreTraining(_BertBase):
+    """BERT with both pretraining objectives. loss = mean MLM cross-entropy over the selected
+    positions + mean NSP cross-entropy, as in the paper (appendix A.2)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm = MaskedLMHead(config)
+        self.nsp = nn.Linear(config.hidden_size, 2)  # from the pooled [CLS]: IsNext / NotNext
+        self.mlm.apply(self._init_weights)
+        self.nsp.apply(self._init_weights)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False, mlm_positions: torch.Tensor | None = None,
+                mlm_labels: torch.Tensor | None = None, nsp_labels: torch.Tensor | None = None
+                ) -> PreTrainingOutput:
+        """mlm_positions (B, P): the indices of the selected tokens. When given, the MLM head runs
+        on those P positions only (the fast path: ~15% of the tokens) and mlm_labels is (B, P);
+        otherwise it runs everywhere and mlm_labels is (B, T). Labels are IGNORE_INDEX (-100)
+        where there is nothing to predict. nsp_labels (B,): 0 = IsNext, 1 = NotNext."""
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        h = out.last_hidden_state  # (B, T, H)
+        if mlm_positions is not None:
+            h = h.gather(1, mlm_positions[:, :, None].expand(-1, -1, h.size(-1)))  # (B, P, H)
+        mlm_logits = self.mlm(h, self.bert.embeddings.token.weight)  # (B, T or P, V)
+        nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
+
+        loss = mlm_loss = nsp_loss = None
+        if mlm_labels is not None:
+            if mlm_labels.shape != mlm_logits.shape[:2]:
+                raise ValueError(f"mlm_labels has shape {tuple(mlm_labels.shape)}, expected "
+                                 f"{tuple(mlm_logits.shape[:2])} (one label per "
+                                 f"{'selected position' if mlm_positions is not None else 'token'})")
+            mlm_loss = F.cross_entropy(mlm_logits.flatten(0, 1).float(), mlm_labels.flatten(),
+                                       ignore_index=IGNORE_INDEX)
+            loss = mlm_loss
+        if nsp_labels is not None:
+            nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels)
+            loss = nsp_loss if loss is None else loss + nsp_loss
+        return PreTrainingOutput(mlm_logits, nsp_logits, loss, mlm_loss, nsp_loss,
+                                 out.hidden_states, out.attentions)
+
+
+# ------------------------------------------------------------------------------------------------
+# Fine-tuning heads (the paper's Figure 4)
+# ------------------------------------------------------------------------------------------------
+class BertForSequenceClassification(_BertBase):
+    """One sentence or a pair -> one of K labels: P = softmax(C W^T), W in R^{K x H}, where C is
+    the pooled [CLS] vector."""
+
+    def __init__(self, config: BertConfig, num_labels: int = 2):
+        super().__init__()
+        if num_labels < 1:
+            raise ValueError(f"num_labels must be at least 1, got {num_labels}")
+        self.config = config
+        self.num_labels = num_labels
+        self.bert = BertModel(config)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_labels)  # W (and a bias)
+        self.classifier.apply(self._init_weights)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, labels: torch.Tensor | None = None) -> ClassifierOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
+        loss = None
+        if labels is not None:
+            if self.num_labels == 1:  # regression (STS-B)
+                loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
+            else:
+                loss = F.cross_entropy(logits.float(), labels)
+        return ClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+
+class BertForTokenClassification(_BertBase):
+    """A label for every token (NER): a softmax over K labels on each T_i."""
+
+    def __init__(self, config: BertConfig, num_labels: int = 9):
+        super().__init__()
+        if num_labels < 2:
+            raise ValueError(f"num_labels must be at least 2, got {num_labels}")
+        self.config = config
+        self.num_labels = num_labels
+        self.bert = BertModel(config)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_labels)
+        self.classifier.apply(self._init_weights)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, labels: torch.Tensor | None = None) -> ClassifierOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
+        loss = None
+        if labels is not None:  # (B, T), IGNORE_INDEX on padding, specials and non-first sub-tokens
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
+        return ClassifierOutput(logits, loss, out.hidden_states, out.attentions)
+
+
+class BertForQuestionAnswering(_BertBase):
+    """Span extraction (SQuAD): a start vector S and an end vector E in R^H, stored as the two
+    rows of one (2, H) matrix. P(start = i) = softmax_i(S . T_i), likewise for the end."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.qa = nn.Linear(config.hidden_size, 2)  # row 0 = S, row 1 = E
+        self.qa.apply(self._init_weights)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, start_positions: torch.Tensor | None = None,
+                end_positions: torch.Tensor | None = None) -> SpanOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        start_logits, end_logits = self.qa(out.last_hidden_state).unbind(dim=-1)  # 2 x (B, T)
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            loss = (F.cross_entropy(start_logits.float(), start_positions)
+                    + F.cross_entropy(end_logits.float(), end_positions)) / 2
+        return SpanOutput(start_logits, end_logits, loss, out.hidden_states, out.attentions)

