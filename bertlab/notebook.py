@@ -1,0 +1,139 @@
+"""What the first cell of every chapter calls: pick a device, seed everything, quiet the noise.
+
+Every chapter starts with
+
+    from bertlab.notebook import setup
+    device = setup()
+
+so that a chapter behaves the same on Colab with a GPU, on a laptop, and in the book build
+(which executes every chapter on a CPU with no network). `setup` does five things:
+
+1. picks the device: CUDA when there is a GPU, else the CPU; prints one line saying which;
+2. seeds Python's, NumPy's and PyTorch's random number generators, so the printed numbers
+   in the rendered book are the ones a reader gets when re-running a chapter on the CPU;
+3. decides whether the Hugging Face hub may be used (see `hub_reachable`): when it cannot
+   be reached, HF_HUB_OFFLINE=1, so transformers reads only local files and fails fast
+   instead of retrying the network;
+4. turns off progress bars and the tokenizers' fork warning, and silences warnings known to be
+   harmless for the book (they would otherwise be printed into the rendered pages);
+5. sets matplotlib defaults for figures that are readable on a page.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import sys
+import threading
+import warnings
+
+import numpy as np
+import torch
+
+HUB_HOST = "huggingface.co"
+
+
+def on_colab() -> bool:
+    """True inside Google Colab."""
+    return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+
+
+def has_gpu() -> bool:
+    """True when PyTorch sees a CUDA GPU."""
+    return torch.cuda.is_available()
+
+
+def hub_reachable(timeout: float = 1.5) -> bool:
+    """Whether a TCP connection to the Hugging Face hub opens within `timeout` seconds.
+
+    The probe runs in a daemon thread so that a slow DNS lookup (which ignores socket
+    timeouts) cannot hold the notebook up for longer than `timeout`."""
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((HUB_HOST, 443), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(result and result[0])
+
+
+def _quiet() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    # Harmless for the book, and noisy in rendered pages:
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|huggingface_hub|bertviz)")
+    warnings.filterwarnings("ignore", message=r".*IProgress not found.*")  # tqdm without widgets
+    warnings.filterwarnings("ignore", message=r".*enable_nested_tensor.*")
+    warnings.filterwarnings("ignore", message=r".*TypedStorage is deprecated.*")
+
+
+def _matplotlib_defaults() -> None:
+    try:
+        import matplotlib.pyplot as plt  # importing pyplot first lets the inline backend set its rc
+    except ImportError:  # the package works without matplotlib; only the chapters draw
+        return
+    plt.rcParams.update({
+        "figure.figsize": (6.4, 4.0),
+        "figure.dpi": 100,
+        "savefig.dpi": 100,
+        "savefig.bbox": "tight",
+        "figure.constrained_layout.use": True,
+        "font.size": 11,
+        "axes.titlesize": 12,
+        "axes.labelsize": 11,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": False,
+        "image.cmap": "viridis",
+        "legend.frameon": False,
+    })
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and PyTorch (every CUDA device too)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def setup(seed: int = 0, verbose: bool = True) -> torch.device:
+    """Prepare a chapter: returns the device to use (cuda if there is a GPU, else cpu).
+
+    Hub policy: if HF_HUB_OFFLINE is already set (the Makefile sets it to 1), it is respected.
+    Otherwise the hub is probed once (`hub_reachable`, at most 1.5 s); when it cannot be reached,
+    HF_HUB_OFFLINE=1 is set. On Colab the probe normally succeeds, so chapters may download
+    models such as bert-base-uncased there."""
+    _quiet()
+    if "HF_HUB_OFFLINE" not in os.environ and not hub_reachable():
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        if "huggingface_hub" in sys.modules:  # imported already: it read the variable at import
+            try:
+                import huggingface_hub.constants as hub_constants
+                hub_constants.HF_HUB_OFFLINE = True
+            except (ImportError, AttributeError):
+                pass
+    seed_everything(seed)
+    _matplotlib_defaults()
+    device = torch.device("cuda" if has_gpu() else "cpu")
+    if verbose:
+        where = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU"
+        hub = "online" if hub_online() else "offline"
+        print(f"device: {where} | torch {torch.__version__} | Hugging Face hub: {hub} | seed {seed}")
+    return device
+
+
+def hub_online() -> bool:
+    """Whether chapters may download from the Hugging Face hub (after `setup`)."""
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("0", "", "false", "no")
