@@ -1,0 +1,173 @@
+"""The scores BERT's fine-tuning results are reported in, written out so they can be read.
+
+    accuracy             SST-2, RTE, MRPC
+    binary F1            MRPC (reported with accuracy): F1 of the positive class "equivalent"
+    SQuAD EM and F1      the official SQuAD v1.1 evaluation: answers are normalised (lowercase,
+                         no punctuation, no articles a/an/the, single spaces), EM is 1 if the
+                         prediction equals a gold answer, F1 is the overlap of their bags of
+                         tokens; each question takes the max over its gold answers
+    entity-level F1      CoNLL-2003 NER: precision, recall and F1 over whole entities (type, first
+                         word, last word) read from IOB2 tags, as the CoNLL shared task's conlleval
+                         script and seqeval (default mode) count them
+
+Every score is returned as a percentage (0-100), as the paper reports them.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import string
+from typing import Any, Iterable, Sequence
+
+import torch
+
+
+def _flat(x: Any) -> torch.Tensor:
+    return torch.as_tensor(x).reshape(-1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Classification
+# ------------------------------------------------------------------------------------------------
+def accuracy(predictions: Any, labels: Any) -> float:
+    """Percentage of predictions equal to the label."""
+    p, y = _flat(predictions), _flat(labels)
+    if p.shape != y.shape:
+        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    if y.numel() == 0:
+        raise ValueError("accuracy of an empty set is undefined")
+    return 100.0 * (p == y).float().mean().item()
+
+
+def binary_f1(predictions: Any, labels: Any, positive: int = 1) -> dict[str, float]:
+    """Precision, recall and F1 of the `positive` class (percentages). F1 is the harmonic mean
+    2PR / (P + R); by convention 0 when there are no true positives."""
+    p, y = _flat(predictions), _flat(labels)
+    if p.shape != y.shape:
+        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    tp = ((p == positive) & (y == positive)).sum().item()
+    fp = ((p == positive) & (y != positive)).sum().item()
+    fn = ((p != positive) & (y == positive)).sum().item()
+    return _prf(tp, tp + fp, tp + fn)
+
+
+def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
+    precision = correct / predicted if predicted else 0.0
+    recall = correct / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": 100.0 * precision, "recall": 100.0 * recall, "f1": 100.0 * f1}
+
+
+# ------------------------------------------------------------------------------------------------
+# SQuAD v1.1: exact match and F1 over normalised answers
+# ------------------------------------------------------------------------------------------------
+_PUNCTUATION = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """The official SQuAD normalisation, in its order: lowercase, drop ASCII punctuation, drop
+    the articles a/an/the (whole words), collapse runs of whitespace into single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    """1.0 if the normalised texts are equal, else 0.0."""
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def span_f1(prediction: str, gold: str) -> float:
+    """F1 (0-1) of the normalised tokens: common = size of the multiset intersection,
+    precision = common / |prediction|, recall = common / |gold|. 0 if nothing is common."""
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    common = sum((collections.Counter(pred_tokens) & collections.Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision = common / len(pred_tokens)
+    recall = common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad_scores(predictions: dict[str, str], gold_answers: dict[str, Sequence[str]]) -> dict[str, float]:
+    """Exact match and F1 (percentages) over all questions of `gold_answers` (id -> the gold
+    answer texts). Each question scores its best gold answer; a question with no prediction
+    scores 0 (and is counted in "missing")."""
+    if not gold_answers:
+        raise ValueError("no questions to score")
+    em = f1 = 0.0
+    missing = 0
+    for qid, golds in gold_answers.items():
+        if not golds:
+            raise ValueError(f"question {qid!r} has no gold answer; SQuAD v1.1 questions all have one")
+        if qid not in predictions:
+            missing += 1
+            continue
+        pred = predictions[qid]
+        em += max(exact_match(pred, g) for g in golds)
+        f1 += max(span_f1(pred, g) for g in golds)
+    n = len(gold_answers)
+    return {"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n, "questions": n, "missing": missing}
+
+
+# ------------------------------------------------------------------------------------------------
+# Entity-level F1 for IOB2 tags (CoNLL-2003)
+# ------------------------------------------------------------------------------------------------
+def _split_tag(tag: str) -> tuple[str, str]:
+    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', '')."""
+    if tag == "O":
+        return "O", ""
+    prefix, sep, kind = tag.partition("-")
+    if not sep or prefix not in ("B", "I") or not kind:
+        raise ValueError(f"tag {tag!r} is not IOB2: expected 'O', 'B-TYPE' or 'I-TYPE'")
+    return prefix, kind
+
+
+def get_entities(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The entities of one tagged sentence as (type, first, last) word indices, inclusive.
+
+    An entity starts at B-X, or at an I-X that does not continue an entity of type X (after O or
+    another type: conlleval's lenient reading of invalid IOB2). It continues over I-X of the same
+    type and ends before anything else."""
+    entities = []
+    start, kind = None, ""
+    for i, tag in enumerate(tags):
+        prefix, t = _split_tag(tag)
+        continues = prefix == "I" and start is not None and t == kind
+        if start is not None and not continues:  # the open entity ends before i
+            entities.append((kind, start, i - 1))
+            start = None
+        if prefix == "B" or (prefix == "I" and not continues):
+            start, kind = i, t
+    if start is not None:
+        entities.append((kind, start, len(tags) - 1))
+    return entities
+
+
+def entity_f1(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]],
+              by_type: bool = False) -> dict[str, Any]:
+    """Micro-averaged precision, recall and F1 (percentages) over exact entities: a predicted
+    entity counts only if a gold entity has the same type, first and last word. With by_type, adds
+    "types": {type: {precision, recall, f1, support}}."""
+    gold_set, pred_set = set(), set()
+    n_sentences = 0
+    for s, (gold, pred) in enumerate(zip(gold_tags, predicted_tags, strict=True)):
+        if len(gold) != len(pred):
+            raise ValueError(f"sentence {s}: {len(gold)} gold tags but {len(pred)} predicted tags")
+        gold_set.update((s, *e) for e in get_entities(gold))
+        pred_set.update((s, *e) for e in get_entities(pred))
+        n_sentences += 1
+    scores: dict[str, Any] = _prf(len(gold_set & pred_set), len(pred_set), len(gold_set))
+    scores.update(gold_entities=len(gold_set), predicted_entities=len(pred_set), sentences=n_sentences)
+    if by_type:
+        types = sorted({e[1] for e in gold_set | pred_set})
+        scores["types"] = {}
+        for t in types:
+            g = {e for e in gold_set if e[1] == t}
+            p = {e for e in pred_set if e[1] == t}
+            scores["types"][t] = {**_prf(len(g & p), len(p), len(g)), "support": len(g)}
+    return scores

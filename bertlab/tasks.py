@@ -1,0 +1,484 @@
+"""Fine-tuning tasks: from a dataset's examples to model batches, and from outputs to scores.
+
+BERT is fine-tuned the same way for every task (Devlin et al., 2018, section 4 and Figure 4): the
+input is packed as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids 0 for A and 1 for
+B, and one small output layer is added on top. Only the *features* (how text becomes ids and
+labels) and the *metric* change from task to task. This module holds
+
+    the tokenizer interface   `fast_tokenizer`: the `tokenizers.Tokenizer` behind any of our
+                              tokenizers; every featurizer works from its fast batch encodings
+                              (ids, character offsets, word ids)
+    Features                  a dataset of featurized examples plus a report of what was cut,
+                              skipped or repaired (nothing is dropped silently)
+    collate                   dynamic padding: a batch is padded to its own longest sequence
+    classification features   SST-2 (one sentence) and MRPC, RTE (a pair), truncated longest-first
+    the task table            TASKS / get_task(name): how to read, featurize, collate and score
+                              "sst2", "mrpc", "rte", "squad" and "conll2003"
+
+Span QA (SQuAD) lives in bertlab.squad and token classification (CoNLL-2003 NER) in bertlab.ner;
+the scores are in bertlab.metrics.
+
+A training loop uses a task like this:
+
+    task = get_task("mrpc")
+    train = task.featurize(task.load("train"), tokenizer, max_len=128)
+    model = task.build_model(config)                         # BertForSequenceClassification
+    loader = DataLoader(train, batch_size=32, shuffle=True, collate_fn=task.collate)
+    for batch in loader:
+        loss = model(**batch).loss                           # batch holds labels=...
+    dev = task.featurize(task.load("dev"), tokenizer, max_len=128)
+    outs = [task.gather(model(**b)) for b in DataLoader(dev, 64, collate_fn=task.collate)]
+    task.evaluate(outs, dev)                                 # {"accuracy": ..., "f1": ...}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+from bertlab.model import (
+    IGNORE_INDEX,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
+
+# The keys a collated batch may hold: exactly the keyword arguments of the models' forward.
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+LABEL_KEYS = ("labels", "start_positions", "end_positions")
+
+
+# ------------------------------------------------------------------------------------------------
+# The tokenizer interface
+# ------------------------------------------------------------------------------------------------
+def fast_tokenizer(tokenizer: Any) -> Tokenizer:
+    """The `tokenizers.Tokenizer` behind `tokenizer`, with no truncation and no padding.
+
+    Accepts a bertlab `WordPieceTokenizer` (its `.backend`), a `tokenizers.Tokenizer`, a
+    transformers fast tokenizer (its `.backend_tokenizer`) or a path to a tokenizer.json. The
+    featurizers encode WITHOUT special tokens and add [CLS]/[SEP] themselves, so that they decide
+    where to cut; a backend configured to truncate or pad (a tokenizer.json may carry such
+    settings) is copied and the copy's settings turned off, never the caller's object."""
+    if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
+        backend = Tokenizer.from_file(str(tokenizer))
+    elif isinstance(tokenizer, Tokenizer):
+        backend = tokenizer
+    elif isinstance(getattr(tokenizer, "backend", None), Tokenizer):
+        backend = tokenizer.backend
+    elif isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
+        backend = tokenizer.backend_tokenizer
+    else:
+        raise TypeError(f"expected a WordPieceTokenizer, a tokenizers.Tokenizer or a path to a "
+                        f"tokenizer.json, got {type(tokenizer).__name__}")
+    if backend.truncation is not None or backend.padding is not None:
+        backend = Tokenizer.from_str(backend.to_str())
+        backend.no_truncation()
+        backend.no_padding()
+    for token in ("[CLS]", "[SEP]", "[PAD]", "[UNK]"):
+        if backend.token_to_id(token) is None:
+            raise ValueError(f"the tokenizer has no {token} token; BERT fine-tuning needs "
+                             f"[CLS], [SEP], [PAD] and [UNK] in the vocabulary")
+    return backend
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    cls: int
+    sep: int
+    pad: int
+    unk: int
+
+    @classmethod
+    def of(cls, backend: Tokenizer) -> "SpecialIds":
+        return cls(*(backend.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[UNK]")))
+
+
+def encode_texts(backend: Tokenizer, texts: Sequence[str]) -> list:
+    """Fast batch encoding of many texts, no special tokens: one `tokenizers.Encoding` each, with
+    `.ids`, `.offsets` (character spans into the text) and `.word_ids`."""
+    return backend.encode_batch(list(texts), add_special_tokens=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Features: a dataset with a report
+# ------------------------------------------------------------------------------------------------
+class Features(torch.utils.data.Dataset):
+    """Featurized examples, one dict per model input sequence (`items`), for a DataLoader.
+
+    `report` counts everything the featurizer had to decide about: sequences truncated,
+    texts that were empty, answers that do not occur in their context, sentences split into
+    windows... `examples` keeps the original examples (evaluation maps predictions back to them).
+    `meta` holds task-specific arrays for evaluation (for SQuAD: each window's token -> character
+    map). Items are dicts of numpy arrays / ints; `collate` turns a list of them into tensors."""
+
+    def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict,
+                 meta: dict | None = None):
+        self.task = task
+        self.items = items
+        self.examples = list(examples)
+        self.report = report
+        self.meta = meta or {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.items[i]
+
+    def lengths(self) -> np.ndarray:
+        """Sequence length of every item (for length-bucketed batching)."""
+        return np.array([len(it["input_ids"]) for it in self.items], dtype=np.int64)
+
+    def __repr__(self) -> str:
+        return (f"Features(task={self.task!r}, items={len(self.items)}, examples={len(self.examples)}, "
+                f"report={json.dumps(self.report, default=str)[:300]})")
+
+
+def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | None = None) -> dict:
+    """Dynamic padding: pad every sequence of the batch to the batch's longest (rounded up to a
+    multiple of `pad_to_multiple_of` if given: friendlier to GPUs and torch.compile).
+
+    Returns long tensors: input_ids, token_type_ids, attention_mask (1 = real token, 0 = pad),
+    and whichever labels the items carry: `labels` (B,) for sequence classification, (B, T) for
+    token classification (padded with IGNORE_INDEX), or start_positions / end_positions (B,).
+    The dict is exactly the keyword arguments of BertFor*(**batch)."""
+    if len(batch) == 0:
+        raise ValueError("cannot collate an empty batch")
+    T = max(len(it["input_ids"]) for it in batch)
+    if pad_to_multiple_of:
+        T = -(-T // pad_to_multiple_of) * pad_to_multiple_of
+    B = len(batch)
+    input_ids = torch.full((B, T), pad_id, dtype=torch.long)
+    token_type_ids = torch.zeros((B, T), dtype=torch.long)
+    attention_mask = torch.zeros((B, T), dtype=torch.long)
+    token_labels = "labels" in batch[0] and np.ndim(batch[0]["labels"]) == 1
+    labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long) if token_labels else None
+    for b, it in enumerate(batch):
+        n = len(it["input_ids"])
+        input_ids[b, :n] = torch.as_tensor(it["input_ids"])
+        token_type_ids[b, :n] = torch.as_tensor(it["token_type_ids"])
+        attention_mask[b, :n] = 1
+        if token_labels:
+            labels[b, :n] = torch.as_tensor(it["labels"])
+    out = {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask}
+    if token_labels:
+        out["labels"] = labels
+    else:
+        for key in LABEL_KEYS:
+            values = [it.get(key) for it in batch]
+            if all(v is not None for v in values):
+                out[key] = torch.tensor(values, dtype=torch.long)
+            elif any(v is not None for v in values):
+                raise ValueError(f"some items of the batch have {key!r} and some do not; featurize "
+                                 f"labelled and unlabelled examples separately")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Sequence classification: one sentence (SST-2) or a pair (MRPC, RTE)
+# ------------------------------------------------------------------------------------------------
+def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int, int]:
+    """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens: remove one token
+    at a time from the end of the longer text (from B on a tie), as BERT's released code does. A
+    short sentence is kept whole and the long one pays."""
+    while len_a + len_b > max_tokens:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return len_a, len_b
+
+
+def pack(ids_a: Sequence[int], ids_b: Sequence[int] | None, special: SpecialIds) -> tuple[list, list]:
+    """[CLS] A [SEP] (B [SEP]) and the segment ids: 0 for [CLS], A and its [SEP]; 1 for B and
+    the final [SEP]."""
+    input_ids = [special.cls, *ids_a, special.sep]
+    token_type_ids = [0] * len(input_ids)
+    if ids_b is not None:
+        input_ids += [*ids_b, special.sep]
+        token_type_ids += [1] * (len(ids_b) + 1)
+    return input_ids, token_type_ids
+
+
+def _field(example: Any, name: str) -> Any:
+    """example.name or example[name]: examples may be dataclasses, named tuples or dicts."""
+    if isinstance(example, dict):
+        return example[name]
+    return getattr(example, name)
+
+
+def _label_id(label: Any, label_names: Sequence[str], where: str) -> int | None:
+    if label is None or (isinstance(label, str) and label == ""):
+        return None
+    if isinstance(label, str) and not label.lstrip("-").isdigit():
+        if label not in label_names:
+            raise ValueError(f"{where}: unknown label {label!r}; the labels are {list(label_names)}")
+        return label_names.index(label)
+    value = int(label)
+    if not 0 <= value < len(label_names):
+        raise ValueError(f"{where}: label {value} is outside [0, {len(label_names)}) "
+                         f"(labels {list(label_names)})")
+    return value
+
+
+def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
+                             text_fields: Sequence[str] = ("sentence",),
+                             label_names: Sequence[str] = ("0", "1"), task: str = "classification"
+                             ) -> Features:
+    """Features for single-text or pair classification.
+
+    Each example gives its text(s) by `text_fields` (one field: single text, two: a pair) and an
+    optional `label` (a label name or index; None for unlabelled test data). The texts are
+    tokenized without special tokens, cut longest-first to max_len - 2 (one text) or max_len - 3
+    (a pair), and packed as [CLS] A [SEP] (B [SEP]). Items: input_ids, token_type_ids, labels."""
+    if len(text_fields) not in (1, 2):
+        raise ValueError(f"text_fields names one text or a pair, got {list(text_fields)}")
+    pair = len(text_fields) == 2
+    n_special = 3 if pair else 2
+    if max_len <= n_special:
+        raise ValueError(f"max_len={max_len} leaves no room for text after {n_special} special tokens")
+    backend = fast_tokenizer(tokenizer)
+    special = SpecialIds.of(backend)
+    texts = [[_field(ex, f) for ex in examples] for f in text_fields]
+    for f, column in zip(text_fields, texts):
+        for i, t in enumerate(column):
+            if not isinstance(t, str):
+                raise TypeError(f"{task} example {i}: field {f!r} is {type(t).__name__}, expected str")
+    encoded = [encode_texts(backend, column) for column in texts]
+
+    report = {"examples": len(examples), "truncated": 0, "tokens_cut": 0, "empty_texts": 0,
+              "unlabelled": 0, "max_len": max_len, "empty_at": [], "truncated_at": []}
+    items = []
+    for i, ex in enumerate(examples):
+        ids_a = encoded[0][i].ids
+        ids_b = encoded[1][i].ids if pair else []
+        if not ids_a or (pair and not ids_b):
+            report["empty_texts"] += 1
+            report["empty_at"].append(i)
+        keep_a, keep_b = truncate_longest_first(len(ids_a), len(ids_b), max_len - n_special)
+        cut = len(ids_a) + len(ids_b) - keep_a - keep_b
+        if cut:
+            report["truncated"] += 1
+            report["tokens_cut"] += cut
+            report["truncated_at"].append(i)
+        input_ids, token_type_ids = pack(ids_a[:keep_a], ids_b[:keep_b] if pair else None, special)
+        label = _label_id(_field(ex, "label") if _has(ex, "label") else None, label_names,
+                          f"{task} example {i}")
+        if label is None:
+            report["unlabelled"] += 1
+        item = {"input_ids": np.array(input_ids, dtype=np.int64),
+                "token_type_ids": np.array(token_type_ids, dtype=np.int64)}
+        if label is not None:
+            item["labels"] = label
+        items.append(item)
+    for key in ("empty_at", "truncated_at"):  # keep reports small: the first few locations
+        report[key] = report[key][:20]
+    return Features(task, items, examples, report, meta={"pad_id": special.pad})
+
+
+def _has(example: Any, name: str) -> bool:
+    return name in example if isinstance(example, dict) else hasattr(example, name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Turning model outputs into predictions
+# ------------------------------------------------------------------------------------------------
+def _as_cpu(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu() if x.is_floating_point() else x.detach().cpu()
+    return x
+
+
+def stack_ragged(parts: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
+    """Concatenate batches (B_k, T_k, ...) whose T differ (dynamic padding) into (sum B_k, max T, ...),
+    padding with `fill`."""
+    parts = [torch.as_tensor(p) for p in parts]
+    if len(parts) == 1:
+        return parts[0]
+    T = max(p.shape[1] for p in parts)
+    padded = []
+    for p in parts:
+        if p.shape[1] < T:
+            pad_shape = (p.shape[0], T - p.shape[1], *p.shape[2:])
+            p = torch.cat([p, torch.full(pad_shape, fill, dtype=p.dtype)], dim=1)
+        padded.append(p)
+    return torch.cat(padded, dim=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# The task table
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Task:
+    """One fine-tuning task, with a uniform interface for training loops.
+
+    name         "sst2", "mrpc", "rte", "squad" or "conll2003"
+    kind         "classification" (one label per input), "span" (start/end of an answer) or
+                 "token" (one label per word)
+    label_names  the classes, index = label id (empty for span QA)
+    metrics      names of the scores `evaluate` returns, the first being the one to select on
+    max_len      the usual sequence length for this task
+    splits       the splits `load` can read from the local mirror
+    """
+
+    name: str
+    kind: str
+    label_names: tuple[str, ...]
+    metrics: tuple[str, ...]
+    max_len: int
+    splits: tuple[str, ...]
+    description: str
+    text_fields: tuple[str, ...] = ()
+    reader: Callable[[str], list] | None = field(default=None, repr=False)
+
+    @property
+    def num_labels(self) -> int:
+        """Size of the output layer: number of classes, or 2 (start, end) for span QA."""
+        return len(self.label_names) if self.kind != "span" else 2
+
+    @property
+    def model_class(self) -> type:
+        return {"classification": BertForSequenceClassification, "token": BertForTokenClassification,
+                "span": BertForQuestionAnswering}[self.kind]
+
+    @property
+    def model_kwargs(self) -> dict:
+        """Extra arguments of `model_class(config, **model_kwargs)`."""
+        return {} if self.kind == "span" else {"num_labels": self.num_labels}
+
+    @property
+    def main_metric(self) -> str:
+        return self.metrics[0]
+
+    def build_model(self, config: Any) -> torch.nn.Module:
+        return self.model_class(config, **self.model_kwargs)
+
+    def from_pretrained(self, source: Any, **kwargs: Any) -> torch.nn.Module:
+        """The task's model with its encoder from pretrained weights (see bertlab.hf); the new
+        output layer is freshly initialised."""
+        return self.model_class.from_hf(source, strict=False, **self.model_kwargs, **kwargs)
+
+    # --- data ---------------------------------------------------------------------------------
+    def load(self, split: str) -> list:
+        """The examples of one split ("train", "dev", "test"), read from the dataset mirror."""
+        if split not in self.splits:
+            raise ValueError(f"task {self.name!r} has no split {split!r} in the local mirror; "
+                             f"available: {list(self.splits)}")
+        if self.reader is None:
+            raise RuntimeError(f"task {self.name!r} has no reader")
+        return self.reader(split)
+
+    def featurize(self, examples: Sequence[Any], tokenizer: Any, max_len: int | None = None,
+                  **kwargs: Any) -> Features:
+        """Examples -> Features (a torch Dataset of dicts; `.report` says what was cut or
+        repaired). kwargs go to the task's featurizer (SQuAD: doc_stride, max_query_len)."""
+        max_len = max_len or self.max_len
+        if self.kind == "classification":
+            return featurize_classification(examples, tokenizer, max_len, self.text_fields,
+                                            self.label_names, task=self.name)
+        if self.kind == "span":
+            from bertlab.squad import featurize_squad
+            return featurize_squad(examples, tokenizer, max_len=max_len, **kwargs)
+        from bertlab.ner import featurize_ner
+        return featurize_ner(examples, tokenizer, max_len=max_len, label_names=self.label_names, **kwargs)
+
+    def collate(self, batch: Sequence[dict], pad_to_multiple_of: int | None = None) -> dict:
+        """A list of Features items -> a dict of (B, T) tensors for `model(**batch)`."""
+        return collate(batch, pad_to_multiple_of=pad_to_multiple_of)
+
+    # --- evaluation ---------------------------------------------------------------------------
+    def gather(self, output: Any) -> Any:
+        """What evaluation needs from one batch's model output, detached on the CPU: the logits
+        (classification, token), or (start_logits, end_logits) (span). Keep a list of these, in
+        the dataset's order (no shuffling), and pass it to `evaluate`."""
+        if self.kind == "span":
+            return (_as_cpu(output.start_logits), _as_cpu(output.end_logits))
+        return _as_cpu(output.logits)
+
+    def evaluate(self, outputs: Any, features: Features, **kwargs: Any) -> dict:
+        """Scores (percentages, as the paper reports them) of the predictions for `features`.
+
+        outputs: a list of `gather(...)` results (one per batch, in order), or the model outputs
+        themselves, or already concatenated arrays: logits (N, K) or predicted label ids (N,) for
+        classification; logits (N, T, K) or label ids (N, T) for tokens; a pair
+        (start_logits (N, T), end_logits (N, T)) for spans. Returns a dict; the first metric in
+        `self.metrics` is the one to select checkpoints on. Span QA takes max_answer_length."""
+        from bertlab import metrics
+        if self.kind == "span":
+            from bertlab.squad import evaluate_squad
+            start, end = self._span_logits(outputs)
+            return evaluate_squad(start, end, features, **kwargs)
+        values = self._stacked(outputs, fill=float("nan") if self.kind == "token" else 0.0)
+        if self.kind == "token":
+            from bertlab.ner import evaluate_ner
+            return evaluate_ner(values, features)
+        preds = values.argmax(-1) if values.dim() == 2 else values
+        gold = torch.tensor([it.get("labels", -1) for it in features.items])
+        if (gold < 0).any():
+            raise ValueError(f"{self.name}: some features have no label (test data?); cannot score them")
+        if len(preds) != len(gold):
+            raise ValueError(f"{self.name}: {len(preds)} predictions for {len(gold)} features; pass the "
+                             f"outputs of the whole split, in order")
+        scores = {"accuracy": metrics.accuracy(preds, gold)}
+        if "f1" in self.metrics:
+            scores["f1"] = metrics.binary_f1(preds, gold)["f1"]
+        return {m: scores[m] for m in self.metrics}
+
+    def _stacked(self, outputs: Any, fill: float) -> torch.Tensor:
+        if isinstance(outputs, (torch.Tensor, np.ndarray)):
+            return torch.as_tensor(outputs)
+        parts = [self.gather(o) if hasattr(o, "logits") else torch.as_tensor(o) for o in outputs]
+        if parts and parts[0].dim() >= 2 and self.kind == "token":
+            return stack_ragged(parts, fill=fill if parts[0].is_floating_point() else IGNORE_INDEX)
+        return torch.cat(parts, dim=0)
+
+    def _span_logits(self, outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
+            return torch.as_tensor(outputs[0]), torch.as_tensor(outputs[1])
+        pairs = [self.gather(o) if hasattr(o, "start_logits") else o for o in outputs]
+        neg = float("-inf")
+        return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
+
+
+def _reader(name: str) -> Callable[[str], list]:
+    """Read a split with bertlab.datasets (the dataset registry and its local mirror)."""
+    def read(split: str) -> list:
+        from bertlab import datasets
+        return datasets.load_task_split(name, split)
+    return read
+
+
+CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+
+TASKS: dict[str, Task] = {
+    "sst2": Task("sst2", "classification", ("negative", "positive"), ("accuracy",), 128,
+                 ("train", "dev", "test"), "Stanford Sentiment Treebank: is a movie-review sentence "
+                 "positive or negative? One sentence.", ("sentence",), _reader("sst2")),
+    "mrpc": Task("mrpc", "classification", ("not_equivalent", "equivalent"), ("f1", "accuracy"), 128,
+                 ("train", "dev", "test"), "Microsoft Research Paraphrase Corpus: do two news "
+                 "sentences say the same thing? A pair.", ("text_a", "text_b"), _reader("mrpc")),
+    "rte": Task("rte", "classification", ("entailment", "not_entailment"), ("accuracy",), 128,
+                ("train", "dev", "test"), "Recognizing Textual Entailment: does the first text "
+                "entail the second? A pair.", ("text_a", "text_b"), _reader("rte")),
+    "squad": Task("squad", "span", (), ("f1", "exact_match"), 384, ("dev",),
+                  "SQuAD v1.1: find the answer to a question as a span of a Wikipedia paragraph. "
+                  "Only the dev split is in the local mirror.", (), _reader("squad")),
+    "conll2003": Task("conll2003", "token", CONLL_LABELS, ("f1", "precision", "recall"), 128,
+                      ("train", "dev", "test"), "CoNLL-2003 English named entities (PER, ORG, LOC, "
+                      "MISC), IOB2 tags, scored by entity-level F1.", (), _reader("conll2003")),
+}
+
+
+def get_task(name: str) -> Task:
+    """The task called `name` ("sst2", "mrpc", "rte", "squad", "conll2003"; "sst-2", "SST-2",
+    "conll" work too)."""
+    key = name.lower().replace("-", "").replace("_", "")
+    key = {"conll": "conll2003", "squadv1": "squad", "squad11": "squad", "squadv11": "squad"}.get(key, key)
+    if key not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+    return TASKS[key]
