@@ -1,0 +1,193 @@
+"""What a run reports: JSON-lines metrics, a progress bar, FLOP counts (MFU) and the book's plots.
+
+Every `log_every` optimiser steps the training loop writes one JSON object per line to
+`<run>/metrics.jsonl`:
+
+    {"step": 200, "split": "train", "loss": 5.1, "mlm_loss": 4.5, "nsp_loss": 0.6, "mlm_acc": 0.21,
+     "nsp_acc": 0.71, "lr": 0.0007, "tokens_per_s": 91000.0, "mfu": 0.31, "elapsed_s": 12.3, ...}
+
+and every `eval_every` steps a line with "split": "eval" (held-out loss and accuracies). JSON
+lines survive a crash (each line is flushed), are appended to on resume, and read back with
+`read_metrics`. `plot_metrics` draws the curves the book shows.
+
+Model FLOPs (the numerator of MFU, model FLOPs utilisation) for one training step of BertForPreTraining
+with batch B, sequence length T, P predicted (masked) positions per sequence, L layers, hidden H,
+feed-forward size I, vocabulary V -- counting a multiply-add as 2 FLOPs and the backward pass as
+twice the forward (so training = 3 x forward = the familiar "6 x parameters x tokens"):
+
+    encoder matmuls    6 * B*T * L * (4*H*H + 2*H*I)     Q,K,V,O projections + the two FFN matrices
+    attention          6 * B*T * L * 2*T*H               Q K^T and (weights) V: 2*T*H per token
+    MLM head           6 * B*P * (H*H + H*V)             transform + tied decoder, masked positions only
+    pooler + NSP       6 * B * (H*H + 2*H)
+
+Embedding lookups, LayerNorm, softmax, GELU and biases are left out (they are memory-bound and small).
+MFU = model FLOPs per second / the GPU's dense bf16 peak (runtime.PEAK_FLOPS); None on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from bertlab.config import BertConfig
+
+
+# ------------------------------------------------------------------------------------------------
+# FLOPs and MFU
+# ------------------------------------------------------------------------------------------------
+def pretraining_flops(config: BertConfig, batch_size: int, seq_len: int, predictions: float) -> float:
+    """Model FLOPs of one training step (forward + backward); see the module docstring."""
+    B, T, L, H, I, V = (batch_size, seq_len, config.num_layers, config.hidden_size,
+                        config.intermediate_size, config.vocab_size)
+    encoder = B * T * L * (4 * H * H + 2 * H * I)
+    attention = B * T * L * 2 * T * H
+    mlm = B * predictions * (H * H + H * V)
+    pooler_nsp = B * (H * H + 2 * H)
+    return 6.0 * (encoder + attention + mlm + pooler_nsp)
+
+
+def mfu(flops_per_s: float, peak: float | None) -> float | None:
+    return None if not peak else flops_per_s / peak
+
+
+# ------------------------------------------------------------------------------------------------
+# JSON lines
+# ------------------------------------------------------------------------------------------------
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # "nan" / "inf": valid JSON, and visible
+    return v
+
+
+class MetricsLogger:
+    """Appends one JSON object per line; does nothing on ranks other than 0 (enabled=False)."""
+
+    def __init__(self, path: str | Path | None, enabled: bool = True):
+        self.path = Path(path) if path is not None else None
+        self.enabled = enabled and self.path is not None
+        self.records: list[dict[str, Any]] = []
+        self._f = None
+        if self.enabled:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(self.path, "a", buffering=1)
+
+    def log(self, record: dict[str, Any]) -> None:
+        record = {k: _clean(v) for k, v in record.items()}
+        self.records.append(record)
+        if self._f is not None:
+            self._f.write(json.dumps(record) + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            self._f = None
+
+
+def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
+    """The records of a metrics.jsonl (optionally only "train" or "eval" lines). A run that was
+    resumed may have logged a step twice (after its last checkpoint, before it stopped); the
+    later line wins."""
+    by_key: dict[tuple, dict[str, Any]] = {}
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if split is not None and r.get("split") != split:
+            continue
+        by_key[(r.get("split"), r.get("step"))] = r
+    return sorted(by_key.values(), key=lambda r: (r.get("step", 0), str(r.get("split"))))
+
+
+def truncate_metrics(path: str | Path, after_step: int) -> None:
+    """Drop lines logged after `after_step` (used on resume, so the file shows one history)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    keep = [line for line in path.read_text().splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= after_step]
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    tmp.write_text("".join(line + "\n" for line in keep))
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------------------------
+# Progress
+# ------------------------------------------------------------------------------------------------
+def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str = "step", initial: int = 0):
+    """A tqdm bar that renders as a widget in Jupyter and as text in a terminal (tqdm.auto).
+    Off on non-zero ranks, or when BERTLAB_PROGRESS=0."""
+    from tqdm.auto import tqdm
+
+    disable = (not enabled) or os.environ.get("BERTLAB_PROGRESS", "1") == "0"
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, disable=disable, dynamic_ncols=True,
+                file=sys.stderr, mininterval=1.0)
+
+
+def format_postfix(record: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    if "loss" in record:
+        out["loss"] = f"{record['loss']:.3f}" if isinstance(record["loss"], float) else str(record["loss"])
+    if record.get("mlm_acc") is not None:
+        out["mlm_acc"] = f"{record['mlm_acc']:.3f}"
+    if record.get("tokens_per_s"):
+        out["tok/s"] = f"{record['tokens_per_s'] / 1e3:.1f}k"
+    if record.get("mfu") is not None:
+        out["mfu"] = f"{100 * record['mfu']:.1f}%"
+    return out
+
+
+class Stopwatch:
+    """Wall time of the run so far, continuing across resumes (`offset` = time of earlier attempts)."""
+
+    def __init__(self, offset: float = 0.0):
+        self.offset = offset
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return self.offset + time.perf_counter() - self.start
+
+
+# ------------------------------------------------------------------------------------------------
+# Plots for the book
+# ------------------------------------------------------------------------------------------------
+def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title: str | None = None):
+    """Draw loss, MLM accuracy, NSP accuracy and tokens/s against the step, training (thin) and
+    held-out (markers) side by side. `source` is a metrics.jsonl path or a list of records (e.g.
+    `result.history`). Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(source) if isinstance(source, (str, Path)) else list(source)
+    train = [r for r in records if r.get("split", "train") == "train"]
+    evals = [r for r in records if r.get("split") == "eval"]
+    if axes is None:
+        fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    else:
+        fig = axes[0].figure
+    panels = [("loss", "loss (MLM + NSP)"), ("mlm_acc", "MLM accuracy"), ("nsp_acc", "NSP accuracy"),
+              ("tokens_per_s", "tokens / s")]
+    for ax, (key, label) in zip(axes, panels):
+        for rows, style, name in ((train, "-", "train"), (evals, "o-", "held-out")):
+            pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, style, label=name, lw=1.2 if name == "train" else 1.5, ms=3)
+        if not ax.lines:
+            ax.text(0.5, 0.5, "not logged" + (" (NSP off)" if key == "nsp_acc" else ""),
+                    ha="center", va="center", transform=ax.transAxes, color="grey")
+        ax.set_xlabel("step")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+        if len(ax.lines) > 1:
+            ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,230 @@
+"""Where and how the arithmetic runs: device, numeric precision, seeding, and several processes.
+
+Training code asks one object, a `Runtime`, every hardware question:
+
+    device       cpu, or cuda:<local rank>
+    precision    fp32 everywhere; bf16 autocast on GPUs that support it (Ampere and newer);
+                 fp16 autocast with a gradient scaler on older GPUs (a T4, a V100)
+    compile      torch.compile on or off
+    distributed  rank / world size when launched by `torchrun` (DistributedDataParallel)
+
+`precision="auto"` picks bf16 where supported, else fp16 on a GPU, else fp32. Options that only
+make sense on a GPU (bf16 or fp16 autocast, the fused AdamW kernel) raise a clear error on a CPU
+instead of silently doing something else. TF32 matrix multiplies are switched on for Ampere and
+newer GPUs (fp32 parameters keep full precision; only the matmul inputs are rounded).
+
+Several GPUs: `torchrun --nproc_per_node N -m bertlab pretrain ...` sets RANK, WORLD_SIZE and
+LOCAL_RANK; `init_distributed()` reads them and joins the process group (NCCL on GPUs, gloo on
+CPUs). Each process trains on its own shard of every batch; only rank 0 logs and saves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+# Dense (no sparsity) tensor-core peak of each GPU in FLOP/s for bf16/fp16 matrix multiplies, from
+# the vendors' data sheets. MFU (model FLOPs utilisation) = achieved model FLOP/s / this number.
+PEAK_FLOPS = {
+    "H200": 989e12,
+    "H100": 989e12,  # SXM; the PCIe card is lower (756e12)
+    "A100": 312e12,
+    "L4": 121e12,
+    "V100": 125e12,
+    "T4": 65e12,
+}
+
+
+def peak_flops(device: torch.device | str) -> float | None:
+    """Peak bf16/fp16 FLOP/s of the device, or None when unknown (CPUs, unlisted GPUs)."""
+    device = torch.device(device)
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name(device)
+    if "H100" in name and "PCIe" in name:
+        return 756e12
+    for key, flops in PEAK_FLOPS.items():
+        if key in name:
+            return flops
+    return None
+
+
+def device_name(device: torch.device | str) -> str:
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({os.cpu_count()} cores)"
+
+
+# ------------------------------------------------------------------------------------------------
+# Seeding
+# ------------------------------------------------------------------------------------------------
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's (CPU and every GPU) random generators."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+# ------------------------------------------------------------------------------------------------
+# Distributed (torchrun)
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(device_type: str | None = None) -> DistInfo:
+    """Join the process group when launched by torchrun (WORLD_SIZE > 1); otherwise one process.
+    NCCL on GPUs, gloo on CPUs. Safe to call twice."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if device_type is None:
+        device_type = "cuda" if torch.cuda.is_available() else "cpu"
+    if not dist.is_initialized():
+        if device_type == "cuda":
+            torch.cuda.set_device(local)
+        dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
+    return DistInfo(rank=rank, world_size=world, local_rank=local)
+
+
+def barrier(info: DistInfo) -> None:
+    if info.enabled and dist.is_initialized():
+        dist.barrier()
+
+
+def shutdown_distributed() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+# ------------------------------------------------------------------------------------------------
+# The runtime
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Runtime:
+    device: torch.device
+    precision: str  # "fp32", "bf16" or "fp16" (resolved, never "auto")
+    compile: bool = False
+    fused_adamw: bool = False
+    dist: DistInfo = None  # type: ignore[assignment]
+
+    def __post_init__(self):
+        if self.dist is None:
+            self.dist = DistInfo()
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+
+    @property
+    def uses_grad_scaler(self) -> bool:
+        """fp16 has a narrow exponent range: small gradients underflow unless the loss is scaled."""
+        return self.precision == "fp16"
+
+    def autocast(self):
+        """The context to run forward passes in: autocast to bf16/fp16, or nothing for fp32."""
+        dtype = self.autocast_dtype
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=dtype)
+
+    def grad_scaler(self) -> torch.amp.GradScaler:
+        """A GradScaler that is active for fp16 and a no-op otherwise (same code path)."""
+        return torch.amp.GradScaler(self.device.type, enabled=self.uses_grad_scaler)
+
+    def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Move a batch of CPU tensors to the device. On a GPU the copy is asynchronous from pinned
+        (page-locked) memory, so it overlaps with the previous step's computation."""
+        if self.device.type == "cpu":
+            return batch
+        out = {}
+        for k, v in batch.items():
+            if not v.is_pinned():
+                v = v.pin_memory()
+            out[k] = v.to(self.device, non_blocking=True)
+        return out
+
+    @property
+    def peak_flops(self) -> float | None:
+        return peak_flops(self.device)
+
+    def describe(self) -> str:
+        parts = [device_name(self.device), self.precision, "compiled" if self.compile else "eager"]
+        if self.dist.enabled:
+            parts.append(f"{self.dist.world_size} processes")
+        return ", ".join(parts)
+
+
+def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> torch.device:
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"device {device!r} was requested but no CUDA GPU is available; "
+                               f"use --device cpu (or auto)")
+        if dev.index is None:
+            dev = torch.device("cuda", dist_info.local_rank if dist_info else torch.cuda.current_device())
+    elif dev.type != "cpu":
+        raise ValueError(f"unsupported device {device!r}; use auto, cpu or cuda")
+    return dev
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """'auto' -> bf16 on GPUs that support it, fp16 on older GPUs, fp32 on CPU. A half precision
+    asked for on a CPU is an error (CPU autocast is slow and not what the recipes were tuned for)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if device.type != "cuda":
+        if precision in ("bf16", "fp16"):
+            raise ValueError(f"--precision {precision} needs a CUDA GPU, but this run is on "
+                             f"{device}; use --precision fp32 (or auto) on a CPU")
+        return "fp32"
+    bf16_ok = torch.cuda.is_bf16_supported()
+    if precision == "auto":
+        return "bf16" if bf16_ok else "fp16"
+    if precision == "bf16" and not bf16_ok:
+        raise ValueError(f"{torch.cuda.get_device_name(device)} does not support bf16; use "
+                         f"--precision fp16 (autocast with loss scaling) or auto")
+    return precision
+
+
+def make_runtime(device: str = "auto", precision: str = "auto", compile: bool = False,
+                 fused_adamw: bool | None = None, distributed: bool = True) -> Runtime:
+    """Resolve every hardware choice once, with clear errors for impossible combinations.
+    fused_adamw=None means: fused on CUDA, the default (foreach) implementation elsewhere."""
+    want = None if device == "auto" else torch.device(device).type
+    info = init_distributed(want) if distributed else DistInfo()
+    dev = resolve_device(device, info)
+    prec = resolve_precision(precision, dev)
+    if fused_adamw is None:
+        fused_adamw = dev.type == "cuda"
+    elif fused_adamw and dev.type != "cuda":
+        raise ValueError("the fused AdamW kernel needs a CUDA GPU; drop --fused (it is chosen "
+                         "automatically on GPUs)")
+    if dev.type == "cuda":
+        # TF32: fp32 matmuls on tensor cores with a 10-bit mantissa (Ampere+); harmless elsewhere.
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    return Runtime(device=dev, precision=prec, compile=compile, fused_adamw=fused_adamw, dist=info)
