@@ -39,7 +39,7 @@ IGNORE_INDEX = -100  # label value for positions that carry no loss (the convent
 @dataclass
 class BertOutput:
     last_hidden_state: torch.Tensor  # (B, T, H): T_i, the final vector of every token
-    pooler_output: torch.Tensor  # (B, H): tanh(W C + b), C = final vector of [CLS]
+    pooler_output: torch.Tensor | None  # (B, H): tanh(W C + b), C = final vector of [CLS]; None without pooler
     hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 tensors (B, T, H), embeddings first
     attentions: tuple[torch.Tensor, ...] | None = None  # L tensors (B, A, T, T)
 
@@ -205,14 +205,16 @@ class _BertBase(nn.Module):
 
 
 class BertModel(_BertBase):
-    """The encoder: embeddings, L encoder layers, and the pooler over [CLS]."""
+    """The encoder: embeddings, L encoder layers, and the pooler over [CLS]. Heads that read
+    every token (token classification, span QA) build it without the pooler, as transformers
+    does, so that the parameters are exactly those the task uses."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, add_pooler: bool = True):
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList([EncoderLayer(config) for _ in range(config.num_layers)])
-        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooler else None
         self.apply(self._init_weights)
 
     def check_inputs(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
@@ -266,7 +268,7 @@ class BertModel(_BertBase):
                 hidden_states.append(x)
             if output_attentions:
                 attentions.append(weights)
-        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H), from the [CLS] position
+        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H), from [CLS]
         return BertOutput(x, pooled,
                           tuple(hidden_states) if hidden_states is not None else None,
                           tuple(attentions) if attentions is not None else None)
@@ -376,7 +378,7 @@ class BertForTokenClassification(_BertBase):
             raise ValueError(f"num_labels must be at least 2, got {num_labels}")
         self.config = config
         self.num_labels = num_labels
-        self.bert = BertModel(config)
+        self.bert = BertModel(config, add_pooler=False)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         self.classifier.apply(self._init_weights)
@@ -398,7 +400,7 @@ class BertForQuestionAnswering(_BertBase):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.bert = BertModel(config)
+        self.bert = BertModel(config, add_pooler=False)
         self.qa = nn.Linear(config.hidden_size, 2)  # row 0 = S, row 1 = E
         self.qa.apply(self._init_weights)
 

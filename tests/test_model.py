@@ -1,0 +1,255 @@
+"""bertlab's BERT against the paper: sizes, shapes, masking, heads, and clear errors."""
+
+import pytest
+import torch
+
+from bertlab import (
+    IGNORE_INDEX,
+    BertConfig,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+)
+
+
+def tiny(**kw):
+    return BertConfig.preset("tiny", vocab_size=kw.pop("vocab_size", 101), **kw)
+
+
+def batch(cfg, B=3, T=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, cfg.vocab_size, (B, T), generator=g)
+    seg = torch.zeros(B, T, dtype=torch.long)
+    seg[:, T // 2:] = 1
+    mask = torch.ones(B, T, dtype=torch.long)
+    if B >= 3:
+        mask[1, T - 4:] = 0  # a padded sequence
+        mask[2, T - 1:] = 0
+    return ids, seg, mask
+
+
+# --- the paper's sizes ----------------------------------------------------------------------------
+def test_parameter_counts_match_the_paper():
+    # Devlin et al.: BERT-Base 110M, BERT-Large 340M; the exact figures are those of the released
+    # checkpoints (bert-base-uncased has 109,482,240 parameters in its encoder with the pooler).
+    assert BertModel(BertConfig.preset("base")).num_parameters() == 109_482_240
+    assert BertModel(BertConfig.preset("large")).num_parameters() == 335_141_888
+    assert BertForPreTraining(BertConfig.preset("base")).num_parameters() == 110_106_428
+
+
+def test_presets_are_the_named_sizes():
+    expected = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
+                "medium": (8, 512, 8), "base": (12, 768, 12), "large": (24, 1024, 16)}
+    for name, (L, H, A) in expected.items():
+        c = BertConfig.preset(name)
+        assert (c.L, c.H, c.A) == (L, H, A)
+        assert c.intermediate_size == 4 * H
+        assert c.max_position_embeddings == 512 and c.type_vocab_size == 2
+        assert c.hidden_dropout == c.attention_dropout == 0.1
+        assert c.layer_norm_eps == 1e-12 and c.hidden_act == "gelu"
+
+
+def test_config_round_trips_through_json(tmp_path):
+    c = BertConfig.preset("mini", vocab_size=16384)
+    c.save(tmp_path / "config.json")
+    assert BertConfig.load(tmp_path / "config.json") == c
+
+
+# --- shapes and behaviour -------------------------------------------------------------------------
+def test_output_shapes_and_counts():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    out = BertForPreTraining(cfg).eval()(ids, seg, mask, output_attentions=True, output_hidden_states=True)
+    B, T = ids.shape
+    assert out.mlm_logits.shape == (B, T, cfg.vocab_size)
+    assert out.nsp_logits.shape == (B, 2)
+    assert len(out.hidden_states) == cfg.num_layers + 1
+    assert all(h.shape == (B, T, cfg.hidden_size) for h in out.hidden_states)
+    assert len(out.attentions) == cfg.num_layers
+    assert all(a.shape == (B, cfg.num_heads, T, T) for a in out.attentions)
+
+
+def test_attention_rows_sum_to_one_and_ignore_padding():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    out = BertModel(cfg).eval()(ids, seg, mask, output_attentions=True)
+    for a in out.attentions:
+        torch.testing.assert_close(a.sum(-1), torch.ones_like(a.sum(-1)))
+        # no query ever looks at a padded key
+        assert a[1, :, :, -4:].abs().max() == 0
+        assert a[2, :, :, -1:].abs().max() == 0
+
+
+def test_padding_does_not_change_real_tokens():
+    """A padded sequence gives its real tokens the same vectors as the unpadded one, on both paths."""
+    cfg = tiny()
+    model = BertModel(cfg).eval()
+    ids, seg, _ = batch(cfg, B=1, T=7)
+    padded = torch.cat([ids, torch.zeros(1, 5, dtype=torch.long)], dim=1)
+    pseg = torch.cat([seg, torch.zeros(1, 5, dtype=torch.long)], dim=1)
+    pmask = torch.cat([torch.ones(1, 7), torch.zeros(1, 5)], dim=1).long()
+    for weights in (False, True):
+        ref = model(ids, seg, output_attentions=weights).last_hidden_state
+        got = model(padded, pseg, pmask, output_attentions=weights).last_hidden_state[:, :7]
+        torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    # and without the mask the padding would leak in: the check above can fail
+    leaked = model(padded, pseg).last_hidden_state[:, :7]
+    assert (leaked - model(ids, seg).last_hidden_state).abs().max() > 1e-3
+
+
+def test_fused_and_explicit_attention_agree():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    model = BertModel(cfg).eval()
+    fused = model(ids, seg, mask).last_hidden_state
+    explicit = model(ids, seg, mask, output_attentions=True).last_hidden_state
+    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
+
+
+def test_bidirectional_every_token_sees_every_other():
+    """Changing the last token changes the first token's output (unlike a left-to-right LM)."""
+    cfg = tiny()
+    model = BertModel(cfg).eval()
+    ids, seg, _ = batch(cfg, B=1)
+    other = ids.clone()
+    other[0, -1] = (other[0, -1] % (cfg.vocab_size - 1)) + 1 if other[0, -1] != 1 else 2
+    a = model(ids, seg).last_hidden_state[0, 0]
+    b = model(other, seg).last_hidden_state[0, 0]
+    assert (a - b).abs().max() > 1e-4
+
+
+def test_dropout_active_in_train_mode_only():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    model = BertModel(cfg)
+    model.train()
+    assert not torch.equal(model(ids, seg, mask).last_hidden_state, model(ids, seg, mask).last_hidden_state)
+    model.eval()
+    assert torch.equal(model(ids, seg, mask).last_hidden_state, model(ids, seg, mask).last_hidden_state)
+
+
+def test_mlm_decoder_is_tied_to_token_embeddings():
+    model = BertForPreTraining(tiny())
+    names = [n for n, _ in model.named_parameters()]
+    assert not any("decoder" in n for n in names)  # one matrix, used twice
+    ids, seg, mask = batch(model.config)
+    out = model(ids, seg, mask)
+    out.mlm_logits.sum().backward()
+    assert model.bert.embeddings.token.weight.grad is not None
+
+
+def test_pretraining_loss_on_selected_positions_equals_full_loss():
+    """The fast path (MLM head on the selected positions only) computes the same loss as the
+    head over every position with labels elsewhere ignored."""
+    cfg = tiny()
+    model = BertForPreTraining(cfg).eval()
+    ids, seg, mask = batch(cfg)
+    positions = torch.tensor([[1, 4, 0], [2, 3, 5], [6, 0, 0]])
+    labels_p = torch.tensor([[7, 8, IGNORE_INDEX], [9, 10, 11], [12, IGNORE_INDEX, IGNORE_INDEX]])
+    labels_full = torch.full_like(ids, IGNORE_INDEX)
+    for b in range(3):
+        for p, l in zip(positions[b], labels_p[b]):
+            if l != IGNORE_INDEX:
+                labels_full[b, p] = l
+    nsp = torch.tensor([0, 1, 0])
+    fast = model(ids, seg, mask, mlm_positions=positions, mlm_labels=labels_p, nsp_labels=nsp)
+    full = model(ids, seg, mask, mlm_labels=labels_full, nsp_labels=nsp)
+    assert fast.mlm_logits.shape == (3, 3, cfg.vocab_size)
+    torch.testing.assert_close(fast.mlm_loss, full.mlm_loss)
+    torch.testing.assert_close(fast.loss, full.mlm_loss + full.nsp_loss)
+    without_nsp = model(ids, seg, mask, mlm_positions=positions, mlm_labels=labels_p)
+    torch.testing.assert_close(without_nsp.loss, fast.mlm_loss)
+
+
+def test_fine_tuning_heads_shapes_and_losses():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    out = BertForSequenceClassification(cfg, num_labels=3)(ids, seg, mask, labels=torch.tensor([0, 2, 1]))
+    assert out.logits.shape == (3, 3) and torch.isfinite(out.loss)
+    labels = torch.randint(0, 9, ids.shape)
+    labels[mask == 0] = IGNORE_INDEX
+    out = BertForTokenClassification(cfg, num_labels=9)(ids, seg, mask, labels=labels)
+    assert out.logits.shape == (3, 11, 9) and torch.isfinite(out.loss)
+    qa = BertForQuestionAnswering(cfg).eval()
+    out = qa(ids, seg, mask, start_positions=torch.tensor([1, 2, 0]), end_positions=torch.tensor([3, 2, 0]))
+    assert out.start_logits.shape == out.end_logits.shape == (3, 11) and torch.isfinite(out.loss)
+    # the start and end vectors S and E are the rows of one (2, H) matrix
+    h = qa.bert(ids, seg, mask).last_hidden_state
+    S, E = qa.qa.weight
+    torch.testing.assert_close(qa(ids, seg, mask).start_logits, h @ S + qa.qa.bias[0])
+
+
+def test_regression_head_uses_mse():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    out = BertForSequenceClassification(cfg, num_labels=1)(ids, seg, mask, labels=torch.tensor([0.5, 1.0, 4.0]))
+    assert out.logits.shape == (3, 1) and out.loss > 0
+
+
+def test_training_reduces_loss_on_a_fixed_batch():
+    torch.manual_seed(0)
+    cfg = tiny(hidden_dropout=0.0, attention_dropout=0.0)
+    model = BertForPreTraining(cfg)
+    ids, seg, mask = batch(cfg)
+    positions = torch.tensor([[1, 2], [3, 4], [5, 6]])
+    labels = ids.gather(1, positions)
+    nsp = torch.tensor([0, 1, 0])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(30):
+        loss = model(ids, seg, mask, mlm_positions=positions, mlm_labels=labels, nsp_labels=nsp).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+# --- clear errors -----------------------------------------------------------------------------------
+def test_error_heads_must_divide_hidden_size():
+    with pytest.raises(ValueError, match="not divisible"):
+        BertConfig(hidden_size=100, num_heads=3)
+
+
+def test_error_unknown_preset():
+    with pytest.raises(ValueError, match="unknown preset 'huge'.*base"):
+        BertConfig.preset("huge")
+
+
+def test_error_sequence_longer_than_position_table():
+    cfg = tiny(max_position_embeddings=16)
+    with pytest.raises(ValueError, match="longer than the position table.*16"):
+        BertModel(cfg)(torch.ones(1, 17, dtype=torch.long))
+
+
+def test_error_token_id_outside_vocabulary():
+    cfg = tiny()
+    ids = torch.ones(1, 5, dtype=torch.long)
+    ids[0, 3] = cfg.vocab_size
+    with pytest.raises(ValueError, match=f"token id {cfg.vocab_size} is outside the vocabulary"):
+        BertModel(cfg)(ids)
+    ids[0, 3] = -1
+    with pytest.raises(ValueError, match="token id -1"):
+        BertModel(cfg)(ids)
+
+
+def test_error_bad_shapes_and_segments():
+    model = BertModel(tiny())
+    with pytest.raises(ValueError, match="add a batch dimension"):
+        model(torch.ones(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="attention_mask has shape"):
+        model(torch.ones(2, 5, dtype=torch.long), attention_mask=torch.ones(2, 4))
+    with pytest.raises(ValueError, match="token_type_ids must be in"):
+        model(torch.ones(1, 5, dtype=torch.long), token_type_ids=torch.full((1, 5), 2))
+    with pytest.raises(TypeError, match="integer token ids"):
+        model(torch.ones(1, 5))
+
+
+def test_error_mlm_labels_shape():
+    cfg = tiny()
+    ids, seg, mask = batch(cfg)
+    with pytest.raises(ValueError, match="mlm_labels has shape"):
+        BertForPreTraining(cfg)(ids, mlm_positions=torch.zeros(3, 2, dtype=torch.long),
+                                mlm_labels=torch.zeros(3, 5, dtype=torch.long))
