@@ -1,0 +1,326 @@
+"""Span question answering (SQuAD v1.1): questions and paragraphs in, answer spans out.
+
+BERT answers a SQuAD question by pointing into the paragraph (Devlin et al., 2018, section 4.2):
+the question is sentence A, the paragraph sentence B, and two learned vectors S and E score every
+token T_i of the paragraph as the answer's start (S . T_i) and end (E . T_j). The answer is the
+span i..j with the highest S . T_i + E . T_j, j >= i. Three practical steps surround this:
+
+1. Windows. A paragraph can be longer than the model's max_len tokens, so it is read through
+   overlapping windows: [CLS] question [SEP] window [SEP], each window starting doc_stride tokens
+   after the previous one. A token seen by several windows is scored in the one where it has the
+   most context on both sides (its "max-context" window), as in BERT's released code.
+2. Labels. The gold answer is given as characters (text and answer_start). The tokenizer's
+   character offsets turn it into the first and last token of the answer. A window that does not
+   hold the whole answer is labelled start = end = 0, the [CLS] token.
+3. Decoding. For every question, over all its windows, find the span maximising start_logit_i +
+   end_logit_j with i <= j < i + max_answer_length, both inside the paragraph, i in its
+   max-context window; the answer text is the slice of the original paragraph from the start
+   token's first character to the end token's last. Vectorised: for each window, a (T, L) band of
+   scores s_i + e_{i+d}, d < L, is one broadcast add over a strided view of the end logits.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from bertlab.metrics import squad_scores
+from bertlab.tasks import Features, SpecialIds, _field, encode_texts, fast_tokenizer
+
+
+def _answers(example: Any) -> list[tuple[str, int]]:
+    """[(text, answer_start), ...] from tuples, dicts {"text", "answer_start"} or objects."""
+    out = []
+    for a in _field(example, "answers"):
+        if isinstance(a, dict):
+            out.append((a["text"], int(a["answer_start"])))
+        elif isinstance(a, (tuple, list)):
+            out.append((a[0], int(a[1])))
+        else:
+            out.append((a.text, int(a.answer_start)))
+    return out
+
+
+def locate_answer(context: str, text: str, answer_start: int) -> tuple[int, int] | None:
+    """Character span [start, end) of the answer in the context. The dataset's answer_start is
+    trusted when the text is there; otherwise the occurrence of the text nearest to it is used;
+    None when the text does not occur in the context at all."""
+    if not text.strip():
+        return None
+    if context[answer_start:answer_start + len(text)] == text:
+        return answer_start, answer_start + len(text)
+    hits, i = [], context.find(text)
+    while i != -1:
+        hits.append(i)
+        i = context.find(text, i + 1)
+    if not hits:
+        return None
+    best = min(hits, key=lambda h: abs(h - answer_start))
+    return best, best + len(text)
+
+
+def char_span_to_tokens(offsets: np.ndarray, start_char: int, end_char: int) -> tuple[int, int] | None:
+    """The first and last token (inclusive) covering characters [start_char, end_char), from the
+    (n, 2) token offsets of a text. None if no token overlaps the span (all whitespace)."""
+    first = int(np.searchsorted(offsets[:, 1], start_char, side="right"))  # first token ending after start
+    last = int(np.searchsorted(offsets[:, 0], end_char, side="left")) - 1  # last token starting before end
+    if first >= len(offsets) or last < first:
+        return None
+    return first, last
+
+
+def window_starts(n_tokens: int, window_len: int, doc_stride: int) -> list[tuple[int, int]]:
+    """(start, length) of the windows over a context of n_tokens: each holds up to window_len
+    tokens and starts doc_stride tokens after the previous one (never more than a full window, so
+    no token is skipped); the last one reaches the end. An empty context has one empty window."""
+    spans, start = [], 0
+    while True:
+        length = min(window_len, n_tokens - start)
+        spans.append((start, length))
+        if start + length >= n_tokens:
+            return spans
+        start += min(length, doc_stride)
+
+
+def max_context_windows(n_tokens: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """For each context token, the index of the window where it has the most context: the score
+    of token k in window (s, L) is min(k - s, s + L - 1 - k) + 0.01 L (its distance to the nearer
+    edge; a longer window wins ties; then the earlier window)."""
+    best = np.full(n_tokens, -np.inf)
+    owner = np.full(n_tokens, -1, dtype=np.int64)
+    for w, (s, L) in enumerate(spans):
+        pos = np.arange(L)
+        score = np.minimum(pos, L - 1 - pos) + 0.01 * L
+        better = score > best[s:s + L]
+        best[s:s + L][better] = score[better]
+        owner[s:s + L][better] = w
+    return owner
+
+
+def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384, doc_stride: int = 128,
+                    max_query_len: int = 64) -> Features:
+    """SQuAD examples (id, question, context, answers [(text, answer_start)]) -> one item per
+    window: input_ids, token_type_ids and the first gold answer's start_positions /
+    end_positions (0 = [CLS] where the window lacks the whole answer).
+
+    `features.meta` keeps what decoding needs, one row per window: example_index (N,),
+    token_to_char (N, T, 2) (character span in the context of each token, -1 for question,
+    special and padding positions) and max_context (N, T) (True where the token is a context token
+    whose max-context window is this one). `features.report` counts windows, truncated questions,
+    answers moved or not found, and answers that do not fall on token boundaries."""
+    if max_len < 8:
+        raise ValueError(f"max_len={max_len} is too short for a question and a context window")
+    backend = fast_tokenizer(tokenizer)
+    special = SpecialIds.of(backend)
+    questions = [_field(ex, "question") for ex in examples]
+    contexts = [_field(ex, "context") for ex in examples]
+    for i, (q, c) in enumerate(zip(questions, contexts)):
+        if not isinstance(q, str) or not isinstance(c, str):
+            raise TypeError(f"SQuAD example {i} (id {_field(examples[i], 'id')!r}): question and "
+                            f"context must be str")
+    q_enc = encode_texts(backend, questions)
+    unique = list(dict.fromkeys(contexts))  # a paragraph has ~5 questions: tokenize it once
+    c_enc = dict(zip(unique, encode_texts(backend, unique)))
+    c_offsets = {c: np.array(e.offsets, dtype=np.int64).reshape(-1, 2) for c, e in c_enc.items()}
+
+    report = collections.Counter()
+    locations = collections.defaultdict(list)  # report key -> example ids (the first few)
+
+    def note(key: str, qid: str) -> None:
+        report[key] += 1
+        if len(locations[key]) < 20:
+            locations[key].append(qid)
+
+    items, example_index, char_rows, maxctx_rows = [], [], [], []
+    for e, ex in enumerate(examples):
+        qid, context = _field(ex, "id"), contexts[e]
+        q_ids = q_enc[e].ids
+        if not q_ids:
+            note("empty_questions", qid)
+        if len(q_ids) > max_query_len:
+            note("questions_truncated", qid)
+            q_ids = q_ids[:max_query_len]
+        budget = max_len - len(q_ids) - 3  # [CLS] q [SEP] window [SEP]
+        if budget < 1:
+            raise ValueError(f"max_len={max_len} leaves no room for the context after a question of "
+                             f"{len(q_ids)} tokens; raise max_len or lower max_query_len={max_query_len}")
+        ctx_ids, offsets = c_enc[context].ids, c_offsets[context]
+        if not ctx_ids:
+            note("empty_contexts", qid)
+
+        # Gold answer (the first one, as in training) as context token indices.
+        answer_tokens = None
+        answers = _answers(ex)
+        if answers:
+            text, answer_start = answers[0]
+            span = locate_answer(context, text, answer_start)
+            if span is None:
+                note("answers_not_found", qid)
+            else:
+                if span[0] != answer_start:
+                    note("answers_moved", qid)
+                answer_tokens = char_span_to_tokens(offsets, *span) if len(offsets) else None
+                if answer_tokens is None:
+                    note("answers_not_found", qid)
+                else:
+                    a, b = answer_tokens
+                    if offsets[a, 0] != span[0] or offsets[b, 1] != span[1]:
+                        note("answers_inside_tokens", qid)  # e.g. "German" inside "Germany"
+        else:
+            note("unanswered", qid)
+
+        spans = window_starts(len(ctx_ids), budget, doc_stride)
+        owner = max_context_windows(len(ctx_ids), spans)
+        report["windows"] += len(spans)
+        if len(spans) > 1:
+            report["examples_with_several_windows"] += 1
+        c0 = len(q_ids) + 2  # where the context starts in the window
+        for w, (s, L) in enumerate(spans):
+            input_ids = [special.cls, *q_ids, special.sep, *ctx_ids[s:s + L], special.sep]
+            token_type_ids = [0] * c0 + [1] * (L + 1)
+            item = {"input_ids": np.array(input_ids, dtype=np.int64),
+                    "token_type_ids": np.array(token_type_ids, dtype=np.int64)}
+            if answers:
+                start_pos = end_pos = 0
+                if answer_tokens is not None and s <= answer_tokens[0] and answer_tokens[1] < s + L:
+                    start_pos, end_pos = c0 + answer_tokens[0] - s, c0 + answer_tokens[1] - s
+                else:
+                    report["windows_without_answer"] += 1
+                item["start_positions"], item["end_positions"] = start_pos, end_pos
+            items.append(item)
+            example_index.append(e)
+            chars = np.full((len(input_ids), 2), -1, dtype=np.int64)
+            chars[c0:c0 + L] = offsets[s:s + L]
+            char_rows.append(chars)
+            maxctx = np.zeros(len(input_ids), dtype=bool)
+            maxctx[c0:c0 + L] = owner[s:s + L] == w
+            maxctx_rows.append(maxctx)
+
+    N, T = len(items), max((len(it["input_ids"]) for it in items), default=0)
+    token_to_char = np.full((N, T, 2), -1, dtype=np.int64)
+    max_context = np.zeros((N, T), dtype=bool)
+    for n, (chars, maxctx) in enumerate(zip(char_rows, maxctx_rows)):
+        token_to_char[n, :len(chars)] = chars
+        max_context[n, :len(maxctx)] = maxctx
+    full_report = {"examples": len(examples), "max_len": max_len, "doc_stride": doc_stride,
+                   "max_query_len": max_query_len, "windows": 0, "windows_without_answer": 0,
+                   "examples_with_several_windows": 0, "questions_truncated": 0, "empty_questions": 0,
+                   "empty_contexts": 0, "answers_moved": 0, "answers_not_found": 0,
+                   "answers_inside_tokens": 0, "unanswered": 0}
+    full_report.update(report)
+    full_report["locations"] = dict(locations)
+    meta = {"example_index": np.array(example_index, dtype=np.int64), "token_to_char": token_to_char,
+            "max_context": max_context, "pad_id": special.pad}
+    return Features("squad", items, examples, full_report, meta)
+
+
+# ------------------------------------------------------------------------------------------------
+# Decoding: best span per question
+# ------------------------------------------------------------------------------------------------
+def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: torch.Tensor,
+               end_ok: torch.Tensor, max_answer_length: int = 30, n_best: int = 1,
+               chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The n_best spans of every window: (scores, starts, ends), each (N, n_best).
+
+    The score of span (i, j) is start_logits[i] + end_logits[j]; allowed spans have start_ok[i],
+    end_ok[j], i <= j and j - i + 1 <= max_answer_length. For each window the candidates form a
+    (T, L) band, entry (i, d) = s_i + e_{i+d}, built by one broadcast add over a strided view of
+    the end logits: O(T L) per window instead of a (T, T) matrix. A window with fewer allowed
+    spans than n_best gets -inf scores in the extra slots."""
+    if start_logits.shape != end_logits.shape or start_logits.shape != start_ok.shape:
+        raise ValueError(f"start_logits {tuple(start_logits.shape)}, end_logits {tuple(end_logits.shape)} "
+                         f"and the masks {tuple(start_ok.shape)} must have one shape (windows, T)")
+    if max_answer_length < 1:
+        raise ValueError(f"max_answer_length must be at least 1, got {max_answer_length}")
+    N, T = start_logits.shape
+    L = min(max_answer_length, T)
+    neg = torch.tensor(float("-inf"))
+    scores, starts, ends = [], [], []
+    for lo in range(0, N, chunk):
+        s = torch.where(start_ok[lo:lo + chunk], start_logits[lo:lo + chunk].float(), neg)  # (n, T)
+        e = torch.where(end_ok[lo:lo + chunk], end_logits[lo:lo + chunk].float(), neg)
+        e = torch.cat([e, torch.full((e.size(0), L - 1), float("-inf"))], dim=1)  # (n, T + L - 1)
+        band = s[:, :, None] + e.unfold(1, L, 1)  # (n, T, L): band[w, i, d] = s_i + e_{i+d}
+        k = min(n_best, T * L)
+        top, idx = band.flatten(1).topk(k, dim=1)  # (n, k)
+        scores.append(top)
+        starts.append(idx // L)
+        ends.append(idx // L + idx % L)
+    if not scores:
+        empty = torch.empty(0, n_best)
+        return empty, empty.long(), empty.long()
+    return torch.cat(scores), torch.cat(starts), torch.cat(ends)
+
+
+def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30,
+           n_best: int = 1) -> dict[str, Any]:
+    """Answers for every question of `features`: {id: text} (n_best=1), or {id: [candidates]}
+    with n_best > 1, each candidate {"text", "score", "start_char", "end_char"}, best first.
+
+    start_logits, end_logits: (N, T') for the N windows in dataset order (T' >= the longest
+    window; extra positions are ignored). A question with no allowed span gets ""."""
+    meta = features.meta
+    token_to_char = torch.as_tensor(meta["token_to_char"])  # (N, T, 2)
+    max_context = torch.as_tensor(meta["max_context"])  # (N, T)
+    start_logits, end_logits = torch.as_tensor(start_logits), torch.as_tensor(end_logits)
+    N, T = max_context.shape
+    if start_logits.dim() != 2 or start_logits.shape[0] != N or start_logits.shape[1] < T:
+        raise ValueError(f"expected start/end logits of shape ({N}, >= {T}) for {N} windows, got "
+                         f"{tuple(start_logits.shape)}; pass the outputs of the whole split in order")
+    start_logits, end_logits = start_logits[:, :T], end_logits[:, :T]
+    in_context = token_to_char[..., 0] >= 0
+    scores, starts, ends = best_spans(start_logits, end_logits, max_context, in_context,
+                                      max_answer_length, n_best)
+    k = scores.shape[1]
+    # Every (window, candidate) with its question; sort by question, then score, best first.
+    ex = np.repeat(meta["example_index"], k)
+    window = np.repeat(np.arange(N), k)
+    flat_scores = scores.reshape(-1).numpy()
+    flat_starts, flat_ends = starts.reshape(-1).numpy(), ends.reshape(-1).numpy()
+    order = np.lexsort((-flat_scores, ex))
+    chars = meta["token_to_char"]
+    answers: dict[str, Any] = {}
+    first = np.searchsorted(ex[order], np.arange(len(features.examples)), side="left")
+    last = np.searchsorted(ex[order], np.arange(len(features.examples)), side="right")
+    for e, example in enumerate(features.examples):
+        context = _field(example, "context")
+        candidates = []
+        for r in order[first[e]:min(last[e], first[e] + n_best)]:
+            if not np.isfinite(flat_scores[r]):
+                break
+            w = window[r]
+            a, b = chars[w, flat_starts[r], 0], chars[w, flat_ends[r], 1]
+            candidates.append({"text": context[a:b], "score": float(flat_scores[r]),
+                               "start_char": int(a), "end_char": int(b)})
+        qid = _field(example, "id")
+        answers[qid] = candidates if n_best > 1 else (candidates[0]["text"] if candidates else "")
+    return answers
+
+
+def gold_answers(features: Features) -> dict[str, list[str]]:
+    """{id: [gold answer texts]} of the examples behind `features`."""
+    return {_field(ex, "id"): [t for t, _ in _answers(ex)] for ex in features.examples}
+
+
+def evaluate_squad(start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30
+                   ) -> dict[str, float]:
+    """Decode the best answer of every question and score it with the official SQuAD v1.1
+    exact match and F1 (percentages)."""
+    predictions = decode(start_logits, end_logits, features, max_answer_length)
+    scores = squad_scores(predictions, gold_answers(features))
+    return {"f1": scores["f1"], "exact_match": scores["exact_match"]}
+
+
+def oracle_logits(features: Features) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits that are 1 at each window's labelled start / end token and 0 elsewhere (a window
+    without the answer points at [CLS]). Decoding them should give back the gold answers: a check
+    of the whole path characters -> tokens -> windows -> characters."""
+    N, T = features.meta["max_context"].shape
+    start, end = torch.zeros(N, T), torch.zeros(N, T)
+    rows = torch.arange(N)
+    start[rows, torch.tensor([it["start_positions"] for it in features.items])] = 1.0
+    end[rows, torch.tensor([it["end_positions"] for it in features.items])] = 1.0
+    return start, end
