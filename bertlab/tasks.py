@@ -334,7 +334,7 @@ class Task:
     splits: tuple[str, ...]
     description: str
     text_fields: tuple[str, ...] = ()
-    reader: Callable[[str], list] | None = field(default=None, repr=False)
+    reader: Callable[[str], tuple[list, Any]] | None = field(default=None, repr=False)
 
     @property
     def num_labels(self) -> int:
@@ -364,14 +364,18 @@ class Task:
         return self.model_class.from_hf(source, strict=False, **self.model_kwargs, **kwargs)
 
     # --- data ---------------------------------------------------------------------------------
-    def load(self, split: str) -> list:
-        """The examples of one split ("train", "dev", "test"), read from the dataset mirror."""
+    def load(self, split: str, with_report: bool = False) -> Any:
+        """The examples of one split ("train", "dev", "test"), read by bertlab.datasets from the
+        dataset mirror (or cache). with_report=True returns (examples, LoadReport): the rows the
+        reader skipped, with file, line and reason."""
+        split = _SPLIT_ALIASES.get(split, split)
         if split not in self.splits:
             raise ValueError(f"task {self.name!r} has no split {split!r} in the local mirror; "
                              f"available: {list(self.splits)}")
         if self.reader is None:
             raise RuntimeError(f"task {self.name!r} has no reader")
-        return self.reader(split)
+        examples, report = self.reader(split)
+        return (examples, report) if with_report else examples
 
     def featurize(self, examples: Sequence[Any], tokenizer: Any, max_len: int | None = None,
                   **kwargs: Any) -> Features:
@@ -445,11 +449,19 @@ class Task:
         return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
 
 
-def _reader(name: str) -> Callable[[str], list]:
-    """Read a split with bertlab.datasets (the dataset registry and its local mirror)."""
-    def read(split: str) -> list:
+# Split names as the files in the mirror call them (CoNLL's dev file is "valid.txt").
+_SPLIT_ALIASES = {"validation": "dev", "valid": "dev", "eval": "dev"}
+_FILE_SPLITS = {"conll2003": {"dev": "valid"}}
+
+
+def _reader(name: str) -> Callable[[str], tuple[list, Any]]:
+    """Read a split with bertlab.datasets (checksummed files from the local mirror, the cache or
+    the network): returns (examples, LoadReport)."""
+    def read(split: str) -> tuple[list, Any]:
         from bertlab import datasets
-        return datasets.load_task_split(name, split)
+        fn = {"sst2": datasets.read_sst2, "mrpc": datasets.read_mrpc, "rte": datasets.read_rte,
+              "squad": datasets.read_squad, "conll2003": datasets.read_conll2003}[name]
+        return fn(_FILE_SPLITS.get(name, {}).get(split, split))
     return read
 
 
