@@ -1,0 +1,156 @@
+"""Plots the chapters share: attention maps, attention masks, and bertviz on bertlab's outputs.
+
+Every function takes plain tensors or arrays (what bertlab's models return with
+`output_attentions=True`), draws on a matplotlib Axes (a new one unless `ax` is given) and
+returns that Axes, so a chapter can place several plots side by side:
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    mask_matrix_plot(causal, tokens, ax=axes[0], title="left-to-right")
+    mask_matrix_plot(full, tokens, ax=axes[1], title="bidirectional (BERT)")
+
+Conventions: an attention matrix is indexed [query, key]; row i says how much token i (the
+one being encoded) takes from every token j. Rows are drawn top to bottom, keys left to right.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+def _to_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().numpy()
+    return np.asarray(x)
+
+
+def _new_ax(ax, size: float, n: int):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    side = min(max(3.0, size * n), 9.0)
+    _, ax = plt.subplots(figsize=(side + 1.0, side))
+    return ax
+
+
+def _label_axes(ax, tokens: Sequence[str] | None, key_tokens: Sequence[str] | None, n_rows: int, n_cols: int):
+    rows = list(tokens) if tokens is not None else [str(i) for i in range(n_rows)]
+    cols = list(key_tokens) if key_tokens is not None else rows
+    if len(rows) != n_rows or len(cols) != n_cols:
+        raise ValueError(f"the matrix is {n_rows}x{n_cols} but {len(rows)} query and {len(cols)} key "
+                         f"labels were given; pass one token per row and per column")
+    ax.set_xticks(range(n_cols), cols, rotation=90)
+    ax.set_yticks(range(n_rows), rows)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (being encoded)")
+    ax.tick_params(length=0)
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+
+
+def attention_heatmap(weights, tokens: Sequence[str] | None = None, ax=None, title: str | None = None,
+                      key_tokens: Sequence[str] | None = None, annotate: bool | None = None,
+                      cmap: str = "Blues", vmax: float | None = 1.0, colorbar: bool = True):
+    """Draw one attention matrix (T_q, T_k) as a heatmap; each row is a softmax over the keys.
+
+    weights: a (T, T) tensor or array, e.g. `out.attentions[layer][batch, head]`.
+    tokens: labels of the rows (and of the columns unless `key_tokens` is given).
+    annotate: write each weight in its cell (default: only when T <= 12).
+    vmax: top of the colour scale (1.0, so that maps are comparable); None scales to the data.
+    """
+    w = _to_numpy(weights)
+    if w.ndim != 2:
+        raise ValueError(f"attention_heatmap draws one (T_q, T_k) matrix, got shape {w.shape}; "
+                         f"select a batch item and a head first, e.g. attentions[layer][0, head]")
+    ax = _new_ax(ax, 0.45, max(w.shape))
+    im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="equal")
+    _label_axes(ax, tokens, key_tokens, *w.shape)
+    if annotate is None:
+        annotate = max(w.shape) <= 12
+    if annotate:
+        top = vmax if vmax is not None else float(w.max())
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if w[i, j] > 0.6 * top else "black")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def mask_matrix_plot(mask, tokens: Sequence[str] | None = None, ax=None, title: str | None = None,
+                     allowed_color: str = "#3b75af", blocked_color: str = "#f2f2f2"):
+    """Draw an attention mask: cell (i, j) is filled when query i may attend to key j.
+
+    mask: a (T, T) boolean (or 0/1) tensor or array, True = allowed, as bertlab's models take it
+    (a causal mask is `torch.ones(T, T, dtype=torch.bool).tril()`).
+    """
+    from matplotlib.colors import ListedColormap
+
+    m = _to_numpy(mask).astype(bool)
+    if m.ndim != 2:
+        raise ValueError(f"mask_matrix_plot draws one (T, T) mask, got shape {m.shape}")
+    ax = _new_ax(ax, 0.4, max(m.shape))
+    ax.imshow(m, cmap=ListedColormap([blocked_color, allowed_color]), vmin=0, vmax=1, aspect="equal")
+    # thin white lines between cells, so single cells can be counted
+    ax.set_xticks(np.arange(-0.5, m.shape[1], 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, m.shape[0], 1), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    _label_axes(ax, tokens, None, *m.shape)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def attention_grid(attentions, tokens: Sequence[str], layer: int, heads: Sequence[int] | None = None,
+                   batch: int = 0, ncols: int = 4, size: float = 2.6):
+    """All (or some) heads of one layer as small heatmaps: the static twin of bertviz's head view.
+
+    attentions: the tuple `out.attentions` of a bertlab model (L tensors of shape (B, A, T, T)),
+    or one (A, T, T) tensor. Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    a = attentions[layer][batch] if isinstance(attentions, (tuple, list)) else attentions
+    a = _to_numpy(a)  # (A, T, T)
+    heads = list(range(a.shape[0])) if heads is None else list(heads)
+    nrows = -(-len(heads) // ncols)
+    ncols = min(ncols, len(heads))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.4), squeeze=False)
+    for ax in axes.flat[len(heads):]:
+        ax.axis("off")
+    for ax, h in zip(axes.flat, heads):
+        ax.imshow(a[h], cmap="Blues", vmin=0.0, vmax=1.0)
+        ax.set_title(f"head {h}", fontsize=10)
+        small = len(tokens) <= 16
+        ax.set_xticks(range(len(tokens)) if small else [], list(tokens) if small else [], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(tokens)) if small else [], list(tokens) if small else [], fontsize=7)
+        ax.tick_params(length=0)
+    fig.suptitle(f"layer {layer}: attention of every head (rows: queries, columns: keys)")
+    return fig
+
+
+def head_view(attentions, tokens: Sequence[str], batch: int = 0, layer: int | None = None,
+              heads: Sequence[int] | None = None):
+    """bertviz's interactive head view (Vig, 2019) of a bertlab model's attentions.
+
+    attentions: `out.attentions` (L tensors (B, A, T, T)) from any bertlab model called with
+    output_attentions=True; `batch` picks the sequence. In the built book the view's
+    JavaScript (require.js, d3, jQuery) is served by the book itself (book/_vendor).
+    """
+    from bertviz import head_view as _bertviz_head_view
+
+    if not isinstance(attentions, (tuple, list)) or not attentions:
+        raise ValueError("head_view expects the tuple out.attentions of a model called with "
+                         "output_attentions=True")
+    att = [a[batch : batch + 1].detach().float().cpu() for a in attentions]  # bertviz wants (1, A, T, T)
+    if att[0].shape[-1] != len(tokens):
+        raise ValueError(f"the attention maps cover {att[0].shape[-1]} positions but {len(tokens)} "
+                         f"tokens were given (include [CLS] and [SEP], drop padding)")
+    return _bertviz_head_view(att, list(tokens), layer=layer, heads=list(heads) if heads is not None else None)
