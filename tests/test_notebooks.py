@@ -1,0 +1,115 @@
+"""The chapters as files: what must hold for every notebook in book/ before the book is built.
+
+- committed with outputs stripped (no outputs, no execution counts, no saved widget state):
+  the book build executes every chapter, so outputs in git would only be stale copies;
+- the first code cell is the agreed install/setup cell, so every chapter runs on Colab as is;
+- the table of contents and the folder agree: every listed file exists and every notebook in
+  book/ is listed (only_build_toc_files would silently leave an unlisted chapter out);
+- every {cite} key used in the book exists in book/references.bib.
+These read files only; they take well under a second.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
+
+SETUP_CELL = '''# On Colab or a fresh machine, install bertlab (Colab already has torch).
+try:
+    import bertlab
+except ImportError:
+    %pip install -q "bertlab[book] @ git+https://github.com/bertlab/bertlab"
+from bertlab.notebook import setup
+device = setup()'''
+
+
+def _toc_files(entries) -> list[str]:
+    files = []
+    for entry in entries or []:
+        if "file" in entry:
+            files.append(entry["file"])
+        for key in ("chapters", "sections", "parts"):
+            files += _toc_files(entry.get(key))
+    return files
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [toc["root"]] + _toc_files(toc.get("parts")) + _toc_files(toc.get("chapters"))
+
+
+def _resolve(entry: str) -> list[Path]:
+    return [p for p in (ROOT / f"{entry}.ipynb", ROOT / f"{entry}.md") if p.exists()]
+
+
+def test_there_are_chapters():
+    assert NOTEBOOKS, f"no notebooks found in {BOOK}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stripped(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [i for i, c in enumerate(nb.cells)
+             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    assert not dirty, (
+        f"{path.name}: code cells {dirty} carry outputs or execution counts; strip them before "
+        f"committing (e.g. `jupyter nbconvert --clear-output --inplace {path.relative_to(ROOT)}`)")
+    assert "widgets" not in nb.metadata, (
+        f"{path.name}: notebook metadata holds saved ipywidgets state; clear it "
+        f"(del nb.metadata['widgets']) before committing")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_is_the_setup_cell(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, f"{path.name} has no code cell"
+    first = code[0].source.strip()
+    assert first == SETUP_CELL, (
+        f"{path.name}: the first code cell must be exactly the agreed setup cell:\n{SETUP_CELL}\n"
+        f"--- found ---\n{first}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_starts_with_a_title(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), (
+        f"{path.name}: the first cell must be a markdown cell starting with '# <chapter title>' "
+        f"(the book uses it as the page title)")
+
+
+def test_every_toc_entry_exists():
+    missing = [f for f in toc_files() if not _resolve(f)]
+    assert not missing, f"_toc.yml lists files that do not exist: {missing}"
+    ambiguous = [f for f in toc_files() if len(_resolve(f)) > 1]
+    assert not ambiguous, f"both .ipynb and .md exist for {ambiguous}; the build needs exactly one"
+
+
+def test_every_notebook_is_in_the_toc():
+    listed = {f.removesuffix(".ipynb").removesuffix(".md") for f in toc_files()}
+    unlisted = [p.name for p in NOTEBOOKS if f"book/{p.stem}" not in listed]
+    assert not unlisted, f"notebooks in book/ missing from _toc.yml (they would not be built): {unlisted}"
+
+
+def test_cited_keys_exist():
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (BOOK / "references.bib").read_text(), re.M))
+    assert len(keys) >= 24
+    sources = {p.name: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells
+                                  if c.cell_type == "markdown") for p in NOTEBOOKS}
+    sources.update({p.name: p.read_text() for p in BOOK.glob("*.md")})
+    unknown = {}
+    for name, text in sources.items():
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
+            for key in (k.strip() for k in group.split(",")):
+                if key not in keys:
+                    unknown.setdefault(name, []).append(key)
+    assert not unknown, f"citation keys not in book/references.bib: {unknown}"
