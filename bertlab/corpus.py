@@ -1,0 +1,426 @@
+"""Pre-training corpora as documents of sentences: books, Wikipedia, WikiText.
+
+BERT was pre-trained on BooksCorpus (800M words) and English Wikipedia (2,500M words), and the
+paper stresses that "it is critical to use a document-level corpus rather than a shuffled
+sentence-level corpus": next sentence prediction needs consecutive sentences of one document.
+So the unit here is a `Document` (id, title, sentences), never a bag of lines.
+
+`load_corpus(name, split)` returns ``list[Document]`` for
+
+* ``"books"`` -- 153 Project Gutenberg books, our BooksCorpus stand-in (BooksCorpus itself is no
+  longer distributed).  Cleaning strips the Project Gutenberg header, licence and footer, joins
+  hard-wrapped lines into paragraphs and drops headings, tables of contents and verse-like blocks.
+* ``"wiki"`` -- 987 English Wikipedia articles (WikiExtractor output, 2015).  Cleaning parses the
+  ``<doc>`` blocks, strips leftover markup and drops section headings (and so empty sections).
+* ``"books+wiki"`` -- both, books first.
+* ``"wikitext-2"`` / ``"wikitext-103"`` -- WikiText raw (Merity et al. 2016), one document per
+  article, with splits ``"train"``, ``"valid"``, ``"test"``.
+
+Books and wiki have splits ``"train"`` and ``"heldout"``: a document is held out when a stable hash
+of its id falls below `HELDOUT_FRACTION` (3%).  Whole documents move, so no document's sentences
+are ever on both sides, and the choice does not depend on the order or number of files.
+
+Sentences come from `split_sentences`, a rule-based splitter that knows abbreviations, initials,
+decimals and quotes, and never crosses a paragraph.  The cleaned corpus is cached as jsonl.gz in
+``$BERTLAB_CACHE/corpus`` keyed by the sha256 of its source files and `CLEANER_VERSION`, so only
+the first load pays for cleaning.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import html
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from bertlab import datasets
+from bertlab.registry import BOOK_INFO
+
+CLEANER_VERSION = 1  # bump when cleaning or splitting changes: it invalidates the cache
+HELDOUT_FRACTION = 0.03
+CORPORA = ("books", "wiki", "books+wiki", "wikitext-2", "wikitext-103")
+
+
+@dataclass
+class Document:
+    """One document: a book, an article.  ``paragraph_starts[i]`` is the index of the first
+    sentence of paragraph ``i`` (so ``paragraph_starts[0] == 0``)."""
+
+    id: str
+    title: str
+    sentences: list[str]
+    paragraph_starts: list[int] = field(default_factory=lambda: [0])
+    source: str = ""  # "books", "wiki", "wikitext-103", ...
+
+    @property
+    def paragraphs(self) -> list[list[str]]:
+        """The sentences grouped by paragraph."""
+        bounds = [*self.paragraph_starts, len(self.sentences)]
+        return [self.sentences[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    @property
+    def num_words(self) -> int:
+        return sum(len(s.split()) for s in self.sentences)
+
+    @classmethod
+    def from_paragraphs(cls, id: str, title: str, paragraphs: Iterable[str], source: str) -> "Document":
+        sentences, starts = [], []
+        for paragraph in paragraphs:
+            split = split_sentences(paragraph)
+            if split:
+                starts.append(len(sentences))
+                sentences.extend(split)
+        return cls(id, title, sentences, starts or [0], source)
+
+
+# ----------------------------------------------------------------------------------------------
+# Sentence splitting
+# ----------------------------------------------------------------------------------------------
+
+# Words that end in a period without ending a sentence (lower-cased, no final period).
+ABBREVIATIONS = frozenset("""
+mr mrs ms messrs mme mlle dr prof rev hon st sr jr gen col maj capt cpt lt sgt cmdr adm gov sen rep pres
+fr br sr esq mt ft no nos vol vols ch chap pp p fig figs ed eds approx ca cf viz vs etc al ibid op
+jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun inc ltd co corp bros dept univ
+assn est e.g i.e a.m p.m u.s u.k u.n d.c b.c a.d
+""".split())
+
+_OPENERS = "\"'“‘([{«"
+_CLOSERS = "\"'”’)]}»"
+# a run of sentence-final punctuation, any closing quotes/brackets, then whitespace
+_CANDIDATE = re.compile(r"([.!?…]+)([\"'”’)\]}»]*)\s+")
+_DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")  # U.S, e.g, i.e (the final period is the candidate)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split one paragraph into sentences.
+
+    A boundary is ``.``, ``!``, ``?`` or ``…`` (plus closing quotes or brackets) followed by
+    whitespace and a capital letter or digit (possibly after an opening quote).  A period does
+    not end a sentence after a known abbreviation ("Mr.", "e.g."), a single-letter initial
+    ("H. G. Wells") or a dotted acronym ("U.S."); decimals ("3.14") never qualify because no
+    space follows the point.  Lower-case continuations ("'Oh!' said Alice") stay together.
+    """
+    text = " ".join(text.split())
+    if not text:
+        return []
+    out, start = [], 0
+    for m in _CANDIDATE.finditer(text):
+        end = m.end()
+        # the next sentence must start with an upper-case letter or digit, maybe after openers
+        j = end
+        while j < len(text) and text[j] in _OPENERS:
+            j += 1
+        if j >= len(text) or not (text[j].isupper() or text[j].isdigit()):
+            continue
+        punct = m.group(1)
+        if punct == ".":
+            before = text[start:m.start()]
+            word = before.rsplit(" ", 1)[-1].lstrip(_OPENERS) if before and not before.endswith(" ") else ""
+            if word:
+                lower = word.lower()
+                if (lower in ABBREVIATIONS or _DOTTED.match(word)
+                        or (len(word) == 1 and word.isalpha())):
+                    continue
+        sentence = text[start:m.end()].strip()
+        if sentence:
+            out.append(sentence)
+        start = end
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Project Gutenberg books
+# ----------------------------------------------------------------------------------------------
+
+_PG_START = re.compile(r"^\*\*\* ?START OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M | re.I)
+_PG_END = re.compile(r"^\*\*\* ?END OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M | re.I)
+_PG_END_LINE = re.compile(r"^[ \t]*End of (?:the )?Project Gutenberg.*$", re.M | re.I)
+_PG_CREDIT = re.compile(
+    r"^(?:produced by|e-?text prepared by|this e-?(?:text|book) was (?:produced|prepared|created)|"
+    r"transcribed (?:by|from)|prepared by|updated editions? )", re.I)
+_PG_BOILERPLATE = re.compile(r"gutenberg|pgdp\.net|distributed proofread|transcriber'?s? note|"
+                             r"online distributed|www\.|http", re.I)
+_BRACKETED = re.compile(r"^\[[^\]]*\]$")  # [Illustration], [Footnote 3: ...] as a whole paragraph
+
+
+class CorpusFormatError(datasets.DataError):
+    """A corpus file does not have the structure its cleaner needs (names the file and the fix)."""
+
+
+def gutenberg_body(text: str, name: str = "<text>") -> str:
+    """The book between the ``*** START`` and ``*** END`` markers, without the "End of the
+    Project Gutenberg EBook" line.  CRLF is normalised to LF."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    start, end = _PG_START.search(text), _PG_END.search(text)
+    if start is None or end is None or end.start() < start.end():
+        raise CorpusFormatError(f"{name}: no '*** START OF THIS PROJECT GUTENBERG' / '*** END OF ...' marker pair; "
+                                f"is this a Project Gutenberg plain-text file?")
+    body = text[start.end():end.start()]
+    last = None
+    for last in _PG_END_LINE.finditer(body):
+        pass
+    if last is not None and last.start() > len(body) * 0.5:
+        body = body[:last.start()]
+    return body
+
+
+def gutenberg_paragraphs(body: str) -> list[str]:
+    """Prose paragraphs of a book body: hard-wrapped lines joined, boilerplate and non-prose dropped.
+
+    Dropped: the "Produced by" credit and anything naming Project Gutenberg or its volunteers;
+    bracketed notes ("[Illustration]"); blocks of short lines (tables of contents, verse, letters'
+    addresses: every line under 50 characters); single lines that look like headings (no
+    lower-case letter, or no final punctuation and fewer than 8 words).
+    """
+    out = []
+    for block in re.split(r"\n[ \t]*\n", body):
+        lines = [line.strip() for line in block.split("\n") if line.strip()]
+        if not lines:
+            continue
+        text = " ".join(" ".join(lines).replace("_", "").split())
+        if not text or _PG_CREDIT.match(text) or _PG_BOILERPLATE.search(text) or _BRACKETED.match(text):
+            continue
+        if not any(c.islower() for c in text):
+            continue
+        if len(lines) >= 2 and max(len(line) for line in lines) < 50:
+            continue
+        if len(lines) == 1 and text[-1] not in ".!?\"'”’)…:;—-" and len(text.split()) < 8:
+            continue
+        out.append(text)
+    return out
+
+
+def clean_gutenberg(text: str, id: str, title: str) -> Document:
+    """A Project Gutenberg plain-text file as a `Document` of sentences."""
+    return Document.from_paragraphs(id, title, gutenberg_paragraphs(gutenberg_body(text, id)), "books")
+
+
+# ----------------------------------------------------------------------------------------------
+# Wikipedia (WikiExtractor output)
+# ----------------------------------------------------------------------------------------------
+
+_WIKI_DOC = re.compile(r'<doc id="(\d+)" url="[^"]*" title="([^"]*)">\n(.*?)\n</doc>', re.S)
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
+_AUX = frozenset("is was are were be been being has have had will would can could may might shall should "
+                 "must did does do became becomes become".split())
+
+
+def is_wiki_heading(line: str) -> bool:
+    """WikiExtractor writes a section heading as its own line ending in '.' ("Early life.").
+
+    A heading: ends in '.', at most 10 words, no other '.', '!' or '?', and no verb-like word
+    after the first (an auxiliary such as "was", or a word ending in "-ed"), which tells
+    "Fate of Achilles' armor." (heading) from "Paris was later killed by Philoctetes." (text).
+    """
+    if not line.endswith(".") or line.endswith(".."):
+        return False
+    words = line[:-1].split()
+    if not words or len(words) > 10 or any(c in line[:-1] for c in ".!?"):
+        return False
+    return not any(w.lower() in _AUX or (w.lower().endswith("ed") and len(w) > 3) for w in words[1:])
+
+
+def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
+    """Parse WikiExtractor ``<doc>`` blocks into documents: markup stripped, headings dropped."""
+    docs = []
+    for m in _WIKI_DOC.finditer(text):
+        doc_id, title, body = m.group(1), html.unescape(m.group(2)), m.group(3)
+        lines = body.split("\n")
+        if lines and lines[0].strip() == title.strip():
+            lines = lines[1:]  # the title line
+        paragraphs = []
+        for line in lines:
+            line = " ".join(_TAG.sub(" ", line).split())
+            if not line or is_wiki_heading(line):
+                continue
+            paragraphs.append(line)
+        doc = Document.from_paragraphs(f"wiki-{doc_id}", title, paragraphs, "wiki")
+        if doc.sentences:
+            docs.append(doc)
+    if not docs and text.strip():
+        raise CorpusFormatError(f"{name}: no '<doc id=... title=...>' ... '</doc>' blocks found; is this WikiExtractor output?")
+    return docs
+
+
+# ----------------------------------------------------------------------------------------------
+# WikiText (raw)
+# ----------------------------------------------------------------------------------------------
+
+_WT_TITLE = re.compile(r"^ = ([^=].*) = $")
+_WT_HEADING = re.compile(r"^ (= )+.*( =)+ $")
+_WT_MARKERS = re.compile(r" @([-,.])@ ")
+
+
+def wikitext_documents(text: str, source: str) -> list[Document]:
+    """WikiText raw as one document per article.
+
+    An article starts at a line `` = Title = `` (a single '=' each side) with blank lines on both
+    sides; formula or table lines such as ``= 1 rad / s =`` inside an article are not titles
+    because their neighbours are not blank.  Section lines (`` = = Career = = ``) are dropped,
+    every other non-blank line is a paragraph, and the tokenizer's ``@-@``, ``@,@``, ``@.@``
+    markers are joined back ("1 @,@ 000" -> "1,000"); other spacing is left as released.
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    docs: list[Document] = []
+    title, paragraphs = None, []
+
+    def close() -> None:
+        if title is not None:
+            docs.append(Document.from_paragraphs(f"{source}-{len(docs):05d}", title, paragraphs, source))
+
+    for i, line in enumerate(lines):
+        m = _WT_TITLE.match(line)
+        is_title = (m is not None and (i == 0 or not lines[i - 1].strip())
+                    and (i + 1 >= len(lines) or not lines[i + 1].strip()))
+        if is_title:
+            close()
+            title, paragraphs = m.group(1).strip(), []
+        elif line.strip() and not (_WT_HEADING.match(line) and (i + 1 >= len(lines) or not lines[i + 1].strip())):
+            paragraphs.append(_WT_MARKERS.sub(r"\1", line).strip())
+    close()
+    return docs
+
+
+# ----------------------------------------------------------------------------------------------
+# Splits
+# ----------------------------------------------------------------------------------------------
+
+def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
+    """Deterministic held-out membership: sha256("bertlab-heldout:" + id) as a number in [0, 1)."""
+    h = hashlib.sha256(f"bertlab-heldout:{doc_id}".encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64 < fraction
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading, with a cache of the cleaned documents
+# ----------------------------------------------------------------------------------------------
+
+def _cache_path(kind: str, files: list) -> Path:
+    key = hashlib.sha256(json.dumps([CLEANER_VERSION, kind, [f.sha256 or f.path for f in files]]).encode())
+    return datasets.cache_dir() / "corpus" / f"{kind}-v{CLEANER_VERSION}-{key.hexdigest()[:16]}.jsonl.gz"
+
+
+def _read_cache(path: Path) -> list[Document] | None:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [Document(**json.loads(line)) for line in f]
+    except (OSError, ValueError, TypeError, EOFError):
+        return None
+
+
+def _write_cache(path: Path, docs: list[Document]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as f:
+        for d in docs:
+            f.write(json.dumps({"id": d.id, "title": d.title, "sentences": d.sentences,
+                                "paragraph_starts": d.paragraph_starts, "source": d.source},
+                               ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _read_text(path: Path) -> str:
+    with datasets.open_text(path) as f:
+        return f.read()
+
+
+def _clean_source(kind: str, files) -> list[Document]:
+    if kind == "books":
+        docs = []
+        for f in files:
+            info = BOOK_INFO[f.split]
+            docs.append(clean_gutenberg(_read_text(datasets.fetch(f)), f.split, info["title"]))
+        return docs
+    if kind == "wiki":
+        return [d for f in files for d in wiki_documents(_read_text(datasets.fetch(f)), f.path)]
+    raise ValueError(kind)
+
+
+def _load_source(kind: str, files: list, use_cache: bool) -> list[Document]:
+    """All documents of one source (every split), from the cache when it is there."""
+    path = _cache_path(kind, files)
+    if use_cache and path.is_file():
+        docs = _read_cache(path)
+        if docs is not None:
+            return docs
+    docs = _clean_source(kind, files)
+    if use_cache:
+        try:
+            _write_cache(path, docs)
+        except OSError:
+            pass
+    return docs
+
+
+def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> list[Document]:
+    """Documents of a pre-training corpus.
+
+    ``name``: "books", "wiki", "books+wiki", "wikitext-2", "wikitext-103".
+    ``split``: "train" or "heldout" for books/wiki; "train", "valid" or "test" for WikiText.
+    WikiText train is not in the project mirror: it raises `datasets.SplitNotAvailableError`
+    offline (then choose "books+wiki", or go online to download it).
+    """
+    if name not in CORPORA:
+        raise ValueError(f"unknown corpus {name!r}; choose one of {CORPORA}")
+    if name.startswith("wikitext"):
+        if split not in ("train", "valid", "test"):
+            raise ValueError(f"{name} has splits 'train', 'valid', 'test', not {split!r}")
+        f = datasets.lookup(f"{name}:{split}")
+        path = _cache_path(name, [f]) if f.sha256 else None
+        if use_cache and path is not None and path.is_file():
+            docs = _read_cache(path)
+            if docs is not None:
+                return docs
+        try:
+            source_path = datasets.fetch(f, progress=True)
+        except datasets.SplitNotAvailableError as err:
+            if name == "wikitext-103" and split in ("valid", "test"):
+                raise datasets.SplitNotAvailableError(
+                    f"{err}\nWikiText-103 raw {split} is believed to be the same 60 articles as "
+                    f"load_corpus('wikitext-2', {split!r}), which the mirror holds.") from None
+            raise
+        docs = wikitext_documents(_read_text(source_path), name)
+        if use_cache and path is not None:
+            _write_cache(path, docs)
+        return docs
+    if split not in ("train", "heldout"):
+        raise ValueError(f"{name} has splits 'train' and 'heldout', not {split!r}")
+    docs: list[Document] = []
+    for kind in name.split("+"):
+        files = [f for f in datasets.files_of(kind) if f.split != "INDEX"]
+        docs.extend(_load_source(kind, files, use_cache))
+    want_heldout = split == "heldout"
+    return [d for d in docs if is_heldout(d.id) == want_heldout]
+
+
+@dataclass
+class CorpusStats:
+    documents: int
+    sentences: int
+    words: int
+    seconds: float
+
+
+def corpus_stats(name: str, split: str = "train", **kwargs) -> CorpusStats:
+    """Load a corpus and count documents, sentences and whitespace words (timed)."""
+    t = time.perf_counter()
+    docs = load_corpus(name, split, **kwargs)
+    seconds = time.perf_counter() - t
+    return CorpusStats(len(docs), sum(len(d.sentences) for d in docs), sum(d.num_words for d in docs), seconds)
+
+
+__all__ = ["Document", "load_corpus", "split_sentences", "clean_gutenberg", "gutenberg_body",
+           "gutenberg_paragraphs", "wiki_documents", "is_wiki_heading", "wikitext_documents", "is_heldout",
+           "corpus_stats", "CorpusStats", "CorpusFormatError", "ABBREVIATIONS", "CORPORA", "HELDOUT_FRACTION",
+           "CLEANER_VERSION"]
