@@ -1,0 +1,212 @@
+"""The masked language model's corruption, applied fresh to every batch.
+
+BERT's first pretraining task (Devlin et al., 2018, section 3.1, "Task #1: Masked LM") hides
+15% of the input tokens and asks the model to recover them. Of the chosen tokens,
+
+    80% are replaced by [MASK]          my dog is hairy -> my dog is [MASK]
+    10% by a random token               my dog is hairy -> my dog is apple
+    10% are left unchanged              my dog is hairy -> my dog is hairy
+
+so that the model cannot learn "only [MASK] positions matter" (fine-tuning never shows [MASK]),
+and the loss is computed at the chosen positions only. The special tokens [CLS], [SEP] and
+[PAD] are never chosen.
+
+This module does it *dynamically* (a new draw every time a batch is made, as RoBERTa recommends
+and as the paper's many-epoch "duplicate" copies approximate), *vectorised* (a handful of tensor
+operations per batch, any device, no Python loop over tokens), and *deterministically* given a
+`torch.Generator`. Two choices are made for speed and exactness:
+
+* exactly round(0.15 * n) tokens are chosen in a sequence of n real tokens (at least 1), rather
+  than each token independently with probability 0.15;
+* the chosen positions are returned as a (B, P) index array, P = `max_predictions`, a FIXED
+  number per run (unused slots point at position 0 with label -100). The MLM head then runs on
+  P positions, not all T, and the shapes never change, which `torch.compile` needs. The released
+  BERT code does the same (max_predictions_per_seq = 20 for 128 tokens, 80 for 512).
+
+Whole-word masking (released by Google after the paper) chooses whole words: a "##" piece is
+chosen together with the word it continues, still about 15% of the tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import torch
+
+IGNORE_INDEX = -100  # the label that F.cross_entropy skips; bertlab.model uses the same value
+
+
+def default_max_predictions(max_len: int, mlm_probability: float = 0.15) -> int:
+    """P for a run with sequences of max_len tokens: ceil(p * max_len) + 2. The exact count
+    round(p * n_real) never exceeds ceil(p * max_len); the margin of 2 leaves room for whole-word
+    masking finishing a word. 22 for max_len 128, 79 for 512."""
+    return math.ceil(mlm_probability * max_len) + 2
+
+
+@dataclass
+class MaskedBatch:
+    input_ids: torch.Tensor  # (B, T) the corrupted input
+    mlm_positions: torch.Tensor  # (B, P) positions of the chosen tokens, 0 in unused slots
+    mlm_labels: torch.Tensor  # (B, P) the original token there, IGNORE_INDEX in unused slots
+    selected: torch.Tensor  # (B, T) bool, True at the chosen tokens (for inspection and tests)
+
+
+def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, special_ids: Sequence[int] | torch.Tensor,
+                random_ids: torch.Tensor, max_predictions: int, mlm_probability: float = 0.15,
+                mask_prob: float = 0.8, random_prob: float = 0.1, whole_word: bool = False,
+                is_continuation: torch.Tensor | None = None,
+                generator: torch.Generator | None = None) -> MaskedBatch:
+    """Choose ~15% of the non-special tokens of each row and corrupt them 80/10/10.
+
+    input_ids (B, T) long, on any device (the generator must live on the same device).
+    special_ids: ids never chosen ([CLS], [SEP], [PAD], ...). random_ids: the ids a "random
+    token" is drawn from (the vocabulary minus special and unused ids). is_continuation:
+    (V,) bool, True for "##" pieces; needed when whole_word=True.
+    """
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+    if not 0.0 < mlm_probability < 1.0:
+        raise ValueError(f"mlm_probability must be in (0, 1), got {mlm_probability}")
+    if mask_prob < 0 or random_prob < 0 or mask_prob + random_prob > 1:
+        raise ValueError(f"mask_prob={mask_prob} and random_prob={random_prob} must be >= 0 and "
+                         f"sum to at most 1 (the rest is left unchanged)")
+    if max_predictions < 1:
+        raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
+    if whole_word and is_continuation is None:
+        raise ValueError("whole_word=True needs is_continuation (tokenizer.is_continuation())")
+    device, (B, T) = input_ids.device, input_ids.shape
+    P = max_predictions
+    g = generator
+    ids = input_ids.long()
+    special = torch.as_tensor(special_ids, dtype=torch.long, device=device)
+    candidate = ~torch.isin(ids, special)  # (B, T) tokens that may be chosen
+
+    # How many to choose in each row: round(p * n_real), at least 1, at most P (and n_real).
+    n_real = candidate.sum(1)
+    n_target = torch.round(n_real * mlm_probability).long().clamp(min=1, max=P)
+    n_target = torch.minimum(n_target, n_real)
+
+    # Units of choice. Token-level: every candidate token is its own unit. Whole-word: a unit
+    # starts at a candidate that is not a "##" piece continuing a candidate before it.
+    if whole_word:
+        cont = is_continuation.to(device)[ids]
+        prev_candidate = torch.nn.functional.pad(candidate[:, :-1], (1, 0), value=False)
+        start = candidate & ~(cont & prev_candidate)
+    else:
+        start = candidate
+    unit = torch.cumsum(start.long(), 1) - 1  # (B, T) unit index of each token (valid on candidates)
+    unit = unit.clamp(min=0)
+
+    # Visit the units in a random order: a random permutation of unit slots per row; every token
+    # gets its unit's rank, then candidates are sorted by (rank, position) so a unit's tokens
+    # stay together. Walking that order, cumulative counts say how many tokens are taken.
+    perm = torch.rand(B, T, generator=g, device=device).argsort(1)  # distinct ranks per row
+    rank = perm.gather(1, unit)
+    key = torch.where(candidate, rank * T + torch.arange(T, device=device), torch.full_like(rank, T * T + T))
+    order = key.argsort(1)  # candidates first, unit by unit
+    pos_in_order = torch.empty_like(order).scatter_(1, order, torch.arange(T, device=device).expand(B, T))
+    # per unit: tokens taken before it (first token's place) and including it (last's place + 1)
+    big = torch.full((B, T), T, dtype=torch.long, device=device)
+    before = big.scatter_reduce(1, unit, torch.where(candidate, pos_in_order, big), "amin", include_self=True)
+    upto = torch.zeros_like(big).scatter_reduce(1, unit, torch.where(candidate, pos_in_order + 1, 0), "amax",
+                                                include_self=True)
+    before, upto = before.gather(1, unit), upto.gather(1, unit)  # back to tokens
+    n = n_target[:, None]
+    # Take whole units while they fit the target; the unit that crosses the target is taken if
+    # that lands nearer to it (or if nothing was taken yet); never more than P tokens.
+    take = (upto <= n) | ((before < n) & ((upto - n <= n - before) | (before == 0)))
+    selected = candidate & take & (upto <= P)
+
+    # 80% [MASK], 10% random token, 10% unchanged, decided token by token.
+    u = torch.rand(B, T, generator=g, device=device)
+    to_mask = selected & (u < mask_prob)
+    to_random = selected & (u >= mask_prob) & (u < mask_prob + random_prob)
+    random_ids = random_ids.to(device)
+    draws = random_ids[torch.randint(len(random_ids), (B, T), generator=g, device=device)]
+    corrupted = torch.where(to_mask, torch.full_like(ids, mask_id), ids)
+    corrupted = torch.where(to_random, draws, corrupted)
+
+    # Positions of the chosen tokens, ascending, in P slots.
+    positions = torch.where(selected, torch.arange(T, device=device).expand(B, T), T).sort(1).values
+    if T < P:
+        positions = torch.nn.functional.pad(positions, (0, P - T), value=T)
+    positions = positions[:, :P]
+    used = positions < T
+    positions = torch.where(used, positions, 0)
+    labels = torch.where(used, ids.gather(1, positions), IGNORE_INDEX)
+    return MaskedBatch(corrupted.to(input_ids.dtype), positions, labels, selected)
+
+
+class MaskedLMCollator:
+    """Turns unmasked examples into the agreed pretraining batch:
+
+        input_ids (B,T) long, masked; token_type_ids (B,T); attention_mask (B,T);
+        mlm_positions (B,P); mlm_labels (B,P); nsp_labels (B,) -- only if the examples have them.
+
+    Call it with a list of example dicts (as `PretrainingDataset[i]` gives) or with one dict of
+    stacked (B, T) tensors (as `PretrainingDataset.get_batch` gives). Its `generator` (a
+    torch.Generator seeded with `seed`) makes the masks reproducible; its state is part of the
+    batch iterator's state_dict so a resumed run draws the same masks.
+    """
+
+    def __init__(self, tokenizer=None, *, max_predictions: int | None = None, mlm_probability: float = 0.15,
+                 mask_prob: float = 0.8, random_prob: float = 0.1, whole_word: bool = False, seed: int = 0,
+                 mask_id: int | None = None, special_ids: Sequence[int] | None = None,
+                 random_ids: Sequence[int] | torch.Tensor | None = None,
+                 is_continuation: torch.Tensor | None = None, device: str | torch.device = "cpu"):
+        if tokenizer is not None:
+            mask_id = tokenizer.mask_id if mask_id is None else mask_id
+            special_ids = tokenizer.special_ids if special_ids is None else special_ids
+            if random_ids is None:
+                reserved = torch.zeros(tokenizer.vocab_size, dtype=torch.bool)
+                reserved[tokenizer.reserved_ids] = True
+                random_ids = torch.nonzero(~reserved).flatten()
+            if whole_word and is_continuation is None:
+                is_continuation = tokenizer.is_continuation()
+        if mask_id is None or special_ids is None or random_ids is None:
+            raise ValueError("MaskedLMCollator needs a tokenizer, or mask_id, special_ids and random_ids")
+        self.pad_id = tokenizer.pad_id if tokenizer is not None else 0
+        self.mask_id = int(mask_id)
+        self.special_ids = torch.as_tensor(list(special_ids), dtype=torch.long)
+        self.random_ids = torch.as_tensor(random_ids, dtype=torch.long)
+        self.is_continuation = is_continuation
+        self.max_predictions = max_predictions
+        self.mlm_probability, self.mask_prob, self.random_prob = mlm_probability, mask_prob, random_prob
+        self.whole_word = whole_word
+        self.device = torch.device(device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        if isinstance(examples, Mapping):
+            batch = {k: torch.as_tensor(v) for k, v in examples.items()}
+        else:
+            if len(examples) == 0:
+                raise ValueError("cannot collate an empty list of examples")
+            batch = {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+        ids = batch["input_ids"].long()
+        T = ids.shape[1]
+        P = self.max_predictions or default_max_predictions(T, self.mlm_probability)
+        m = mask_tokens(ids.to(self.device), mask_id=self.mask_id, special_ids=self.special_ids,
+                        random_ids=self.random_ids, max_predictions=P, mlm_probability=self.mlm_probability,
+                        mask_prob=self.mask_prob, random_prob=self.random_prob, whole_word=self.whole_word,
+                        is_continuation=self.is_continuation, generator=self.generator)
+        out = {
+            "input_ids": m.input_ids.cpu(),
+            "token_type_ids": batch.get("token_type_ids", torch.zeros_like(ids)).long(),
+            "attention_mask": batch.get("attention_mask", ids != self.pad_id).long(),
+            "mlm_positions": m.mlm_positions.cpu(),
+            "mlm_labels": m.mlm_labels.cpu(),
+        }
+        nsp = batch.get("nsp_labels", batch.get("nsp_label"))
+        if nsp is not None:
+            out["nsp_labels"] = nsp.long().reshape(-1)
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.generator.set_state(state["generator"])
