@@ -1,0 +1,190 @@
+"""bertlab.metrics: hand-checked cases, the SQuAD gold answers against themselves, and entity-level
+F1 against seqeval (the oracle) on the real CoNLL-2003 dev set with perturbed predictions."""
+
+import os
+import random
+
+import pytest
+import torch
+
+from bertlab import metrics
+from bertlab.metrics import (
+    accuracy, binary_f1, entity_f1, exact_match, get_entities, normalize_answer, span_f1, squad_scores,
+)
+
+os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
+
+
+def _read(reader, split):
+    from bertlab import datasets
+    try:
+        return reader(split)[0]
+    except datasets.DataUnavailableError as err:
+        pytest.skip(f"dataset not available here: {err}")
+
+
+# --- classification --------------------------------------------------------------------------
+def test_accuracy_and_binary_f1_by_hand():
+    pred = torch.tensor([1, 1, 0, 0, 1, 0])
+    gold = torch.tensor([1, 0, 0, 1, 1, 0])
+    assert accuracy(pred, gold) == pytest.approx(100 * 4 / 6)
+    s = binary_f1(pred, gold)  # tp = 2, fp = 1, fn = 1
+    assert s["precision"] == pytest.approx(100 * 2 / 3)
+    assert s["recall"] == pytest.approx(100 * 2 / 3)
+    assert s["f1"] == pytest.approx(100 * 2 / 3)
+    assert binary_f1([0, 0], [1, 1])["f1"] == 0.0  # no true positive: 0, not a division error
+    with pytest.raises(ValueError, match="predictions but"):
+        accuracy([1, 0], [1])
+
+
+def test_binary_f1_matches_sklearn():
+    sk = pytest.importorskip("sklearn.metrics")
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        y = torch.randint(0, 2, (200,), generator=g)
+        p = torch.randint(0, 2, (200,), generator=g)
+        assert binary_f1(p, y)["f1"] == pytest.approx(100 * sk.f1_score(y.numpy(), p.numpy()))
+        assert accuracy(p, y) == pytest.approx(100 * sk.accuracy_score(y.numpy(), p.numpy()))
+
+
+# --- SQuAD -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, expected", [
+    ("The Denver Broncos", "denver broncos"),
+    ("  an   apple, a day!", "apple day"),
+    ("Theatre of the Absurd", "theatre of absurd"),  # articles only as whole words
+    ("A-Team", "ateam"),  # punctuation goes first, so "a" is no longer a word of its own
+    ("24–10", "24–10"),  # the en dash is not ASCII punctuation: the official script keeps it
+    ("Saint-Étienne's", "saintétiennes"),
+    ("\tthe\n", ""),
+])
+def test_normalize_answer_by_hand(text, expected):
+    assert normalize_answer(text) == expected
+
+
+def test_exact_match_and_f1_by_hand():
+    assert exact_match("the Denver Broncos.", "Denver Broncos") == 1.0
+    assert exact_match("Denver", "Denver Broncos") == 0.0
+    # prediction [denver, broncos, team], gold [denver, broncos]: P = 2/3, R = 1
+    assert span_f1("the Denver Broncos team", "Denver Broncos") == pytest.approx(0.8)
+    # bags of tokens: x x y vs x y y share one x and one y: P = R = 2/3
+    assert span_f1("x x y", "x y y") == pytest.approx(2 / 3)
+    assert span_f1("Carolina", "Denver Broncos") == 0.0
+    assert span_f1("the", "a") == 0.0  # both normalise to nothing: no common token
+
+
+def test_squad_scores_max_over_gold_and_missing():
+    gold = {"q1": ["Denver Broncos", "the Broncos"], "q2": ["1996"], "q3": ["Paris"]}
+    pred = {"q1": "Broncos", "q2": "in 1996"}  # q3 has no prediction
+    s = squad_scores(pred, gold)
+    # q1: "Broncos" vs "the Broncos" -> both "broncos": EM 1, F1 1 (vs "Denver Broncos" only 2/3)
+    # q2: EM 0; F1: pred [in, 1996], gold [1996]: P = 1/2, R = 1 -> 2/3;  q3: 0
+    assert s["exact_match"] == pytest.approx(100 * 1 / 3)
+    assert s["f1"] == pytest.approx(100 * (1 + 2 / 3 + 0) / 3)
+    assert s["missing"] == 1 and s["questions"] == 3
+
+
+def test_squad_gold_answers_score_100_against_themselves():
+    from bertlab import datasets
+    examples = _read(datasets.read_squad, "dev")
+    assert len(examples) == 10570
+    gold = {ex.id: [t for t, _ in ex.answers] for ex in examples}
+    for k in range(3):  # each annotator's answer (where there are 3) against all of them
+        pred = {ex.id: ex.answers[min(k, len(ex.answers) - 1)][0] for ex in examples}
+        s = squad_scores(pred, gold)
+        assert s["exact_match"] == 100.0
+        # The official F1 is 0 when no token is common, even for two empty answers: three dev
+        # questions have an annotator answer "." that normalises to nothing.
+        empty = sum(not normalize_answer(a) for a in pred.values())
+        assert empty <= 3
+        assert s["f1"] == pytest.approx(100.0 * (len(pred) - empty) / len(pred))
+    # and scoring is not trivially 100: the context's first word is a poor answer
+    poor = squad_scores({ex.id: ex.context.split()[0] for ex in examples}, gold)
+    assert poor["exact_match"] < 5 and poor["f1"] < 10
+
+
+# --- entities --------------------------------------------------------------------------------
+def test_get_entities_by_hand():
+    tags = ["B-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG", "I-ORG", "B-ORG", "I-MISC"]
+    assert get_entities(tags) == [("PER", 0, 1), ("LOC", 3, 3), ("ORG", 4, 4), ("ORG", 5, 6),
+                                  ("ORG", 7, 7), ("MISC", 8, 8)]
+    assert get_entities([]) == []
+    assert get_entities(["O", "O"]) == []
+    with pytest.raises(ValueError, match="not IOB2"):
+        get_entities(["B-PER", "X-PER"])
+
+
+def _seqeval():
+    return pytest.importorskip("seqeval.metrics")
+
+
+def test_get_entities_matches_seqeval_on_random_sequences():
+    _seqeval()
+    from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
+    rng = random.Random(0)
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    for _ in range(2000):
+        seq = [rng.choice(tags) for _ in range(rng.randint(0, 12))]
+        ours = [(t, a, b) for t, a, b in get_entities(seq)]
+        assert ours == seqeval_entities(seq), seq
+
+
+def perturb(gold_sentences, rng, rate):
+    """Predictions with realistic errors: wrong type, boundary shifted, B- turned into I-,
+    entity dropped, spurious entity, random tag."""
+    kinds = ["PER", "ORG", "LOC", "MISC"]
+    out = []
+    for tags in gold_sentences:
+        tags = list(tags)
+        for i in range(len(tags)):
+            if rng.random() >= rate:
+                continue
+            r = rng.random()
+            if r < 0.2 and tags[i] != "O":
+                tags[i] = tags[i][:2] + rng.choice(kinds)  # wrong type
+            elif r < 0.4 and tags[i].startswith("B-"):
+                tags[i] = "I-" + tags[i][2:]  # invalid IOB2 start
+            elif r < 0.6 and tags[i].startswith("I-"):
+                tags[i] = "O"  # entity cut short / split
+            elif r < 0.8 and tags[i] == "O":
+                tags[i] = rng.choice(["B-", "I-"]) + rng.choice(kinds)  # spurious or extended
+            else:
+                tags[i] = rng.choice(["O"] + [p + k for p in ("B-", "I-") for k in kinds])
+        out.append(tags)
+    return out
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.02, 0.1, 0.3])
+def test_entity_f1_equals_seqeval_on_conll_dev(rate):
+    sm = _seqeval()
+    from bertlab import datasets
+    gold = [s.tags for s in _read(datasets.read_conll2003, "valid")]
+    assert len(gold) == 3250
+    pred = perturb(gold, random.Random(rate), rate)
+    ours = entity_f1(gold, pred, by_type=True)
+    assert ours["precision"] == pytest.approx(100 * sm.precision_score(gold, pred), abs=1e-9)
+    assert ours["recall"] == pytest.approx(100 * sm.recall_score(gold, pred), abs=1e-9)
+    assert ours["f1"] == pytest.approx(100 * sm.f1_score(gold, pred), abs=1e-9)
+    assert ours["gold_entities"] == 5942  # CoNLL-2003 dev: 5,942 entities
+    if rate == 0.0:
+        assert ours["f1"] == 100.0
+    else:
+        assert ours["f1"] < 100.0
+    from seqeval.metrics.sequence_labeling import precision_recall_fscore_support
+    p, r, f, support = precision_recall_fscore_support(gold, pred, average=None)
+    from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
+    types = sorted({t for t, _, _ in seqeval_entities(gold)} | {t for t, _, _ in seqeval_entities(pred)})
+    for t, pt, rt, ft, st in zip(types, p, r, f, support):
+        assert ours["types"][t]["f1"] == pytest.approx(100 * ft, abs=1e-9), t
+        assert ours["types"][t]["support"] == st
+
+
+def test_entity_f1_rejects_misaligned_input():
+    with pytest.raises(ValueError, match="sentence 0"):
+        entity_f1([["O", "B-PER"]], [["O"]])
+    with pytest.raises(ValueError):
+        entity_f1([["O"], ["O"]], [["O"]])
+
+
+def test_all_scores_are_percentages():
+    assert metrics.accuracy([1], [1]) == 100.0
+    assert entity_f1([["B-PER"]], [["B-PER"]])["f1"] == 100.0
