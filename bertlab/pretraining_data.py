@@ -1,0 +1,547 @@
+"""Pretraining examples: sentence pairs for next-sentence prediction, stored memory-mapped.
+
+The paper (Devlin et al., 2018, section 3.1 and appendix A.2) pretrains on sequences of up to 512
+tokens cut from *documents* (BooksCorpus and English Wikipedia, whole articles rather than
+shuffled sentences, so that the text is long and contiguous). Each example is
+
+    [CLS] A [SEP] B [SEP]        segment ids 0 ... 0 1 ... 1
+
+where A is one or more contiguous sentences and B is, half of the time, the text that really
+follows A (label IsNext = 0) and otherwise text from a *different* document (NotNext = 1): the
+"next sentence prediction" (NSP) task. With a small probability (0.1) the target length is
+shorter than max_len, so the model also sees short inputs like those of fine-tuning.
+
+How an example is cut (our own reading of the procedure, written from the paper and the logic
+of Google's create_pretraining_data):
+
+1. Walk a document's sentences, collecting them into a chunk until it reaches the target length.
+2. Split the chunk at a random sentence boundary: A = the sentences before, B = the rest (IsNext).
+   With probability 1/2 replace B by a span of sentences from another document, starting at a
+   random sentence (NotNext); the sentences of the chunk left unused go back to be read again.
+   The label is drawn first, so the classes stay balanced even when a chunk holds one sentence
+   (we then take the sentence after it as B).
+3. Cut the longer of A and B one token at a time until [CLS] A [SEP] B [SEP] fits ("longest
+   first"), taking A's tokens from its *start* and B's from its *end*: the seam between A and B
+   stays intact, so an IsNext B really begins with the token that follows A's last one.
+
+Without NSP (the paper's ablation, and RoBERTa's recommendation) an example is one segment:
+contiguous sentences of one document packed up to max_len, never overflowing a sentence boundary
+unless a single sentence is longer than the whole sequence.
+
+Storage (everything numpy .npy, opened with mmap_mode="r", so a corpus far larger than memory
+costs nothing to open and a batch is one fancy-indexing read):
+
+    <dir>/tokens/        the corpus tokenized ONCE (fast batch path):
+        tokens.npy            (n_tokens,)      uint16 (vocab < 65536) or int32
+        sentence_starts.npy   (n_sentences+1,) int64   sentence s = tokens[starts[s]:starts[s+1]]
+        document_starts.npy   (n_documents+1,) int64   document d = sentences starts[d]:starts[d+1]
+        meta.json             tokenizer fingerprint and size, corpus checksum, document ids, counts
+    <dir>/<examples>/     fixed-size examples built from it:
+        input_ids.npy         (N, T)  [CLS] A [SEP] B [SEP] [PAD]...
+        lengths.npy           (N,)    real tokens; attention_mask = position < length
+        segment_b_start.npy   (N,)    position of B's first token (= length if no B);
+                                      token_type_ids = segment_b_start <= position < length
+        nsp_labels.npy        (N,)    0 IsNext, 1 NotNext (NSP only)
+        spans.npy             (N, 4)  sentence ids of A's first/last and B's first/last (-1: none),
+                                      before truncation (A may have lost tokens from its start,
+                                      B or a single segment from its end)
+        meta.json             everything above plus max_len, nsp, seed, short_seq_prob, counts
+
+Epochs. Masking is dynamic: `bertlab.masking.MaskedLMCollator` draws new masks for every batch,
+so a second pass over the same examples never repeats a mask. The *pairings* (where A ends,
+which document a NotNext B comes from) are fixed when the arrays are built; `dupe_factor` > 1
+builds that many differently-cut copies up front (Google's recipe used 10), which is how the
+paper's multi-epoch runs saw new pairs. We choose build-once-and-reuse: the arrays are cheap to
+rebuild, but a run that resumes must see exactly the data it saw before, and fixed arrays on disk
+make that trivial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from bertlab.tokenizer import WordPieceTokenizer
+
+FORMAT_VERSION = 1
+IS_NEXT, NOT_NEXT = 0, 1
+
+
+class DocumentLike(Protocol):
+    id: Any
+    sentences: Sequence[str]
+
+
+def _dtype_for(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16) if vocab_size < 65536 else np.dtype(np.int32)
+
+
+def corpus_checksum(documents: Sequence[DocumentLike]) -> str:
+    """sha256 of the documents' ids and sentences, in order: which text the arrays came from."""
+    h = hashlib.sha256()
+    for doc in documents:
+        h.update(str(doc.id).encode() + b"\x1d")
+        for s in doc.sentences:
+            h.update(s.encode() + b"\x1e")
+        h.update(b"\x1c")
+    return h.hexdigest()
+
+
+def _write_meta(path: Path, meta: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(meta, indent=1) + "\n")
+    tmp.replace(path)  # meta.json appears last: a folder with one is complete
+
+
+def _read_meta(directory: Path) -> dict | None:
+    path = directory / "meta.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Path) -> None:
+    if tokenizer is None:
+        return
+    want = meta["tokenizer"]
+    if want["fingerprint"] != tokenizer.fingerprint:
+        raise ValueError(
+            f"vocabulary mismatch: the data in {where} was tokenized with a vocabulary of "
+            f"{want['vocab_size']} tokens (fingerprint {want['fingerprint'][:12]}), but the tokenizer "
+            f"given has {tokenizer.vocab_size} tokens (fingerprint {tokenizer.fingerprint[:12]}). "
+            f"Use the tokenizer the data was built with, or rebuild the data with this one.")
+
+
+# ------------------------------------------------------------------------------------------------
+# Stage 1: tokenize the corpus once
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class TokenizedCorpus:
+    """A corpus as one flat token array plus sentence and document boundaries (memory-mapped)."""
+
+    directory: Path
+    tokens: np.ndarray  # (n_tokens,)
+    sentence_starts: np.ndarray  # (n_sentences + 1,)
+    document_starts: np.ndarray  # (n_documents + 1,)
+    meta: dict
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.document_starts) - 1
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.sentence_starts) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    def sentence(self, s: int) -> np.ndarray:
+        return self.tokens[self.sentence_starts[s]:self.sentence_starts[s + 1]]
+
+    def document_of_sentence(self, s: int | np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.document_starts, s, side="right") - 1
+
+    @classmethod
+    def load(cls, directory: str | Path, tokenizer: WordPieceTokenizer | None = None) -> "TokenizedCorpus":
+        directory = Path(directory)
+        meta = _read_meta(directory)
+        if meta is None:
+            raise FileNotFoundError(f"{directory} holds no tokenized corpus (no meta.json); "
+                                    f"make one with tokenize_corpus(documents, tokenizer, directory)")
+        _check_tokenizer(meta, tokenizer, directory)
+        load = lambda name: np.load(directory / f"{name}.npy", mmap_mode="r")  # noqa: E731
+        return cls(directory, load("tokens"), load("sentence_starts"), load("document_starts"), meta)
+
+
+def tokenize_corpus(documents: Sequence[DocumentLike], tokenizer: WordPieceTokenizer,
+                    directory: str | Path, batch_sentences: int = 20_000) -> TokenizedCorpus:
+    """Tokenize every sentence of every document once (no special tokens) with the fast batch
+    path, and store the result as flat memory-mapped arrays in `directory`. Sentences that give no
+    tokens (whitespace, control characters) and documents left empty are dropped and counted."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    documents = list(documents)
+    if not documents:
+        raise ValueError("tokenize_corpus got no documents")
+    t0 = time.perf_counter()
+    dtype = _dtype_for(tokenizer.vocab_size)
+    flat = [s for doc in documents for s in doc.sentences]
+    per_doc = [len(doc.sentences) for doc in documents]
+    lengths = np.empty(len(flat), dtype=np.int64)
+    pieces = []
+    for i in range(0, len(flat), batch_sentences):
+        ids = tokenizer.ids_batch(flat[i:i + batch_sentences])
+        lengths[i:i + len(ids)] = [len(x) for x in ids]
+        pieces.append(np.fromiter((t for x in ids for t in x), dtype=dtype,
+                                  count=int(lengths[i:i + len(ids)].sum())))
+    tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype)
+    keep = lengths > 0
+    doc_of_sentence = np.repeat(np.arange(len(documents)), per_doc)
+    sentence_starts = np.concatenate([[0], np.cumsum(lengths[keep])])
+    kept_per_doc = np.bincount(doc_of_sentence[keep], minlength=len(documents))
+    doc_keep = kept_per_doc > 0
+    document_starts = np.concatenate([[0], np.cumsum(kept_per_doc[doc_keep])])
+    if tokens.size == 0:
+        raise ValueError(f"the {len(documents)} documents ({len(flat)} sentences) give no tokens at all")
+
+    np.save(directory / "tokens.npy", tokens)
+    np.save(directory / "sentence_starts.npy", sentence_starts.astype(np.int64))
+    np.save(directory / "document_starts.npy", document_starts.astype(np.int64))
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "kind": "tokenized_corpus",
+        "tokenizer": {"fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size},
+        "corpus": {
+            "checksum": corpus_checksum(documents),
+            "document_ids": [str(d.id) for d, k in zip(documents, doc_keep) if k],
+            "n_documents": int(doc_keep.sum()), "n_sentences": int(keep.sum()), "n_tokens": int(tokens.size),
+            "dropped_empty_sentences": int((~keep).sum()), "dropped_empty_documents": int((~doc_keep).sum()),
+            "n_words": sum(len(s.split()) for s in flat),
+        },
+        "dtype": dtype.name,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    _write_meta(directory / "meta.json", meta)
+    return TokenizedCorpus.load(directory)
+
+
+# ------------------------------------------------------------------------------------------------
+# Stage 2: cut examples
+# ------------------------------------------------------------------------------------------------
+def _truncate_pair(la: int, lb: int, budget: int) -> tuple[int, int]:
+    """Longest first: take one token at a time from the longer segment (B on a tie) until
+    la + lb <= budget; returns the kept lengths. Closed form of that loop."""
+    excess = la + lb - budget
+    if excess <= 0:
+        return la, lb
+    gap = abs(la - lb)
+    if gap >= excess:
+        return (la - excess, lb) if la > lb else (la, lb - excess)
+    rest = excess - gap
+    m = min(la, lb)
+    return m - rest // 2, m - (rest + 1) // 2
+
+
+def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.random.Generator,
+                  max_tokens: int, nsp: bool, short_seq_prob: float, out: list) -> None:
+    """Append (a0, a1, b0, b1, label) sentence spans (inclusive; b = -1 without NSP) for one
+    document to `out`."""
+    s0, s1 = int(corpus.document_starts[d]), int(corpus.document_starts[d + 1])
+    n_docs = corpus.n_documents
+
+    def target() -> int:
+        return int(rng.integers(2, max_tokens + 1)) if rng.random() < short_seq_prob else max_tokens
+
+    goal = target()
+    start, length, i = s0, 0, s0
+    while i < s1:
+        if not nsp:
+            # pack whole sentences while they fit; a lone over-long sentence is truncated later
+            if length > 0 and length + lengths[i] > goal:
+                out.append((start, i - 1, -1, -1, -1))
+                start, length, goal = i, 0, target()
+                continue
+            length += lengths[i]
+            if i == s1 - 1:
+                out.append((start, i, -1, -1, -1))
+            i += 1
+            continue
+        length += lengths[i]
+        if i == s1 - 1 or length >= goal:
+            is_next = rng.random() < 0.5
+            if is_next and i == start:  # one sentence: B is the sentence after it, if any
+                if i + 1 < s1:
+                    i += 1
+                else:
+                    is_next = False
+            n = i + 1 - start
+            a_end = start + (int(rng.integers(1, n)) if n >= 2 else 1)  # first sentence not in A
+            if is_next:
+                out.append((start, a_end - 1, a_end, i, IS_NEXT))
+            else:
+                la = int(corpus.sentence_starts[a_end] - corpus.sentence_starts[start])
+                want_b = max(goal - la, 1)
+                other = int(rng.integers(n_docs - 1))
+                other += other >= d  # any document but this one
+                o0, o1 = int(corpus.document_starts[other]), int(corpus.document_starts[other + 1])
+                b0 = int(rng.integers(o0, o1))
+                b1, lb = b0, int(lengths[b0])
+                while lb < want_b and b1 + 1 < o1:
+                    b1 += 1
+                    lb += int(lengths[b1])
+                out.append((start, a_end - 1, b0, b1, NOT_NEXT))
+                i = a_end - 1  # the chunk's sentences after A go back to be used
+            start, length, goal = i + 1, 0, target()
+        i += 1
+
+
+def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int = 128, nsp: bool = True,
+                   seed: int = 0, short_seq_prob: float = 0.1, dupe_factor: int = 1,
+                   cls_id: int | None = None, sep_id: int | None = None, pad_id: int = 0) -> "PretrainingDataset":
+    """Cut fixed-size examples of max_len tokens from a tokenized corpus and store them in
+    `directory` (memory-mapped .npy + meta.json). Deterministic given `seed`.
+    cls_id, sep_id, pad_id: the tokenizer's (prepare_pretraining_data passes them)."""
+    directory = Path(directory)
+    t0 = time.perf_counter()
+    if cls_id is None or sep_id is None:
+        raise ValueError("build_examples needs cls_id and sep_id (tokenizer.cls_id, tokenizer.sep_id)")
+    n_special = 3 if nsp else 2
+    if max_len < n_special + 2:
+        raise ValueError(f"max_len={max_len} is too small: {'[CLS] A [SEP] B [SEP]' if nsp else '[CLS] A [SEP]'} "
+                         f"needs {n_special} special tokens and at least one token per segment")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}")
+    if nsp and corpus.n_documents < 2:
+        raise ValueError(f"next-sentence prediction needs at least 2 documents: a NotNext B must come from a "
+                         f"DIFFERENT document, and this corpus has {corpus.n_documents} "
+                         f"({corpus.n_tokens:,} tokens). Add documents, or build with nsp=False.")
+    max_tokens = max_len - n_special
+    lengths = np.diff(np.asarray(corpus.sentence_starts))
+
+    spans: list = []
+    for dupe in range(dupe_factor):
+        rng = np.random.default_rng([seed, dupe])
+        for d in range(corpus.n_documents):
+            _cut_document(corpus, lengths, d, rng, max_tokens, nsp, short_seq_prob, spans)
+    if not spans:
+        raise ValueError(f"the corpus gave no examples: {corpus.n_documents} documents, {corpus.n_tokens:,} tokens")
+    spans_arr = np.asarray(spans, dtype=np.int64)  # (N, 5)
+    N = len(spans_arr)
+
+    # Token extents of A and B, then the longest-first cut: A keeps its end, B its start (with NSP);
+    # a single segment keeps its start.
+    st = np.asarray(corpus.sentence_starts)
+    a_end, a_len = st[spans_arr[:, 1] + 1], st[spans_arr[:, 1] + 1] - st[spans_arr[:, 0]]
+    has_b = spans_arr[:, 2] >= 0
+    b_from = np.where(has_b, st[np.maximum(spans_arr[:, 2], 0)], 0)
+    b_len = np.where(has_b, st[spans_arr[:, 3] + 1] - b_from, 0)
+    cut = [(_truncate_pair(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
+           for x, y, b in zip(a_len, b_len, has_b)]
+    a_keep = np.array([c[0] for c in cut], dtype=np.int64)
+    b_keep = np.array([c[1] for c in cut], dtype=np.int64)
+    a_from = np.where(has_b, a_end - a_keep, st[spans_arr[:, 0]])
+    length = 2 + a_keep + np.where(has_b, 1 + b_keep, 0)
+    b_start = np.where(has_b, 2 + a_keep, length)
+
+    directory.mkdir(parents=True, exist_ok=True)
+    dtype = np.dtype(corpus.meta["dtype"])
+    ids = np.lib.format.open_memmap(directory / "input_ids.npy", mode="w+", dtype=dtype, shape=(N, max_len))
+    tokens = corpus.tokens
+    chunk = 4096
+    for c0 in range(0, N, chunk):  # fill in blocks to bound memory; a few slices per example
+        c1 = min(c0 + chunk, N)
+        block = np.full((c1 - c0, max_len), pad_id, dtype=dtype)
+        block[:, 0] = cls_id
+        for r, n in enumerate(range(c0, c1)):
+            la, lb = a_keep[n], b_keep[n]
+            block[r, 1:1 + la] = tokens[a_from[n]:a_from[n] + la]
+            block[r, 1 + la] = sep_id
+            if has_b[n]:
+                block[r, 2 + la:2 + la + lb] = tokens[b_from[n]:b_from[n] + lb]
+                block[r, 2 + la + lb] = sep_id
+        ids[c0:c1] = block
+    ids.flush()
+    del ids
+    small = np.int16 if max_len < 32768 else np.int32
+    np.save(directory / "lengths.npy", length.astype(small))
+    np.save(directory / "segment_b_start.npy", b_start.astype(small))
+    np.save(directory / "spans.npy", spans_arr[:, :4].astype(np.int32))
+    labels = spans_arr[:, 4]
+    if nsp:
+        np.save(directory / "nsp_labels.npy", labels.astype(np.int8))
+    seconds = time.perf_counter() - t0
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "kind": "pretraining_examples",
+        "tokenizer": corpus.meta["tokenizer"],
+        "corpus": {k: v for k, v in corpus.meta["corpus"].items() if k != "document_ids"},
+        "corpus_directory": str(corpus.directory),
+        "max_len": max_len, "nsp": nsp, "seed": seed, "short_seq_prob": short_seq_prob,
+        "dupe_factor": dupe_factor, "cls_id": cls_id, "sep_id": sep_id, "pad_id": pad_id,
+        "dtype": dtype.name,
+        "counts": {
+            "examples": N,
+            "is_next": int((labels == IS_NEXT).sum()) if nsp else None,
+            "not_next": int((labels == NOT_NEXT).sum()) if nsp else None,
+            "real_tokens": int(length.sum()),
+            "fill": round(float(length.sum()) / (N * max_len), 4),
+            "truncated_examples": int(((a_keep < a_len) | (b_keep < b_len)).sum()),
+        },
+        "seconds": round(seconds, 2),
+    }
+    _write_meta(directory / "meta.json", meta)
+    return PretrainingDataset(directory)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading: a Dataset over the memmaps, and a resumable batch iterator
+# ------------------------------------------------------------------------------------------------
+class PretrainingDataset(torch.utils.data.Dataset):
+    """Examples built by `build_examples`, memory-mapped. `ds[i]` is one unmasked example:
+    input_ids, token_type_ids, attention_mask (T,) long, and nsp_label () long when NSP is on.
+    `ds.get_batch(indices)` reads many at once (one fancy-indexing read, vectorised masks)."""
+
+    def __init__(self, directory: str | Path, tokenizer: WordPieceTokenizer | None = None):
+        self.directory = Path(directory)
+        meta = _read_meta(self.directory)
+        if meta is None or meta.get("kind") != "pretraining_examples":
+            raise FileNotFoundError(f"{self.directory} holds no pretraining examples (no meta.json); "
+                                    f"build them with prepare_pretraining_data or build_examples")
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{self.directory} was written in format {meta.get('format_version')}, this "
+                             f"bertlab reads format {FORMAT_VERSION}; rebuild the data")
+        _check_tokenizer(meta, tokenizer, self.directory)
+        self.meta = meta
+        self.max_len: int = meta["max_len"]
+        self.nsp: bool = meta["nsp"]
+        load = lambda name: np.load(self.directory / f"{name}.npy", mmap_mode="r")  # noqa: E731
+        self.input_ids = load("input_ids")
+        self.lengths = load("lengths")
+        self.segment_b_start = load("segment_b_start")
+        self.spans = load("spans")
+        self.nsp_labels = load("nsp_labels") if self.nsp else None
+        self._positions = torch.arange(self.max_len)
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"example {i} out of range for {len(self)} examples")
+        return {k: v[0] for k, v in self.get_batch([int(i) % len(self)]).items()}
+
+    def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, torch.Tensor]:
+        """Stacked unmasked examples: input_ids, token_type_ids, attention_mask (B, T) long and
+        nsp_labels (B,) long when NSP is on."""
+        idx = np.asarray(indices, dtype=np.int64)
+        ids = torch.from_numpy(self.input_ids[idx].astype(np.int64))  # (B, T)
+        length = torch.from_numpy(self.lengths[idx].astype(np.int64))[:, None]  # (B, 1)
+        b_start = torch.from_numpy(self.segment_b_start[idx].astype(np.int64))[:, None]
+        pos = self._positions[None, :]
+        attention = pos < length
+        out = {"input_ids": ids, "token_type_ids": ((pos >= b_start) & attention).long(),
+               "attention_mask": attention.long()}
+        if self.nsp:
+            out["nsp_labels"] = torch.from_numpy(self.nsp_labels[idx].astype(np.int64))
+        return out
+
+    def describe(self, i: int, tokenizer: WordPieceTokenizer) -> dict[str, Any]:
+        """Segment A, segment B and the label of example i as text, for reading examples."""
+        n, b = int(self.lengths[i]), int(self.segment_b_start[i])
+        ids = np.asarray(self.input_ids[i])
+        out = {"A": tokenizer.decode(ids[1:b - 1] if b < n else ids[1:n - 1]), "B": None, "label": None}
+        if self.nsp:
+            out["B"] = tokenizer.decode(ids[b:n - 1])
+            out["label"] = "IsNext" if int(self.nsp_labels[i]) == IS_NEXT else "NotNext"
+        return out
+
+    def __repr__(self) -> str:
+        c = self.meta["counts"]
+        return (f"PretrainingDataset({len(self):,} examples of max_len {self.max_len}, nsp={self.nsp}, "
+                f"fill {c['fill']:.0%}, from {self.meta['corpus']['n_tokens']:,} tokens in "
+                f"{self.meta['corpus']['n_documents']} documents)")
+
+
+class PretrainingBatches:
+    """An endless, resumable stream of masked pretraining batches.
+
+    Each epoch visits every example once in an order shuffled by (seed, epoch); each batch is a
+    fancy-indexing read of the memmaps followed by the collator's vectorised masking. The stream
+    never ends by itself: the training loop stops after its number of steps. `state_dict()` holds
+    the epoch, the batch index within it and the collator's RNG state, so `load_state_dict`
+    resumes with exactly the batches (and masks) an uninterrupted run would have drawn.
+    """
+
+    def __init__(self, dataset: PretrainingDataset, batch_size: int, collator, seed: int = 0,
+                 shuffle: bool = True):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if len(dataset) < batch_size:
+            c = dataset.meta["corpus"]
+            raise ValueError(
+                f"corpus too small: {len(dataset)} examples of max_len {dataset.max_len} (from "
+                f"{c['n_tokens']:,} tokens in {c['n_documents']} documents) cannot fill one batch of "
+                f"{batch_size}; that needs at least {batch_size} examples, about "
+                f"{batch_size * (dataset.max_len - 3):,} tokens. Use more text, a smaller batch_size "
+                f"or a smaller max_len (or dupe_factor > 1).")
+        self.dataset, self.batch_size, self.collator = dataset, batch_size, collator
+        self.seed, self.shuffle = seed, shuffle
+        self.epoch, self.index = 0, 0
+        self._order: np.ndarray | None = None
+        self._order_epoch = -1
+
+    def __len__(self) -> int:
+        """Batches per epoch (the last partial batch is dropped, so every batch has B rows)."""
+        return len(self.dataset) // self.batch_size
+
+    def _epoch_order(self) -> np.ndarray:
+        if self._order_epoch != self.epoch:
+            n = len(self.dataset)
+            self._order = (np.random.default_rng([self.seed, self.epoch]).permutation(n) if self.shuffle
+                           else np.arange(n))
+            self._order_epoch = self.epoch
+        return self._order
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        return self
+
+    def __next__(self) -> dict[str, torch.Tensor]:
+        if self.index >= len(self):
+            self.epoch, self.index = self.epoch + 1, 0
+        rows = self._epoch_order()[self.index * self.batch_size:(self.index + 1) * self.batch_size]
+        self.index += 1
+        return self.collator(self.dataset.get_batch(rows))
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {"epoch": self.epoch, "index": self.index, "seed": self.seed, "batch_size": self.batch_size,
+                 "n_examples": len(self.dataset)}
+        if hasattr(self.collator, "state_dict"):
+            state["collator"] = self.collator.state_dict()
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        for key, mine in (("seed", self.seed), ("batch_size", self.batch_size), ("n_examples", len(self.dataset))):
+            if state[key] != mine:
+                raise ValueError(f"cannot resume: the saved stream had {key}={state[key]}, this one has {mine}")
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        if "collator" in state and hasattr(self.collator, "load_state_dict"):
+            self.collator.load_state_dict(state["collator"])
+
+
+# ------------------------------------------------------------------------------------------------
+# One call from documents to a dataset, with caching
+# ------------------------------------------------------------------------------------------------
+def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordPieceTokenizer,
+                             directory: str | Path, max_len: int = 128, nsp: bool = True, seed: int = 0,
+                             short_seq_prob: float = 0.1, dupe_factor: int = 1) -> PretrainingDataset:
+    """Tokenize `documents` into <directory>/tokens and cut examples into
+    <directory>/examples_T{max_len}_{nsp|nonsp}_s{seed}_d{dupe_factor}; each stage is reused when
+    its meta.json says it was built from the same text (checksum) with the same tokenizer."""
+    directory = Path(directory)
+    documents = list(documents)
+    checksum = corpus_checksum(documents)
+    tok_dir = directory / "tokens"
+    meta = _read_meta(tok_dir)
+    if (meta is None or meta["corpus"]["checksum"] != checksum
+            or meta["tokenizer"]["fingerprint"] != tokenizer.fingerprint):
+        corpus = tokenize_corpus(documents, tokenizer, tok_dir)
+    else:
+        corpus = TokenizedCorpus.load(tok_dir, tokenizer)
+    ex_dir = directory / f"examples_T{max_len}_{'nsp' if nsp else 'nonsp'}_s{seed}_d{dupe_factor}"
+    meta = _read_meta(ex_dir)
+    if (meta is not None and meta.get("format_version") == FORMAT_VERSION
+            and meta["corpus"]["checksum"] == checksum and meta["tokenizer"]["fingerprint"] == tokenizer.fingerprint
+            and meta["short_seq_prob"] == short_seq_prob):
+        return PretrainingDataset(ex_dir, tokenizer)
+    return build_examples(corpus, ex_dir, max_len=max_len, nsp=nsp, seed=seed, short_seq_prob=short_seq_prob,
+                          dupe_factor=dupe_factor, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+                          pad_id=tokenizer.pad_id)
