@@ -270,8 +270,9 @@ class WordPieceTokenizer:
 
     def ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of many texts, no special tokens, no padding: the fast path used to
-        pre-tokenize a corpus."""
-        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        pre-tokenize a corpus (offsets are not tracked, where the library can skip them)."""
+        encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)  # tokenizers >= 0.20
+        return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
         if isinstance(ids, torch.Tensor):

@@ -10,7 +10,7 @@ from bertlab import BertConfig, BertForPreTraining, IGNORE_INDEX
 from bertlab.masking import MaskedLMCollator, default_max_predictions, mask_tokens
 from bertlab.tokenizer import bert_uncased_tokenizer
 
-from test_tokenizer import BOOKS, book_paragraphs
+from bertlab.corpus import load_corpus
 
 T = 128
 
@@ -23,7 +23,8 @@ def tok():
 @pytest.fixture(scope="module")
 def real_batch(tok):
     """Real paragraphs as (B, 128) rows, padded: > 150k non-special tokens."""
-    paras = [p for name in BOOKS for p in book_paragraphs(name)]
+    books = {d.id: d for d in load_corpus("books", "train")}
+    paras = [" ".join(p) for i in ("pg11", "pg35", "pg43", "pg46", "pg16") for p in books[i].paragraphs]
     enc = tok.encode_batch(paras, max_length=T, padding="max_length", return_tensors="pt")
     batch = {"input_ids": enc.input_ids, "token_type_ids": enc.token_type_ids,
              "attention_mask": enc.attention_mask}

@@ -3,47 +3,29 @@ checked against the source documents."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import re
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from bertlab import BertConfig, BertForPreTraining
+from bertlab.corpus import Document, load_corpus
 from bertlab.masking import MaskedLMCollator
 from bertlab.pretraining_data import (IS_NEXT, NOT_NEXT, PretrainingBatches, PretrainingDataset,
                                       TokenizedCorpus, build_examples, prepare_pretraining_data,
                                       tokenize_corpus)
 from bertlab.tokenizer import bert_uncased_tokenizer, train_wordpiece
 
-from test_tokenizer import MIRROR, book_paragraphs
 
-NAMES = ["pg11.txt.gz", "pg35.txt.gz", "pg43.txt.gz", "pg46.txt.gz", "pg16.txt.gz", "pg55.txt.gz",
-         "pg105.txt.gz", "pg103.txt.gz"]
+IDS = ["pg11", "pg35", "pg43", "pg46", "pg16", "pg55", "pg105", "pg103"]
 
 
-@dataclass
-class Doc:  # what bertlab.corpus.Document offers: .id, .title, .sentences
-    id: str
-    title: str
-    sentences: list
-
-
-def read_documents(names) -> list[Doc]:
-    """Books as documents of sentences (a private reader; bertlab.corpus is the package's)."""
-    docs = []
-    for name in names:
-        sents = []
-        for p in book_paragraphs(name):
-            sents.extend(s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z‘“\"])", p) if s)
-        docs.append(Doc(name.split(".")[0], name, sents))
-    return docs
+@pytest.fixture(scope="module")
+def books():
+    return load_corpus("books", "train")
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +34,9 @@ def tok():
 
 
 @pytest.fixture(scope="module")
-def docs():
-    return read_documents(NAMES)
+def docs(books):
+    by_id = {d.id: d for d in books}
+    return [by_id[i] for i in IDS]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +50,7 @@ def built(tok, docs, tmp_path_factory):
 def test_layout_of_examples(tok, built):
     root, corpus, ds = built
     assert ds.input_ids.dtype == np.uint16 and isinstance(ds.input_ids, np.memmap)
-    assert corpus.tokens.dtype == np.uint16 and corpus.n_documents == len(NAMES)
+    assert corpus.tokens.dtype == np.uint16 and corpus.n_documents == len(IDS)
     N = len(ds)
     assert N > 2000 and ds.input_ids.shape == (N, 128)
     b = ds.get_batch(np.arange(N))
@@ -225,7 +208,7 @@ def test_cache_and_clear_errors(tok, docs, built, tmp_path):
     with pytest.raises(ValueError, match="at least 2 documents"):
         build_examples(one, tmp_path / "x", 128, nsp=True, cls_id=101, sep_id=102)
     # too little text for a batch: the message gives the counts and what is needed
-    tiny_docs = [Doc("a", "a", docs[0].sentences[:30]), Doc("b", "b", docs[1].sentences[:30])]
+    tiny_docs = [Document("a", "a", docs[0].sentences[:30]), Document("b", "b", docs[1].sentences[:30])]
     small = prepare_pretraining_data(tiny_docs, tok, tmp_path / "tiny", max_len=128)
     with pytest.raises(ValueError, match=r"corpus too small: \d+ examples .* tokens in 2 documents"):
         PretrainingBatches(small, batch_size=256, collator=MaskedLMCollator(tok))
@@ -251,10 +234,9 @@ def test_trained_vocabulary_end_to_end(docs, tmp_path):
 
 @pytest.mark.skipif(os.environ.get("BERTLAB_BENCH") != "1", reason="benchmark: set BERTLAB_BENCH=1 (about a minute)")
 def test_benchmark_books_corpus(tok, tmp_path):
-    """Time to tokenize all mirrored books and build max_len-128 NSP arrays (printed; -s)."""
-    names = sorted(os.path.basename(p) for p in glob.glob(str(MIRROR / "books" / "pg*.txt.gz")))
+    """Time to tokenize the books corpus (train split) and build max_len-128 NSP arrays (printed; -s)."""
     t0 = time.perf_counter()
-    docs = read_documents(names)
+    docs = load_corpus("books", "train")
     t1 = time.perf_counter()
     corpus = tokenize_corpus(docs, tok, tmp_path / "tokens")
     t2 = time.perf_counter()
