@@ -1,0 +1,300 @@
+"""Fine-tuning: one small output layer on top of a pretrained BERT, every weight trained.
+
+    result = finetune(FinetuneConfig(task="sst2", init="runs/mini/final", seeds=(0, 1, 2)))
+    result.median             # the task's main metric (dev), median over the seeds
+    result.runs[0].history    # per-epoch dev scores and training loss of seed 0
+
+or `python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2`.
+
+As in the paper (section 4 and appendix A.3): the model is initialised from the pretrained
+checkpoint, a task layer is added (bertlab.tasks says which: a softmax over [CLS] for SST-2 /
+MRPC / RTE, over every token for CoNLL-2003, start/end vectors for SQuAD), and everything is
+trained for a few epochs with AdamW, a small learning rate (the paper's grid: 5e-5, 3e-5, 2e-5),
+batch 16 or 32, warm-up over the first 10% of steps then linear decay. Fine-tuning is noisy on
+small sets (a few hundred dev examples), so several seeds are run and the median is reported.
+
+`init` is one of:
+    a folder written by bertlab (a pretraining checkpoint, <run>/final, a fine-tuned model):
+        its config.json, model.safetensors and tokenizer.json;
+    "scratch": the same architecture with random weights (the "no pretraining" control); the
+        size and vocabulary come from `like` (a bertlab model folder) or `preset` + the
+        bert-base-uncased vocabulary;
+    a model-hub name such as "bert-base-uncased" (online only): weights via Model.from_hf and the
+        bert-base-uncased vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from bertlab import checkpoint as ckpt
+from bertlab import logs
+from bertlab.config import BertConfig
+from bertlab.recipes import FINETUNE_DEFAULTS, lr_multiplier
+from bertlab.runtime import Runtime, make_runtime, seed_everything
+from bertlab.train import parameter_groups
+
+
+@dataclass
+class FinetuneConfig:
+    task: str = "sst2"
+    init: str = "scratch"  # a bertlab model folder, "scratch", or a hub name (online)
+    like: str | None = None  # with init="scratch": take the size and vocabulary from this folder
+    preset: str = "mini"  # with init="scratch" and no `like`
+    lr: float = FINETUNE_DEFAULTS["lr"]
+    epochs: float = FINETUNE_DEFAULTS["epochs"]
+    batch_size: int = FINETUNE_DEFAULTS["batch_size"]
+    seeds: Sequence[int] = (0,)
+    max_len: int | None = None  # None = the task's usual length (128; 384 for SQuAD)
+    warmup: float = FINETUNE_DEFAULTS["warmup"]  # fraction of the steps
+    weight_decay: float = FINETUNE_DEFAULTS["weight_decay"]
+    train_split: str = "train"
+    eval_split: str = "dev"
+    max_train_examples: int | None = None  # a quick run on the first N training examples
+    max_eval_examples: int | None = None
+    eval_batch_size: int = 128
+    device: str = "auto"
+    precision: str = "auto"
+    out: str | None = None  # where to write results.json (and the models, if save_models)
+    save_models: bool = False
+    progress: bool = True
+
+
+@dataclass
+class SeedResult:
+    seed: int
+    metrics: dict[str, float]  # dev scores after the last epoch
+    history: list[dict[str, Any]]  # one record per epoch: train loss, dev scores
+    seconds: float
+    model_dir: str | None = None
+
+
+@dataclass
+class FinetuneResult:
+    task: str
+    init: str
+    main_metric: str
+    runs: list[SeedResult]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scores(self) -> list[float]:
+        return [r.metrics[self.main_metric] for r in self.runs]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.scores)
+
+    def summary(self) -> str:
+        s = ", ".join(f"{x:.2f}" for x in self.scores)
+        return f"{self.task} {self.main_metric} from {self.init}: median {self.median:.2f} over seeds ({s})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "init": self.init, "main_metric": self.main_metric, "median": self.median,
+                "scores": self.scores, "runs": [dataclasses.asdict(r) for r in self.runs], "config": self.config}
+
+
+# ------------------------------------------------------------------------------------------------
+# Where the weights and the vocabulary come from
+# ------------------------------------------------------------------------------------------------
+def _is_model_folder(path: str) -> bool:
+    p = Path(path)
+    return p.is_dir() and (p / "config.json").exists() and (p / "model.safetensors").exists()
+
+
+def load_tokenizer_for(folder: str | Path):
+    from bertlab.tokenizer import WordPieceTokenizer
+    folder = Path(folder)
+    for cand in (folder / "tokenizer.json", folder / "tokenizer", folder.parent / "tokenizer"):
+        if cand.exists():
+            return WordPieceTokenizer.load(cand)
+    raise FileNotFoundError(f"no tokenizer.json in {folder}: a model folder must carry the vocabulary it was "
+                            f"trained with (bertlab writes it into every checkpoint)")
+
+
+def build_task_model(task, cfg: FinetuneConfig):
+    """(model, tokenizer) for the task, from cfg.init (see the module docstring)."""
+    from bertlab.tokenizer import bert_uncased_tokenizer
+    init = cfg.init
+    if init == "scratch":
+        if cfg.like is not None:
+            if not _is_model_folder(cfg.like):
+                raise FileNotFoundError(f"--like {cfg.like}: not a bertlab model folder (config.json + model.safetensors)")
+            config = BertConfig.load(Path(cfg.like) / "config.json")
+            tokenizer = load_tokenizer_for(cfg.like)
+        else:
+            tokenizer = bert_uncased_tokenizer()
+            config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
+        return task.build_model(config), tokenizer
+    if _is_model_folder(init):
+        model = ckpt.load_model(init, task.model_class, **task.model_kwargs)
+        return model, load_tokenizer_for(init)
+    if Path(init).exists():
+        raise FileNotFoundError(f"--init {init}: the folder has no config.json + model.safetensors; pass a "
+                                f"checkpoint folder (<run>/final or <run>/checkpoints/step-N), 'scratch', or a "
+                                f"hub name such as bert-base-uncased")
+    if "/" in init and init.startswith((".", "/", "runs")):
+        raise FileNotFoundError(f"--init {init}: no such folder")
+    # A model-hub name: needs the network (or a filled hub cache).
+    try:
+        model = task.from_pretrained(init)
+    except Exception as err:
+        raise RuntimeError(f"--init {init!r} is neither a bertlab model folder nor 'scratch', and loading it "
+                           f"from the Hugging Face hub failed ({type(err).__name__}: {err}). Hub names such as "
+                           f"bert-base-uncased need the network (unset HF_HUB_OFFLINE).") from err
+    return model, bert_uncased_tokenizer()
+
+
+# ------------------------------------------------------------------------------------------------
+# Evaluation
+# ------------------------------------------------------------------------------------------------
+@torch.no_grad()
+def evaluate(model: nn.Module, task, features, rt: Runtime | None = None, batch_size: int = 128) -> dict[str, float]:
+    """The task's scores of `model` on featurized examples (dev or test with labels)."""
+    rt = rt or make_runtime("auto", "auto", distributed=False)
+    was = model.training
+    model.eval()
+    loader = torch.utils.data.DataLoader(features, batch_size=batch_size, shuffle=False, collate_fn=task.collate)
+    outputs = []
+    for batch in loader:
+        inputs = {k: v for k, v in batch.items() if k in ("input_ids", "token_type_ids", "attention_mask")}
+        with rt.autocast():
+            out = model(**rt.to_device(inputs))
+        outputs.append(task.gather(out))
+    model.train(was)
+    return task.evaluate(outputs, features)
+
+
+# ------------------------------------------------------------------------------------------------
+# Training one seed
+# ------------------------------------------------------------------------------------------------
+def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt: Runtime,
+               tokenizer_file: Path | None = None) -> SeedResult:
+    seed_everything(seed)
+    model, _ = build_task_model(task, cfg)  # the head's init depends on the seed
+    model.to(rt.device).train()
+    groups = parameter_groups(model, cfg.weight_decay)
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6,
+                            **({"fused": True} if rt.fused_adamw else {}))
+    scaler = rt.grad_scaler()
+    g = torch.Generator().manual_seed(seed)
+    loader = torch.utils.data.DataLoader(train_feats, batch_size=cfg.batch_size, shuffle=True, generator=g,
+                                         collate_fn=task.collate, drop_last=False)
+    steps_per_epoch = len(loader)
+    total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
+    history: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    step = 0
+    bar = logs.progress_bar(total, f"{task.name} seed {seed}", enabled=cfg.progress)
+    loss_sum = torch.zeros((), device=rt.device)
+    n_sum = 0
+    epoch = 0
+    try:
+        while step < total:
+            for batch in loader:
+                batch = rt.to_device(batch)
+                with rt.autocast():
+                    loss = model(**batch).loss
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                for grp in opt.param_groups:
+                    grp["lr"] = cfg.lr * lr_multiplier(step, total, cfg.warmup, "linear")
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad(set_to_none=True)
+                loss_sum += loss.detach().float()
+                n_sum += 1
+                step += 1
+                bar.update(1)
+                if step >= total:
+                    break
+            epoch += 1
+            train_loss = (loss_sum / max(n_sum, 1)).item()
+            if not math.isfinite(train_loss):
+                raise RuntimeError(f"{task.name} seed {seed}: the training loss became {train_loss} in epoch "
+                                   f"{epoch}; lower --lr")
+            scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size)
+            history.append({"epoch": epoch, "step": step, "train_loss": train_loss, **scores,
+                            "elapsed_s": time.perf_counter() - t0})
+            bar.set_postfix({"loss": f"{train_loss:.3f}", task.main_metric: f"{scores[task.main_metric]:.2f}"})
+            loss_sum.zero_()
+            n_sum = 0
+    finally:
+        bar.close()
+    model_dir = None
+    if cfg.save_models and cfg.out:
+        model_dir = str(ckpt.save_model(Path(cfg.out) / f"seed-{seed}", model, tokenizer_file=tokenizer_file))
+    result = SeedResult(seed=seed, metrics=history[-1] if history else {}, history=history,
+                        seconds=time.perf_counter() - t0, model_dir=model_dir)
+    result.metrics = {k: v for k, v in result.metrics.items() if k in task.metrics}
+    return result
+
+
+def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, **kwargs: Any) -> FinetuneResult:
+    """Fine-tune on cfg.task once per seed and evaluate on cfg.eval_split after every epoch.
+    Keyword arguments override fields of cfg (`finetune(task="rte", init="runs/x/final")`)."""
+    from bertlab.tasks import TASKS, get_task
+    cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
+    task = get_task(cfg.task)
+    if cfg.train_split not in task.splits:
+        raise ValueError(f"task {task.name!r} has no {cfg.train_split!r} split in the local data (it has "
+                         f"{list(task.splits)}), so it cannot be fine-tuned here; choose another task "
+                         f"({', '.join(t for t, v in TASKS.items() if cfg.train_split in v.splits)})")
+    if not cfg.seeds:
+        raise ValueError("give at least one seed")
+    if cfg.epochs <= 0 or cfg.lr <= 0 or cfg.batch_size < 1:
+        raise ValueError(f"epochs, lr and batch_size must be positive (got {cfg.epochs}, {cfg.lr}, {cfg.batch_size})")
+    rt = runtime or make_runtime(cfg.device, cfg.precision, distributed=False)
+    _, tokenizer = build_task_model(task, cfg)
+    max_len = cfg.max_len or task.max_len
+    train_ex = task.load(cfg.train_split)
+    eval_ex = task.load(cfg.eval_split)
+    if cfg.max_train_examples:
+        train_ex = train_ex[:cfg.max_train_examples]
+    if cfg.max_eval_examples:
+        eval_ex = eval_ex[:cfg.max_eval_examples]
+    train_feats = task.featurize(train_ex, tokenizer, max_len=max_len)
+    eval_feats = task.featurize(eval_ex, tokenizer, max_len=max_len)
+    tokenizer_file = None
+    if cfg.out:
+        tokenizer_file = tokenizer.save(Path(cfg.out) / "tokenizer") / "tokenizer.json"
+    runs = [_train_one(task, cfg, seed, train_feats, eval_feats, rt, tokenizer_file) for seed in cfg.seeds]
+    result = FinetuneResult(task=task.name, init=cfg.init, main_metric=task.main_metric, runs=runs,
+                            config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), "runtime": rt.describe()})
+    if cfg.out:
+        Path(cfg.out).mkdir(parents=True, exist_ok=True)
+        ckpt.write_json(Path(cfg.out) / "results.json", result.to_dict())
+    return result
+
+
+def evaluate_folder(folder: str | Path, task_name: str, split: str = "dev", max_len: int | None = None,
+                    device: str = "auto", precision: str = "auto", batch_size: int = 128,
+                    max_examples: int | None = None) -> dict[str, float]:
+    """Scores of a saved fine-tuned model (a folder from finetune(save_models=True))."""
+    from bertlab.tasks import get_task
+    task = get_task(task_name)
+    rt = make_runtime(device, precision, distributed=False)
+    model = ckpt.load_model(folder, task.model_class, **task.model_kwargs).to(rt.device)
+    from safetensors import safe_open
+    with safe_open(str(Path(folder) / "model.safetensors"), "pt") as f:
+        has_head = any(k.startswith(("classifier.", "qa.")) for k in f.keys())
+    if not has_head:
+        raise ValueError(f"{folder} holds no {task.name} output layer (a pretraining checkpoint?); evaluate a "
+                         f"fine-tuned model (finetune --save-models), or fine-tune this one first")
+    tokenizer = load_tokenizer_for(folder)
+    examples = task.load(split)
+    if max_examples:
+        examples = examples[:max_examples]
+    feats = task.featurize(examples, tokenizer, max_len=max_len or task.max_len)
+    return evaluate(model, task, feats, rt, batch_size)

@@ -1,0 +1,773 @@
+"""Pretraining: the loop that turns a corpus into a BERT.
+
+    result = pretrain(PretrainConfig(preset="mini", corpus="books+wiki", steps=2000, out="runs/mini"))
+    result.history            # every logged metric (also in runs/mini/metrics.jsonl)
+    result.model              # the trained BertForPreTraining
+
+or from a shell: `python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini`, and on
+several GPUs the same command after `torchrun --nproc_per_node N`.
+
+One optimiser step, as the paper describes it (section 3.1 and appendix A.2):
+
+    1. take the next batch of sequences, already masked (bertlab.masking: 15% of the tokens chosen,
+       80% [MASK] / 10% random / 10% unchanged) and move it to the device;
+    2. run BertForPreTraining on it; the MLM head only at the P chosen positions (mlm_positions);
+    3. loss = mean cross-entropy over the chosen tokens + mean NSP cross-entropy (when NSP is on);
+    4. backpropagate, clip the gradient norm, set the learning rate from the schedule, AdamW update.
+
+The rest of this file makes that loop fast and safe:
+  - precision, compilation, fused AdamW, device placement: bertlab.runtime;
+  - batches come from a background thread (collated and pinned while the GPU works), and the GPU
+    is never waited for inside a step: metrics are accumulated on the device and read (one sync)
+    every `log_every` steps;
+  - checkpoints (bertlab.checkpoint) every `checkpoint_every` steps, at the end, and when the
+    process receives SIGTERM or Ctrl-C (SIGINT); `resume=True` continues exactly where it stopped
+    (on a CPU the resumed run is bit-identical to an uninterrupted one);
+  - a loss or gradient that turns NaN/inf stops the run with the step where it happened, before
+    any checkpoint of the damaged weights is written;
+  - several processes (torchrun): DistributedDataParallel; every process draws the same global
+    batch and keeps its own rows; only rank 0 logs, evaluates and saves.
+
+Why the loss is computed here rather than by BertForPreTraining's own `loss`: with several
+processes (or gradient accumulation) each one sees a different number of masked tokens, and the
+mean over all of them is not the mean of the per-process means. The loop sums the cross-entropy,
+counts the masked tokens over all processes, and divides once, so N processes compute exactly
+the gradient of one process with the whole batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from bertlab import checkpoint as ckpt
+from bertlab import logs
+from bertlab.config import PRESETS, BertConfig
+from bertlab.model import IGNORE_INDEX, BertForPreTraining
+from bertlab.recipes import RECIPES, Recipe, get_recipe, lr_multiplier
+from bertlab.runtime import Runtime, make_runtime, seed_everything
+
+
+# ------------------------------------------------------------------------------------------------
+# Settings and results
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class PretrainConfig:
+    """Everything a pretraining run depends on. Fields left None take the recipe's value."""
+    # the model
+    preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
+    # the data
+    corpus: str = "books+wiki"  # a corpus name understood by bertlab.corpus.load_corpus
+    tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
+    vocab_size: int = 16384  # size of the WordPiece vocabulary to train (ignored with `tokenizer`)
+    max_documents: int | None = None  # use only the first N training documents (quick runs)
+    # how long: steps OR minutes (a time budget), not both; neither = the recipe's steps
+    steps: int | None = None
+    minutes: float | None = None
+    # the recipe and its overrides
+    recipe: str = "budget"
+    seq_len: int | None = None
+    batch_size: int | None = None  # sequences per optimiser step, over all processes
+    grad_accum: int = 1  # micro-batches per step (for GPUs too small for the whole batch)
+    lr: float | None = None
+    warmup: float | None = None  # steps (>= 1) or a fraction of the run (< 1)
+    schedule: str | None = None
+    weight_decay: float | None = None
+    dropout: float | None = None
+    nsp: bool | None = None
+    whole_word: bool = False
+    mlm_probability: float | None = None
+    # the machine
+    device: str = "auto"
+    precision: str = "auto"  # auto, fp32, bf16, fp16
+    compile: bool = False
+    compile_backend: str = "inductor"  # torch.compile backend (tests use "aot_eager": fast to build)
+    seed: int = 0
+    # output and bookkeeping
+    out: str = "runs/pretrain"
+    resume: bool = False
+    keep_last: int = 2  # checkpoints kept
+    log_every: int = 50
+    eval_every: int = 500
+    eval_batches: int = 20
+    checkpoint_every: int = 1000
+    stop_after: int | None = None  # stop (with a checkpoint) after this many steps of THIS session,
+    #                                as if pre-empted; continue later with resume=True
+    progress: bool = True
+
+    def resolved_recipe(self) -> Recipe:
+        return get_recipe(self.recipe, lr=self.lr, warmup=self.warmup, schedule=self.schedule,
+                          weight_decay=self.weight_decay, dropout=self.dropout, nsp=self.nsp,
+                          seq_len=self.seq_len, batch_size=self.batch_size,
+                          mlm_probability=self.mlm_probability)
+
+    def validate(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        if self.recipe not in RECIPES:
+            raise ValueError(f"unknown recipe {self.recipe!r}; choose one of {', '.join(RECIPES)}")
+        if self.steps is not None and self.minutes is not None:
+            raise ValueError("give --steps or --minutes (a time budget), not both")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"--steps must be at least 1, got {self.steps}")
+        if self.minutes is not None and not self.minutes > 0:
+            raise ValueError(f"--minutes must be positive, got {self.minutes}")
+        if self.steps is None and self.minutes is None and self.resolved_recipe().steps is None:
+            raise ValueError(f"the {self.recipe!r} recipe has no default length: give --steps or --minutes")
+        if self.grad_accum < 1:
+            raise ValueError(f"--grad-accum must be at least 1, got {self.grad_accum}")
+        for name in ("log_every", "eval_every", "checkpoint_every", "keep_last"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        r = self.resolved_recipe()
+        if r.seq_len > 512:
+            raise ValueError(f"seq_len {r.seq_len} exceeds BERT's 512 learned positions")
+        if r.seq_len < 8:
+            raise ValueError(f"seq_len {r.seq_len} is too short for [CLS] A [SEP] B [SEP]; use at least 8")
+        if self.minutes is not None and r.warmup >= 1:
+            raise ValueError(f"with --minutes the warm-up must be a fraction of the run (e.g. --warmup 0.06), "
+                             f"not {int(r.warmup)} steps: a time-limited run has no known number of steps")
+
+
+@dataclass
+class PretrainResult:
+    out_dir: Path
+    step: int  # optimiser steps done
+    history: list[dict[str, Any]]  # every logged record, train and eval
+    final_eval: dict[str, Any] | None
+    checkpoint: Path | None  # the last checkpoint written
+    model: nn.Module | None = None  # the trained model (bare, on its device)
+    stopped_by: str | None = None  # None (finished), "SIGTERM" or "SIGINT"
+    elapsed_s: float = 0.0
+    tokens: int = 0
+
+    @property
+    def train_history(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r.get("split") == "train"]
+
+    @property
+    def eval_history(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r.get("split") == "eval"]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss or the gradient became NaN or infinite; training cannot continue from there."""
+
+    def __init__(self, step: int, last_checkpoint: Path | None):
+        self.step = step
+        self.last_checkpoint = last_checkpoint
+        where = f"the last good checkpoint is {last_checkpoint}" if last_checkpoint else "no checkpoint was written"
+        super().__init__(
+            f"the loss or gradient became NaN/inf at step {step}; nothing after it was saved ({where}). "
+            f"Usual causes: a learning rate too high for the model (try a lower --lr or a longer --warmup), "
+            f"fp16 without loss scaling, or bad input data.")
+
+
+# ------------------------------------------------------------------------------------------------
+# Batches
+# ------------------------------------------------------------------------------------------------
+class BatchSource(Protocol):
+    """What the loop consumes: the next GLOBAL batch (a dict of CPU tensors in the agreed format,
+    batch_size rows), and a state_dict that restores the position exactly."""
+
+    def __next__(self) -> dict[str, torch.Tensor]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def shard_rows(batch: dict[str, torch.Tensor], rank: int, world: int, accum: int) -> list[dict[str, torch.Tensor]]:
+    """This process's rows of a global batch, split into `accum` micro-batches. Rank r of W takes
+    the r-th contiguous block of B/W rows, so the W processes together see the global batch."""
+    B = next(iter(batch.values())).shape[0]
+    if B % (world * accum):
+        raise ValueError(f"the batch of {B} sequences does not split evenly over {world} processes x "
+                         f"{accum} micro-batches; choose --batch-size divisible by {world * accum}")
+    per = B // world
+    mine = {k: v[rank * per:(rank + 1) * per] for k, v in batch.items()}
+    m = per // accum
+    return [{k: v[i * m:(i + 1) * m] for k, v in mine.items()} for i in range(accum)]
+
+
+class Prefetcher:
+    """Draws batches from a BatchSource in a background thread (so collating, masking and pinning
+    overlap with the model's step) and hands them out in order, each with the source's state
+    right after it was drawn: checkpointing that state resumes at the next unconsumed batch."""
+
+    def __init__(self, source: BatchSource, prepare: Callable[[dict], Any], depth: int = 3):
+        self.source, self.prepare = source, prepare
+        self.q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="bertlab-prefetch")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                batch = next(self.source)
+                item = (self.prepare(batch), self.source.state_dict())
+                while not self._stop.is_set():
+                    try:
+                        self.q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as err:  # StopIteration included: hand it to the consumer
+            self.q.put(err)
+
+    def __next__(self):
+        item = self.q.get()
+        if isinstance(item, BaseException):
+            if isinstance(item, StopIteration):
+                raise RuntimeError("the batch source ran out; pretraining sources must repeat (epochs)")
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.q.get_nowait()
+        self.thread.join(timeout=5)
+
+
+# ------------------------------------------------------------------------------------------------
+# The objective
+# ------------------------------------------------------------------------------------------------
+class PretrainingObjective(nn.Module):
+    """BertForPreTraining plus its two losses, as sums and counts (see the module docstring).
+    This module is what gets compiled and wrapped in DistributedDataParallel."""
+
+    def __init__(self, model: BertForPreTraining):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels, nsp_labels=None):
+        out = self.model(input_ids, token_type_ids, attention_mask, mlm_positions=mlm_positions)
+        logits = out.mlm_logits.float()  # (b, P, V)
+        valid = mlm_labels != IGNORE_INDEX
+        mlm_sum = F.cross_entropy(logits.flatten(0, 1), mlm_labels.flatten(), ignore_index=IGNORE_INDEX,
+                                  reduction="sum")
+        mlm_correct = ((logits.argmax(-1) == mlm_labels) & valid).sum()
+        if nsp_labels is None:
+            zero = mlm_sum.new_zeros(())
+            return mlm_sum, zero, mlm_correct, zero
+        nsp_logits = out.nsp_logits.float()
+        nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)  # mean over this micro-batch's rows
+        nsp_correct = (nsp_logits.argmax(-1) == nsp_labels).sum()
+        return mlm_sum, nsp_loss, mlm_correct, nsp_correct
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: weight decay on the weight matrices and embeddings, none on biases and
+    LayerNorm parameters (as in the released BERT code). Frozen parameters are left out."""
+    no_decay = set()
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm):
+            no_decay.update(id(p) for p in module.parameters(recurse=False))
+    decay, plain = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (plain if (id(p) in no_decay or name.endswith("bias")) else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+def make_optimizer(model: nn.Module, recipe: Recipe, rt: Runtime) -> torch.optim.AdamW:
+    kwargs = {"fused": True} if rt.fused_adamw else {}
+    return torch.optim.AdamW(parameter_groups(model, recipe.weight_decay), lr=recipe.lr, betas=recipe.betas,
+                             eps=recipe.eps, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------
+# Signals: SIGTERM (a scheduler pre-empting the job) and SIGINT (Ctrl-C, a notebook's "interrupt")
+# ------------------------------------------------------------------------------------------------
+class StopSignals:
+    """While active, SIGTERM and SIGINT only set a flag; the loop saves a checkpoint and returns
+    at the end of the current step. A second Ctrl-C interrupts at once."""
+
+    def __init__(self):
+        self.received: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def _handler(self, signum, frame):
+        name = signal.Signals(signum).name
+        if self.received == "SIGINT" and name == "SIGINT":
+            raise KeyboardInterrupt
+        self.received = name
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGTERM, signal.SIGINT):
+                self._old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        return False
+
+
+# ------------------------------------------------------------------------------------------------
+# Evaluation
+# ------------------------------------------------------------------------------------------------
+@torch.no_grad()
+def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime
+                         ) -> dict[str, float]:
+    """Held-out MLM loss / accuracy (over all masked tokens) and NSP loss / accuracy (over all
+    pairs) on fixed, already-masked batches."""
+    was_training = model.training
+    model.eval()
+    objective = PretrainingObjective(model)
+    tot = torch.zeros(6, dtype=torch.float64, device=rt.device)
+    for b in batches:
+        b = rt.to_device(b)
+        with rt.autocast():
+            mlm_sum, nsp_loss, mlm_correct, nsp_correct = objective(**b)
+        n = (b["mlm_labels"] != IGNORE_INDEX).sum()
+        rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
+        tot += torch.stack([mlm_sum.double(), n.double(), mlm_correct.double(), nsp_loss.double() * rows,
+                            nsp_correct.double(), torch.tensor(float(rows), device=rt.device, dtype=torch.float64)])
+    model.train(was_training)
+    mlm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
+    out = {"mlm_loss": mlm_sum / max(n, 1), "mlm_acc": correct / max(n, 1)}
+    if rows:
+        out.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
+    out["loss"] = out["mlm_loss"] + out.get("nsp_loss", 0.0)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The loop
+# ------------------------------------------------------------------------------------------------
+def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerprint: str | None) -> dict[str, Any]:
+    """The settings a checkpoint must share with the run that resumes it."""
+    r = cfg.resolved_recipe()
+    return {"model_config": model_config.to_dict(), "vocab": vocab_fingerprint, "corpus": cfg.corpus,
+            "max_documents": cfg.max_documents, "recipe": dataclasses.asdict(r), "steps": cfg.steps,
+            "minutes": cfg.minutes, "grad_accum": cfg.grad_accum, "whole_word": cfg.whole_word,
+            "seed": cfg.seed}
+
+
+class Trainer:
+    """Runs the pretraining loop for a model on a batch source (see `pretrain` for the usual entry)."""
+
+    def __init__(self, cfg: PretrainConfig, model: BertForPreTraining, source: BatchSource,
+                 eval_batches: list[dict[str, torch.Tensor]] | None, rt: Runtime,
+                 vocab_fingerprint: str | None = None, tokenizer_file: str | Path | None = None):
+        self.cfg, self.rt, self.source = cfg, rt, source
+        self.recipe = cfg.resolved_recipe()
+        self.eval_batches = eval_batches or []
+        self.tokenizer_file = tokenizer_file
+        self.out = Path(cfg.out)
+        self.ckpt_root = self.out / "checkpoints"
+        self.is_main = rt.dist.is_main
+        self.model = model.to(rt.device)
+        if not self.recipe.nsp:
+            # Without NSP the pooler and the NSP classifier get no gradient: freeze them (DDP needs
+            # every trainable parameter to receive one; AdamW would otherwise decay them for nothing).
+            for p in list(model.nsp.parameters()) + list(model.bert.pooler.parameters()):
+                p.requires_grad_(False)
+        self.optimizer = make_optimizer(model, self.recipe, rt)
+        self.scaler = rt.grad_scaler()
+        self.fingerprint = run_fingerprint(cfg, model.config, vocab_fingerprint)
+        objective: nn.Module = PretrainingObjective(model)
+        if rt.dist.enabled:
+            ids = [rt.device.index] if rt.device.type == "cuda" else None
+            objective = nn.parallel.DistributedDataParallel(objective, device_ids=ids)
+        self.ddp = objective if rt.dist.enabled else None
+        if rt.compile:
+            objective = torch.compile(objective, backend=cfg.compile_backend)
+        self.objective = objective
+        self.step = 0
+        self.tokens = 0
+        self.elapsed_offset = 0.0
+        self.total_steps: int | None = cfg.steps or (None if cfg.minutes else self.recipe.steps)
+        self.last_checkpoint: Path | None = None
+        self.data_state: dict[str, Any] | None = None
+        self.history: list[dict[str, Any]] = []
+        self.final_eval: dict[str, Any] | None = None
+
+    # --- checkpoints ----------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else {},
+            "rng": ckpt.rng_state(),
+            "data": self.data_state if self.data_state is not None else self.source.state_dict(),
+            "trainer": {"step": self.step, "tokens": self.tokens, "elapsed_s": self.elapsed(),
+                        "total_steps": self.total_steps, "world_size": self.rt.dist.world_size},
+            "run": self.fingerprint,
+        }
+
+    def save(self) -> Path | None:
+        if self.is_main:
+            self.last_checkpoint = ckpt.save_checkpoint(self.ckpt_root, self.step, self.model, self.state(),
+                                                        tokenizer_file=self.tokenizer_file,
+                                                        keep_last=self.cfg.keep_last)
+        return self.last_checkpoint
+
+    def restore(self, path: Path) -> None:
+        c = ckpt.load_checkpoint(path)
+        ckpt.check_compatible(c.state["run"], self.fingerprint, path)
+        self.model.load_state_dict(c.model_state)
+        self.optimizer.load_state_dict(c.state["optimizer"])
+        if self.scaler.is_enabled() and c.state.get("scaler"):
+            self.scaler.load_state_dict(c.state["scaler"])
+        self.source.load_state_dict(c.state["data"])
+        self.data_state = c.state["data"]
+        t = c.state["trainer"]
+        self.step, self.tokens, self.elapsed_offset = int(t["step"]), int(t["tokens"]), float(t["elapsed_s"])
+        self.total_steps = t["total_steps"] if self.cfg.minutes else self.total_steps
+        ckpt.set_rng_state(c.state["rng"])
+        self.last_checkpoint = path
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return self.elapsed_offset + (time.perf_counter() - self._t0 if hasattr(self, "_t0") else 0.0)
+
+    def lr_now(self) -> float:
+        if self.total_steps is None:  # a time budget before the first speed measurement
+            return 0.0
+        w = self.recipe.warmup_fraction(self.total_steps)
+        return self.recipe.lr * lr_multiplier(min(self.step, self.total_steps - 1), self.total_steps, w,
+                                              self.recipe.schedule)
+
+    def _all_reduce(self, t: torch.Tensor, op=None) -> torch.Tensor:
+        if self.rt.dist.enabled:
+            dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
+        return t
+
+    # --- one optimiser step ---------------------------------------------------------------------
+    def train_step(self, micro_batches: list[dict[str, torch.Tensor]], stats: torch.Tensor,
+                   first_bad: torch.Tensor) -> None:
+        rt = self.rt
+        world = rt.dist.world_size
+        n_mlm = sum((b["mlm_labels"] != IGNORE_INDEX).sum() for b in micro_batches).double()
+        n_mlm = self._all_reduce(n_mlm).clamp(min=1)  # masked tokens in the whole global batch
+        k = len(micro_batches)
+        step_loss = torch.zeros((), dtype=torch.float64, device=rt.device)
+        for i, b in enumerate(micro_batches):
+            sync = self.ddp is None or i == k - 1
+            with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
+                with rt.autocast():
+                    mlm_sum, nsp_loss, mlm_correct, nsp_correct = self.objective(**b)
+                # DDP averages gradients over processes, hence the factor `world`.
+                loss = mlm_sum * (world / n_mlm) + nsp_loss / k
+                self.scaler.scale(loss).backward()
+            rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
+            step_loss += (mlm_sum.detach().double() / n_mlm) * world + nsp_loss.detach().double() / k
+            # running sums on the device (Python numbers go in as kernel arguments: no copy, no sync)
+            stats[0] += mlm_sum.detach()
+            stats[1] += (b["mlm_labels"] != IGNORE_INDEX).sum()
+            stats[2] += mlm_correct
+            stats[3] += nsp_loss.detach() * rows
+            stats[4] += nsp_correct
+            stats[5] += rows
+        self.scaler.unscale_(self.optimizer)
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        if self.recipe.grad_clip:
+            gnorm = torch.nn.utils.clip_grad_norm_(params, self.recipe.grad_clip)
+        else:
+            gnorm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+        stats[6] += gnorm.detach().double()
+        bad = ~torch.isfinite(step_loss)
+        if not rt.uses_grad_scaler:  # with fp16 loss scaling, inf gradients are expected and skipped
+            bad = bad | ~torch.isfinite(gnorm)
+        first_bad.copy_(torch.where(bad & (first_bad < 0), self.step + 1, first_bad))  # 1-based, as logged
+        lr = self.lr_now()
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    # --- the loop -------------------------------------------------------------------------------
+    def run(self) -> PretrainResult:
+        cfg, rt = self.cfg, self.rt
+        if cfg.resume:
+            path = ckpt.latest_checkpoint(self.ckpt_root)
+            if path is not None:
+                self.restore(path)
+                if self.is_main:
+                    print(f"resuming from {path} (step {self.step})", flush=True)
+            elif self.is_main:
+                print(f"--resume: no checkpoint in {self.ckpt_root}; starting from step 0", flush=True)
+        if self.is_main:
+            logs.truncate_metrics(self.out / "metrics.jsonl", self.step)
+        logger = logs.MetricsLogger(self.out / "metrics.jsonl", enabled=self.is_main)
+        if self.is_main and self.step > 0 and (self.out / "metrics.jsonl").exists():
+            logger.records = logs.read_metrics(self.out / "metrics.jsonl")
+        world, accum, rank = rt.dist.world_size, cfg.grad_accum, rt.dist.rank
+        peak = rt.peak_flops
+        B, T = self.recipe.batch_size, self.recipe.seq_len
+
+        def prepare(batch):
+            return [rt.to_device(mb) for mb in shard_rows(batch, rank, world, accum)] \
+                if rt.device.type == "cpu" else \
+                [{k: v.pin_memory() for k, v in mb.items()} for mb in shard_rows(batch, rank, world, accum)]
+
+        feeder = Prefetcher(self.source, prepare)
+        stats = torch.zeros(7, dtype=torch.float64, device=rt.device)
+        first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
+        bar = logs.progress_bar(self.total_steps, "pretrain", enabled=self.is_main and cfg.progress,
+                                initial=self.step)
+        self._t0 = time.perf_counter()
+        window = (self.step, self.elapsed(), self.tokens)  # for tokens/s between log lines
+        speed_mark = None  # (step, elapsed) at the last sync, for the time-budget estimate
+        stopped_by = None
+        start_step = self.step
+        self.model.train()
+        try:
+            with StopSignals() as signals:
+                while self.total_steps is None or self.step < self.total_steps:
+                    micro, self.data_state = next(feeder)
+                    if rt.device.type != "cpu":
+                        micro = [rt.to_device(mb) for mb in micro]
+                    self.train_step(micro, stats, first_bad)
+                    self.step += 1
+                    self.tokens += B * T
+                    bar.update(1)
+
+                    # Sync points: read the device's numbers, agree across processes, decide.
+                    s = self.step
+                    log_now = s % cfg.log_every == 0
+                    ckpt_now = s % cfg.checkpoint_every == 0
+                    eval_now = s % cfg.eval_every == 0 and bool(self.eval_batches)
+                    last = self.total_steps is not None and s >= self.total_steps
+                    wants_stop = signals.received is not None or (
+                        cfg.stop_after is not None and s - start_step >= cfg.stop_after)
+                    sync = (log_now or ckpt_now or eval_now or last or s == 1 or
+                            (wants_stop and not rt.dist.enabled) or rt.device.type == "cpu")
+                    if not sync:
+                        continue
+                    flags = torch.tensor([first_bad.item() if first_bad.item() >= 0 else 2**62], device=rt.device)
+                    self._all_reduce(flags, dist.ReduceOp.MIN if rt.dist.enabled else None)
+                    if flags.item() < 2**62:
+                        raise NonFiniteLossError(int(flags.item()), self.last_checkpoint)
+                    agree = torch.tensor([1.0 if wants_stop else 0.0, self.elapsed()], dtype=torch.float64,
+                                         device=rt.device)
+                    if rt.dist.enabled:
+                        agree[1] = agree[1] if self.is_main else 0.0
+                        dist.all_reduce(agree, op=dist.ReduceOp.MAX)
+                    stop_now, elapsed = agree[0].item() > 0, agree[1].item()
+
+                    if cfg.minutes is not None:  # re-estimate the number of steps that fit the budget
+                        budget = cfg.minutes * 60
+                        if speed_mark is not None and s > speed_mark[0] and elapsed > speed_mark[1]:
+                            rate = (s - speed_mark[0]) / (elapsed - speed_mark[1])
+                        else:
+                            rate = s / max(elapsed, 1e-9)
+                        if speed_mark is None or log_now:
+                            speed_mark = (s, elapsed)
+                        self.total_steps = max(s, s + int(max(budget - elapsed, 0.0) * rate))
+                        bar.total = self.total_steps
+                        last = s >= self.total_steps
+
+                    if log_now or last:
+                        tot = self._all_reduce(stats.clone())
+                        mlm_sum, n, correct, nsp_sum, nsp_correct, rows, gsum = tot.tolist()
+                        steps_in = s - window[0]
+                        dt = max(elapsed - window[1], 1e-9)
+                        tok_s = (self.tokens - window[2]) / dt
+                        flops = logs.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
+                        rec = {"step": s, "split": "train", "mlm_loss": mlm_sum / max(n, 1),
+                               "mlm_acc": correct / max(n, 1)}
+                        if rows:
+                            rec.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
+                        rec["loss"] = rec["mlm_loss"] + rec.get("nsp_loss", 0.0)
+                        rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / max(steps_in, 1),
+                                   tokens_per_s=tok_s, mfu=logs.mfu(flops * steps_in / dt, peak),
+                                   tokens=self.tokens, elapsed_s=elapsed)
+                        logger.log(rec)
+                        bar.set_postfix(logs.format_postfix(rec), refresh=False)
+                        stats.zero_()
+                        window = (s, elapsed, self.tokens)
+                    if (eval_now or last) and self.eval_batches and self.is_main:
+                        ev = evaluate_pretraining(self.model, self.eval_batches, rt)
+                        logger.log({"step": s, "split": "eval", **ev, "elapsed_s": self.elapsed()})
+                        if last:
+                            self.final_eval = ev
+                    if ckpt_now or last or stop_now:
+                        self.save()
+                        ckpt_root_barrier(rt)
+                    if stop_now and not last:
+                        stopped_by = signals.received or "stop_after"
+                        if self.is_main:
+                            print(f"\nstopped ({stopped_by}): saved {self.last_checkpoint} at step {s}; "
+                                  f"continue with --resume", flush=True)
+                        break
+                    if last:
+                        break
+        finally:
+            feeder.close()
+            bar.close()
+            logger.close()
+        self.history = logger.records
+        return PretrainResult(out_dir=self.out, step=self.step, history=self.history, final_eval=self.final_eval,
+                              checkpoint=self.last_checkpoint, model=self.model, stopped_by=stopped_by,
+                              elapsed_s=self.elapsed(), tokens=self.tokens)
+
+
+def ckpt_root_barrier(rt: Runtime) -> None:
+    """Other processes wait for rank 0 to finish writing a checkpoint."""
+    if rt.dist.enabled:
+        dist.barrier()
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole run: data, model, loop, final weights
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class PretrainingData:
+    train: BatchSource  # endless, resumable, masked global batches
+    eval_batches: list[dict[str, torch.Tensor]]  # fixed, masked held-out batches
+    tokenizer: Any
+    tokenizer_file: Path
+    train_examples: int = 0
+    heldout_examples: int = 0
+
+
+EVAL_SEED = 1234  # the held-out batches' masks: the same in every run, so runs compare
+
+
+def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
+    """Run fn on rank 0 first (it builds and caches), then on the others (they read the cache)."""
+    if not rt.dist.enabled:
+        return fn()
+    result = fn() if rt.dist.is_main else None
+    dist.barrier()
+    return result if rt.dist.is_main else fn()
+
+
+def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
+    """Corpus -> WordPiece vocabulary -> memory-mapped examples -> masked batches.
+
+    Documents of `cfg.corpus` (bertlab.corpus: "train" split for training, "heldout" for
+    evaluation, whole documents never on both sides); the vocabulary trained on the training
+    documents only (or read from `cfg.tokenizer`); examples cut and stored under <out>/data
+    (bertlab.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
+    on the fly (bertlab.masking), 15% of the tokens, 80/10/10."""
+    from bertlab.corpus import load_corpus
+    from bertlab.masking import MaskedLMCollator
+    from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
+    from bertlab.tokenizer import WordPieceTokenizer, train_wordpiece
+
+    r = cfg.resolved_recipe()
+    out = Path(cfg.out)
+    docs = load_corpus(cfg.corpus, "train")
+    if cfg.max_documents is not None:
+        docs = docs[:cfg.max_documents]
+    heldout = load_corpus(cfg.corpus, "heldout")
+    tok_dir = out / "tokenizer"
+
+    def get_tokenizer():
+        if cfg.tokenizer is not None:
+            tok = WordPieceTokenizer.load(cfg.tokenizer)
+            if rt.dist.is_main:
+                tok.save(tok_dir)
+            return tok
+        if (tok_dir / "tokenizer.json").exists():  # a resumed run, or another process built it
+            tok = WordPieceTokenizer.load(tok_dir)
+            if tok.vocab_size == cfg.vocab_size or not rt.dist.is_main:
+                return tok
+        tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=cfg.vocab_size)
+        tok.save(tok_dir)
+        return tok
+
+    tokenizer = _main_first(rt, get_tokenizer)
+
+    def get_examples():
+        train = prepare_pretraining_data(docs, tokenizer, out / "data" / "train", max_len=r.seq_len, nsp=r.nsp,
+                                         seed=cfg.seed)
+        held = prepare_pretraining_data(heldout, tokenizer, out / "data" / "heldout", max_len=r.seq_len,
+                                        nsp=r.nsp, seed=EVAL_SEED)
+        return train, held
+
+    train_ds, held_ds = _main_first(rt, get_examples)
+    collator = MaskedLMCollator(tokenizer, mlm_probability=r.mlm_probability, whole_word=cfg.whole_word,
+                                seed=cfg.seed)
+    source = PretrainingBatches(train_ds, r.batch_size, collator, seed=cfg.seed)
+    eval_bs = min(r.batch_size, 64, len(held_ds))
+    eval_collator = MaskedLMCollator(tokenizer, mlm_probability=r.mlm_probability, whole_word=cfg.whole_word,
+                                     seed=EVAL_SEED)
+    held_stream = PretrainingBatches(held_ds, eval_bs, eval_collator, seed=EVAL_SEED)
+    n_eval = min(cfg.eval_batches, len(held_stream))
+    eval_batches = [next(held_stream) for _ in range(n_eval)]
+    if rt.dist.is_main:
+        print(f"data: {len(train_ds):,} training sequences of {r.seq_len} tokens from {len(docs)} documents; "
+              f"{n_eval} held-out batches of {eval_bs} from {len(heldout)} documents; vocabulary "
+              f"{tokenizer.vocab_size:,}", flush=True)
+    return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds))
+
+
+def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
+    r = cfg.resolved_recipe()
+    config = BertConfig.preset(cfg.preset, vocab_size=vocab_size, hidden_dropout=r.dropout,
+                               attention_dropout=r.dropout, pad_token_id=pad_id)
+    return BertForPreTraining(config)
+
+
+def git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).resolve().parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
+             eval_batches: list[dict[str, torch.Tensor]] | None = None, tokenizer: Any = None,
+             runtime: Runtime | None = None) -> PretrainResult:
+    """Pretrain a BERT as `cfg` says and return the result (metrics history, final held-out
+    scores, the model). By default the data is built from `cfg.corpus` (bertlab.pretraining_data);
+    pass `source` (and `tokenizer`, `eval_batches`) to train on batches of your own."""
+    cfg.validate()
+    rt = runtime or make_runtime(cfg.device, cfg.precision, cfg.compile)
+    out = Path(cfg.out)
+    if rt.dist.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+    seed_everything(cfg.seed)
+    tokenizer_file = None
+    if source is None:
+        data = prepare_data(cfg, rt)
+        source, eval_batches, tokenizer, tokenizer_file = data.train, data.eval_batches, data.tokenizer, data.tokenizer_file
+    elif tokenizer is not None:
+        if rt.dist.is_main:
+            tokenizer.save(out / "tokenizer")
+        tokenizer_file = out / "tokenizer" / "tokenizer.json"
+    vocab_size = tokenizer.vocab_size if tokenizer is not None else None
+    if vocab_size is None:
+        raise ValueError("pretrain needs a tokenizer (for the vocabulary size) when given a batch source")
+    seed_everything(cfg.seed)  # the model's initial weights depend on the seed only
+    model = build_model(cfg, vocab_size, getattr(tokenizer, "pad_id", 0))
+    # Dropout draws: different in every process (otherwise all would drop the same units).
+    torch.manual_seed(cfg.seed + 1 + rt.dist.rank)
+    fingerprint = getattr(tokenizer, "fingerprint", None)
+    if rt.dist.is_main:
+        ckpt.write_json(out / "run.json", {
+            "config": dataclasses.asdict(cfg), "recipe": dataclasses.asdict(cfg.resolved_recipe()),
+            "model_config": model.config.to_dict(), "parameters": model.num_parameters(),
+            "runtime": rt.describe(), "world_size": rt.dist.world_size, "torch": torch.__version__,
+            "git_commit": git_commit(), "vocab_fingerprint": fingerprint})
+    trainer = Trainer(cfg, model, source, eval_batches, rt, vocab_fingerprint=fingerprint,
+                      tokenizer_file=tokenizer_file)
+    result = trainer.run()
+    if result.stopped_by is None and rt.dist.is_main:
+        ckpt.save_model(out / "final", model, tokenizer_file=tokenizer_file)
+    return result
