@@ -19,7 +19,8 @@ of Google's create_pretraining_data):
    With probability 1/2 replace B by a span of sentences from another document, starting at a
    random sentence (NotNext); the sentences of the chunk left unused go back to be read again.
    The label is drawn first, so the classes stay balanced even when a chunk holds one sentence
-   (we then take the sentence after it as B).
+   (we then take the sentence after it as B; a document's last sentence left alone with an
+   IsNext draw has no B and is dropped, and counted, rather than relabelled NotNext).
 3. Cut the longer of A and B one token at a time until [CLS] A [SEP] B [SEP] fits ("longest
    first"), taking A's tokens from its *start* and B's from its *end*: the seam between A and B
    stays intact, so an IsNext B really begins with the token that follows A's last one.
@@ -230,9 +231,9 @@ def _truncate_pair(la: int, lb: int, budget: int) -> tuple[int, int]:
 
 
 def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.random.Generator,
-                  max_tokens: int, nsp: bool, short_seq_prob: float, out: list) -> None:
+                  max_tokens: int, nsp: bool, short_seq_prob: float, out: list, dropped: list) -> None:
     """Append (a0, a1, b0, b1, label) sentence spans (inclusive; b = -1 without NSP) for one
-    document to `out`."""
+    document to `out`, and the ids of sentences left out to `dropped`."""
     s0, s1 = int(corpus.document_starts[d]), int(corpus.document_starts[d + 1])
     n_docs = corpus.n_documents
 
@@ -259,8 +260,9 @@ def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.
             if is_next and i == start:  # one sentence: B is the sentence after it, if any
                 if i + 1 < s1:
                     i += 1
-                else:
-                    is_next = False
+                else:  # the document's last sentence, alone: no B exists; flipping the label
+                    dropped.append(i)  # to NotNext would unbalance the classes, so leave it out
+                    break
             n = i + 1 - start
             a_end = start + (int(rng.integers(1, n)) if n >= 2 else 1)  # first sentence not in A
             if is_next:
@@ -308,10 +310,11 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
     lengths = np.diff(np.asarray(corpus.sentence_starts))
 
     spans: list = []
+    dropped: list = []
     for dupe in range(dupe_factor):
         rng = np.random.default_rng([seed, dupe])
         for d in range(corpus.n_documents):
-            _cut_document(corpus, lengths, d, rng, max_tokens, nsp, short_seq_prob, spans)
+            _cut_document(corpus, lengths, d, rng, max_tokens, nsp, short_seq_prob, spans, dropped)
     if not spans:
         raise ValueError(f"the corpus gave no examples: {corpus.n_documents} documents, {corpus.n_tokens:,} tokens")
     spans_arr = np.asarray(spans, dtype=np.int64)  # (N, 5)
@@ -375,6 +378,7 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
             "real_tokens": int(length.sum()),
             "fill": round(float(length.sum()) / (N * max_len), 4),
             "truncated_examples": int(((a_keep < a_len) | (b_keep < b_len)).sum()),
+            "dropped_last_sentences": len(dropped),
         },
         "seconds": round(seconds, 2),
     }
