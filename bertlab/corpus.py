@@ -22,8 +22,8 @@ are ever on both sides, and the choice does not depend on the order or number of
 
 Sentences come from `split_sentences`, a rule-based splitter that knows abbreviations, initials,
 decimals and quotes, and never crosses a paragraph.  The cleaned corpus is cached as jsonl.gz in
-``$BERTLAB_CACHE/corpus`` keyed by the sha256 of its source files and `CLEANER_VERSION`, so only
-the first load pays for cleaning.
+``$BERTLAB_CACHE/corpus`` keyed by the sha256 of its source files and of this module's code, so
+only the first load pays for cleaning, and changing a cleaner can never serve stale text.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Iterable
 from bertlab import datasets
 from bertlab.registry import BOOK_INFO
 
-CLEANER_VERSION = 1  # bump when cleaning or splitting changes: it invalidates the cache
+CLEANER_VERSION = 2  # bump when cleaning or splitting changes: it invalidates the cache
 HELDOUT_FRACTION = 0.03
 CORPORA = ("books", "wiki", "books+wiki", "wikitext-2", "wikitext-103")
 
@@ -150,7 +150,12 @@ _PG_CREDIT = re.compile(
     r"^(?:produced by|e-?text prepared by|this e-?(?:text|book) was (?:produced|prepared|created)|"
     r"transcribed (?:by|from)|prepared by|updated editions? )", re.I)
 _PG_BOILERPLATE = re.compile(r"gutenberg|pgdp\.net|distributed proofread|transcriber'?s? note|"
-                             r"online distributed|www\.|http", re.I)
+                             r"online distributed|www\.|http|\be-?text\b|\be-?book\b|\.{5,}", re.I)
+# short single-line paragraphs that are headings or numbers: "CHAPTER IV.", "Part One.", "59."
+_PG_HEADING = re.compile(r"^(?:(?:chapter|book|part|section|volume|vol|act|scene|canto|letter|appendix|preface|"
+                         r"introduction|contents|footnotes?|the end)\b.*|[IVXLCDM]+[.)](?:\s.*)?|\d+[.)]?)$", re.I)
+_PG_BOILERPLATE_HINTS = ("gutenberg", "pgdp", "proofread", "transcriber", "distributed", "www.", "http", "text",
+                         "book", ".....")  # cheap substring test before the regex
 _BRACKETED = re.compile(r"^\[[^\]]*\]$")  # [Illustration], [Footnote 3: ...] as a whole paragraph
 
 
@@ -180,8 +185,9 @@ def gutenberg_paragraphs(body: str) -> list[str]:
 
     Dropped: the "Produced by" credit and anything naming Project Gutenberg or its volunteers;
     bracketed notes ("[Illustration]"); blocks of short lines (tables of contents, verse, letters'
-    addresses: every line under 50 characters); single lines that look like headings (no
-    lower-case letter, or no final punctuation and fewer than 8 words).
+    addresses: every line under 50 characters); rows of leader dots (tables); single lines of
+    fewer than 8 words that look like headings (no lower-case letter, no final punctuation,
+    "CHAPTER IV.", "Part One.", a bare number).
     """
     out = []
     for block in re.split(r"\n[ \t]*\n", body):
@@ -189,13 +195,17 @@ def gutenberg_paragraphs(body: str) -> list[str]:
         if not lines:
             continue
         text = " ".join(" ".join(lines).replace("_", "").split())
-        if not text or _PG_CREDIT.match(text) or _PG_BOILERPLATE.search(text) or _BRACKETED.match(text):
+        if not text or _PG_CREDIT.match(text) or _BRACKETED.match(text):
+            continue
+        lower = text.lower()
+        if any(hint in lower for hint in _PG_BOILERPLATE_HINTS) and _PG_BOILERPLATE.search(text):
             continue
         if not any(c.islower() for c in text):
             continue
         if len(lines) >= 2 and max(len(line) for line in lines) < 50:
             continue
-        if len(lines) == 1 and text[-1] not in ".!?\"'”’)…:;—-" and len(text.split()) < 8:
+        if len(lines) == 1 and len(text.split()) < 8 and (
+                text[-1] not in ".!?\"'”’)…:;—-" or _PG_HEADING.match(text)):
             continue
         out.append(text)
     return out
@@ -212,6 +222,13 @@ def clean_gutenberg(text: str, id: str, title: str) -> Document:
 
 _WIKI_DOC = re.compile(r'<doc id="(\d+)" url="[^"]*" title="([^"]*)">\n(.*?)\n</doc>', re.S)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
+# remnants of tables and timelines that WikiExtractor left as text: CSS ("height:2em;"), "[5]"
+_CSS = re.compile(r"\b(?:width|height|margin[a-z-]*|padding|float|background[a-z-]*|font[a-z-]*|style|"
+                  r"align|color)\s*[:=]|\bem;|\bpx;|^\W*em;", re.I)
+_CITATION = re.compile(r"\[\d+\]")
+_WIKI_BOILERPLATE = re.compile(r"^(?:This article incorporates|Media related to|Listen to this article|"
+                               r"Wikimedia Commons has media)")
+_REF = re.compile(r"<ref\b[^>]*?(?:/>|>.*?</ref>)", re.S)  # a footnote, with whatever survived inside it
 _AUX = frozenset("is was are were be been being has have had will would can could may might shall should "
                  "must did does do became becomes become".split())
 
@@ -232,7 +249,14 @@ def is_wiki_heading(line: str) -> bool:
 
 
 def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
-    """Parse WikiExtractor ``<doc>`` blocks into documents: markup stripped, headings dropped."""
+    """Parse WikiExtractor ``<doc>`` blocks into documents.
+
+    Leftover tags (``</dl>``, ``<br>``, ``<ref>``...), entities and "[5]" citation marks are
+    stripped; headings (`is_wiki_heading`), CSS remnants of tables, attribution boilerplate
+    ("This article incorporates ...", "Media related to ...") and short lines without final
+    punctuation (list items, headings of removed lists) are dropped, and with the headings every
+    empty section.
+    """
     docs = []
     for m in _WIKI_DOC.finditer(text):
         doc_id, title, body = m.group(1), html.unescape(m.group(2)), m.group(3)
@@ -241,9 +265,11 @@ def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
             lines = lines[1:]  # the title line
         paragraphs = []
         for line in lines:
-            line = " ".join(_TAG.sub(" ", line).split())
-            if not line or is_wiki_heading(line):
+            line = " ".join(_CITATION.sub("", html.unescape(_TAG.sub(" ", _REF.sub(" ", line)))).split())
+            if not line or is_wiki_heading(line) or _CSS.search(line) or _WIKI_BOILERPLATE.match(line):
                 continue
+            if len(line.split()) < 4 and line[-1] not in ".!?\"”":
+                continue  # list items and headings whose text was removed: "Domestic use", "X", "Ships by type:"
             paragraphs.append(line)
         doc = Document.from_paragraphs(f"wiki-{doc_id}", title, paragraphs, "wiki")
         if doc.sentences:
@@ -285,7 +311,7 @@ def wikitext_documents(text: str, source: str) -> list[Document]:
                     and (i + 1 >= len(lines) or not lines[i + 1].strip()))
         if is_title:
             close()
-            title, paragraphs = m.group(1).strip(), []
+            title, paragraphs = _WT_MARKERS.sub(r"\1", m.group(1)).strip(), []
         elif line.strip() and not (_WT_HEADING.match(line) and (i + 1 >= len(lines) or not lines[i + 1].strip())):
             paragraphs.append(_WT_MARKERS.sub(r"\1", line).strip())
     close()
@@ -306,8 +332,11 @@ def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
 # Loading, with a cache of the cleaned documents
 # ----------------------------------------------------------------------------------------------
 
+_CODE_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # any change to the cleaners renews the cache
+
+
 def _cache_path(kind: str, files: list) -> Path:
-    key = hashlib.sha256(json.dumps([CLEANER_VERSION, kind, [f.sha256 or f.path for f in files]]).encode())
+    key = hashlib.sha256(json.dumps([CLEANER_VERSION, _CODE_HASH, kind, [f.sha256 or f.path for f in files]]).encode())
     return datasets.cache_dir() / "corpus" / f"{kind}-v{CLEANER_VERSION}-{key.hexdigest()[:16]}.jsonl.gz"
 
 

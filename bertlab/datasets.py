@@ -231,7 +231,7 @@ def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
     if not f.sources:
         problems.append("no download source is registered (the file exists only in the mirror)")
     elif _offline():
-        problems.append(f"not tried: {OFFLINE_ENV}=1")
+        problems += [f"{source.url}: not tried ({OFFLINE_ENV}=1)" for source in f.sources]
     else:
         for source in f.sources:
             try:
@@ -272,36 +272,38 @@ def _recorded_member_hash(path: Path) -> str | None:
 
 
 def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> Path:
-    """Download one source with pooch (hash-checked), extract a zip member, verify, place at `target`."""
+    """Download one source with pooch (hash-checked), extract a zip member, verify, place at `target`.
+
+    Bytes that fail the check are deleted, so nothing wrong is ever left where the file belongs.
+    """
     import pooch
 
     target.parent.mkdir(parents=True, exist_ok=True)
     downloader = pooch.HTTPDownloader(progressbar=progress, timeout=DOWNLOAD_TIMEOUT_S)
-    if source.member is None:
-        try:
-            got = pooch.retrieve(source.url, known_hash=source.known_hash, fname=target.name,
-                                 path=target.parent, downloader=downloader)
-        except ValueError as err:  # pooch reports a hash mismatch as ValueError
-            raise ChecksumMismatchError(f"sha256 mismatch: {err}") from None
-        got = Path(got)
-        _verify_download(got, f)
-        return got
-    # a member of a zip archive: keep the archive in the cache's archives/ folder, extract the member
-    archives = cache_dir() / "archives"
-    archive_name = source.url.rstrip("/").split("/")[-1]
+    tmp = target.with_name(target.name + ".part")
     try:
-        archive = pooch.retrieve(source.url, known_hash=source.known_hash, fname=archive_name,
-                                 path=archives, downloader=downloader)
-    except ValueError as err:
+        if source.member is None:
+            got = Path(pooch.retrieve(source.url, known_hash=source.known_hash, fname=tmp.name,
+                                      path=tmp.parent, downloader=downloader))
+        else:  # a member of a zip archive: keep the archive in the cache's archives/ folder
+            archive = pooch.retrieve(source.url, known_hash=source.known_hash,
+                                     fname=source.url.rstrip("/").split("/")[-1],
+                                     path=cache_dir() / "archives", downloader=downloader)
+            with zipfile.ZipFile(archive) as z, z.open(source.member) as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            got = tmp
+    except ValueError as err:  # pooch reports a hash mismatch as ValueError
+        tmp.unlink(missing_ok=True)
         raise ChecksumMismatchError(f"sha256 mismatch: {err}") from None
-    with zipfile.ZipFile(archive) as z, z.open(source.member) as src:
-        tmp = target.with_name(target.name + ".part")
-        with open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    if f.download_sha256 is None:  # no published hash: the archive's pinned hash vouches; record the member's
-        target.with_name(target.name + ".sha256").write_text(sha256_file(tmp) + "\n")
-    os.replace(tmp, target)
-    _verify_download(target, f)
+    actual = sha256_file(got)
+    expected = f.download_sha256
+    if expected is not None and actual != expected:
+        got.unlink()
+        raise ChecksumMismatchError(f"sha256 mismatch: {source.url} gave sha256 {actual}, expected {expected}")
+    if expected is None:  # no published hash: the archive's pinned hash vouches; record the member's
+        target.with_name(target.name + ".sha256").write_text(actual + "\n")
+    os.replace(got, target)
+    _save_stamp(target, actual)
     return target
 
 
