@@ -110,7 +110,9 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
     token_to_char (N, T, 2) (character span in the context of each token, -1 for question,
     special and padding positions) and max_context (N, T) (True where the token is a context token
     whose max-context window is this one). `features.report` counts windows, truncated questions,
-    answers moved or not found, and answers that do not fall on token boundaries."""
+    answers moved or not found, answers that do not fall on token boundaries, answers that no
+    single window holds or whose start token is scored (max context) in a window that cuts the
+    answer off; `report["locations"]` lists the first question ids of each."""
     if max_len < 8:
         raise ValueError(f"max_len={max_len} is too short for a question and a context window")
     backend = fast_tokenizer(tokenizer)
@@ -178,6 +180,14 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
         if len(spans) > 1:
             report["examples_with_several_windows"] += 1
         c0 = len(q_ids) + 2  # where the context starts in the window
+        if answer_tokens is not None:
+            holding = [w for w, (s, L) in enumerate(spans) if s <= answer_tokens[0] and answer_tokens[1] < s + L]
+            if not holding:
+                note("answers_in_no_window", qid)  # longer than a window: every window says [CLS]
+            elif owner[answer_tokens[0]] not in holding:
+                # The start token is scored in a window that cuts the answer off: decoding, which
+                # only starts spans at max-context tokens, cannot return this exact span.
+                note("answers_start_outside_max_context", qid)
         for w, (s, L) in enumerate(spans):
             input_ids = [special.cls, *q_ids, special.sep, *ctx_ids[s:s + L], special.sep]
             token_type_ids = [0] * c0 + [1] * (L + 1)
@@ -209,7 +219,8 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
                    "max_query_len": max_query_len, "windows": 0, "windows_without_answer": 0,
                    "examples_with_several_windows": 0, "questions_truncated": 0, "empty_questions": 0,
                    "empty_contexts": 0, "answers_moved": 0, "answers_not_found": 0,
-                   "answers_inside_tokens": 0, "unanswered": 0}
+                   "answers_inside_tokens": 0, "answers_in_no_window": 0,
+                   "answers_start_outside_max_context": 0, "unanswered": 0}
     full_report.update(report)
     full_report["locations"] = dict(locations)
     meta = {"example_index": np.array(example_index, dtype=np.int64), "token_to_char": token_to_char,
