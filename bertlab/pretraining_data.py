@@ -49,10 +49,10 @@ costs nothing to open and a batch is one fancy-indexing read):
         meta.json             everything above plus max_len, nsp, seed, short_seq_prob, counts
 
 Epochs. Masking is dynamic: `bertlab.masking.MaskedLMCollator` draws new masks for every batch,
-so a second pass over the same examples never repeats a mask. The *pairings* (where A ends,
+so a second pass over the same examples sees different masks. The *pairings* (where A ends,
 which document a NotNext B comes from) are fixed when the arrays are built; `dupe_factor` > 1
-builds that many differently-cut copies up front (Google's recipe used 10), which is how the
-paper's multi-epoch runs saw new pairs. We choose build-once-and-reuse: the arrays are cheap to
+builds that many differently-cut copies up front (Google's released pipeline used 10, giving
+its multi-epoch runs new pairs and, there, new static masks). We choose build-once-and-reuse: the arrays are cheap to
 rebuild, but a run that resumes must see exactly the data it saw before, and fixed arrays on disk
 make that trivial.
 """

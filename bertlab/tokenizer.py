@@ -84,7 +84,9 @@ class WordPieceTokenizer:
 
     The backend keeps no truncation or padding of its own: every call to `encode` /
     `encode_batch` says what it wants, so one tokenizer serves pretraining (no padding) and
-    fine-tuning (pairs truncated to 384 tokens, say) without hidden state.
+    fine-tuning (pairs truncated to 384 tokens, say) without hidden state. (Each call switches the
+    backend's truncation/padding on and off again, so do not share one instance between threads
+    that encode at the same time; DataLoader worker processes are fine.)
     """
 
     def __init__(self, backend: Tokenizer):
