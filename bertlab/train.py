@@ -76,7 +76,7 @@ class PretrainConfig:
     corpus: str = "books+wiki"  # a corpus name understood by bertlab.corpus.load_corpus
     tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
     vocab_size: int = 16384  # size of the WordPiece vocabulary to train (ignored with `tokenizer`)
-    max_documents: int | None = None  # use only the first N training documents (quick runs)
+    max_documents: int | None = None  # only the first N training (and held-out) documents: quick runs
     # how long: steps OR minutes (a time budget), not both; neither = the recipe's steps
     steps: int | None = None
     minutes: float | None = None
@@ -674,14 +674,28 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     if cfg.max_documents is not None:
         docs = docs[:cfg.max_documents]
     heldout = load_corpus(cfg.corpus, "heldout")
+    if cfg.max_documents is not None:  # a quick run: a quick evaluation too
+        heldout = heldout[:max(2, cfg.max_documents)]
     tok_dir = out / "tokenizer"
+
+    resume_from = ckpt.latest_checkpoint(out / "checkpoints") if cfg.resume else None
 
     def get_tokenizer():
         if cfg.tokenizer is not None:
             tok = WordPieceTokenizer.load(cfg.tokenizer)
+            if resume_from is not None and (resume_from / "tokenizer.json").exists():
+                saved = WordPieceTokenizer.load(resume_from / "tokenizer.json")
+                if saved.fingerprint != tok.fingerprint:  # check before anything is overwritten
+                    raise ValueError(
+                        f"cannot resume from {resume_from}: it was trained with a different vocabulary "
+                        f"({saved.vocab_size} pieces, fingerprint {saved.fingerprint[:12]}) than --tokenizer "
+                        f"{cfg.tokenizer} ({tok.vocab_size} pieces, fingerprint {tok.fingerprint[:12]}). "
+                        f"Resume without --tokenizer, or start a new run in another --out folder.")
             if rt.dist.is_main:
                 tok.save(tok_dir)
             return tok
+        if resume_from is not None and (resume_from / "tokenizer.json").exists():
+            return WordPieceTokenizer.load(resume_from / "tokenizer.json")
         if (tok_dir / "tokenizer.json").exists():  # a resumed run, or another process built it
             tok = WordPieceTokenizer.load(tok_dir)
             if tok.vocab_size == cfg.vocab_size or not rt.dist.is_main:

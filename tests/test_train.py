@@ -1,0 +1,221 @@
+"""The pretraining loop on real text (two books of the mirror, a tiny model, a few steps):
+exact resume, NaN detection, time budgets, metrics, checks of bad settings."""
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertlab import checkpoint as ckpt
+from bertlab.logs import plot_metrics, read_metrics
+from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
+from bertlab.runtime import make_runtime, resolve_precision
+from bertlab.train import (NonFiniteLossError, PretrainConfig, Trainer, build_model, parameter_groups,
+                           prepare_data, pretrain)
+
+os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # 2 shared cores: one intra-op thread is several times faster than two fighting.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def tokenizer_file(tmp_path_factory):
+    from bertlab.corpus import load_corpus
+    from bertlab.tokenizer import train_wordpiece
+    docs = load_corpus("books", "train")[:2]
+    tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
+    return str(tok.save(tmp_path_factory.mktemp("tok")) / "tokenizer.json")
+
+
+def tiny(out, tokenizer_file, **kw):
+    base = dict(preset="tiny", corpus="books", max_documents=2, tokenizer=tokenizer_file, seq_len=32,
+                batch_size=8, steps=8, lr=1e-3, warmup=0.25, log_every=1, eval_every=4, eval_batches=2,
+                checkpoint_every=4, out=str(out), progress=False, device="cpu")
+    base.update(kw)
+    return PretrainConfig(**base)
+
+
+def params(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def test_resume_is_bit_identical(tmp_path, tokenizer_file):
+    straight = pretrain(tiny(tmp_path / "a", tokenizer_file))
+    assert straight.step == 8 and straight.stopped_by is None
+    first = pretrain(tiny(tmp_path / "b", tokenizer_file, stop_after=4))
+    assert first.stopped_by == "stop_after" and first.step == 4
+    assert [p.name for p in ckpt.list_checkpoints(tmp_path / "b" / "checkpoints")] == ["step-0000004"]
+    resumed = pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True))
+    assert resumed.step == 8
+
+    a, b = params(straight.model), params(resumed.model)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), f"{k} differs after resume"
+    # the logged losses, step by step (train and held-out), are the same numbers
+    la = read_metrics(tmp_path / "a" / "metrics.jsonl")
+    lb = read_metrics(tmp_path / "b" / "metrics.jsonl")
+    key = lambda r: (r["split"], r["step"], r["loss"], r["mlm_acc"])  # noqa: E731
+    assert [key(r) for r in la] == [key(r) for r in lb]
+    assert [r["step"] for r in la if r["split"] == "train"] == list(range(1, 9))
+    # and it really trained: the loss went down from the ~log(V) of a random model
+    train = [r["loss"] for r in la if r["split"] == "train"]
+    assert train[0] > 6.0 and train[-1] < train[0] - 0.2
+
+    # Settings that cannot continue this run are refused with the differences named.
+    with pytest.raises(ValueError, match="model_config"):
+        pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True, preset="mini"))
+    with pytest.raises(ValueError, match="steps"):
+        pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True, steps=12))
+    from bertlab.corpus import load_corpus
+    from bertlab.tokenizer import train_wordpiece
+    docs = load_corpus("books", "train")[2:4]
+    other = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
+    other_file = str(other.save(tmp_path / "other") / "tokenizer.json")
+    with pytest.raises(ValueError, match="different vocabulary"):
+        pretrain(tiny(tmp_path / "b", other_file, resume=True))
+    # nothing was overwritten by the refused attempts
+    assert ckpt.load_checkpoint(ckpt.latest_checkpoint(tmp_path / "b" / "checkpoints")).step == 8
+    assert (tmp_path / "b" / "tokenizer" / "tokenizer.json").read_text() == Path(tokenizer_file).read_text()
+
+
+def test_nan_is_detected_with_its_step_and_nothing_bad_is_saved(tmp_path, tokenizer_file):
+    cfg = tiny(tmp_path / "n", tokenizer_file, steps=6, checkpoint_every=2, eval_every=100)
+    rt = make_runtime("cpu", "fp32", distributed=False)
+    data = prepare_data(cfg, rt)
+    model = build_model(cfg, data.tokenizer.vocab_size)
+    calls = {"n": 0}
+
+    def poison(module, inputs, output):  # the 3rd training forward pass produces NaN
+        calls["n"] += 1
+        return output * float("nan") if calls["n"] == 3 else output
+
+    model.bert.embeddings.register_forward_hook(poison)
+    trainer = Trainer(cfg, model, data.train, data.eval_batches, rt, data.tokenizer.fingerprint,
+                      data.tokenizer_file)
+    with pytest.raises(NonFiniteLossError, match="step 3") as err:
+        trainer.run()
+    assert err.value.step == 3
+    saved = ckpt.list_checkpoints(tmp_path / "n" / "checkpoints")
+    assert [p.name for p in saved] == ["step-0000002"]
+    weights = ckpt.load_checkpoint(saved[0]).model_state
+    assert all(torch.isfinite(v).all() for v in weights.values())
+    lines = read_metrics(tmp_path / "n" / "metrics.jsonl")
+    assert [r["step"] for r in lines] == [1, 2]  # the poisoned step was never logged as a number
+
+
+def test_time_budget_sets_the_schedule(tmp_path, tokenizer_file):
+    budget_min = 0.12
+    r = pretrain(tiny(tmp_path / "t", tokenizer_file, steps=None, minutes=budget_min, warmup=0.1,
+                      log_every=5, eval_every=10_000, checkpoint_every=10_000))
+    assert r.stopped_by is None and r.step >= 5
+    assert r.elapsed_s < budget_min * 60 + 20
+    lrs = [h["lr"] for h in r.train_history]
+    peak = max(lrs)
+    assert peak <= 1e-3 + 1e-12 and lrs[-1] < 0.35 * peak  # decayed towards 0 at the end of the budget
+    assert (tmp_path / "t" / "final" / "model.safetensors").exists()
+
+
+def test_metrics_lines_and_plot(tmp_path, tokenizer_file):
+    r = pretrain(tiny(tmp_path / "m", tokenizer_file, steps=4, nsp=True, whole_word=True))
+    rows = read_metrics(tmp_path / "m" / "metrics.jsonl", split="train")
+    assert len(rows) == 4
+    for key in ("step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "tokens_per_s", "mfu",
+                "elapsed_s", "grad_norm"):
+        assert key in rows[0], key
+    assert rows[0]["mfu"] is None  # a CPU has no known peak
+    assert math.isclose(rows[0]["loss"], rows[0]["mlm_loss"] + rows[0]["nsp_loss"], rel_tol=1e-9)
+    assert 0.0 <= rows[-1]["nsp_acc"] <= 1.0
+    evals = read_metrics(tmp_path / "m" / "metrics.jsonl", split="eval")
+    assert [e["step"] for e in evals] == [4] and "nsp_acc" in evals[0]
+    assert r.final_eval == {k: evals[0][k] for k in r.final_eval}
+    run = json.loads((tmp_path / "m" / "run.json").read_text())
+    assert run["model_config"]["num_layers"] == 2 and run["recipe"]["nsp"] is True
+
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = plot_metrics(tmp_path / "m" / "metrics.jsonl")
+    axes = fig.axes
+    assert len(axes) == 4 and all(ax.lines for ax in axes)  # loss, MLM acc, NSP acc, tokens/s
+    assert list(axes[0].lines[0].get_xdata()) == [1, 2, 3, 4]
+
+
+@pytest.mark.slow
+def test_compiled_objective_matches_eager(tmp_path, tokenizer_file):
+    # torch.compile's graph capture of the objective (aot_eager: no C++ build, fast on a CPU)
+    eager = pretrain(tiny(tmp_path / "e", tokenizer_file, steps=8, stop_after=3))
+    comp = pretrain(tiny(tmp_path / "c", tokenizer_file, steps=8, stop_after=3, compile=True,
+                         compile_backend="aot_eager"))
+    le = [h["loss"] for h in eager.train_history]
+    lc = [h["loss"] for h in comp.train_history]
+    assert len(le) == len(lc) == 3
+    assert all(math.isclose(x, y, rel_tol=1e-4) for x, y in zip(le, lc)), (le, lc)
+
+
+def test_corpus_too_small_is_a_clear_error(tmp_path, tokenizer_file):
+    with pytest.raises(ValueError, match="corpus too small"):
+        pretrain(tiny(tmp_path / "s", tokenizer_file, max_documents=1, seq_len=512, batch_size=4096))
+
+
+def test_bad_settings_are_refused(tmp_path, tokenizer_file):
+    with pytest.raises(ValueError, match="not both"):
+        tiny(tmp_path, tokenizer_file, steps=5, minutes=1.0).validate()
+    with pytest.raises(ValueError, match="fraction"):
+        tiny(tmp_path, tokenizer_file, steps=None, minutes=1.0, recipe="paper", warmup=None).validate()
+    with pytest.raises(ValueError, match="unknown preset"):
+        tiny(tmp_path, tokenizer_file, preset="huge").validate()
+    with pytest.raises(ValueError, match="512"):
+        tiny(tmp_path, tokenizer_file, seq_len=1024).validate()
+    with pytest.raises(ValueError, match="needs a CUDA GPU"):
+        resolve_precision("bf16", torch.device("cpu"))
+    with pytest.raises(ValueError, match="needs a CUDA GPU"):
+        resolve_precision("fp16", torch.device("cpu"))
+    with pytest.raises(ValueError, match="fused AdamW"):
+        make_runtime("cpu", "auto", fused_adamw=True, distributed=False)
+    assert make_runtime("cpu", "auto", distributed=False).precision == "fp32"
+
+
+def test_weight_decay_skips_biases_and_layernorm():
+    from bertlab import BertConfig, BertForPreTraining
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=500))
+    decay, plain = parameter_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    plain_names = {names[id(p)] for p in plain["params"]}
+    decay_names = {names[id(p)] for p in decay["params"]}
+    assert "bert.embeddings.norm.weight" in plain_names and "mlm.bias" in plain_names
+    assert "bert.layers.0.attention.qkv.bias" in plain_names
+    assert "bert.layers.0.attention.qkv.weight" in decay_names and "bert.embeddings.token.weight" in decay_names
+    assert all("norm" not in n and not n.endswith("bias") for n in decay_names)
+    assert len(plain_names) + len(decay_names) == len(list(model.parameters()))
+
+
+def test_learning_rate_schedule():
+    T, warm = 100, 0.1
+    m = [lr_multiplier(s, T, warm) for s in range(T)]
+    assert 0 < m[0] < 0.2 and m[9] == 1.0  # rises over 10 updates, first update not wasted
+    assert all(a <= b for a, b in zip(m[:10], m[1:10]))
+    assert all(a >= b for a, b in zip(m[9:], m[10:]))  # then falls linearly...
+    assert 0 < m[-1] <= 1 / 90 + 1e-12  # ...to (almost) 0 at the end
+    assert lr_multiplier(50, T, warm, "constant") == 1.0
+    c = [lr_multiplier(s, T, warm, "cosine") for s in range(T)]
+    assert c[9] == 1.0 and c[-1] < 0.01 and abs(c[55] - 0.5) < 0.05
+    paper = RECIPES["paper"]
+    assert (paper.lr, paper.betas, paper.eps, paper.weight_decay, paper.warmup, paper.batch_size) == \
+        (1e-4, (0.9, 0.999), 1e-6, 0.01, 10_000, 256)
+    assert paper.lr_at(9_999, 1_000_000) == pytest.approx(1e-4) and paper.lr_at(4_999, 1_000_000) == pytest.approx(5e-5)
+    assert get_recipe("budget", lr=1e-3).lr == 1e-3 and get_recipe("budget", lr=None).lr == RECIPES["budget"].lr
+    with pytest.raises(ValueError, match="fraction"):
+        paper.warmup_fraction(None)
+    with pytest.raises(ValueError, match="unknown recipe"):
+        get_recipe("fast")
