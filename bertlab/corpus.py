@@ -336,7 +336,9 @@ _CODE_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # any chan
 
 
 def _cache_path(kind: str, files: list) -> Path:
-    key = hashlib.sha256(json.dumps([CLEANER_VERSION, _CODE_HASH, kind, [f.sha256 or f.path for f in files]]).encode())
+    # a file without a published sha256 (WikiText-103) is identified by its archive's pinned hash
+    ids = [(f.path, f.sha256 or next((s.known_hash for s in f.sources if s.known_hash), None)) for f in files]
+    key = hashlib.sha256(json.dumps([CLEANER_VERSION, _CODE_HASH, kind, ids]).encode())
     return datasets.cache_dir() / "corpus" / f"{kind}-v{CLEANER_VERSION}-{key.hexdigest()[:16]}.jsonl.gz"
 
 
@@ -406,8 +408,8 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
         if split not in ("train", "valid", "test"):
             raise ValueError(f"{name} has splits 'train', 'valid', 'test', not {split!r}")
         f = datasets.lookup(f"{name}:{split}")
-        path = _cache_path(name, [f]) if f.sha256 else None
-        if use_cache and path is not None and path.is_file():
+        path = _cache_path(name, [f])
+        if use_cache and path.is_file():
             docs = _read_cache(path)
             if docs is not None:
                 return docs
@@ -420,7 +422,7 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
                     f"load_corpus('wikitext-2', {split!r}), which the mirror holds.") from None
             raise
         docs = wikitext_documents(_read_text(source_path), name)
-        if use_cache and path is not None:
+        if use_cache:
             _write_cache(path, docs)
         return docs
     if split not in ("train", "heldout"):

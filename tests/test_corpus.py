@@ -242,3 +242,48 @@ def test_cleaned_corpus_is_cached_by_source_checksums(monkeypatch, tmp_path):
     assert again == first and again is not first
     other = corpus._load_source("wiki", files[:1], use_cache=True)  # different sources, different key
     assert len(list((tmp_path / "corpus").glob("wiki-*.jsonl.gz"))) == 2 and len(other) < len(first)
+
+
+def test_wikitext_103_train_works_once_downloaded(mirror, monkeypatch, tmp_path):
+    """WikiText-103 train has no published sha256 of its own: the archive's pinned hash vouches for
+    it, the extracted file's hash is recorded, and the cleaned corpus is cached.  Served here from
+    127.0.0.1 with WikiText-2 valid standing in for the 540 MB file."""
+    import dataclasses
+    import functools
+    import hashlib
+    import http.server
+    import threading
+    import zipfile
+
+    from bertlab.registry import FILES, Source
+
+    served = tmp_path / "served"
+    served.mkdir()
+    archive = served / "wikitext-103-raw-v1.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("wikitext-103-raw/wiki.train.raw", (mirror / "wikitext-2-raw/wiki.valid.raw").read_bytes())
+    archive_hash = "sha256:" + hashlib.sha256(archive.read_bytes()).hexdigest()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/wikitext-103-raw-v1.zip"
+        path = "wikitext-103-raw/wiki.train.raw"
+        assert FILES[path].sha256 is None
+        monkeypatch.setitem(FILES, path, dataclasses.replace(FILES[path], sources=(Source(url, archive_hash, path),)))
+        monkeypatch.setenv("BERTLAB_CACHE", str(tmp_path / "cache"))
+        docs = load_corpus("wikitext-103", "train")
+        assert len(docs) == 60 and docs[0].title == "Homarus gammarus"
+        record = tmp_path / "cache" / (path + ".sha256")
+        assert record.read_text().strip() == hashlib.sha256((mirror / "wikitext-2-raw/wiki.valid.raw").read_bytes()).hexdigest()
+        assert datasets.available_splits("wikitext-103") == ["train"]
+        # a later corruption of the extracted file is caught by the recorded hash
+        extracted = tmp_path / "cache" / path
+        extracted.write_bytes(extracted.read_bytes()[:1000])
+        assert datasets.fetch(path).stat().st_size > 1000  # re-extracted from the verified archive
+        assert len(list((tmp_path / "cache" / "corpus").glob("wikitext-103-*.jsonl.gz"))) == 1
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
