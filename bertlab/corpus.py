@@ -150,13 +150,15 @@ _PG_CREDIT = re.compile(
     r"^(?:produced by|e-?text prepared by|this e-?(?:text|book) was (?:produced|prepared|created)|"
     r"transcribed (?:by|from)|prepared by|updated editions? )", re.I)
 _PG_BOILERPLATE = re.compile(r"gutenberg|pgdp\.net|distributed proofread|transcriber'?s? note|"
-                             r"online distributed|www\.|http|\be-?text\b|\be-?book\b|\.{5,}", re.I)
+                             r"online distributed|www\.|http|\be-?text\b|\be-?book\b|\.{5,}|\bPG\b|"
+                             r"\btranscribed\b|\S@\S+\.[a-z]{2,}", re.I)
 # short single-line paragraphs that are headings or numbers: "CHAPTER IV.", "Part One.", "59."
 _PG_HEADING = re.compile(r"^(?:(?:chapter|book|part|section|volume|vol|act|scene|canto|letter|appendix|preface|"
                          r"introduction|contents|footnotes?|the end)\b.*|[IVXLCDM]+[.)](?:\s.*)?|\d+[.)]?)$", re.I)
-_PG_BOILERPLATE_HINTS = ("gutenberg", "pgdp", "proofread", "transcriber", "distributed", "www.", "http", "text",
-                         "book", ".....")  # cheap substring test before the regex
-_BRACKETED = re.compile(r"^\[[^\]]*\]$")  # [Illustration], [Footnote 3: ...] as a whole paragraph
+_PG_BOILERPLATE_HINTS = ("gutenberg", "pgdp", "proofread", "transcri", "distributed", "www.", "http", "text",
+                         "book", ".....", "pg", "@")  # cheap substring test before the regex
+# [Illustration], [Footnote 3: ...] as a whole paragraph, or an illustration caption that runs on
+_BRACKETED = re.compile(r"^\[(?:[^\]]*\]$|illustration|transcriber)", re.I)
 
 
 class CorpusFormatError(datasets.DataError):
@@ -187,7 +189,8 @@ def gutenberg_paragraphs(body: str) -> list[str]:
     bracketed notes ("[Illustration]"); blocks of short lines (tables of contents, verse, letters'
     addresses: every line under 50 characters); rows of leader dots (tables); single lines of
     fewer than 8 words that look like headings (no lower-case letter, no final punctuation,
-    "CHAPTER IV.", "Part One.", a bare number).
+    "CHAPTER IV.", "Part One.", a bare number); chapter titles of up to three lines without
+    final punctuation.
     """
     out = []
     for block in re.split(r"\n[ \t]*\n", body):
@@ -204,9 +207,11 @@ def gutenberg_paragraphs(body: str) -> list[str]:
             continue
         if len(lines) >= 2 and max(len(line) for line in lines) < 50:
             continue
-        if len(lines) == 1 and len(text.split()) < 8 and (
-                text[-1] not in ".!?\"'”’)…:;—-" or _PG_HEADING.match(text)):
+        unpunctuated = text[-1] not in ".!?\"'”’)…:;—-"
+        if len(lines) == 1 and len(text.split()) < 8 and (unpunctuated or _PG_HEADING.match(text)):
             continue
+        if len(lines) <= 3 and unpunctuated and _PG_HEADING.match(lines[0]):
+            continue  # "Chapter One" + "Arrest - Conversation with Mrs. Grubach - Then Miss Bürstner"
         out.append(text)
     return out
 
