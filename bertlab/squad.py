@@ -239,8 +239,9 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: t
     The score of span (i, j) is start_logits[i] + end_logits[j]; allowed spans have start_ok[i],
     end_ok[j], i <= j and j - i + 1 <= max_answer_length. For each window the candidates form a
     (T, L) band, entry (i, d) = s_i + e_{i+d}, built by one broadcast add over a strided view of
-    the end logits: O(T L) per window instead of a (T, T) matrix. A window with fewer allowed
-    spans than n_best gets -inf scores in the extra slots."""
+    the end logits: O(T L) per window instead of a (T, T) matrix. For the single best span
+    (n_best=1) the max over ends is taken first, per start. A window with fewer allowed spans
+    than n_best gets -inf scores in the extra slots."""
     if start_logits.shape != end_logits.shape or start_logits.shape != start_ok.shape:
         raise ValueError(f"start_logits {tuple(start_logits.shape)}, end_logits {tuple(end_logits.shape)} "
                          f"and the masks {tuple(start_ok.shape)} must have one shape (windows, T)")
@@ -254,7 +255,17 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: t
         s = torch.where(start_ok[lo:lo + chunk], start_logits[lo:lo + chunk].float(), neg)  # (n, T)
         e = torch.where(end_ok[lo:lo + chunk], end_logits[lo:lo + chunk].float(), neg)
         e = torch.cat([e, torch.full((e.size(0), L - 1), float("-inf"))], dim=1)  # (n, T + L - 1)
-        band = s[:, :, None] + e.unfold(1, L, 1)  # (n, T, L): band[w, i, d] = s_i + e_{i+d}
+        ahead = e.unfold(1, L, 1)  # (n, T, L) strided view, no copy: ahead[w, i, d] = e_{i+d}
+        if n_best == 1:
+            # The best end for a start i does not depend on s_i: take the max of the L end
+            # logits ahead of each i first, then the best start. Same answer, no (n, T, L) sum.
+            best_end, d = ahead.max(dim=2)  # (n, T)
+            top, i = (s + best_end).max(dim=1, keepdim=True)  # (n, 1)
+            scores.append(top)
+            starts.append(i)
+            ends.append(i + d.gather(1, i))
+            continue
+        band = s[:, :, None] + ahead  # (n, T, L): band[w, i, d] = s_i + e_{i+d}
         k = min(n_best, T * L)
         top, idx = band.flatten(1).topk(k, dim=1)  # (n, k)
         scores.append(top)

@@ -206,10 +206,13 @@ def test_band_decoding_equals_brute_force(feats):
         finite = torch.isfinite(scores)
         assert start_ok.gather(1, starts)[finite].all() and end_ok.gather(1, ends)[finite].all()
         assert (scores[:, :-1] >= scores[:, 1:]).all()  # n-best sorted
+        s1, i1, j1 = best_spans(s, e, start_ok, end_ok, max_answer_length=L, n_best=1, chunk=64)
+        assert torch.equal(s1[:, 0], scores[:, 0])  # the n_best=1 shortcut agrees with the band
         for r in range(0, 300, 7):
             best, i, j = brute_force_best(s[r].numpy(), e[r].numpy(), start_ok[r].numpy(), end_ok[r].numpy(), L)
             assert scores[r, 0].item() == pytest.approx(best, abs=1e-5)
             assert (starts[r, 0].item(), ends[r, 0].item()) == (i, j)
+            assert (i1[r, 0].item(), j1[r, 0].item()) == (i, j)
 
 
 def test_decoding_respects_constraints_on_random_logits(feats, dev):
