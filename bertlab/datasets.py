@@ -246,10 +246,11 @@ def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
     where = f"the mirror {mirror}" if mirror is not None else f"no mirror ({MIRROR_ENV} is unset)"
     message = (f"cannot get {f.name} ({f.path}): it is in neither {where} nor the cache {cache_dir()}, "
                f"and downloading failed:\n{tried}\n")
-    if mismatches and len(mismatches) == len(problems):
+    if mismatches:
         raise ChecksumMismatchError(
-            message + f"The URL serves different bytes from the pinned copy (sha256 {f.download_sha256}); "
-            f"bertlab does not accept them silently. Use the mirror copy ({MIRROR_ENV}) or see data/README.md.")
+            message + f"A source served bytes that differ from the pinned copy (sha256 {f.download_sha256}); "
+            f"bertlab does not accept them silently. Use the mirror copy ({MIRROR_ENV}=/path/to/mirror "
+            f"holding {f.path}) or see data/README.md, 'Checksum policy'.")
     if not f.in_mirror:
         others = [s for s in available_splits(f.dataset) if s != f.split]
         raise SplitNotAvailableError(

@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import hashlib
 import http.server
-import io
 import os
 import shutil
 import threading
@@ -386,3 +385,27 @@ def test_unknown_names_and_paths_are_clear_errors(tmp_path):
         datasets.lookup("sst-2-dev")
     with pytest.raises(FileNotFoundError, match="no such data file"):
         datasets.read_sst2(tmp_path / "missing.tsv")
+
+
+def test_regenerated_gutenberg_file_is_a_mismatch_not_a_new_version(mirror, tmp_path, tmp_cache, monkeypatch):
+    """Project Gutenberg now serves regenerated files: with the pinned copy unreachable, the changed
+    bytes from gutenberg.org must be refused with a message that names the book and the mirror."""
+    import gzip
+    import socket
+    served = tmp_path / "served"
+    served.mkdir()
+    raw = gzip.decompress((mirror / "books/pg11.txt.gz").read_bytes())
+    (served / "pg11.txt").write_bytes(raw.replace(b"Posting Date: June 25, 2008", b"Release date: June 27, 2008"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/pinned/pg11.txt"
+    pinned = FILES["books/pg11.txt.gz"].raw_sha256
+    with _Server(served) as server:
+        _without_mirror(monkeypatch, "books/pg11.txt.gz", sources=(
+            Source(dead, "sha256:" + pinned), Source(server.url + "pg11.txt", "sha256:" + pinned)))
+        with pytest.raises(ChecksumMismatchError) as err:
+            fetch("books:pg11")
+    message = str(err.value)
+    assert "books:pg11" in message and dead in message and "pg11.txt" in message
+    assert pinned in message and "BERTLAB_DATA_MIRROR=" in message
+    assert not (tmp_cache / "books/pg11.txt").exists()
