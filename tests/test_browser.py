@@ -1,0 +1,244 @@
+"""The built book, opened in a real browser with the network switched off.
+
+These tests read `_build/html` (build it first: `make book`) and open pages in headless Chromium
+with every host name unresolvable (`--host-resolver-rules=MAP * ~NOTFOUND`), so a page that still
+needed a CDN would show it here as raw LaTeX, a blank widget or an empty bertviz view. From the
+rendered DOM they check that
+
+- math was typeset by MathJax 3 (`mjx-container` elements, no raw `\\(` / `$$` left in math spans);
+- every bertviz view drew its SVG (a populated layer menu and attention boxes);
+- every page with ipywidgets rendered them (widget DOM nodes);
+- the copy buttons still work next to require.js (loading require.js too early breaks them);
+- no built page loads a script or stylesheet from a CDN, and the "Open in Colab" and download
+  buttons are on every chapter.
+
+They also save a screenshot of every chapter (into $BERTLAB_SCREENSHOTS if set, else a pytest
+temporary folder) for a person to look at.
+
+Without Chromium or a built book the tests skip with a message saying how to get them; under CI
+(CI=true) they fail instead, so a CI machine cannot pass them by accident.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+CDN = re.compile(r"cdn\.jsdelivr|cdnjs|unpkg\.com|ajax\.googleapis|code\.jquery\.com|mathjax\.org", re.I)
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def _need(condition: bool, message: str) -> None:
+    if condition:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message} (CI=true: the browser tests must run in CI)")
+    pytest.skip(message)
+
+
+def browser() -> str:
+    found = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+    _need(found is not None, "headless Chromium not found; install it (Debian/Ubuntu: "
+                             "`apt-get install chromium`) or run `make setup` as root")
+    return found
+
+
+def built() -> Path:
+    _need((HTML / "index.html").exists(), f"the book is not built ({HTML} is missing); run `make book`")
+    return HTML
+
+
+def chapter_pages() -> list[Path]:
+    """The built page of every entry of _toc.yml (root first)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                files.append(e["file"])
+            for key in ("parts", "chapters", "sections"):
+                walk(e.get(key))
+
+    walk(toc.get("parts"))
+    walk(toc.get("chapters"))
+    return [built() / f"{f}.html" for f in files]
+
+
+def _chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="bertlab-chromium-") as profile:
+        cmd = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
+               # no network at all: every host name fails to resolve
+               "--host-resolver-rules=MAP * ~NOTFOUND", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@functools.lru_cache(maxsize=None)
+def rendered(page: Path) -> str:
+    """The DOM of a page after its scripts ran (MathJax, require.js, widgets, bertviz)."""
+    result = _chromium("--virtual-time-budget=20000", "--dump-dom", page.as_uri())
+    assert result.returncode == 0 and "<html" in result.stdout, (
+        f"chromium could not render {page}: rc={result.returncode}\n{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def pages_where(pattern: str) -> list[Path]:
+    """Built chapter pages whose HTML source matches `pattern`."""
+    return [p for p in chapter_pages() if p.exists() and re.search(pattern, p.read_text(encoding="utf-8"))]
+
+
+class _MathText(HTMLParser):
+    """Collects the text inside elements of class "math" (spans and divs MathJax should replace)."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0  # > 0 while inside a math element
+        self.stack: list[bool] = []
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr"):
+            return
+        cls = dict(attrs).get("class") or ""
+        is_math = "math" in cls.split() and tag in ("span", "div")
+        self.stack.append(is_math)
+        if is_math:
+            self.depth += 1
+            self.texts.append("")
+
+    def handle_endtag(self, tag):
+        if tag in ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr"):
+            return
+        if self.stack and self.stack.pop():
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth > 0 and self.texts:
+            self.texts[-1] += data
+
+
+# ------------------------------------------------------------------------------------------------
+# (a) math
+# ------------------------------------------------------------------------------------------------
+def test_math_is_typeset_offline():
+    pages = pages_where(r'class="math[ "]')
+    assert pages, "no built chapter has math; expected at least chapter 7's parameter formula"
+    for page in pages:
+        dom = rendered(page)
+        n = dom.count("<mjx-container")
+        assert n > 0, f"{page.name}: MathJax did not typeset anything (no mjx-container) offline"
+        parser = _MathText()
+        parser.feed(dom)
+        raw = [t.strip()[:80] for t in parser.texts if re.search(r"\\\(|\\\[|\$\$", t)]
+        assert not raw, f"{page.name}: math left untypeset: {raw[:3]}"
+
+
+# ------------------------------------------------------------------------------------------------
+# (b) bertviz
+# ------------------------------------------------------------------------------------------------
+def test_bertviz_draws_its_svg_offline():
+    pages = pages_where(r'id="bertviz-[0-9a-f]+"')
+    preferred = built() / "book" / "05_multi_head.html"
+    assert pages, "no built chapter has a bertviz view (expected chapter 5, or chapter 7's head view)"
+    if preferred.exists():
+        assert preferred in pages, "chapter 5 is built but has no bertviz head view"
+    for page in pages:
+        dom = rendered(page)
+        views = re.findall(r'<div id="bertviz-[0-9a-f]+".*?<div id="vis">(.*?)</div>', dom, re.S)
+        assert views, f"{page.name}: bertviz container not found in the rendered page"
+        for vis in views:
+            assert "<svg" in vis and "<rect" in vis, (
+                f"{page.name}: bertviz drew nothing (were d3/jQuery/require.js reachable offline?)")
+        layers = re.findall(r'<select id="layer">(.*?)</select>', dom, re.S)
+        assert layers and all("<option" in s for s in layers), f"{page.name}: bertviz layer menu is empty"
+
+
+# ------------------------------------------------------------------------------------------------
+# (c) ipywidgets
+# ------------------------------------------------------------------------------------------------
+def test_widgets_render_offline():
+    pages = pages_where(r"application/vnd\.jupyter\.widget-view\+json")
+    assert pages, "no built chapter has an ipywidget (chapter 1 has one)"
+    for page in pages:
+        source = page.read_text(encoding="utf-8")
+        views = source.count('type="application/vnd.jupyter.widget-view+json"')
+        dom = rendered(page)
+        roots = re.findall(r'<div class="[^"]*\bjupyter-widgets\b[^"]*\bwidget-[a-z]', dom)
+        assert roots, f"{page.name}: no widget was rendered (is the ipywidgets manager served locally?)"
+        assert len(roots) >= views, f"{page.name}: {views} widget views in the page, {len(roots)} rendered"
+        assert "Error displaying widget" not in dom, f"{page.name}: a widget failed to render"
+
+
+def test_copy_buttons_survive_require_js():
+    for page in pages_where(r"bertlab-js/require\.js"):
+        dom = rendered(page)
+        assert "copybtn" in dom, f"{page.name}: the copy buttons are gone (require.js loaded before clipboard.js?)"
+
+
+# ------------------------------------------------------------------------------------------------
+# (d) no CDN, launch and download buttons
+# ------------------------------------------------------------------------------------------------
+def test_no_page_loads_from_a_cdn():
+    offenders = []
+    for page in built().rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        html = page.read_text(encoding="utf-8", errors="replace")
+        for m in re.finditer(r"<(script|link)\b[^>]*?\b(src|href)=[\"']([^\"']+)[\"']", html):
+            tag, _, url = m.groups()
+            if tag == "link" and "stylesheet" not in m.group(0) and "preload" not in m.group(0):
+                continue
+            if CDN.search(url) or re.match(r"(https?:)?//", url):
+                offenders.append(f"{page.relative_to(built())}: <{tag}> {url}")
+        for block in re.findall(r"require(?:js)?\.config\(\s*\{.*?\}\s*\)", html, re.S):
+            for url in re.findall(r"[\"'](https?://[^\"']+)[\"']", block):
+                offenders.append(f"{page.relative_to(built())}: require.js path {url}")
+    assert not offenders, "pages load code from the network:\n" + "\n".join(offenders[:20])
+
+
+def test_launch_and_download_buttons():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"].rstrip("/").removeprefix("https://github.com/")
+    branch = config["repository"].get("branch", "main")
+    chapters = [p for p in chapter_pages() if (ROOT / p.relative_to(built())).with_suffix(".ipynb").exists()]
+    assert chapters, "no notebook chapters built"
+    for page in chapters:
+        html = page.read_text(encoding="utf-8")
+        nb = page.relative_to(built()).with_suffix(".ipynb").as_posix()
+        colab = f"https://colab.research.google.com/github/{repo}/blob/{branch}/{nb}"
+        assert colab in html, f"{page.name}: no 'Open in Colab' link to {colab}"
+        assert f"_sources/{nb}" in html and "btn-download-source-button" in html, (
+            f"{page.name}: no download button for the notebook")
+        assert (built() / "_sources" / nb).exists(), f"{page.name}: the downloadable notebook is missing"
+
+
+# ------------------------------------------------------------------------------------------------
+# screenshots, for a human to look at
+# ------------------------------------------------------------------------------------------------
+def test_screenshots(tmp_path_factory):
+    out = Path(os.environ.get("BERTLAB_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    out.mkdir(parents=True, exist_ok=True)
+    taken = []
+    for page in chapter_pages():
+        png = out / f"{page.stem}.png"
+        result = _chromium("--virtual-time-budget=20000", "--window-size=1280,4000",
+                           f"--screenshot={png}", page.as_uri())
+        assert result.returncode == 0 and png.exists(), f"no screenshot of {page.name}: {result.stderr[-1000:]}"
+        assert png.stat().st_size > 20_000, f"{png} is suspiciously small (a blank page?)"
+        taken.append(png)
+    print(f"\n{len(taken)} screenshots in {out}")
