@@ -252,20 +252,22 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
     encoded = [encode_texts(backend, column) for column in texts]
 
     report = {"examples": len(examples), "truncated": 0, "tokens_cut": 0, "empty_texts": 0,
-              "unlabelled": 0, "max_len": max_len, "empty_at": [], "truncated_at": []}
+              "unlabelled": 0, "max_len": max_len}
+    locations: dict[str, list] = {"empty_texts": [], "truncated": []}  # the first 20 example ids
     items = []
     for i, ex in enumerate(examples):
+        where = _field(ex, "id") if _has(ex, "id") else i
         ids_a = encoded[0][i].ids
         ids_b = encoded[1][i].ids if pair else []
         if not ids_a or (pair and not ids_b):
             report["empty_texts"] += 1
-            report["empty_at"].append(i)
+            locations["empty_texts"].append(where)
         keep_a, keep_b = truncate_longest_first(len(ids_a), len(ids_b), max_len - n_special)
         cut = len(ids_a) + len(ids_b) - keep_a - keep_b
         if cut:
             report["truncated"] += 1
             report["tokens_cut"] += cut
-            report["truncated_at"].append(i)
+            locations["truncated"].append(where)
         input_ids, token_type_ids = pack(ids_a[:keep_a], ids_b[:keep_b] if pair else None, special)
         label = _label_id(_field(ex, "label") if _has(ex, "label") else None, label_names,
                           f"{task} example {i}")
@@ -276,8 +278,7 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
         if label is not None:
             item["labels"] = label
         items.append(item)
-    for key in ("empty_at", "truncated_at"):  # keep reports small: the first few locations
-        report[key] = report[key][:20]
+    report["locations"] = {k: v[:20] for k, v in locations.items() if v}
     return Features(task, items, examples, report, meta={"pad_id": special.pad})
 
 

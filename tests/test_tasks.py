@@ -135,6 +135,9 @@ def test_features_on_real_glue_dev(tok, name, max_len):
         else:
             assert seg == ref.token_type_ids[i]
     assert feats.report["truncated"] == truncated
+    assert len(feats.report["locations"].get("truncated", [])) == min(truncated, 20)
+    if truncated:
+        assert feats.report["locations"]["truncated"][0] in {ex.id for ex in examples}
     assert ties <= truncated
     if max_len < 64:
         assert truncated > 0  # the short settings really exercise truncation
@@ -201,7 +204,7 @@ def test_sst2_and_rte_evaluate_accuracy_only(tok):
 def test_empty_texts_are_counted_not_fatal(tok):
     examples = [{"sentence": "", "label": 0}, {"sentence": "   ", "label": 1}, {"sentence": "fine .", "label": 1}]
     feats = featurize_classification(examples, tok, 16, ("sentence",), ("negative", "positive"), task="sst2")
-    assert feats.report["empty_texts"] == 2 and feats.report["empty_at"] == [0, 1]
+    assert feats.report["empty_texts"] == 2 and feats.report["locations"]["empty_texts"] == [0, 1]
     assert feats[0]["input_ids"].tolist() == [tok.cls_id, tok.sep_id]
     batch = collate([feats[0], feats[2]])
     assert batch["attention_mask"].sum(1).tolist() == [2, 4]
