@@ -72,6 +72,25 @@ def char_span_to_tokens(offsets: np.ndarray, start_char: int, end_char: int) -> 
     return first, last
 
 
+def gold_token_span(context: str, offsets: np.ndarray, text: str, answer_start: int
+                    ) -> tuple[tuple[int, int] | None, list[str]]:
+    """The first and last context token of a gold answer given in characters, and what was
+    noticed on the way: "answers_moved" (text not at answer_start, found nearby),
+    "answers_not_found" (text absent, or only whitespace), "answers_inside_tokens" (the answer
+    starts or ends inside a word piece, so whole tokens cover a little more than it)."""
+    span = locate_answer(context, text, answer_start)
+    if span is None:
+        return None, ["answers_not_found"]
+    problems = ["answers_moved"] if span[0] != answer_start else []
+    tokens = char_span_to_tokens(offsets, *span) if len(offsets) else None
+    if tokens is None:
+        return None, problems + ["answers_not_found"]
+    first, last = tokens
+    if offsets[first, 0] != span[0] or offsets[last, 1] != span[1]:
+        problems.append("answers_inside_tokens")  # e.g. "gold" inside "golden"
+    return tokens, problems
+
+
 def window_starts(n_tokens: int, window_len: int, doc_stride: int) -> list[tuple[int, int]]:
     """(start, length) of the windows over a context of n_tokens: each holds up to window_len
     tokens and starts doc_stride tokens after the previous one (never more than a full window, so
@@ -157,20 +176,9 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
         answer_tokens = None
         answers = _answers(ex)
         if answers:
-            text, answer_start = answers[0]
-            span = locate_answer(context, text, answer_start)
-            if span is None:
-                note("answers_not_found", qid)
-            else:
-                if span[0] != answer_start:
-                    note("answers_moved", qid)
-                answer_tokens = char_span_to_tokens(offsets, *span) if len(offsets) else None
-                if answer_tokens is None:
-                    note("answers_not_found", qid)
-                else:
-                    a, b = answer_tokens
-                    if offsets[a, 0] != span[0] or offsets[b, 1] != span[1]:
-                        note("answers_inside_tokens", qid)  # e.g. "German" inside "Germany"
+            answer_tokens, problems = gold_token_span(context, offsets, *answers[0])
+            for problem in problems:
+                note(problem, qid)
         else:
             note("unanswered", qid)
 
@@ -202,7 +210,7 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
                 item["start_positions"], item["end_positions"] = start_pos, end_pos
             items.append(item)
             example_index.append(e)
-            chars = np.full((len(input_ids), 2), -1, dtype=np.int64)
+            chars = np.full((len(input_ids), 2), -1, dtype=np.int32)
             chars[c0:c0 + L] = offsets[s:s + L]
             char_rows.append(chars)
             maxctx = np.zeros(len(input_ids), dtype=bool)
@@ -210,7 +218,7 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
             maxctx_rows.append(maxctx)
 
     N, T = len(items), max((len(it["input_ids"]) for it in items), default=0)
-    token_to_char = np.full((N, T, 2), -1, dtype=np.int64)
+    token_to_char = np.full((N, T, 2), -1, dtype=np.int32)
     max_context = np.zeros((N, T), dtype=bool)
     for n, (chars, maxctx) in enumerate(zip(char_rows, maxctx_rows)):
         token_to_char[n, :len(chars)] = chars

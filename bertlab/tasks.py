@@ -48,8 +48,7 @@ from bertlab.model import (
     BertForTokenClassification,
 )
 
-# The keys a collated batch may hold: exactly the keyword arguments of the models' forward.
-MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+# The label keys a collated batch may hold, named as the models' forward arguments.
 LABEL_KEYS = ("labels", "start_positions", "end_positions")
 
 
@@ -185,7 +184,9 @@ def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | No
 def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int, int]:
     """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens: remove one token
     at a time from the end of the longer text (from B on a tie), as BERT's released code does. A
-    short sentence is kept whole and the long one pays."""
+    short sentence is kept whole and the long one pays. (The `tokenizers` library's
+    "longest_first" breaks ties the other way, so the two can differ by one token moved from A
+    to B.)"""
     while len_a + len_b > max_tokens:
         if len_a > len_b:
             len_a -= 1
