@@ -591,7 +591,7 @@ class Trainer:
                         if rows:
                             rec.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
                         rec["loss"] = rec["mlm_loss"] + rec.get("nsp_loss", 0.0)
-                        rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / max(steps_in, 1),
+                        rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / world / max(steps_in, 1),
                                    tokens_per_s=tok_s, mfu=logs.mfu(flops * steps_in / dt, peak),
                                    tokens=self.tokens, elapsed_s=elapsed)
                         logger.log(rec)

@@ -1,0 +1,127 @@
+"""The command line: pretrain / finetune / evaluate / plot, clear errors, SIGTERM saving a
+checkpoint, and the reference run at CPU size."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertlab.__main__ import main
+
+MIRROR = os.environ.get("BERTLAB_DATA_MIRROR", "/work/shared/data")
+ENV = {**os.environ, "BERTLAB_DATA_MIRROR": MIRROR, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
+       "HF_HUB_OFFLINE": "1", "BERTLAB_PROGRESS": "0"}
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch):
+    monkeypatch.setenv("BERTLAB_DATA_MIRROR", MIRROR)
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny_args(out, *extra):
+    return ["pretrain", "--preset", "tiny", "--corpus", "books", "--max-documents", "2", "--vocab-size", "1000",
+            "--seq-len", "32", "--batch-size", "8", "--lr", "1e-3", "--warmup", "0.2", "--log-every", "1",
+            "--eval-batches", "1", "--device", "cpu", "--no-progress", "--out", str(out), *extra]
+
+
+def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
+    assert main(tiny_args(tmp_path / "p", "--steps", "3", "--eval-every", "3")) == 0
+    final = tmp_path / "p" / "final"
+    assert {p.name for p in final.iterdir()} == {"config.json", "model.safetensors", "tokenizer.json"}
+    assert "held-out:" in capsys.readouterr().out
+
+    ft = tmp_path / "ft"
+    assert main(["finetune", "--task", "sst2", "--init", str(final), "--seeds", "0", "1", "--epochs", "1",
+                 "--max-train-examples", "64", "--max-eval-examples", "64", "--batch-size", "16",
+                 "--no-progress", "--save-models", "--out", str(ft), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "sst2 accuracy" in out and "median" in out
+    results = json.loads((ft / "results.json").read_text())
+    assert [r["seed"] for r in results["runs"]] == [0, 1] and len(results["scores"]) == 2
+
+    assert main(["evaluate", "--task", "sst2", "--model", str(ft / "seed-1"), "--max-examples", "64",
+                 "--device", "cpu"]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["accuracy"] == pytest.approx(results["runs"][1]["metrics"]["accuracy"])
+
+    assert main(["plot", str(tmp_path / "p"), "--out", str(tmp_path / "m.png")]) == 0
+    assert (tmp_path / "m.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["finetune", "--task", "sst5"], "unknown task 'sst5'; choose one of sst2, mrpc, rte, squad, conll2003"),
+    (["finetune", "--task", "squad"], "no 'train' split"),
+    (["pretrain", "--precision", "bf16", "--device", "cpu", "--steps", "1"], "needs a CUDA GPU"),
+    (["pretrain", "--steps", "5", "--minutes", "1"], "not both"),
+    (["pretrain", "--preset", "giant", "--steps", "1"], "choose one of tiny, mini"),
+    (["pretrain", "--recipe", "fast", "--steps", "1"], "choose one of paper, budget"),
+    (["evaluate", "--task", "sst2", "--model", "/nonexistent"], "not a bertlab model folder"),
+])
+def test_clear_errors(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_sigterm_saves_a_checkpoint_and_resume_continues(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "bertlab"] + tiny_args(out, "--steps", "100000", "--eval-every", "100000",
+                                                       "--checkpoint-every", "100000")
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metrics = out / "metrics.jsonl"
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stdout.read()
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    assert "stopped (SIGTERM)" in output
+    from bertlab.checkpoint import latest_checkpoint, load_checkpoint
+    saved = latest_checkpoint(out / "checkpoints")
+    c = load_checkpoint(saved)
+    assert c.step >= 3 and c.state["trainer"]["step"] == c.step
+    logged = [json.loads(x)["step"] for x in metrics.read_text().splitlines()]
+    assert logged[-1] == c.step  # everything logged is in the checkpoint, nothing more
+
+    p = subprocess.run(cmd + ["--resume", "--stop-after", "2"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"resuming from {saved}" in p.stdout
+    steps = [json.loads(x)["step"] for x in metrics.read_text().splitlines()]
+    assert steps == list(range(1, c.step + 3))
+
+
+@pytest.mark.slow
+def test_reference_run_smoke(tmp_path):
+    out = tmp_path / "ref"
+    p = subprocess.run([sys.executable, "-m", "bertlab", "reference-run", "--smoke", "--out", str(out)],
+                       env=ENV, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    for name in ("metrics.jsonl", "config.json", "tokenizer.json", "vocab.txt", "model.fp16.safetensors",
+                 "finetune_results.json", "provenance.json"):
+        assert (out / name).exists(), name
+    prov = json.loads((out / "provenance.json").read_text())
+    for key in ("command", "git_commit", "device", "wall_time_s", "corpus", "torch", "weights"):
+        assert prov.get(key) is not None, key
+    assert prov["corpus"]["train_checksum"] != prov["corpus"]["heldout_checksum"]
+    assert prov["weights"]["megabytes"] <= 20
+    results = json.loads((out / "finetune_results.json").read_text())
+    assert set(results) == {"pretrained", "scratch"}
+    assert all(len(r["scores"]) == 3 for r in results.values())
+    from bertlab.checkpoint import load_model
+    from safetensors.torch import load_file
+    w = load_file(str(out / "model.fp16.safetensors"))
+    assert all(v.dtype == torch.float16 for v in w.values() if v.is_floating_point())
