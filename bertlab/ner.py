@@ -158,7 +158,7 @@ def _has_tags(example: Any) -> bool:
 def word_predictions(token_predictions: Any, features: Features) -> list[list[str]]:
     """Per-token label ids (N, T) (or logits (N, T, K)) -> one tag per word of every sentence,
     read at each word's first piece. Windows of a split sentence are put back together."""
-    preds = torch.as_tensor(token_predictions)
+    preds = torch.as_tensor(token_predictions).detach().cpu()
     if preds.is_floating_point():
         preds = preds.argmax(-1)
     preds = preds.numpy()

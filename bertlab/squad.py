@@ -295,7 +295,8 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
     meta = features.meta
     token_to_char = torch.as_tensor(meta["token_to_char"])  # (N, T, 2)
     max_context = torch.as_tensor(meta["max_context"])  # (N, T)
-    start_logits, end_logits = torch.as_tensor(start_logits), torch.as_tensor(end_logits)
+    start_logits = torch.as_tensor(start_logits).detach().float().cpu()
+    end_logits = torch.as_tensor(end_logits).detach().float().cpu()
     N, T = max_context.shape
     if start_logits.dim() != 2 or start_logits.shape[0] != N or start_logits.shape[1] < T:
         raise ValueError(f"expected start/end logits of shape ({N}, >= {T}) for {N} windows, got "

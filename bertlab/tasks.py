@@ -438,16 +438,17 @@ class Task:
 
     def _stacked(self, outputs: Any, fill: float) -> torch.Tensor:
         if isinstance(outputs, (torch.Tensor, np.ndarray)):
-            return torch.as_tensor(outputs)
-        parts = [self.gather(o) if hasattr(o, "logits") else torch.as_tensor(o) for o in outputs]
+            return _as_cpu(torch.as_tensor(outputs))
+        parts = [self.gather(o) if hasattr(o, "logits") else _as_cpu(torch.as_tensor(o)) for o in outputs]
         if parts and parts[0].dim() >= 2 and self.kind == "token":
             return stack_ragged(parts, fill=fill if parts[0].is_floating_point() else IGNORE_INDEX)
         return torch.cat(parts, dim=0)
 
     def _span_logits(self, outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
-            return torch.as_tensor(outputs[0]), torch.as_tensor(outputs[1])
-        pairs = [self.gather(o) if hasattr(o, "start_logits") else o for o in outputs]
+            return _as_cpu(torch.as_tensor(outputs[0])), _as_cpu(torch.as_tensor(outputs[1]))
+        pairs = [self.gather(o) if hasattr(o, "start_logits") else tuple(_as_cpu(torch.as_tensor(x)) for x in o)
+                 for o in outputs]
         neg = float("-inf")
         return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
 
