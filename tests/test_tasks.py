@@ -187,6 +187,7 @@ def test_evaluate(tok):
     scores = task.evaluate(outs, feats)
     logits = torch.cat(outs)
     assert scores["accuracy"] == pytest.approx(100 * (logits.argmax(1) == gold).float().mean().item())
+    assert task.evaluate([o.bfloat16() for o in outs], feats)["accuracy"] >= 0  # bf16 outputs are fine
     with pytest.raises(ValueError, match="predictions for 408 features"):
         task.evaluate(logits[:10], feats)
 
