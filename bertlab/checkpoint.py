@@ -196,7 +196,9 @@ def save_model(folder: str | Path, model: nn.Module, dtype: torch.dtype | None =
 
 
 # Keys that a checkpoint of one model class legitimately lacks or adds relative to another.
-_PRETRAINING_HEADS = ("mlm.", "nsp.")
+# The pooler belongs to the sentence-level heads (NSP, sequence classification); token-level
+# models (NER, span QA) are built without it.
+_PRETRAINING_HEADS = ("mlm.", "nsp.", "bert.pooler.")
 _TASK_HEADS = ("classifier.", "qa.")
 
 
