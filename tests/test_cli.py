@@ -125,3 +125,15 @@ def test_reference_run_smoke(tmp_path):
     from safetensors.torch import load_file
     w = load_file(str(out / "model.fp16.safetensors"))
     assert all(v.dtype == torch.float16 for v in w.values() if v.is_floating_point())
+
+
+def test_throughput_benchmark_runs_quick(tmp_path):
+    """benchmarks/throughput.py --quick: both implementations, a table, the JSON (so it does not rot)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+    p = subprocess.run([sys.executable, str(script), "--quick", "--steps", "2", "--json", str(tmp_path / "t.json")],
+                       env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "bertlab / transformers" in p.stdout
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert {r["impl"] for r in rows} == {"bertlab", "transformers"}
+    assert all(r["tokens_per_s"] > 0 and r["mfu"] is None for r in rows)  # no MFU without a known peak
