@@ -2,7 +2,7 @@
 
     pretrain       pretrain a BERT (one GPU, a CPU, or several GPUs under torchrun)
     finetune       fine-tune on sst2 / mrpc / rte / squad / conll2003, several seeds
-    evaluate       score a fine-tuned model folder on a task
+    evaluate       score a fine-tuned model on a task, or a pretrained one on held-out text
     plot           draw a run's metrics.jsonl (loss, MLM / NSP accuracy, tokens/s) into a PNG
     reference-run  the book's reference run, end to end (WordPiece, pretraining, SST-2 x 6);
                    the function `reference_run` below
@@ -15,6 +15,7 @@ Examples:
     python -m bertlab finetune --task rte --init scratch --like runs/mini/final
     python -m bertlab finetune --task mrpc --init bert-base-uncased      # online only
     python -m bertlab evaluate --task sst2 --model runs/ft/seed-0
+    python -m bertlab evaluate --task mlm --model runs/mini/final --corpus books+wiki
     python -m bertlab reference-run --out data/reference_run             # one H100, ~15 min
     python -m bertlab reference-run --smoke --out /tmp/ref               # CPU, a few minutes
 
@@ -125,9 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("finetune", help="fine-tune on a task, several seeds")
     _add_dataclass_args(f, FinetuneConfig)
 
-    e = sub.add_parser("evaluate", help="score a fine-tuned model folder on a task")
-    e.add_argument("--task", required=True, help=HELP["task"])
-    e.add_argument("--model", required=True, help="a fine-tuned model folder (finetune --save-models)")
+    e = sub.add_parser("evaluate", help="score a model folder: a fine-tuned one on a task, or a pretrained "
+                                        "one on held-out text (--task mlm)")
+    e.add_argument("--task", required=True, help=HELP["task"] + "; or mlm: held-out MLM/NSP of a pretrained model")
+    e.add_argument("--model", required=True, help="a model folder (finetune --save-models, or <run>/final)")
+    e.add_argument("--corpus", default="books+wiki", help="with --task mlm: whose held-out documents")
+    e.add_argument("--seq-len", type=int, default=128, help="with --task mlm")
     e.add_argument("--split", default="dev")
     e.add_argument("--max-len", type=int, default=None)
     e.add_argument("--max-examples", type=int, default=None)
@@ -184,6 +188,12 @@ def _run(args: argparse.Namespace) -> int:
         print(result.summary())
         return 0
     if args.command == "evaluate":
+        if args.task == "mlm":
+            from bertlab.train import evaluate_checkpoint
+            scores = evaluate_checkpoint(args.model, args.corpus, args.seq_len, device=args.device,
+                                         precision=args.precision, max_documents=args.max_examples)
+            print(json.dumps(scores))
+            return 0
         from bertlab.finetune import evaluate_folder
         scores = evaluate_folder(args.model, args.task, args.split, args.max_len, args.device, args.precision,
                                  max_examples=args.max_examples)

@@ -157,7 +157,23 @@ def build_task_model(task, cfg: FinetuneConfig):
         raise RuntimeError(f"--init {init!r} is neither a bertlab model folder nor 'scratch', and loading it "
                            f"from the Hugging Face hub failed ({type(err).__name__}: {err}). Hub names such as "
                            f"bert-base-uncased need the network (unset HF_HUB_OFFLINE).") from err
-    return model, bert_uncased_tokenizer()
+    return model, hub_tokenizer(init)
+
+
+def hub_tokenizer(name: str):
+    """The tokenizer published with a hub model (tokenizer.json, else vocab.txt); the offline
+    bert-base-uncased vocabulary only as a last resort for uncased models."""
+    from bertlab.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer
+    try:
+        from huggingface_hub import hf_hub_download
+        try:
+            return WordPieceTokenizer.load(hf_hub_download(name, "tokenizer.json"))
+        except Exception:
+            return WordPieceTokenizer.load(hf_hub_download(name, "vocab.txt"), lowercase="uncased" in name)
+    except Exception as err:
+        if "uncased" in name:
+            return bert_uncased_tokenizer()
+        raise RuntimeError(f"could not get the tokenizer of {name!r} from the hub ({err})") from err
 
 
 # ------------------------------------------------------------------------------------------------

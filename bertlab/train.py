@@ -785,3 +785,39 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
     if result.stopped_by is None and rt.dist.is_main:
         ckpt.save_model(out / "final", model, tokenizer_file=tokenizer_file)
     return result
+
+
+def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len: int = 128, nsp: bool | None = None,
+                        batches: int = 20, batch_size: int = 64, device: str = "auto", precision: str = "auto",
+                        max_documents: int | None = None, work_dir: str | Path | None = None) -> dict[str, float]:
+    """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
+    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED)."""
+    import tempfile
+
+    from bertlab.corpus import load_corpus
+    from bertlab.finetune import load_tokenizer_for
+    from bertlab.masking import MaskedLMCollator
+    from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
+
+    model = ckpt.load_model(folder, BertForPreTraining)
+    tokenizer = load_tokenizer_for(folder)
+    if nsp is None:
+        nsp = _nsp_was_trained(folder)
+    rt = make_runtime(device, precision, distributed=False)
+    docs = load_corpus(corpus, "heldout")[:max_documents]
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
+                                      seed=EVAL_SEED)
+        bs = min(batch_size, len(ds))
+        stream = PretrainingBatches(ds, bs, MaskedLMCollator(tokenizer, seed=EVAL_SEED), seed=EVAL_SEED)
+        eval_batches = [next(stream) for _ in range(min(batches, len(stream)))]
+    return evaluate_pretraining(model.to(rt.device), eval_batches, rt)
+
+
+def _nsp_was_trained(folder: str | Path) -> bool:
+    """Whether the run that wrote `folder` trained NSP (from its run.json, when there is one)."""
+    for cand in (Path(folder).parent / "run.json", Path(folder).parent.parent / "run.json"):
+        if cand.exists():
+            return bool(json.loads(cand.read_text())["recipe"]["nsp"])
+    return True
+

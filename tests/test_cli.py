@@ -55,6 +55,18 @@ def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["accuracy"] == pytest.approx(results["runs"][1]["metrics"]["accuracy"])
 
+    # held-out evaluation of the pretrained folder = the run's own final evaluation (same text, masks, model)
+    from bertlab.logs import read_metrics
+    from bertlab.train import evaluate_checkpoint
+    final_eval = read_metrics(tmp_path / "p" / "metrics.jsonl", split="eval")[-1]
+    again = evaluate_checkpoint(final, corpus="books", seq_len=32, batches=1, batch_size=8, max_documents=2,
+                                device="cpu")
+    assert again["mlm_loss"] == pytest.approx(final_eval["mlm_loss"], rel=1e-6)
+    assert again["mlm_acc"] == pytest.approx(final_eval["mlm_acc"])
+    assert main(["evaluate", "--task", "mlm", "--model", str(final), "--corpus", "books", "--max-examples", "2",
+                 "--seq-len", "32", "--device", "cpu"]) == 0
+    assert "mlm_acc" in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
     assert main(["plot", str(tmp_path / "p"), "--out", str(tmp_path / "m.png")]) == 0
     assert (tmp_path / "m.png").stat().st_size > 10_000
 
