@@ -219,7 +219,9 @@ class BertModel(_BertBase):
 
     def check_inputs(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
                      attention_mask: torch.Tensor | None) -> None:
-        """Clear errors for inputs the model cannot take (skipped inside torch.compile)."""
+        """Clear errors for inputs the model cannot take (skipped inside torch.compile). Shapes
+        are always checked; id ranges only for CPU tensors, because on a GPU reading min/max
+        back would stall every step (the training engine's data is range-checked when built)."""
         c = self.config
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
@@ -231,7 +233,8 @@ class BertModel(_BertBase):
             raise ValueError(f"sequence length {T} is longer than the position table "
                              f"(max_position_embeddings={c.max_position_embeddings}); truncate the "
                              f"input to at most {c.max_position_embeddings} tokens")
-        if input_ids.numel():
+        check_values = input_ids.device.type == "cpu"
+        if check_values and input_ids.numel():
             lo, hi = int(input_ids.min()), int(input_ids.max())
             if lo < 0 or hi >= c.vocab_size:
                 bad = hi if hi >= c.vocab_size else lo
@@ -242,7 +245,7 @@ class BertModel(_BertBase):
             if t is not None and t.shape != input_ids.shape:
                 raise ValueError(f"{name} has shape {tuple(t.shape)} but input_ids has "
                                  f"{tuple(input_ids.shape)}; they must match")
-        if token_type_ids is not None and token_type_ids.numel():
+        if check_values and token_type_ids is not None and token_type_ids.numel():
             lo, hi = int(token_type_ids.min()), int(token_type_ids.max())
             if lo < 0 or hi >= c.type_vocab_size:
                 raise ValueError(f"token_type_ids must be in [0, {c.type_vocab_size}) (0 = sentence A, "
