@@ -9,12 +9,13 @@ import sys
 import time
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
 
 from bertlab.__main__ import main
 
-MIRROR = os.environ.get("BERTLAB_DATA_MIRROR", "/work/shared/data")
+MIRROR = str(conftest.MIRROR)
 ENV = {**os.environ, "BERTLAB_DATA_MIRROR": MIRROR, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
        "HF_HUB_OFFLINE": "1", "BERTLAB_PROGRESS": "0"}
 

@@ -16,17 +16,9 @@ import pytest
 from bertlab import corpus, datasets
 from bertlab.corpus import Document, load_corpus, split_sentences
 
-DEFAULT_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import DEFAULT_MIRROR
 
-
-@pytest.fixture(autouse=True)
-def mirror(monkeypatch) -> Path:
-    value = os.environ.get("BERTLAB_DATA_MIRROR")
-    path = Path(value) if value else DEFAULT_MIRROR
-    if not (path / "SHA256SUMS").is_file():
-        pytest.skip(f"no data mirror at {path}: set BERTLAB_DATA_MIRROR")
-    monkeypatch.setenv("BERTLAB_DATA_MIRROR", str(path))
-    return path
+pytestmark = pytest.mark.usefixtures("mirror")
 
 
 @pytest.fixture(scope="module")

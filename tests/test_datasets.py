@@ -25,18 +25,7 @@ from bertlab.datasets import (ChecksumMismatchError, DataFormatError, DataUnavai
                               fetch)
 from bertlab.registry import FILES, Source
 
-DEFAULT_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-@pytest.fixture(autouse=True)
-def mirror(monkeypatch) -> Path:
-    """The real mirror: $BERTLAB_DATA_MIRROR, else ../shared/data beside the repository."""
-    value = os.environ.get("BERTLAB_DATA_MIRROR")
-    path = Path(value) if value else DEFAULT_MIRROR
-    if not (path / "SHA256SUMS").is_file():
-        pytest.skip(f"no data mirror at {path}: set BERTLAB_DATA_MIRROR")
-    monkeypatch.setenv("BERTLAB_DATA_MIRROR", str(path))
-    return path
+pytestmark = pytest.mark.usefixtures("mirror")
 
 
 @pytest.fixture

@@ -8,13 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from bertlab.train import PretrainConfig, pretrain
 
-MIRROR = os.environ.get("BERTLAB_DATA_MIRROR", "/work/shared/data")
+MIRROR = str(conftest.MIRROR)
 
 
 @pytest.fixture(scope="module")

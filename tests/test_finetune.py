@@ -13,16 +13,10 @@ from bertlab import checkpoint as ckpt
 from bertlab.finetune import FinetuneConfig, build_task_model, evaluate_folder, finetune
 from bertlab.tasks import get_task
 
-os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

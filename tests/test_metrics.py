@@ -12,7 +12,6 @@ from bertlab.metrics import (
     accuracy, binary_f1, entity_f1, exact_match, get_entities, normalize_answer, span_f1, squad_scores,
 )
 
-os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
 
 
 def _read(reader, split):

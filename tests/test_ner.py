@@ -14,13 +14,11 @@ from bertlab import IGNORE_INDEX, BertConfig
 from bertlab.ner import featurize_ner, split_into_windows, word_predictions
 from bertlab.tasks import CONLL_LABELS, get_task, stack_ragged
 
-os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
 
 
 @pytest.fixture(scope="module")
-def tok():
-    from bertlab.tokenizer import bert_uncased_tokenizer
-    return bert_uncased_tokenizer()
+def tok(bert_tokenizer):
+    return bert_tokenizer
 
 
 @pytest.fixture(scope="module")

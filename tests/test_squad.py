@@ -18,7 +18,6 @@ from bertlab.squad import (
 )
 from bertlab.tasks import get_task
 
-os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
 
 # Dev answers that start or end inside a word piece ("8" in "20–18", "gold" in "golden"): a span
 # of whole tokens cannot reproduce them exactly. 32 of 10,570 with the bert-base-uncased vocabulary.
@@ -26,9 +25,8 @@ MAX_INSIDE_TOKENS = 40
 
 
 @pytest.fixture(scope="module")
-def tok():
-    from bertlab.tokenizer import bert_uncased_tokenizer
-    return bert_uncased_tokenizer()
+def tok(bert_tokenizer):
+    return bert_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from bertlab.tasks import (
     truncate_longest_first,
 )
 
-os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
 
 
 @pytest.fixture(scope="module")

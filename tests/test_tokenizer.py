@@ -10,13 +10,14 @@ import time
 import unicodedata
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
 
 from bertlab.tokenizer import (BERT_SPECIAL_IDS, WordPieceTokenizer, bert_uncased_tokenizer,
                                train_wordpiece)
 
-MIRROR = Path(os.environ.get("BERTLAB_DATA_MIRROR", "/work/shared/data"))
+MIRROR = conftest.MIRROR
 BOOKS = ["pg11.txt.gz", "pg35.txt.gz", "pg43.txt.gz", "pg46.txt.gz", "pg16.txt.gz"]
 
 

@@ -16,17 +16,10 @@ from bertlab.runtime import make_runtime, resolve_precision
 from bertlab.train import (NonFiniteLossError, PretrainConfig, Trainer, build_model, parameter_groups,
                            prepare_data, pretrain)
 
-os.environ.setdefault("BERTLAB_DATA_MIRROR", "/work/shared/data")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # 2 shared cores: one intra-op thread is several times faster than two fighting.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,48 @@
+"""What every test shares: the offline environment, the data mirror, and CPU thread settings.
+
+The datasets come from a local mirror laid out like the team's shared/data folder:
+$BERTLAB_DATA_MIRROR if set, else ../shared/data beside this repository (as in CI). Tests that
+need it skip with a message when neither exists.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MIRROR = REPO.parent / "shared" / "data"
+
+if not os.environ.get("BERTLAB_DATA_MIRROR") and (DEFAULT_MIRROR / "SHA256SUMS").is_file():
+    os.environ["BERTLAB_DATA_MIRROR"] = str(DEFAULT_MIRROR)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+MIRROR = Path(os.environ.get("BERTLAB_DATA_MIRROR", DEFAULT_MIRROR))
+
+
+@pytest.fixture
+def mirror(monkeypatch) -> Path:
+    """The real mirror (skips the test when there is none)."""
+    if not (MIRROR / "SHA256SUMS").is_file():
+        pytest.skip(f"no data mirror at {MIRROR}: set BERTLAB_DATA_MIRROR")
+    monkeypatch.setenv("BERTLAB_DATA_MIRROR", str(MIRROR))
+    return MIRROR
+
+
+@pytest.fixture
+def one_thread():
+    """2 shared cores: one intra-op thread is several times faster than two fighting."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def bert_tokenizer():
+    """The bert-base-uncased WordPiece vocabulary (offline, from the MiniLM package)."""
+    from bertlab.tokenizer import bert_uncased_tokenizer
+    return bert_uncased_tokenizer()
