@@ -18,13 +18,13 @@ setup:
 	@bash scripts/setup.sh
 
 book: setup
-	$(ACT) && jupyter-book build . -W -n --keep-going
+	$(ACT) && bash scripts/build_book.sh
 
 unit: setup
 	$(ACT) && python -m pytest -m "not browser" -q
 
 test: setup
-	$(ACT) && jupyter-book build . -W -n --keep-going
+	$(ACT) && bash scripts/build_book.sh
 	$(ACT) && python -m pytest -q
 
 clean:
