@@ -67,7 +67,9 @@ def _call(name: str, fn: Callable, *args, **kwargs):
 
 
 def _passed(name: str, what: str) -> None:
-    print(f"{PASS_MARK.format(name=name)} passed: {what}")
+    import textwrap
+    print(f"{PASS_MARK.format(name=name)} passed:\n" + textwrap.fill(what, width=84, initial_indent="  ",
+                                                                  subsequent_indent="  "))
 
 
 def _shape_hint(expected: tuple, got: tuple) -> str:
