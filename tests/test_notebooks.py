@@ -20,7 +20,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
+# The chapters and the exercise notebooks (book/exercises/), under the same rules.
+NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 SETUP_CELL = '''# On Colab or a fresh machine, install bertlab (Colab already has torch).
 try:
@@ -54,7 +55,7 @@ def test_there_are_chapters():
     assert NOTEBOOKS, f"no notebooks found in {BOOK}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
 def test_notebook_is_stripped(path: Path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
@@ -68,7 +69,7 @@ def test_notebook_is_stripped(path: Path):
         f"(del nb.metadata['widgets']) before committing")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
 def test_first_code_cell_is_the_setup_cell(path: Path):
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -79,7 +80,7 @@ def test_first_code_cell_is_the_setup_cell(path: Path):
         f"--- found ---\n{first}")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
 def test_notebook_starts_with_a_title(path: Path):
     nb = nbformat.read(path, as_version=4)
     assert nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), (
@@ -96,7 +97,8 @@ def test_every_toc_entry_exists():
 
 def test_every_notebook_is_in_the_toc():
     listed = {f.removesuffix(".ipynb").removesuffix(".md") for f in toc_files()}
-    unlisted = [p.name for p in NOTEBOOKS if f"book/{p.stem}" not in listed]
+    unlisted = [str(p.relative_to(ROOT)) for p in NOTEBOOKS
+                if str(p.relative_to(ROOT).with_suffix("")) not in listed]
     assert not unlisted, f"notebooks in book/ missing from _toc.yml (they would not be built): {unlisted}"
 
 
@@ -105,7 +107,7 @@ def test_cited_keys_exist():
     assert len(keys) >= 24
     sources = {p.name: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells
                                   if c.cell_type == "markdown") for p in NOTEBOOKS}
-    sources.update({p.name: p.read_text() for p in BOOK.glob("*.md")})
+    sources.update({p.name: p.read_text() for p in BOOK.rglob("*.md")})
     unknown = {}
     for name, text in sources.items():
         for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
