@@ -10,6 +10,7 @@
 Examples:
     python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini
     python -m bertlab pretrain --preset medium --minutes 9 --out runs/medium --resume
+    python -m bertlab pretrain --preset mini --steps 2000 --objective ltr --out runs/ltr
     torchrun --nproc_per_node 4 -m bertlab pretrain --preset base --recipe paper --steps 100000
     python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2
     python -m bertlab finetune --task rte --init scratch --like runs/mini/final
@@ -51,6 +52,8 @@ HELP = {
     "weight_decay": "decoupled weight decay (not on biases and LayerNorm)",
     "dropout": "dropout on every layer (default 0.1)",
     "nsp": "next-sentence prediction on/off (default: the recipe's)",
+    "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM with causal attention, the paper's "
+                 "'LTR & No NSP' ablation; needs NSP off)",
     "whole_word": "mask whole words instead of single word pieces",
     "mlm_probability": "fraction of tokens chosen for the MLM (0.15)",
     "device": "auto, cpu, cuda or cuda:N",

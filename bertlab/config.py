@@ -42,6 +42,10 @@ class BertConfig:
     hidden_act: str = "gelu"  # "gelu" (exact, erf) as in BERT, or "relu" as in the Transformer
     initializer_range: float = 0.02
     pad_token_id: int = 0
+    # False: BERT, every token attends to every other (bidirectional). True: a left-to-right
+    # model, each token attends to itself and the tokens on its left only (the paper's "LTR"
+    # ablation, section 5.1, like OpenAI GPT); kept at fine-tuning time, as in the paper.
+    causal: bool = False
 
     def __post_init__(self):
         if self.intermediate_size is None:
@@ -58,6 +62,8 @@ class BertConfig:
                 f"divisors of H (BERT-Base uses H=768, A=12, 64 per head)")
         if self.hidden_act not in ("gelu", "relu"):
             raise ValueError(f"hidden_act must be 'gelu' or 'relu', got {self.hidden_act!r}")
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"causal must be True or False, got {self.causal!r}")
         for name in ("hidden_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
@@ -121,6 +127,7 @@ class BertConfig:
         "hidden_act": "hidden_act",
         "initializer_range": "initializer_range",
         "pad_token_id": "pad_token_id",
+        "causal": "is_decoder",  # transformers' BERT attends left-to-right when is_decoder=True
     }
 
     @classmethod

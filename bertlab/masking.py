@@ -25,6 +25,11 @@ operations per batch, any device, no Python loop over tokens), and *deterministi
 
 Whole-word masking (released by Google after the paper) chooses whole words: a "##" piece is
 chosen together with the word it continues, still about 15% of the tokens.
+
+For comparison, the paper's ablation (section 5.1, "LTR & No NSP") trains a left-to-right LM
+instead, like OpenAI GPT: nothing is masked or replaced, and EVERY position t predicts the token
+at t+1 from the tokens at positions <= t (the model's causal attention hides the rest).
+`next_token_labels` and `NextTokenCollator` at the end of this file make those batches.
 """
 
 from __future__ import annotations
@@ -210,3 +215,54 @@ class MaskedLMCollator:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.generator.set_state(state["generator"])
+
+
+# ------------------------------------------------------------------------------------------------
+# The left-to-right alternative: no corruption, the next token everywhere
+# ------------------------------------------------------------------------------------------------
+def next_token_labels(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) labels for a left-to-right LM: label[t] = input_ids[t+1] where position t+1 holds a
+    real token, IGNORE_INDEX elsewhere (the last real token has no successor; padding predicts
+    nothing). For [CLS] my dog [SEP] [PAD]: labels = my dog [SEP] -100 -100."""
+    real = attention_mask.bool()
+    nxt = torch.nn.functional.pad(input_ids[:, 1:], (0, 1), value=0)  # (B, T): the token after t
+    has_next = torch.nn.functional.pad(real[:, 1:], (0, 1), value=False) & real
+    return torch.where(has_next, nxt.long(), IGNORE_INDEX)
+
+
+class NextTokenCollator:
+    """The left-to-right LM's batches, in the same format minus the MLM keys:
+
+        input_ids (B,T) long, unchanged; token_type_ids (B,T); attention_mask (B,T);
+        lm_labels (B,T): the next token at every position, IGNORE_INDEX where there is none.
+
+    No randomness, so nothing to seed; state_dict is empty (the batch order lives in the stream).
+    NSP labels are refused: the paper's LTR model has no next-sentence prediction."""
+
+    def __init__(self, tokenizer=None, *, pad_id: int | None = None):
+        self.pad_id = pad_id if pad_id is not None else (tokenizer.pad_id if tokenizer is not None else 0)
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        if isinstance(examples, Mapping):
+            batch = {k: torch.as_tensor(v) for k, v in examples.items()}
+        else:
+            if len(examples) == 0:
+                raise ValueError("cannot collate an empty list of examples")
+            batch = {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+        if "nsp_labels" in batch or "nsp_label" in batch:
+            raise ValueError("the left-to-right LM has no next-sentence prediction (the paper's "
+                             "'LTR & No NSP'): build its examples with nsp=False")
+        ids = batch["input_ids"].long()
+        attention = batch.get("attention_mask", ids != self.pad_id).long()
+        return {
+            "input_ids": ids,
+            "token_type_ids": batch.get("token_type_ids", torch.zeros_like(ids)).long(),
+            "attention_mask": attention,
+            "lm_labels": next_token_labels(ids, attention),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        pass

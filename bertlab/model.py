@@ -7,6 +7,8 @@ Vaswani et al. (2017):
     SelfAttention     multi-head scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V
     FeedForward       the position-wise FFN, GELU(x W1 + b1) W2 + b2, inner size 4H
     EncoderLayer      post-LN: x = LN(x + Attention(x)); x = LN(x + FFN(x))
+    attention_mask_for  which keys each query may see: never padding; in a causal
+                        (left-to-right) model, never a token to its right
     BertModel         embeddings, L layers, and the pooler tanh(W C + b) over the [CLS] vector C
     BertForPreTraining          masked LM (decoder tied to the token embeddings) + next sentence
     BertForSequenceClassification   softmax(C W^T)
@@ -39,7 +41,8 @@ IGNORE_INDEX = -100  # label value for positions that carry no loss (the convent
 @dataclass
 class BertOutput:
     last_hidden_state: torch.Tensor  # (B, T, H): T_i, the final vector of every token
-    pooler_output: torch.Tensor | None  # (B, H): tanh(W C + b), C = final vector of [CLS]; None without pooler
+    pooler_output: torch.Tensor | None  # (B, H): tanh(W C + b), C = final vector of [CLS] (of the
+    #                                      last real token when causal); None without pooler
     hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 tensors (B, T, H), embeddings first
     attentions: tuple[torch.Tensor, ...] | None = None  # L tensors (B, A, T, T)
 
@@ -162,6 +165,22 @@ class EncoderLayer(nn.Module):
         return x, weights
 
 
+def attention_mask_for(attention_mask: torch.Tensor | None, T: int, causal: bool,
+                       device: torch.device | None = None) -> torch.Tensor | None:
+    """The boolean mask every head applies to its (T, T) scores: True where query i may attend
+    to key j. attention_mask (B, T) is 1 for real tokens and 0 for padding; padding keys are never
+    visible. BERT (causal=False) lets every query see every real key: (B, 1, 1, T), broadcast over
+    the queries. A left-to-right model (causal=True, the paper's "LTR" ablation, section 5.1) also
+    hides the keys to the right of the query, j > i: the lower triangle, (B or 1, 1, T, T)."""
+    mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T)
+    if causal:
+        if device is None:
+            device = attention_mask.device if attention_mask is not None else None
+        left = torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T): j <= i
+        mask = left[None, None] if mask is None else mask & left  # (B or 1, 1, T, T)
+    return mask
+
+
 class _BertBase(nn.Module):
     """What every BERT model here shares: weight initialisation, input checks, conversion to
     and from transformers (implemented in bertlab.hf)."""
@@ -207,7 +226,11 @@ class _BertBase(nn.Module):
 class BertModel(_BertBase):
     """The encoder: embeddings, L encoder layers, and the pooler over [CLS]. Heads that read
     every token (token classification, span QA) build it without the pooler, as transformers
-    does, so that the parameters are exactly those the task uses."""
+    does, so that the parameters are exactly those the task uses.
+
+    With config.causal (a left-to-right model) [CLS], at position 0, sees only itself, so its
+    vector is the same for every input; the pooler then reads the LAST real token instead, the
+    one position that has seen the whole input (as OpenAI GPT classifies from its last token)."""
 
     def __init__(self, config: BertConfig, add_pooler: bool = True):
         super().__init__()
@@ -259,8 +282,10 @@ class BertModel(_BertBase):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         # attention_mask: (B, T), 1 for real tokens and 0 for padding. As a boolean (B, 1, 1, T) it
-        # tells every query of every head which keys it may look at: padding is never attended to.
-        mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+        # tells every query of every head which keys it may look at: padding is never attended to
+        # (and, in a causal model, (B, 1, T, T): no key to the right of the query either).
+        T = input_ids.size(1)
+        mask = attention_mask_for(attention_mask, T, self.config.causal, input_ids.device)
 
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         hidden_states = [x] if output_hidden_states else None
@@ -271,7 +296,17 @@ class BertModel(_BertBase):
                 hidden_states.append(x)
             if output_attentions:
                 attentions.append(weights)
-        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H), from [CLS]
+        pooled = None
+        if self.pooler is not None:
+            if self.config.causal:  # the last real token: the only one that has seen everything
+                if attention_mask is None:
+                    last = torch.full((x.size(0),), T - 1, dtype=torch.long, device=x.device)
+                else:
+                    last = (attention_mask.long() * torch.arange(T, device=x.device)).argmax(1)  # (B,)
+                summary = x[torch.arange(x.size(0), device=x.device), last]  # (B, H)
+            else:
+                summary = x[:, 0]  # (B, H): C, the final vector of [CLS]
+            pooled = torch.tanh(self.pooler(summary))  # (B, H)
         return BertOutput(x, pooled,
                           tuple(hidden_states) if hidden_states is not None else None,
                           tuple(attentions) if attentions is not None else None)
@@ -298,7 +333,11 @@ class MaskedLMHead(nn.Module):
 
 class BertForPreTraining(_BertBase):
     """BERT with both pretraining objectives. loss = mean MLM cross-entropy over the selected
-    positions + mean NSP cross-entropy, as in the paper (appendix A.2)."""
+    positions + mean NSP cross-entropy, as in the paper (appendix A.2).
+
+    A causal config (the paper's "LTR & No NSP" ablation) uses the same head as a left-to-right
+    LM: run at every position t (no mlm_positions), its logits score token t+1 (bertlab.train,
+    objective="ltr", computes that loss)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()

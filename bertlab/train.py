@@ -15,6 +15,13 @@ One optimiser step, as the paper describes it (section 3.1 and appendix A.2):
     3. loss = mean cross-entropy over the chosen tokens + mean NSP cross-entropy (when NSP is on);
     4. backpropagate, clip the gradient norm, set the learning rate from the schedule, AdamW update.
 
+The paper's ablation of the pre-training task (section 5.1, Table 5) is the same loop with
+objective="ltr": a left-to-right LM ("LTR & No NSP", like OpenAI GPT). The model is built with
+causal attention (BertConfig.causal, kept at fine-tuning); batches are unmasked
+(bertlab.masking.NextTokenCollator); every position t predicts token t+1 with the MLM head's
+tied decoder; loss = mean next-token cross-entropy over the real tokens; no NSP. Its accuracy is
+logged as next_token_acc (and its loss as ltr_loss), never under the MLM's names.
+
 The rest of this file makes that loop fast and safe:
   - precision, compilation, fused AdamW, device placement: bertlab.runtime;
   - batches come from a background thread (collated and pinned while the GPU works), and the GPU
@@ -91,6 +98,7 @@ class PretrainConfig:
     weight_decay: float | None = None
     dropout: float | None = None
     nsp: bool | None = None
+    objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
     whole_word: bool = False
     mlm_probability: float | None = None
     # the machine
@@ -132,6 +140,17 @@ class PretrainConfig:
             raise ValueError(f"the {self.recipe!r} recipe has no default length: give --steps or --minutes")
         if self.grad_accum < 1:
             raise ValueError(f"--grad-accum must be at least 1, got {self.grad_accum}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)} "
+                             f"(mlm: BERT's masked LM, ltr: a left-to-right LM)")
+        if self.objective == "ltr":
+            if self.resolved_recipe().nsp:
+                raise ValueError(f"--objective ltr cannot be combined with next-sentence prediction: the paper's "
+                                 f"left-to-right model is 'LTR & No NSP' (section 5.1), and the {self.recipe!r} "
+                                 f"recipe {'has NSP on' if self.nsp is None else 'was given --nsp'}; add --no-nsp")
+            if self.whole_word or self.mlm_probability is not None:
+                raise ValueError("--whole-word and --mlm-probability are masked-LM settings; the left-to-right "
+                                 "LM (--objective ltr) masks nothing")
         for name in ("log_every", "eval_every", "checkpoint_every", "keep_last"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -164,6 +183,13 @@ class PretrainResult:
     @property
     def eval_history(self) -> list[dict[str, Any]]:
         return [r for r in self.history if r.get("split") == "eval"]
+
+
+# objective: (the name its loss is logged under, the name its accuracy is logged under)
+OBJECTIVES: dict[str, tuple[str, str]] = {
+    "mlm": ("mlm_loss", "mlm_acc"),  # accuracy over the masked (chosen) tokens
+    "ltr": ("ltr_loss", "next_token_acc"),  # accuracy of predicting the next token, at every position
+}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -249,28 +275,44 @@ class Prefetcher:
 # ------------------------------------------------------------------------------------------------
 # The objective
 # ------------------------------------------------------------------------------------------------
+def target_labels(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The labels of a batch's language-model loss: the masked tokens' mlm_labels (B, P), or the
+    left-to-right LM's lm_labels (B, T), the next token at every position. IGNORE_INDEX = none."""
+    return batch["lm_labels"] if "lm_labels" in batch else batch["mlm_labels"]
+
+
 class PretrainingObjective(nn.Module):
     """BertForPreTraining plus its two losses, as sums and counts (see the module docstring).
-    This module is what gets compiled and wrapped in DistributedDataParallel."""
+    This module is what gets compiled and wrapped in DistributedDataParallel.
+
+    Masked LM: the head runs at the P chosen positions and scores the original tokens there.
+    Left-to-right LM (lm_labels given, a causal model): the same head runs at every position t
+    and scores token t+1; the LM "sum" and "correct" below are then over next-token predictions."""
 
     def __init__(self, model: BertForPreTraining):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels, nsp_labels=None):
-        out = self.model(input_ids, token_type_ids, attention_mask, mlm_positions=mlm_positions)
-        logits = out.mlm_logits.float()  # (b, P, V)
-        valid = mlm_labels != IGNORE_INDEX
-        mlm_sum = F.cross_entropy(logits.flatten(0, 1), mlm_labels.flatten(), ignore_index=IGNORE_INDEX,
-                                  reduction="sum")
-        mlm_correct = ((logits.argmax(-1) == mlm_labels) & valid).sum()
+    def forward(self, input_ids, token_type_ids, attention_mask, mlm_positions=None, mlm_labels=None,
+                nsp_labels=None, lm_labels=None):
+        if lm_labels is not None:  # left to right: predictions at all T positions
+            out = self.model(input_ids, token_type_ids, attention_mask)
+            labels = lm_labels  # (b, T)
+        else:  # masked LM: predictions at the P chosen positions only
+            out = self.model(input_ids, token_type_ids, attention_mask, mlm_positions=mlm_positions)
+            labels = mlm_labels  # (b, P)
+        logits = out.mlm_logits.float()  # (b, P or T, V)
+        valid = labels != IGNORE_INDEX
+        lm_sum = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX,
+                                 reduction="sum")
+        lm_correct = ((logits.argmax(-1) == labels) & valid).sum()
         if nsp_labels is None:
-            zero = mlm_sum.new_zeros(())
-            return mlm_sum, zero, mlm_correct, zero
+            zero = lm_sum.new_zeros(())
+            return lm_sum, zero, lm_correct, zero
         nsp_logits = out.nsp_logits.float()
         nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)  # mean over this micro-batch's rows
         nsp_correct = (nsp_logits.argmax(-1) == nsp_labels).sum()
-        return mlm_sum, nsp_loss, mlm_correct, nsp_correct
+        return lm_sum, nsp_loss, lm_correct, nsp_correct
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -330,7 +372,9 @@ class StopSignals:
 def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime
                          ) -> dict[str, float]:
     """Held-out MLM loss / accuracy (over all masked tokens) and NSP loss / accuracy (over all
-    pairs) on fixed, already-masked batches."""
+    pairs) on fixed, already-masked batches. For left-to-right batches (lm_labels): ltr_loss and
+    next_token_acc over every next-token prediction."""
+    loss_key, acc_key = OBJECTIVES["ltr" if batches and "lm_labels" in batches[0] else "mlm"]
     was_training = model.training
     model.eval()
     objective = PretrainingObjective(model)
@@ -338,17 +382,17 @@ def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torc
     for b in batches:
         b = rt.to_device(b)
         with rt.autocast():
-            mlm_sum, nsp_loss, mlm_correct, nsp_correct = objective(**b)
-        n = (b["mlm_labels"] != IGNORE_INDEX).sum()
+            lm_sum, nsp_loss, lm_correct, nsp_correct = objective(**b)
+        n = (target_labels(b) != IGNORE_INDEX).sum()
         rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
-        tot += torch.stack([mlm_sum.double(), n.double(), mlm_correct.double(), nsp_loss.double() * rows,
+        tot += torch.stack([lm_sum.double(), n.double(), lm_correct.double(), nsp_loss.double() * rows,
                             nsp_correct.double(), torch.tensor(float(rows), device=rt.device, dtype=torch.float64)])
     model.train(was_training)
-    mlm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
-    out = {"mlm_loss": mlm_sum / max(n, 1), "mlm_acc": correct / max(n, 1)}
+    lm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
+    out = {loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
     if rows:
         out.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
-    out["loss"] = out["mlm_loss"] + out.get("nsp_loss", 0.0)
+    out["loss"] = out[loss_key] + out.get("nsp_loss", 0.0)
     return out
 
 
@@ -361,7 +405,7 @@ def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerp
     return {"model_config": model_config.to_dict(), "vocab": vocab_fingerprint, "corpus": cfg.corpus,
             "max_documents": cfg.max_documents, "recipe": dataclasses.asdict(r), "steps": cfg.steps,
             "minutes": cfg.minutes, "grad_accum": cfg.grad_accum, "whole_word": cfg.whole_word,
-            "seed": cfg.seed}
+            "seed": cfg.seed, "objective": cfg.objective}
 
 
 class Trainer:
@@ -377,6 +421,10 @@ class Trainer:
         self.out = Path(cfg.out)
         self.ckpt_root = self.out / "checkpoints"
         self.is_main = rt.dist.is_main
+        if model.config.causal != (cfg.objective == "ltr"):
+            raise ValueError(f"objective {cfg.objective!r} needs a model with causal={cfg.objective == 'ltr'} "
+                             f"(left-to-right attention goes with the left-to-right LM, bidirectional with the "
+                             f"masked LM), got causal={model.config.causal}; build it with build_model(cfg, ...)")
         self.model = model.to(rt.device)
         if not self.recipe.nsp:
             # Without NSP the pooler and the NSP classifier get no gradient: freeze them (DDP needs
@@ -458,24 +506,25 @@ class Trainer:
                    first_bad: torch.Tensor) -> None:
         rt = self.rt
         world = rt.dist.world_size
-        n_mlm = sum((b["mlm_labels"] != IGNORE_INDEX).sum() for b in micro_batches).double()
-        n_mlm = self._all_reduce(n_mlm).clamp(min=1)  # masked tokens in the whole global batch
+        # the LM's predictions in the whole global batch: masked tokens (MLM) or next tokens (LTR)
+        n_lm = sum((target_labels(b) != IGNORE_INDEX).sum() for b in micro_batches).double()
+        n_lm = self._all_reduce(n_lm).clamp(min=1)
         k = len(micro_batches)
         step_loss = torch.zeros((), dtype=torch.float64, device=rt.device)
         for i, b in enumerate(micro_batches):
             sync = self.ddp is None or i == k - 1
             with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
                 with rt.autocast():
-                    mlm_sum, nsp_loss, mlm_correct, nsp_correct = self.objective(**b)
+                    lm_sum, nsp_loss, lm_correct, nsp_correct = self.objective(**b)
                 # DDP averages gradients over processes, hence the factor `world`.
-                loss = mlm_sum * (world / n_mlm) + nsp_loss / k
+                loss = lm_sum * (world / n_lm) + nsp_loss / k
                 self.scaler.scale(loss).backward()
             rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
-            step_loss += (mlm_sum.detach().double() / n_mlm) * world + nsp_loss.detach().double() / k
+            step_loss += (lm_sum.detach().double() / n_lm) * world + nsp_loss.detach().double() / k
             # running sums on the device (Python numbers go in as kernel arguments: no copy, no sync)
-            stats[0] += mlm_sum.detach()
-            stats[1] += (b["mlm_labels"] != IGNORE_INDEX).sum()
-            stats[2] += mlm_correct
+            stats[0] += lm_sum.detach()
+            stats[1] += (target_labels(b) != IGNORE_INDEX).sum()
+            stats[2] += lm_correct
             stats[3] += nsp_loss.detach() * rows
             stats[4] += nsp_correct
             stats[5] += rows
@@ -581,16 +630,17 @@ class Trainer:
 
                     if log_now or last:
                         tot = self._all_reduce(stats.clone())
-                        mlm_sum, n, correct, nsp_sum, nsp_correct, rows, gsum = tot.tolist()
+                        lm_sum, n, correct, nsp_sum, nsp_correct, rows, gsum = tot.tolist()
                         steps_in = s - window[0]
                         dt = max(elapsed - window[1], 1e-9)
                         tok_s = (self.tokens - window[2]) / dt
                         flops = logs.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
-                        rec = {"step": s, "split": "train", "mlm_loss": mlm_sum / max(n, 1),
-                               "mlm_acc": correct / max(n, 1)}
+                        loss_key, acc_key = OBJECTIVES[cfg.objective]
+                        rec = {"step": s, "split": "train", loss_key: lm_sum / max(n, 1),
+                               acc_key: correct / max(n, 1)}
                         if rows:
                             rec.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
-                        rec["loss"] = rec["mlm_loss"] + rec.get("nsp_loss", 0.0)
+                        rec["loss"] = rec[loss_key] + rec.get("nsp_loss", 0.0)
                         rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / world / max(steps_in, 1),
                                    tokens_per_s=tok_s, mfu=logs.mfu(flops * steps_in / dt, peak),
                                    tokens=self.tokens, elapsed_s=elapsed)
@@ -662,9 +712,9 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     evaluation, whole documents never on both sides); the vocabulary trained on the training
     documents only (or read from `cfg.tokenizer`); examples cut and stored under <out>/data
     (bertlab.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
-    on the fly (bertlab.masking), 15% of the tokens, 80/10/10."""
+    on the fly (bertlab.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
+    unmasked with next-token labels (bertlab.masking.NextTokenCollator)."""
     from bertlab.corpus import load_corpus
-    from bertlab.masking import MaskedLMCollator
     from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
     from bertlab.tokenizer import WordPieceTokenizer, train_wordpiece
 
@@ -714,12 +764,10 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         return train, held
 
     train_ds, held_ds = _main_first(rt, get_examples)
-    collator = MaskedLMCollator(tokenizer, mlm_probability=r.mlm_probability, whole_word=cfg.whole_word,
-                                seed=cfg.seed)
+    collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=cfg.seed)
     source = PretrainingBatches(train_ds, r.batch_size, collator, seed=cfg.seed)
     eval_bs = min(r.batch_size, 64, len(held_ds))
-    eval_collator = MaskedLMCollator(tokenizer, mlm_probability=r.mlm_probability, whole_word=cfg.whole_word,
-                                     seed=EVAL_SEED)
+    eval_collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=EVAL_SEED)
     held_stream = PretrainingBatches(held_ds, eval_bs, eval_collator, seed=EVAL_SEED)
     n_eval = min(cfg.eval_batches, len(held_stream))
     eval_batches = [next(held_stream) for _ in range(n_eval)]
@@ -730,10 +778,20 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds))
 
 
+def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False,
+                  seed: int = 0):
+    """The batch maker of an objective: masked (80/10/10) for "mlm", next-token labels for "ltr"."""
+    from bertlab.masking import MaskedLMCollator, NextTokenCollator
+    if objective == "ltr":
+        return NextTokenCollator(tokenizer)
+    return MaskedLMCollator(tokenizer, mlm_probability=mlm_probability, whole_word=whole_word, seed=seed)
+
+
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
+    """The model a run trains: the preset's size; causal (left-to-right) attention for "ltr"."""
     r = cfg.resolved_recipe()
     config = BertConfig.preset(cfg.preset, vocab_size=vocab_size, hidden_dropout=r.dropout,
-                               attention_dropout=r.dropout, pad_token_id=pad_id)
+                               attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr")
     return BertForPreTraining(config)
 
 
@@ -791,25 +849,27 @@ def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len:
                         batches: int = 20, batch_size: int = 64, device: str = "auto", precision: str = "auto",
                         max_documents: int | None = None, work_dir: str | Path | None = None) -> dict[str, float]:
     """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
-    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED)."""
+    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). A
+    left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
+    next_token_acc)."""
     import tempfile
 
     from bertlab.corpus import load_corpus
     from bertlab.finetune import load_tokenizer_for
-    from bertlab.masking import MaskedLMCollator
     from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
 
     model = ckpt.load_model(folder, BertForPreTraining)
     tokenizer = load_tokenizer_for(folder)
+    objective = "ltr" if model.config.causal else "mlm"
     if nsp is None:
-        nsp = _nsp_was_trained(folder)
+        nsp = _nsp_was_trained(folder) and objective == "mlm"
     rt = make_runtime(device, precision, distributed=False)
     docs = load_corpus(corpus, "heldout")[:max_documents]
     with tempfile.TemporaryDirectory() as tmp:
         ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
                                       seed=EVAL_SEED)
         bs = min(batch_size, len(ds))
-        stream = PretrainingBatches(ds, bs, MaskedLMCollator(tokenizer, seed=EVAL_SEED), seed=EVAL_SEED)
+        stream = PretrainingBatches(ds, bs, make_collator(objective, tokenizer, seed=EVAL_SEED), seed=EVAL_SEED)
         eval_batches = [next(stream) for _ in range(min(batches, len(stream)))]
     return evaluate_pretraining(model.to(rt.device), eval_batches, rt)
 

@@ -72,6 +72,16 @@ def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
     assert (tmp_path / "m.png").stat().st_size > 10_000
 
 
+def test_pretrain_left_to_right(tmp_path, capsys):
+    assert main(tiny_args(tmp_path / "l", "--steps", "2", "--eval-every", "2", "--objective", "ltr")) == 0
+    held_out = json.loads(capsys.readouterr().out.split("held-out:")[1].strip().splitlines()[0])
+    assert set(held_out) == {"ltr_loss", "next_token_acc", "loss"}
+    assert json.loads((tmp_path / "l" / "final" / "config.json").read_text())["causal"] is True
+    assert main(["evaluate", "--task", "mlm", "--model", str(tmp_path / "l" / "final"), "--corpus", "books",
+                 "--max-examples", "2", "--seq-len", "32", "--device", "cpu"]) == 0
+    assert "next_token_acc" in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("argv, message", [
     (["finetune", "--task", "sst5"], "unknown task 'sst5'; choose one of sst2, mrpc, rte, squad, conll2003"),
     (["finetune", "--task", "squad"], "no 'train' split"),
@@ -79,6 +89,8 @@ def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
     (["pretrain", "--steps", "5", "--minutes", "1"], "not both"),
     (["pretrain", "--preset", "giant", "--steps", "1"], "choose one of tiny, mini"),
     (["pretrain", "--recipe", "fast", "--steps", "1"], "choose one of paper, budget"),
+    (["pretrain", "--objective", "ltr", "--nsp", "--steps", "1"], "'LTR & No NSP'"),
+    (["pretrain", "--objective", "gpt", "--steps", "1"], "unknown objective 'gpt'"),
     (["evaluate", "--task", "sst2", "--model", "/nonexistent"], "not a bertlab model folder"),
 ])
 def test_clear_errors(argv, message, capsys):

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertForPreTraining, IGNORE_INDEX
-from bertlab.masking import MaskedLMCollator, default_max_predictions, mask_tokens
+from bertlab.masking import (MaskedLMCollator, NextTokenCollator, default_max_predictions, mask_tokens,
+                             next_token_labels)
 from bertlab.tokenizer import bert_uncased_tokenizer
 
 from bertlab.corpus import load_corpus
@@ -145,6 +146,30 @@ def test_errors(tok, real_batch):
         mask_tokens(ids[0], mask_id=103, special_ids=[0], random_ids=torch.arange(999, 2000), max_predictions=20)
     with pytest.raises(ValueError, match="needs a tokenizer"):
         MaskedLMCollator()
+
+
+# --- the left-to-right LM's batches (the paper's "LTR & No NSP" ablation) --------------------------
+def test_next_token_labels_by_hand():
+    # [CLS] my dog [SEP] [PAD] [PAD] and [CLS] hi [SEP] [PAD] [PAD] [PAD]
+    ids = torch.tensor([[101, 2026, 3899, 102, 0, 0], [101, 7632, 102, 0, 0, 0]])
+    mask = (ids != 0).long()
+    assert next_token_labels(ids, mask).tolist() == [[2026, 3899, 102, -100, -100, -100],
+                                                     [7632, 102, -100, -100, -100, -100]]
+
+
+def test_next_token_collator_masks_nothing(tok, real_batch):
+    batch = {k: v[:16] for k, v in real_batch.items()}
+    out = NextTokenCollator(tok)(batch)
+    assert set(out) == {"input_ids", "token_type_ids", "attention_mask", "lm_labels"}
+    assert torch.equal(out["input_ids"], batch["input_ids"])  # no [MASK], no random token
+    lab, ids, real = out["lm_labels"], batch["input_ids"], batch["attention_mask"].bool()
+    has = lab != IGNORE_INDEX
+    assert torch.equal(lab[:, :-1][has[:, :-1]], ids[:, 1:][has[:, :-1]])  # label t = token t+1
+    # a prediction at every real position but the last real one
+    assert torch.equal(has.sum(1), real.sum(1) - 1)
+    assert NextTokenCollator(tok).state_dict() == {}
+    with pytest.raises(ValueError, match="No NSP"):
+        NextTokenCollator(tok)(batch | {"nsp_labels": torch.zeros(16, dtype=torch.long)})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -253,3 +253,85 @@ def test_error_mlm_labels_shape():
     with pytest.raises(ValueError, match="mlm_labels has shape"):
         BertForPreTraining(cfg)(ids, mlm_positions=torch.zeros(3, 2, dtype=torch.long),
                                 mlm_labels=torch.zeros(3, 5, dtype=torch.long))
+
+
+# --- the left-to-right (causal) option: the paper's "LTR" ablation, section 5.1 ------------------
+def test_causal_output_at_t_ignores_the_tokens_after_t():
+    cfg = tiny(causal=True)
+    model = BertForPreTraining(cfg).eval()
+    ids, seg, mask = batch(cfg, B=3, T=11)
+    t = 5
+    other = ids.clone()
+    other[:, t + 1:] = (other[:, t + 1:] % (cfg.vocab_size - 1)) + 1  # every later token changes
+    for explicit in (False, True):  # the fused kernel and the formula spelled out
+        a = model(ids, seg, mask, output_attentions=explicit, output_hidden_states=True)
+        b = model(other, seg, mask, output_attentions=explicit, output_hidden_states=True)
+        for ha, hb in zip(a.hidden_states, b.hidden_states):
+            torch.testing.assert_close(ha[:, :t + 1], hb[:, :t + 1], atol=1e-6, rtol=0)
+        torch.testing.assert_close(a.mlm_logits[:, :t + 1], b.mlm_logits[:, :t + 1], atol=1e-6, rtol=0)
+        assert (a.hidden_states[-1][0, t + 1:] - b.hidden_states[-1][0, t + 1:]).abs().max() > 1e-4
+
+
+def test_causal_attention_is_lower_triangular_and_skips_padding():
+    from bertlab.model import attention_mask_for
+    cfg = tiny(causal=True)
+    ids, seg, mask = batch(cfg, B=3, T=11)
+    model = BertModel(cfg).eval()
+    out = model(ids, seg, mask, output_attentions=True)
+    T = ids.size(1)
+    allowed = attention_mask_for(mask, T, causal=True)  # (B, 1, T, T)
+    assert allowed.shape == (3, 1, T, T)
+    expected = torch.ones(T, T, dtype=torch.bool).tril()[None] & mask.bool()[:, None, :]
+    assert torch.equal(allowed[:, 0], expected)
+    for w in out.attentions:  # (B, A, T, T): nothing above the diagonal, nothing on padding
+        assert torch.all(w.masked_select(~allowed.expand_as(w)) == 0)
+        torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)))
+    fused = model(ids, seg, mask).last_hidden_state
+    torch.testing.assert_close(fused, out.last_hidden_state, atol=1e-5, rtol=1e-5)
+    # the bidirectional mask is the padding mask alone, broadcast over the queries
+    assert torch.equal(attention_mask_for(mask, T, causal=False), mask.bool()[:, None, None, :])
+    assert attention_mask_for(None, T, causal=False) is None
+
+
+def test_causal_matches_transformers_decoder_attention():
+    """transformers' BERT with is_decoder=True attends left to right: the same hidden states,
+    attention maps and LM logits (its pooler reads [CLS]; ours reads the last token, see below)."""
+    transformers = pytest.importorskip("transformers")
+    from bertlab.hf import to_hf_config
+    cfg = BertConfig(num_layers=2, hidden_size=64, num_heads=4, vocab_size=211, causal=True)
+    torch.manual_seed(0)
+    theirs = transformers.BertForPreTraining(to_hf_config(cfg, attn_implementation="eager")).eval()
+    assert theirs.config.is_decoder
+    ours = BertForPreTraining.from_hf(theirs).eval()
+    assert ours.config.causal
+    ids, seg, mask = batch(cfg, B=3, T=13)
+    o = ours(ids, seg, mask, output_attentions=True, output_hidden_states=True)
+    t = theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask, output_attentions=True,
+               output_hidden_states=True)
+    for a, b in zip(o.hidden_states + o.attentions, t.hidden_states + t.attentions):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    torch.testing.assert_close(o.mlm_logits, t.prediction_logits, atol=1e-5, rtol=0)
+
+
+def test_causal_pooler_reads_the_last_real_token():
+    cfg = tiny(causal=True)
+    model = BertModel(cfg).eval()
+    ids, seg, mask = batch(cfg, B=3, T=11)
+    out = model(ids, seg, mask)
+    last = mask.sum(1) - 1  # right padding: the last real position
+    C = out.last_hidden_state[torch.arange(3), last]
+    torch.testing.assert_close(out.pooler_output, torch.tanh(model.pooler(C)))
+    # so a causal classifier's input depends on the whole sentence, not on [CLS] alone
+    other = ids.clone()
+    other[:, 1] = (other[:, 1] % (cfg.vocab_size - 1)) + 1
+    assert (model(other, seg, mask).pooler_output - out.pooler_output).abs().max() > 1e-4
+
+
+def test_causal_is_off_by_default_and_survives_json(tmp_path):
+    assert BertConfig().causal is False and BertConfig.preset("base").causal is False
+    c = tiny(causal=True)
+    c.save(tmp_path / "config.json")
+    assert BertConfig.load(tmp_path / "config.json").causal is True
+    assert BertConfig.from_dict({k: v for k, v in tiny().to_dict().items() if k != "causal"}).causal is False
+    with pytest.raises(ValueError, match="causal"):
+        tiny(causal="yes")

@@ -212,3 +212,70 @@ def test_learning_rate_schedule():
         paper.warmup_fraction(None)
     with pytest.raises(ValueError, match="unknown recipe"):
         get_recipe("fast")
+
+
+# --- the left-to-right LM objective (the paper's "LTR & No NSP", section 5.1) ---------------------
+def test_ltr_loss_decreases_and_is_logged_under_its_own_names(tmp_path, tokenizer_file):
+    r = pretrain(tiny(tmp_path / "l", tokenizer_file, objective="ltr", steps=12, eval_every=12))
+    assert r.model.config.causal
+    train = r.train_history
+    for key in ("ltr_loss", "next_token_acc", "loss", "lr", "grad_norm"):
+        assert key in train[0], key
+    assert not any("mlm_loss" in h or "mlm_acc" in h or "nsp_loss" in h for h in r.history)
+    assert train[0]["loss"] == train[0]["ltr_loss"]
+    losses = [h["loss"] for h in train]
+    assert losses[0] > 6.0  # about log(1000): a random model
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.3  # and it learns
+    assert set(r.final_eval) == {"ltr_loss", "next_token_acc", "loss"}
+    assert 0.0 < r.final_eval["next_token_acc"] < 1.0
+
+
+def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, tokenizer_file):
+    from bertlab import BertForSequenceClassification
+    from bertlab.finetune import FinetuneConfig, build_task_model
+    from bertlab.tasks import get_task
+    from bertlab.train import evaluate_checkpoint
+
+    straight = pretrain(tiny(tmp_path / "a", tokenizer_file, objective="ltr"))
+    first = pretrain(tiny(tmp_path / "b", tokenizer_file, objective="ltr", stop_after=4))
+    assert first.stopped_by == "stop_after"
+    saved = ckpt.load_checkpoint(ckpt.latest_checkpoint(tmp_path / "b" / "checkpoints"))
+    assert saved.state["run"]["objective"] == "ltr" and saved.config.causal
+    assert json.loads((tmp_path / "b" / "run.json").read_text())["config"]["objective"] == "ltr"
+    with pytest.raises(ValueError, match="objective"):  # an MLM run cannot continue it
+        pretrain(tiny(tmp_path / "b", tokenizer_file, objective="mlm", resume=True))
+    resumed = pretrain(tiny(tmp_path / "b", tokenizer_file, objective="ltr", resume=True))
+    assert resumed.step == 8
+    a, b = params(straight.model), params(resumed.model)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # bit-identical, as for the MLM
+
+    final = tmp_path / "b" / "final"
+    assert json.loads((final / "config.json").read_text())["causal"] is True
+    clf = ckpt.load_model(final, BertForSequenceClassification, num_labels=2)
+    assert clf.config.causal  # fine-tuning keeps the left-to-right attention
+    model, _ = build_task_model(get_task("sst2"), FinetuneConfig(task="sst2", init=str(final)))
+    assert model.config.causal
+    scratch, _ = build_task_model(get_task("sst2"), FinetuneConfig(task="sst2", init="scratch", like=str(final)))
+    assert scratch.config.causal  # the same architecture from scratch
+    ev = evaluate_checkpoint(final, corpus="books", seq_len=32, batches=2, batch_size=8, max_documents=2,
+                             device="cpu")
+    assert set(ev) == {"ltr_loss", "next_token_acc", "loss"}
+    assert ev["ltr_loss"] == pytest.approx(resumed.final_eval["ltr_loss"], rel=1e-6)
+
+
+def test_ltr_with_nsp_or_masking_settings_is_refused(tmp_path, tokenizer_file):
+    with pytest.raises(ValueError, match="LTR & No NSP"):
+        tiny(tmp_path, tokenizer_file, objective="ltr", nsp=True).validate()
+    with pytest.raises(ValueError, match="LTR & No NSP"):
+        tiny(tmp_path, tokenizer_file, objective="ltr", recipe="paper").validate()
+    tiny(tmp_path, tokenizer_file, objective="ltr", recipe="paper", nsp=False).validate()
+    with pytest.raises(ValueError, match="masks nothing"):
+        tiny(tmp_path, tokenizer_file, objective="ltr", whole_word=True).validate()
+    with pytest.raises(ValueError, match="unknown objective"):
+        tiny(tmp_path, tokenizer_file, objective="gpt").validate()
+    # the engine refuses a model whose attention does not fit the objective
+    cfg = tiny(tmp_path / "x", tokenizer_file, objective="ltr")
+    rt = make_runtime("cpu", "fp32", distributed=False)
+    mlm_model = build_model(tiny(tmp_path / "x", tokenizer_file), 1000)
+    with pytest.raises(ValueError, match="causal=True"):
+        Trainer(cfg, mlm_model, source=None, eval_batches=None, rt=rt)
