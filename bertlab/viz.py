@@ -154,3 +154,41 @@ def head_view(attentions, tokens: Sequence[str], batch: int = 0, layer: int | No
         raise ValueError(f"the attention maps cover {att[0].shape[-1]} positions but {len(tokens)} "
                          f"tokens were given (include [CLS] and [SEP], drop padding)")
     return _bertviz_head_view(att, list(tokens), layer=layer, heads=list(heads) if heads is not None else None)
+
+
+def layer_head_heatmap(scores, ax=None, title: str | None = None, vmin: float = 0.0,
+                       vmax: float | None = 1.0, cmap: str = "Blues", annotate: bool = True,
+                       fmt: str = "{:.2f}", label: str | None = None, colorbar: bool = True):
+    """One number per attention head as an (L, A) grid: layers as rows (layer 0 at the top),
+    heads as columns, the view of Clark et al. (2019) of "what each head does".
+
+    scores: an (L, A) tensor or array, e.g. the average attention each head puts on [CLS].
+    vmax: top of the colour scale (None: the largest score); label: the colour bar's label.
+    """
+    s = _to_numpy(scores)
+    if s.ndim != 2:
+        raise ValueError(f"layer_head_heatmap draws an (L, A) table, got shape {s.shape}")
+    L, A = s.shape
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(0.5 * A + 1.5, 0.45 * L + 1.0))
+    top = float(s.max()) if vmax is None else vmax
+    im = ax.imshow(s, cmap=cmap, vmin=vmin, vmax=top, aspect="auto")
+    ax.set_xticks(range(A))
+    ax.set_yticks(range(L))
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.tick_params(length=0)
+    if annotate:
+        span = top - vmin if top > vmin else 1.0
+        for i in range(L):
+            for j in range(A):
+                dark = (s[i, j] - vmin) / span > 0.6
+                ax.text(j, i, fmt.format(s[i, j]), ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label=label)
+    if title:
+        ax.set_title(title)
+    return ax
