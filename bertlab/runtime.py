@@ -191,6 +191,14 @@ def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> t
     return dev
 
 
+def has_native_bf16(device: torch.device) -> bool:
+    """Whether the GPU computes in bf16 natively: compute capability 8.0 or newer (A100, L4,
+    H100, RTX 30xx and later). torch.cuda.is_bf16_supported() alone also answers yes on older GPUs
+    such as Colab's T4 (7.5), where bf16 is emulated and slow; those get fp16 with loss scaling."""
+    major, _ = torch.cuda.get_device_capability(device)
+    return major >= 8
+
+
 def resolve_precision(precision: str, device: torch.device) -> str:
     """'auto' -> bf16 on GPUs that support it, fp16 on older GPUs, fp32 on CPU. A half precision
     asked for on a CPU is an error (CPU autocast is slow and not what the recipes were tuned for)."""
@@ -201,7 +209,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
             raise ValueError(f"--precision {precision} needs a CUDA GPU, but this run is on "
                              f"{device}; use --precision fp32 (or auto) on a CPU")
         return "fp32"
-    bf16_ok = torch.cuda.is_bf16_supported()
+    bf16_ok = has_native_bf16(device)
     if precision == "auto":
         return "bf16" if bf16_ok else "fp16"
     if precision == "bf16" and not bf16_ok:
