@@ -36,6 +36,9 @@ from typing import Any, Sequence
 
 HELP = {
     "preset": "model size: tiny, mini, small, medium, base, large",
+    "layers": "L, the number of layers (overrides the preset's)",
+    "hidden": "H, the hidden size (overrides the preset's; the FFN is 4H)",
+    "heads": "A, the number of attention heads (overrides the preset's; must divide H)",
     "corpus": "pretraining corpus: books, wiki, books+wiki",
     "tokenizer": "a tokenizer.json or folder to use instead of training a WordPiece vocabulary",
     "vocab_size": "size of the WordPiece vocabulary trained on the corpus",

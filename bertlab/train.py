@@ -79,6 +79,9 @@ class PretrainConfig:
     """Everything a pretraining run depends on. Fields left None take the recipe's value."""
     # the model
     preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
+    layers: int | None = None  # L, H, A: override the preset's (a size between the named ones,
+    hidden: int | None = None  # as in the paper's model-size study, Table 6); the FFN stays 4H
+    heads: int | None = None
     # the data
     corpus: str = "books+wiki"  # a corpus name understood by bertlab.corpus.load_corpus
     tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
@@ -119,6 +122,13 @@ class PretrainConfig:
     #                                as if pre-empted; continue later with resume=True
     progress: bool = True
 
+    def model_size(self) -> tuple[int, int, int]:
+        """(L, H, A): the preset's, with the layers / hidden / heads overrides applied."""
+        L, H, A = PRESETS[self.preset]
+        L, H, A = self.layers or L, self.hidden or H, self.heads or A
+        BertConfig(vocab_size=1, num_layers=L, hidden_size=H, num_heads=A)  # raises if impossible
+        return L, H, A
+
     def resolved_recipe(self) -> Recipe:
         return get_recipe(self.recipe, lr=self.lr, warmup=self.warmup, schedule=self.schedule,
                           weight_decay=self.weight_decay, dropout=self.dropout, nsp=self.nsp,
@@ -128,6 +138,7 @@ class PretrainConfig:
     def validate(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        self.model_size()  # H divisible by A, positive sizes (BertConfig's checks)
         if self.recipe not in RECIPES:
             raise ValueError(f"unknown recipe {self.recipe!r}; choose one of {', '.join(RECIPES)}")
         if self.steps is not None and self.minutes is not None:
@@ -788,10 +799,12 @@ def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15,
 
 
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
-    """The model a run trains: the preset's size; causal (left-to-right) attention for "ltr"."""
+    """The model a run trains: the preset's size (or its L/H/A overrides); causal (left-to-right)
+    attention for the "ltr" objective."""
     r = cfg.resolved_recipe()
-    config = BertConfig.preset(cfg.preset, vocab_size=vocab_size, hidden_dropout=r.dropout,
-                               attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr")
+    L, H, A = cfg.model_size()
+    config = BertConfig(vocab_size=vocab_size, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=r.dropout,
+                        attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr")
     return BertForPreTraining(config)
 
 

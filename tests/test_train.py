@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bertlab import BertConfig, BertForPreTraining
 from bertlab import checkpoint as ckpt
 from bertlab.logs import plot_metrics, read_metrics
 from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
@@ -279,3 +280,19 @@ def test_ltr_with_nsp_or_masking_settings_is_refused(tmp_path, tokenizer_file):
     mlm_model = build_model(tiny(tmp_path / "x", tokenizer_file), 1000)
     with pytest.raises(ValueError, match="causal=True"):
         Trainer(cfg, mlm_model, source=None, eval_batches=None, rt=rt)
+
+
+def test_model_size_overrides_the_preset(tmp_path, tokenizer_file):
+    # Table 6's sizes between the named presets: L, H, A override the preset's
+    cfg = tiny(tmp_path / "s", tokenizer_file, layers=1, hidden=64, heads=4, steps=2)
+    assert cfg.model_size() == (1, 64, 4)
+    model = build_model(cfg, 1000)
+    c = model.config
+    assert (c.L, c.H, c.A, c.intermediate_size, c.causal) == (1, 64, 4, 256, False)
+    assert build_model(tiny(tmp_path, tokenizer_file), 1000).config == \
+        BertConfig.preset("tiny", vocab_size=1000)
+    r = pretrain(cfg)
+    assert json.loads((tmp_path / "s" / "final" / "config.json").read_text())["num_layers"] == 1
+    assert r.model.num_parameters() == BertForPreTraining(c).num_parameters()
+    with pytest.raises(ValueError, match="not divisible"):
+        tiny(tmp_path, tokenizer_file, hidden=100, heads=3).validate()
