@@ -6,6 +6,11 @@
 
 or `python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2`.
 
+To train or evaluate on examples of your own choosing instead of the task's named splits (a
+split of SQuAD dev by article, say, when the train file is not at hand), pass them as lists:
+
+    finetune(FinetuneConfig(task="squad", init=...), train_examples=some, eval_examples=others)
+
 As in the paper (section 4 and appendix A.3): the model is initialised from the pretrained
 checkpoint, a task layer is added (bertlab.tasks says which: a softmax over [CLS] for SST-2 /
 MRPC / RTE, over every token for CoNLL-2003, start/end vectors for SQuAD), and everything is
@@ -58,6 +63,7 @@ class FinetuneConfig:
     batch_size: int = FINETUNE_DEFAULTS["batch_size"]
     seeds: Sequence[int] = (0,)
     max_len: int | None = None  # None = the task's usual length (128; 384 for SQuAD)
+    doc_stride: int | None = None  # SQuAD: tokens between window starts (None = the featurizer's 128)
     warmup: float = FINETUNE_DEFAULTS["warmup"]  # fraction of the steps
     weight_decay: float = FINETUNE_DEFAULTS["weight_decay"]
     train_split: str = "train"
@@ -65,6 +71,7 @@ class FinetuneConfig:
     max_train_examples: int | None = None  # a quick run on the first N training examples
     max_eval_examples: int | None = None
     eval_batch_size: int = 128
+    eval_every_epoch: bool = True  # False: score the eval split only after the last epoch (cheaper)
     device: str = "auto"
     precision: str = "auto"
     out: str | None = None  # where to write results.json (and the models, if save_models)
@@ -76,9 +83,10 @@ class FinetuneConfig:
 class SeedResult:
     seed: int
     metrics: dict[str, float]  # dev scores after the last epoch
-    history: list[dict[str, Any]]  # one record per epoch: train loss, dev scores
+    history: list[dict[str, Any]]  # one record per epoch: train loss, dev scores (if evaluated)
     seconds: float
     model_dir: str | None = None
+    step_losses: list[float] = field(default_factory=list)  # the training loss of every optimizer step
 
 
 @dataclass
@@ -187,7 +195,10 @@ def evaluate(model: nn.Module, task, features, rt: Runtime | None = None, batch_
     rt = rt or make_runtime("auto", "auto", distributed=False)
     was = model.training
     model.eval()
-    loader = torch.utils.data.DataLoader(features, batch_size=batch_size, shuffle=False, collate_fn=task.collate)
+    # A generator of its own: iterating a DataLoader draws a seed, and from the global generator
+    # that would shift the dropout masks of the training that follows an evaluation.
+    loader = torch.utils.data.DataLoader(features, batch_size=batch_size, shuffle=False, collate_fn=task.collate,
+                                         generator=torch.Generator())
     outputs = []
     for batch in loader:
         inputs = {k: v for k, v in batch.items() if k in ("input_ids", "token_type_ids", "attention_mask")}
@@ -221,6 +232,8 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
     bar = logs.progress_bar(total, f"{task.name} seed {seed}", enabled=cfg.progress)
     loss_sum = torch.zeros((), device=rt.device)
     n_sum = 0
+    step_losses: list[float] = []
+    epoch_losses: list[torch.Tensor] = []  # kept on the device: read back once per epoch, not per step
     epoch = 0
     try:
         while step < total:
@@ -237,6 +250,7 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
                 scaler.update()
                 opt.zero_grad(set_to_none=True)
                 loss_sum += loss.detach().float()
+                epoch_losses.append(loss.detach().float())
                 n_sum += 1
                 step += 1
                 bar.update(1)
@@ -244,13 +258,18 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
                     break
             epoch += 1
             train_loss = (loss_sum / max(n_sum, 1)).item()
+            step_losses += torch.stack(epoch_losses).tolist() if epoch_losses else []
+            epoch_losses.clear()
             if not math.isfinite(train_loss):
                 raise RuntimeError(f"{task.name} seed {seed}: the training loss became {train_loss} in epoch "
                                    f"{epoch}; lower --lr")
-            scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size)
+            scores = {}
+            if cfg.eval_every_epoch or step >= total:
+                scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size)
             history.append({"epoch": epoch, "step": step, "train_loss": train_loss, **scores,
                             "elapsed_s": time.perf_counter() - t0})
-            bar.set_postfix({"loss": f"{train_loss:.3f}", task.main_metric: f"{scores[task.main_metric]:.2f}"})
+            bar.set_postfix({"loss": f"{train_loss:.3f}",
+                             **({task.main_metric: f"{scores[task.main_metric]:.2f}"} if scores else {})})
             loss_sum.zero_()
             n_sum = 0
     finally:
@@ -259,18 +278,30 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
     if cfg.save_models and cfg.out:
         model_dir = str(ckpt.save_model(Path(cfg.out) / f"seed-{seed}", model, tokenizer_file=tokenizer_file))
     result = SeedResult(seed=seed, metrics=history[-1] if history else {}, history=history,
-                        seconds=time.perf_counter() - t0, model_dir=model_dir)
+                        seconds=time.perf_counter() - t0, model_dir=model_dir, step_losses=step_losses)
     result.metrics = {k: v for k, v in result.metrics.items() if k in task.metrics}
     return result
 
 
-def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, **kwargs: Any) -> FinetuneResult:
-    """Fine-tune on cfg.task once per seed and evaluate on cfg.eval_split after every epoch.
-    Keyword arguments override fields of cfg (`finetune(task="rte", init="runs/x/final")`)."""
+def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, *,
+             train_examples: Sequence[Any] | None = None, eval_examples: Sequence[Any] | None = None,
+             **kwargs: Any) -> FinetuneResult:
+    """Fine-tune on cfg.task once per seed and evaluate on cfg.eval_split after every epoch (or
+    only after the last one, with eval_every_epoch=False).
+    Keyword arguments override fields of cfg (`finetune(task="rte", init="runs/x/final")`).
+
+    train_examples / eval_examples: the task's examples (as `task.load` returns them) to use
+    instead of cfg.train_split / cfg.eval_split; max_train_examples / max_eval_examples still
+    take the first N of them. results.json records how many were used, not the examples."""
     from bertlab.tasks import TASKS, get_task
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     task = get_task(cfg.task)
-    if cfg.train_split not in task.splits:
+    for name, given in (("train_examples", train_examples), ("eval_examples", eval_examples)):
+        if given is not None and len(given) == 0:
+            raise ValueError(f"{name} is empty; pass at least one {task.name} example")
+    if cfg.doc_stride is not None and task.kind != "span":
+        raise ValueError(f"doc_stride is for span QA (SQuAD) windows; task {task.name!r} does not use it")
+    if train_examples is None and cfg.train_split not in task.splits:
         raise ValueError(f"task {task.name!r} has no {cfg.train_split!r} split in the local data (it has "
                          f"{list(task.splits)}), so it cannot be fine-tuned here; choose another task "
                          f"({', '.join(t for t, v in TASKS.items() if cfg.train_split in v.splits)})")
@@ -281,20 +312,26 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
     rt = runtime or make_runtime(cfg.device, cfg.precision, distributed=False)
     _, tokenizer = build_task_model(task, cfg)
     max_len = cfg.max_len or task.max_len
-    train_ex = task.load(cfg.train_split)
-    eval_ex = task.load(cfg.eval_split)
+    train_ex = list(train_examples) if train_examples is not None else task.load(cfg.train_split)
+    eval_ex = list(eval_examples) if eval_examples is not None else task.load(cfg.eval_split)
     if cfg.max_train_examples:
         train_ex = train_ex[:cfg.max_train_examples]
     if cfg.max_eval_examples:
         eval_ex = eval_ex[:cfg.max_eval_examples]
-    train_feats = task.featurize(train_ex, tokenizer, max_len=max_len)
-    eval_feats = task.featurize(eval_ex, tokenizer, max_len=max_len)
+    windows = {"doc_stride": cfg.doc_stride} if cfg.doc_stride is not None else {}
+    train_feats = task.featurize(train_ex, tokenizer, max_len=max_len, **windows)
+    eval_feats = task.featurize(eval_ex, tokenizer, max_len=max_len, **windows)
     tokenizer_file = None
     if cfg.out:
         tokenizer_file = tokenizer.save(Path(cfg.out) / "tokenizer") / "tokenizer.json"
     runs = [_train_one(task, cfg, seed, train_feats, eval_feats, rt, tokenizer_file) for seed in cfg.seeds]
+    # examples passed in are recorded by their number (after max_*_examples), not written out
+    given = {name: len(used) for name, passed, used in (("train_examples", train_examples, train_ex),
+                                                        ("eval_examples", eval_examples, eval_ex))
+             if passed is not None}
     result = FinetuneResult(task=task.name, init=cfg.init, main_metric=task.main_metric, runs=runs,
-                            config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), "runtime": rt.describe()})
+                            config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), **given,
+                                    "runtime": rt.describe()})
     if cfg.out:
         Path(cfg.out).mkdir(parents=True, exist_ok=True)
         ckpt.write_json(Path(cfg.out) / "results.json", result.to_dict())

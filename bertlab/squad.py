@@ -237,6 +237,29 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
 
 
 # ------------------------------------------------------------------------------------------------
+# Held-out articles
+# ------------------------------------------------------------------------------------------------
+def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: int = 0
+                     ) -> tuple[list[Any], list[Any]]:
+    """(train, held_out): the questions of a random eval_fraction of the articles (titles) are
+    held out, the rest are for training. Every question of an article lands on the same side, so
+    no paragraph, and no article, is read in both: a model cannot score on held-out questions by
+    remembering a paragraph it was trained on. Examples keep their order; the choice of articles
+    depends only on the titles and `seed`. At least one article goes to each side."""
+    titles = list(dict.fromkeys(_field(ex, "title") for ex in examples))  # in order of appearance
+    if len(titles) < 2:
+        raise ValueError(f"splitting by article needs at least 2 articles, got {len(titles)}")
+    if not 0.0 < eval_fraction < 1.0:
+        raise ValueError(f"eval_fraction must be between 0 and 1, got {eval_fraction}")
+    n_eval = min(max(1, round(eval_fraction * len(titles))), len(titles) - 1)
+    order = np.random.default_rng(seed).permutation(len(titles))
+    held = {titles[i] for i in order[:n_eval]}
+    train = [ex for ex in examples if _field(ex, "title") not in held]
+    held_out = [ex for ex in examples if _field(ex, "title") in held]
+    return train, held_out
+
+
+# ------------------------------------------------------------------------------------------------
 # Decoding: best span per question
 # ------------------------------------------------------------------------------------------------
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: torch.Tensor,

@@ -111,3 +111,48 @@ def test_scratch_like_a_hugging_face_folder_takes_its_size():
     a = scratch.bert.embeddings.token.weight
     b = pretrained.bert.embeddings.token.weight
     assert not torch.allclose(a, b)  # random init, not the pretrained weights
+
+
+def test_examples_instead_of_splits(pretrained, tmp_path, bert_tokenizer):
+    """SQuAD has no train split here: train on the questions of some dev articles, evaluate on
+    others (finetune(..., train_examples=, eval_examples=)), with the windows' doc_stride set."""
+    import math
+
+    from bertlab.squad import featurize_squad, split_by_article
+    folder, _ = pretrained
+    task = get_task("squad")
+    dev = task.load("dev")
+    train, held = split_by_article(dev, eval_fraction=0.5, seed=0)
+    train, held = train[:12], held[:10]
+    cfg = FinetuneConfig(task="squad", init=str(folder), max_len=64, doc_stride=24, out=str(tmp_path),
+                         **{**QUICK, "batch_size": 8})
+    r = finetune(cfg, train_examples=train, eval_examples=held)
+    run = r.runs[0]
+    assert set(run.metrics) == {"f1", "exact_match"}
+    windows = len(featurize_squad(train, bert_tokenizer, max_len=64, doc_stride=24))
+    assert windows != len(featurize_squad(train, bert_tokenizer, max_len=64))  # the stride matters
+    assert len(run.step_losses) == math.ceil(windows / 8)  # one loss per step: doc_stride was used
+    assert run.history[0]["train_loss"] == pytest.approx(sum(run.step_losses) / len(run.step_losses))
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["config"]["train_examples"] == 12 and saved["config"]["eval_examples"] == 10
+    assert saved["config"]["doc_stride"] == 24
+    # a classification task takes its examples the same way; max_*_examples still cut them
+    mrpc = get_task("mrpc").load("dev")
+    r2 = finetune(FinetuneConfig(task="mrpc", init=str(folder), **{**QUICK, "max_train_examples": 8}),
+                  train_examples=mrpc[100:140], eval_examples=mrpc[:20])
+    assert len(r2.runs[0].step_losses) == 1  # 8 of the 40 given, batch 16: one step
+    with pytest.raises(ValueError, match="doc_stride is for span QA"):
+        finetune(FinetuneConfig(task="mrpc", init=str(folder), doc_stride=32, **QUICK))
+    with pytest.raises(ValueError, match="train_examples is empty"):
+        finetune(FinetuneConfig(task="squad", init=str(folder), **QUICK), train_examples=[])
+
+
+def test_evaluate_only_after_the_last_epoch(pretrained):
+    folder, _ = pretrained
+    quick = {**QUICK, "max_train_examples": 32, "max_eval_examples": 16, "epochs": 2}
+    every = finetune(FinetuneConfig(task="rte", init=str(folder), **quick))
+    last = finetune(FinetuneConfig(task="rte", init=str(folder), eval_every_epoch=False, **quick))
+    assert ["accuracy" in h for h in every.runs[0].history] == [True, True]
+    assert ["accuracy" in h for h in last.runs[0].history] == [False, True]
+    assert last.runs[0].metrics == every.runs[0].metrics  # the same run, scored once at the end
+    assert len(last.runs[0].step_losses) == 4 and last.runs[0].step_losses == every.runs[0].step_losses

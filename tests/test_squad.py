@@ -14,7 +14,7 @@ from bertlab import BertConfig
 from bertlab.metrics import normalize_answer, squad_scores
 from bertlab.squad import (
     best_spans, char_span_to_tokens, decode, featurize_squad, gold_answers, locate_answer,
-    max_context_windows, oracle_logits, window_starts,
+    max_context_windows, oracle_logits, split_by_article, window_starts,
 )
 from bertlab.tasks import get_task
 
@@ -316,3 +316,25 @@ def test_bad_input_is_counted_with_its_location(tok):
         featurize_squad([examples[4]], tok, max_len=18, max_query_len=16)
     with pytest.raises(ValueError, match=r"expected start/end logits of shape \(6"):
         decode(start[:3], end[:3], f)
+
+
+def test_split_by_article_never_shares_an_article(dev):
+    train, held = split_by_article(dev, eval_fraction=0.25, seed=0)
+    titles_train = {ex.title for ex in train}
+    titles_held = {ex.title for ex in held}
+    assert not titles_train & titles_held  # no article on both sides
+    assert not {ex.context for ex in train} & {ex.context for ex in held}  # hence no paragraph
+    assert len(train) + len(held) == len(dev)
+    assert len(titles_held) == round(0.25 * 48) and len(titles_train) == 48 - len(titles_held)
+    ids = [ex.id for ex in dev]
+    assert [ex.id for ex in train] == [i for i in ids if i in {ex.id for ex in train}]  # order kept
+    again, _ = split_by_article(dev, eval_fraction=0.25, seed=0)
+    other, _ = split_by_article(dev, eval_fraction=0.25, seed=1)
+    assert [ex.id for ex in again] == [ex.id for ex in train]
+    assert {ex.title for ex in other} != titles_train
+    two = [{"title": t, "id": t} for t in "ab"]
+    assert [len(x) for x in split_by_article(two, eval_fraction=0.01)] == [1, 1]
+    with pytest.raises(ValueError, match="at least 2 articles"):
+        split_by_article(two[:1])
+    with pytest.raises(ValueError, match="eval_fraction"):
+        split_by_article(two, eval_fraction=1.0)
