@@ -8,7 +8,8 @@
                          tokens; each question takes the max over its gold answers
     entity-level F1      CoNLL-2003 NER: precision, recall and F1 over whole entities (type, first
                          word, last word) read from IOB2 tags, as the CoNLL shared task's conlleval
-                         script and seqeval (default mode) count them
+                         script and seqeval (default mode) count them; entity_errors sorts
+                         the mistakes (wrong type, wrong boundaries, spurious, missed)
 
 Every score is returned as a percentage (0-100), as the paper reports them.
 """
@@ -171,3 +172,41 @@ def entity_f1(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Seque
             p = {e for e in pred_set if e[1] == t}
             scores["types"][t] = {**_prf(len(g & p), len(p), len(g)), "support": len(g)}
     return scores
+
+
+ERROR_KINDS = ("correct", "wrong_type", "wrong_span", "wrong_type_and_span", "spurious", "missed")
+
+
+def entity_errors(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]]
+                  ) -> dict[str, int]:
+    """Where entity-level F1 loses its points: every predicted entity is counted once as
+
+        correct              a gold entity has the same type, first and last word
+        wrong_type           a gold entity has the same words but another type
+        wrong_span           it overlaps a gold entity of its type, with other boundaries
+        wrong_type_and_span  it overlaps only gold entities of other types and boundaries
+        spurious             it overlaps no gold entity at all
+
+    and every gold entity that no predicted entity even overlaps is "missed". So the predicted
+    entities are the first five kinds together, and everything but "correct" costs precision or
+    recall (a wrong prediction costs both: one false positive and one gold entity not found)."""
+    counts = dict.fromkeys(ERROR_KINDS, 0)
+    for s, (gold, pred) in enumerate(zip(gold_tags, predicted_tags, strict=True)):
+        if len(gold) != len(pred):
+            raise ValueError(f"sentence {s}: {len(gold)} gold tags but {len(pred)} predicted tags")
+        g, p = get_entities(gold), get_entities(pred)
+        gold_set = set(g)
+        for kind, a, b in p:
+            overlapping = [(k, c, d) for k, c, d in g if c <= b and a <= d]
+            if (kind, a, b) in gold_set:
+                counts["correct"] += 1
+            elif any((c, d) == (a, b) for _, c, d in overlapping):
+                counts["wrong_type"] += 1
+            elif any(k == kind for k, _, _ in overlapping):
+                counts["wrong_span"] += 1
+            elif overlapping:
+                counts["wrong_type_and_span"] += 1
+            else:
+                counts["spurious"] += 1
+        counts["missed"] += sum(not any(c <= b and a <= d for _, a, b in p) for _, c, d in g)
+    return counts

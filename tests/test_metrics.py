@@ -187,3 +187,33 @@ def test_entity_f1_rejects_misaligned_input():
 def test_all_scores_are_percentages():
     assert metrics.accuracy([1], [1]) == 100.0
     assert entity_f1([["B-PER"]], [["B-PER"]])["f1"] == 100.0
+
+
+def test_entity_errors_by_hand():
+    from bertlab.metrics import entity_errors
+    gold = ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "O", "B-MISC", "O", "O"]
+    pred = ["B-PER", "I-PER", "O", "B-ORG", "O", "B-ORG", "I-ORG", "O", "O", "B-LOC"]
+    # PER right; LOC called ORG (same word); ORG one word too long; MISC not found; LOC invented
+    assert entity_errors([gold], [pred]) == {"correct": 1, "wrong_type": 1, "wrong_span": 1,
+                                             "wrong_type_and_span": 0, "spurious": 1, "missed": 1}
+    pred = ["O", "B-LOC", "I-LOC", "O", "O", "O", "O", "O", "O", "O"]
+    # LOC over words 1-2 overlaps only the PER entity: wrong type and boundaries; nothing else found
+    assert entity_errors([gold], [pred]) == {"correct": 0, "wrong_type": 0, "wrong_span": 0,
+                                             "wrong_type_and_span": 1, "spurious": 0, "missed": 3}
+    with pytest.raises(ValueError, match="sentence 0"):
+        entity_errors([["O"]], [["O", "O"]])
+
+
+@pytest.mark.parametrize("rate", [0.02, 0.2])
+def test_entity_errors_add_up_to_entity_f1_counts_on_conll_dev(rate):
+    from bertlab import datasets
+    from bertlab.metrics import ERROR_KINDS, entity_errors
+    gold = [s.tags for s in _read(datasets.read_conll2003, "valid")]
+    pred = perturb(gold, random.Random(rate), rate)
+    e = entity_errors(gold, pred)
+    s = entity_f1(gold, pred)
+    assert sum(e[k] for k in ERROR_KINDS[:5]) == s["predicted_entities"]
+    assert e["correct"] == round(s["precision"] / 100 * s["predicted_entities"])
+    assert e["correct"] == round(s["recall"] / 100 * s["gold_entities"])
+    assert 0 < e["missed"] <= s["gold_entities"] - e["correct"]
+    assert all(e[k] > 0 for k in ERROR_KINDS)

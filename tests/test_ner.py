@@ -175,3 +175,22 @@ def test_unlabelled_sentences(tok):
     batch = get_task("conll2003").collate(f.items)
     assert "labels" not in batch
     assert word_predictions(torch.tensor([[0, 1, 2, 0]]), f) == [["B-PER", "I-PER"]]
+
+
+@pytest.mark.parametrize("max_len", [64, 12])
+def test_predict_words_equals_reading_the_logits(tok, dev, max_len, one_thread):
+    from bertlab.ner import predict_words
+    task = get_task("conll2003")
+    f = task.featurize(dev[:50], tok, max_len=max_len)
+    torch.manual_seed(0)
+    model = task.build_model(BertConfig.preset("tiny", vocab_size=tok.vocab_size)).train()
+    with torch.no_grad():
+        model.eval()
+        logits = [task.gather(model(**{k: v for k, v in b.items() if k != "labels"}))
+                  for b in DataLoader(f, batch_size=13, collate_fn=task.collate)]
+        model.train()
+    want = word_predictions(stack_ragged(logits, float("nan")), f)
+    got = predict_words(model, f, batch_size=8)
+    assert got == want and [len(p) for p in got] == [len(s.words) for s in dev[:50]]
+    assert model.training  # the mode is given back
+    assert predict_words(model, task.featurize([], tok)) == []
