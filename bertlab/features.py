@@ -1,0 +1,329 @@
+"""Feature-based BERT: a frozen encoder's hidden states as input features for a small tagger.
+
+Section 5.3 of the paper asks how much of BERT's NER result needs fine-tuning. It freezes
+BERT-Base, extracts the activations of one or more layers for every token of CoNLL-2003, and
+trains only a randomly initialised two-layer 768-dimensional BiLSTM and a classification layer on
+top. Table 7 compares six ways of turning the L + 1 hidden states (the embedding output, then
+each of the L Transformer layers) into one vector per token:
+
+    first_layer        the embedding output, hidden_states[0]                   (B, T, H)
+    last_hidden        the last layer's output, hidden_states[L]                (B, T, H)
+    sum_all            the sum of the L layer outputs (embedding output not in) (B, T, H)
+    second_to_last     the output of layer L - 1                                (B, T, H)
+    sum_last_four      the sum of the outputs of layers L-3 .. L                (B, T, H)
+    concat_last_four   those four side by side, in layer order                  (B, T, 4H)
+
+(The paper's rows say "weighted sum"; here, as in the book's exercise 8, the sums are plain.)
+
+Because the encoder is frozen its hidden states never change, so they are computed ONCE per
+sentence and kept in memory; each combination then trains only its small tagger. One vector per
+word: as in fine-tuning (bertlab.ner), a word is represented by its first WordPiece.
+
+    train_states = extract_word_states(encoder, task.featurize(train, tok), batch_size=64)
+    dev_states = extract_word_states(encoder, task.featurize(dev, tok))
+    result = train_tagger(train_states, dev_states, "concat_last_four", hidden=768, num_layers=2)
+    result.f1, result.types["PER"]["f1"], result.predictions[0]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
+
+from bertlab.metrics import entity_f1
+from bertlab.model import IGNORE_INDEX
+from bertlab.tasks import Features, collate
+
+
+# ------------------------------------------------------------------------------------------------
+# The six combinations of Table 7
+# ------------------------------------------------------------------------------------------------
+# Each takes the L + 1 hidden states (a tuple of tensors of one shape (..., H), embeddings first)
+# and returns one tensor (..., H) or (..., 4H). They work on (B, T, H) batches and on (N, H)
+# stacks of word vectors alike.
+def first_layer(hs: Sequence[torch.Tensor]) -> torch.Tensor:
+    return hs[0]
+
+
+def last_hidden(hs: Sequence[torch.Tensor]) -> torch.Tensor:
+    return hs[-1]
+
+
+def sum_all(hs: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(tuple(hs[1:])).sum(0)  # the L layers; the embedding output is left out
+
+
+def second_to_last(hs: Sequence[torch.Tensor]) -> torch.Tensor:
+    return hs[-2]
+
+
+def sum_last_four(hs: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(tuple(hs[-4:])).sum(0)
+
+
+def concat_last_four(hs: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.cat(tuple(hs[-4:]), dim=-1)  # layer L-3 first
+
+
+COMBINATIONS: dict[str, Callable[[Sequence[torch.Tensor]], torch.Tensor]] = {
+    "first_layer": first_layer, "last_hidden": last_hidden, "sum_all": sum_all,
+    "second_to_last": second_to_last, "sum_last_four": sum_last_four,
+    "concat_last_four": concat_last_four,
+}
+
+# What each row of Table 7 takes, in words. The rows are listed in order of the paper's score.
+DESCRIPTIONS = {
+    "first_layer": "the embedding output (first layer)", "last_hidden": "the last hidden layer",
+    "sum_all": "the sum of all L layers", "second_to_last": "the second-to-last hidden layer",
+    "sum_last_four": "the sum of the last four layers",
+    "concat_last_four": "the last four layers concatenated",
+}
+
+# Quoted from the paper, Table 7: CoNLL-2003 dev F1 of BERT-Base features feeding a two-layer
+# BiLSTM, and of fine-tuning BERT-Base.
+PAPER_DEV_F1 = {"first_layer": 91.0, "last_hidden": 94.9, "sum_all": 95.5,
+                "second_to_last": 95.6, "sum_last_four": 95.9, "concat_last_four": 96.1}
+PAPER_FINETUNE_DEV_F1 = 96.4
+
+
+def combine(hidden_states: Sequence[torch.Tensor] | torch.Tensor, combination: str) -> torch.Tensor:
+    """One of Table 7's combinations of the L + 1 hidden states (a tuple, or a stacked tensor
+    (L+1, ..., H)), embeddings first. Returns (..., H), or (..., 4H) for "concat_last_four"."""
+    if combination not in COMBINATIONS:
+        raise ValueError(f"unknown combination {combination!r}; choose one of {', '.join(COMBINATIONS)}")
+    hs = tuple(hidden_states)
+    need = 5 if combination.endswith("last_four") else 3 if combination == "second_to_last" else 2
+    if len(hs) < need:
+        raise ValueError(f"{len(hs)} hidden states: {combination} needs an encoder of at least "
+                         f"{need - 1} layers ({need} entries, the embedding output first)")
+    return COMBINATIONS[combination](hs)
+
+
+def layers_used(combination: str, num_layers: int) -> list[int]:
+    """Which entries of hidden_states (0 = embedding output, k = output of layer k) a
+    combination reads, for an encoder of `num_layers` layers."""
+    L = num_layers
+    return {"first_layer": [0], "last_hidden": [L], "sum_all": list(range(1, L + 1)),
+            "second_to_last": [L - 1], "sum_last_four": list(range(L - 3, L + 1)),
+            "concat_last_four": list(range(L - 3, L + 1))}[combination]
+
+
+# ------------------------------------------------------------------------------------------------
+# Extracting the hidden states once: one vector per word and per layer
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class WordStates:
+    """Every word's hidden states at every layer, read at its first WordPiece.
+
+    layers          (L+1, N, H) for the N words of all sentences, sentence after sentence
+    lengths         (S,) words per sentence, for the S sentences that have words
+    sentence_index  (S,) each one's index in the examples it was extracted from
+    tags            (N,) gold label ids, or None for unlabelled text
+    label_names     the label of each id
+    """
+
+    layers: torch.Tensor
+    lengths: torch.Tensor
+    sentence_index: torch.Tensor
+    tags: torch.Tensor | None
+    label_names: tuple[str, ...]
+
+    @property
+    def num_layers(self) -> int:
+        return self.layers.shape[0] - 1
+
+    def features(self, combination: str) -> torch.Tensor:
+        """(N, D): the combination applied to every word's L + 1 vectors, in float32."""
+        return combine(self.layers.float(), combination)
+
+    def gold_tags(self) -> list[list[str]]:
+        """The gold tag names, one list per sentence."""
+        if self.tags is None:
+            raise ValueError("these word states carry no tags (unlabelled text)")
+        names = self.label_names
+        return [[names[t] for t in s] for s in self.tags.split(self.lengths.tolist())]
+
+
+@torch.no_grad()
+def extract_word_states(encoder: nn.Module, features: Features, batch_size: int = 64,
+                        device: str | torch.device | None = None,
+                        dtype: torch.dtype = torch.float32) -> WordStates:
+    """Run the frozen encoder once over featurized NER windows (bertlab.ner.featurize_ner) and
+    keep, for every word, its first piece's vector at each of the L + 1 hidden states.
+
+    `encoder` is a BertModel or a model holding one as `.bert` (BertForTokenClassification,
+    BertForPreTraining). Windows are batched by length (less padding) and the results put back in
+    order. The states are stored on the CPU in `dtype` (float16 halves the memory of a full
+    training set; the combinations are computed in float32)."""
+    bert = getattr(encoder, "bert", encoder)
+    device = torch.device(device) if device is not None else next(bert.parameters()).device
+    was_training = bert.training
+    bert.eval()
+    meta = features.meta
+    firsts = meta["first_piece"]  # per window: the position of each word's first piece
+    counts = np.array([len(f) for f in firsts], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)])  # window n's words: offsets[n]:offsets[n+1]
+    L, H = bert.config.num_layers, bert.config.hidden_size
+    out = torch.empty(L + 1, int(offsets[-1]), H, dtype=dtype)
+    order = np.argsort(features.lengths(), kind="stable")
+    pad_id = meta.get("pad_id", 0)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = collate([features[int(i)] for i in idx], pad_id=pad_id)
+        hs = bert(batch["input_ids"].to(device), batch["token_type_ids"].to(device),
+                  batch["attention_mask"].to(device), output_hidden_states=True).hidden_states
+        hs = torch.stack(hs).to("cpu", torch.float32)  # (L+1, B, T, H)
+        for b, n in enumerate(idx):
+            out[:, offsets[n]:offsets[n + 1]] = hs[:, b, torch.as_tensor(firsts[n])].to(dtype)
+    bert.train(was_training)
+
+    # Words per sentence: windows of one sentence are consecutive and in word order.
+    sentences, first_window = np.unique(meta["sentence_index"], return_index=True)
+    lengths = np.add.reduceat(counts, first_window) if len(counts) else counts
+    tags = None
+    if len(features) and "labels" in features[0]:
+        tags = torch.from_numpy(np.concatenate(
+            [features[n]["labels"][firsts[n]] for n in range(len(features))]).astype(np.int64))
+        if (tags == IGNORE_INDEX).any():
+            raise ValueError("a word's first piece carries no label: features and words disagree")
+    return WordStates(out, torch.as_tensor(lengths, dtype=torch.long),
+                      torch.as_tensor(sentences, dtype=torch.long), tags, tuple(meta["label_names"]))
+
+
+# ------------------------------------------------------------------------------------------------
+# The small task model on top of the frozen features
+# ------------------------------------------------------------------------------------------------
+class Tagger(nn.Module):
+    """The only trained part of the feature-based approach: an optional BiLSTM over the words of a
+    sentence, then a linear layer over the K labels at every word.
+
+    num_layers=0 gives a linear layer on the features (each word on its own: only what the
+    frozen encoder put in its vector); num_layers=2, hidden=768 is the paper's two-layer BiLSTM
+    (768 units per direction here: our reading of "768-dimensional")."""
+
+    def __init__(self, in_dim: int, num_labels: int, hidden: int = 768, num_layers: int = 2,
+                 dropout: float = 0.1):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.lstm = None
+        width = in_dim
+        if num_layers > 0:
+            self.lstm = nn.LSTM(in_dim, hidden, num_layers, batch_first=True, bidirectional=True,
+                                dropout=dropout if num_layers > 1 else 0.0)
+            width = 2 * hidden  # forward and backward states side by side
+        self.classifier = nn.Linear(width, num_labels)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """x (B, W, D) word features padded to the longest sentence, lengths (B,) -> logits
+        (B, W, K). Padding positions do not reach the LSTM (packed sequences)."""
+        x = self.dropout(x)
+        if self.lstm is not None:
+            W = x.shape[1]
+            packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            x, _ = self.lstm(packed)
+            x, _ = pad_packed_sequence(x, batch_first=True, total_length=W)  # (B, W, 2 * hidden)
+            x = self.dropout(x)
+        return self.classifier(x)
+
+
+@dataclass
+class TaggerResult:
+    combination: str
+    f1: float  # entity-level, dev, after the last epoch
+    precision: float
+    recall: float
+    types: dict[str, dict[str, float]]  # per entity type: precision, recall, f1, support
+    history: list[dict[str, float]]  # per epoch: train loss, dev F1
+    predictions: list[list[str]] = field(repr=False)  # dev tags, one list per sentence
+    in_dim: int = 0
+    parameters: int = 0
+    seconds: float = 0.0
+
+
+def _padded(x: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor):
+    """The sentences `rows` of a word-feature stack x (N, D) as a padded (B, W, D) batch."""
+    pieces = [x[starts[r]:starts[r] + lengths[r]] for r in rows.tolist()]
+    return pad_sequence(pieces, batch_first=True), lengths[rows]
+
+
+@torch.no_grad()
+def predict_tags(tagger: Tagger, x: torch.Tensor, lengths: torch.Tensor,
+                 label_names: Sequence[str], batch_size: int = 256) -> list[list[str]]:
+    """The tagger's tags for every sentence of a word-feature stack x (N, D)."""
+    was = tagger.training
+    tagger.eval()
+    device = tagger.classifier.weight.device
+    starts = torch.cumsum(lengths, 0) - lengths
+    out: list[list[str]] = []
+    for lo in range(0, len(lengths), batch_size):
+        rows = torch.arange(lo, min(lo + batch_size, len(lengths)))
+        xb, lb = _padded(x, starts, lengths, rows)
+        ids = tagger(xb.to(device), lb).argmax(-1).cpu()
+        out += [[label_names[k] for k in ids[b, :n].tolist()] for b, n in enumerate(lb.tolist())]
+    tagger.train(was)
+    return out
+
+
+def _length_batches(lengths: torch.Tensor, batch_size: int, g: torch.Generator) -> list:
+    """Sentence indices in random batches of similar lengths: shuffle, sort pools of 8 batches
+    by length, cut them into batches, shuffle the batches. A BiLSTM runs as many steps as the
+    longest sentence of its batch, so this saves most of the padding's time."""
+    perm = torch.randperm(len(lengths), generator=g)
+    batches = []
+    for pool in perm.split(8 * batch_size):
+        pool = pool[torch.argsort(lengths[pool], descending=True, stable=True)]
+        batches += list(pool.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+
+def train_tagger(train: WordStates, dev: WordStates, combination: str, hidden: int = 768,
+                 num_layers: int = 2, epochs: int = 4, lr: float = 1e-3, batch_size: int = 32,
+                 dropout: float = 0.1, weight_decay: float = 0.0, seed: int = 0,
+                 device: str | torch.device = "cpu") -> TaggerResult:
+    """Train a Tagger on one combination of the frozen states, score it on dev after every
+    epoch (entity-level F1, bertlab.metrics.entity_f1). Adam, constant lr, cross-entropy over
+    every word, batches of sentences of similar lengths; the encoder is not involved any more:
+    only its stored states are read."""
+    torch.manual_seed(seed)
+    device = torch.device(device)
+    x_train = train.features(combination).to(device)  # (N, D)
+    x_dev = dev.features(combination).to(device)
+    y_train = train.tags.to(device)
+    tagger = Tagger(x_train.shape[-1], len(train.label_names), hidden, num_layers, dropout).to(device)
+    opt = torch.optim.Adam(tagger.parameters(), lr=lr, weight_decay=weight_decay)
+    starts = torch.cumsum(train.lengths, 0) - train.lengths
+    gold = dev.gold_tags()
+    g = torch.Generator().manual_seed(seed)
+    history = []
+    t0 = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        tagger.train()
+        total, n = 0.0, 0
+        for rows in _length_batches(train.lengths, batch_size, g):
+            xb, lb = _padded(x_train, starts, train.lengths, rows)
+            yb, _ = _padded(y_train, starts, train.lengths, rows)  # (B, W), 0 where padded
+            mask = torch.arange(xb.shape[1])[None, :] < lb[:, None]  # (B, W) real words
+            logits = tagger(xb, lb)
+            loss = nn.functional.cross_entropy(logits[mask.to(device)], yb[mask.to(device)])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(rows)
+            n += len(rows)
+        pred = predict_tags(tagger, x_dev, dev.lengths, dev.label_names)
+        scores = entity_f1(gold, pred, by_type=True)
+        history.append({"epoch": epoch, "train_loss": total / n, "f1": scores["f1"],
+                        "elapsed_s": time.perf_counter() - t0})
+        if not math.isfinite(total):
+            raise RuntimeError(f"{combination}: the training loss became {total} in epoch {epoch}; "
+                               f"lower lr")
+    return TaggerResult(combination, scores["f1"], scores["precision"], scores["recall"],
+                        scores["types"], history, pred, x_train.shape[-1],
+                        sum(p.numel() for p in tagger.parameters()), time.perf_counter() - t0)

@@ -1,0 +1,169 @@
+"""bertlab.features: the six layer combinations of the paper's Table 7 (identical to the book's
+exercise 8), hidden states extracted once and read at each word's first piece (checked against
+running the encoder on every window alone), the tagger (padding never leaks into a sentence),
+and training a tagger end to end."""
+
+import pytest
+import torch
+
+from bertlab import BertConfig, BertModel
+from bertlab import exercises
+from bertlab.features import (
+    COMBINATIONS, PAPER_DEV_F1, DESCRIPTIONS, Tagger, WordStates, combine, extract_word_states,
+    layers_used, predict_tags, train_tagger,
+)
+from bertlab.metrics import entity_f1
+from bertlab.ner import featurize_ner
+from bertlab.tasks import CONLL_LABELS, get_task
+
+
+def test_the_table_names_the_exercise_strategies_in_the_papers_order():
+    assert tuple(COMBINATIONS) == exercises.STRATEGIES
+    assert set(PAPER_DEV_F1) == set(DESCRIPTIONS) == set(COMBINATIONS)
+    assert list(PAPER_DEV_F1.values()) == sorted(PAPER_DEV_F1.values())  # listed by score
+    assert PAPER_DEV_F1["concat_last_four"] == 96.1 and PAPER_DEV_F1["first_layer"] == 91.0
+
+
+def test_combinations_equal_the_exercise_definitions_on_real_hidden_states(one_thread):
+    hs = exercises._hidden_states()  # all-MiniLM-L6-v2 on real sentences: 7 tensors (B, T, 384)
+    assert len(hs) == 7
+    for name in COMBINATIONS:
+        want = exercises._combine(hs, name)
+        assert torch.equal(combine(hs, name), want), name  # bit for bit
+        assert torch.equal(combine(torch.stack(hs), name), want), name  # a stacked tensor too
+    assert combine(hs, "concat_last_four").shape[-1] == 4 * hs[0].shape[-1]
+    # and the exercise's own checker accepts bertlab's combinations
+    exercises.check("features", combine)
+
+
+@pytest.mark.parametrize("L", [4, 6, 12])
+def test_layers_used_says_what_each_combination_reads(L):
+    # hidden state k is the constant 2**k: a sum reveals exactly which entries went in
+    hs = tuple(torch.full((2, 3, 5), 2.0 ** k, dtype=torch.float64) for k in range(L + 1))
+    for name in COMBINATIONS:
+        used = layers_used(name, L)
+        got = combine(hs, name)
+        if name == "concat_last_four":
+            blocks = got.split(5, dim=-1)
+            assert [int(b[0, 0, 0].item()).bit_length() - 1 for b in blocks] == used
+        else:
+            assert torch.all(got == sum(2.0 ** k for k in used)), name
+    assert layers_used("sum_all", L) == list(range(1, L + 1))  # the embedding output is not in it
+
+
+def test_bad_combinations():
+    hs = tuple(torch.zeros(1, 2, 3) for _ in range(7))
+    with pytest.raises(ValueError, match="unknown combination 'sum_last_three'"):
+        combine(hs, "sum_last_three")
+    with pytest.raises(ValueError, match="at least 4 layers"):
+        combine(hs[:3], "sum_last_four")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    from bertlab import datasets
+    try:
+        return get_task("conll2003").load("dev")
+    except datasets.DataUnavailableError as err:
+        pytest.skip(f"CoNLL-2003 dev not available here: {err}")
+
+
+@pytest.mark.parametrize("max_len", [128, 12])
+def test_extracted_states_equal_each_window_run_alone(bert_tokenizer, dev, max_len, one_thread):
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=bert_tokenizer.vocab_size, num_layers=4, hidden_size=32, num_heads=2)
+    model = BertModel(config).eval()
+    sentences = dev[:40]
+    f = featurize_ner(sentences, bert_tokenizer, max_len=max_len, label_names=CONLL_LABELS)
+    if max_len == 12:
+        assert f.report["sentences_split"] > 5  # long sentences are cut into windows
+    states = extract_word_states(model, f, batch_size=7)
+    L, H = config.num_layers, config.hidden_size
+    assert states.layers.shape == (L + 1, sum(len(s.words) for s in sentences), H)
+    assert states.lengths.tolist() == [len(s.words) for s in sentences]
+    assert states.sentence_index.tolist() == list(range(len(sentences)))
+    assert states.gold_tags() == [s.tags for s in sentences]
+    # the same vectors from one window at a time, no padding, no batching
+    word = 0
+    with torch.no_grad():
+        for n, item in enumerate(f.items):
+            ids = torch.as_tensor(item["input_ids"])[None]
+            hs = torch.stack(model(ids, output_hidden_states=True).hidden_states)[:, 0]
+            firsts = torch.as_tensor(f.meta["first_piece"][n])
+            want = hs[:, firsts]  # (L+1, words of this window, H)
+            got = states.layers[:, word:word + len(firsts)]
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+            word += len(firsts)
+    assert word == states.layers.shape[1]
+    # float16 storage, float32 combinations
+    half = extract_word_states(model, f, batch_size=64, dtype=torch.float16)
+    assert half.layers.dtype == torch.float16
+    for name in COMBINATIONS:
+        assert half.features(name).dtype == torch.float32
+        torch.testing.assert_close(half.features(name), states.features(name), atol=2e-2, rtol=2e-3)
+
+
+@pytest.mark.parametrize("num_layers", [0, 1, 2])
+def test_tagger_ignores_padding(num_layers, one_thread):
+    torch.manual_seed(0)
+    tagger = Tagger(6, 9, hidden=5, num_layers=num_layers).eval()
+    a, b = torch.randn(4, 6), torch.randn(7, 6)
+    alone = tagger(a[None], torch.tensor([4]))
+    batch = torch.nn.utils.rnn.pad_sequence([a, b], batch_first=True)
+    together = tagger(batch, torch.tensor([4, 7]))
+    assert together.shape == (2, 7, 9)
+    torch.testing.assert_close(together[0, :4], alone[0], atol=1e-6, rtol=1e-5)
+    if num_layers:
+        assert tagger.lstm.bidirectional and tagger.classifier.in_features == 10
+
+
+def _synthetic_states(n_sentences, seed, num_layers=4, H=12):
+    """Word states whose layer 2 and 3 encode the gold tag (others are noise): a tagger on the
+    right layers can learn the tags perfectly, one on the embedding output cannot."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 9, (n_sentences,), generator=g)
+    N = int(lengths.sum())
+    tags = torch.randint(0, len(CONLL_LABELS), (N,), generator=g)
+    tags[1:][(tags[1:] % 2 == 0) & (tags[1:] > 0)] = 0  # fewer I- tags: mostly valid IOB2
+    layers = torch.randn(num_layers + 1, N, H, generator=g)
+    code = torch.nn.functional.one_hot(tags, H).float() * 4
+    layers[2] += code
+    layers[3] += code
+    return WordStates(layers, lengths, torch.arange(n_sentences), tags, CONLL_LABELS)
+
+
+@pytest.mark.parametrize("num_layers", [0, 1])
+def test_train_tagger_learns_what_the_layers_carry(num_layers, one_thread):
+    train, dev = _synthetic_states(300, 0), _synthetic_states(80, 1)
+    good = train_tagger(train, dev, "concat_last_four", hidden=16, num_layers=num_layers,
+                        epochs=6, lr=1e-2, batch_size=16)
+    bad = train_tagger(train, dev, "first_layer", hidden=16, num_layers=num_layers,
+                       epochs=2, lr=1e-2, batch_size=16)
+    assert good.f1 > 95 and bad.f1 < 50
+    assert good.in_dim == 4 * 12 and bad.in_dim == 12
+    assert len(good.history) == 6 and good.history[-1]["f1"] == good.f1
+    # the reported scores are those of the returned predictions
+    scores = entity_f1(dev.gold_tags(), good.predictions, by_type=True)
+    assert scores["f1"] == good.f1 and scores["types"] == good.types
+    assert [len(p) for p in good.predictions] == dev.lengths.tolist()
+
+
+def test_predict_tags_in_batches_equals_one_batch(one_thread):
+    states = _synthetic_states(50, 2)
+    torch.manual_seed(0)
+    tagger = Tagger(12, 9, hidden=4, num_layers=1)
+    x = states.features("last_hidden")
+    assert (predict_tags(tagger, x, states.lengths, CONLL_LABELS, batch_size=7)
+            == predict_tags(tagger, x, states.lengths, CONLL_LABELS, batch_size=1000))
+
+
+def test_length_batches_cover_every_sentence_once():
+    from bertlab.features import _length_batches
+    lengths = torch.randint(1, 40, (1000,), generator=torch.Generator().manual_seed(0))
+    batches = _length_batches(lengths, 32, torch.Generator().manual_seed(1))
+    assert sorted(torch.cat(batches).tolist()) == list(range(1000))
+    assert all(len(b) <= 32 for b in batches)
+    # similar lengths within a batch: far less padding than random batches
+    padded = sum(len(b) * int(lengths[b].max()) for b in batches)
+    random_batches = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).split(32)
+    assert padded < 0.8 * sum(len(b) * int(lengths[b].max()) for b in random_batches)
