@@ -144,6 +144,16 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, special_ids: Sequence[
     return MaskedBatch(corrupted.to(input_ids.dtype), positions, labels, selected)
 
 
+def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """A batch as a dict of tensors: a list of examples (dicts of equal-length arrays) is stacked
+    along a new first dimension; a dict of already batched arrays is taken as it is."""
+    if isinstance(examples, Mapping):
+        return {k: torch.as_tensor(v) for k, v in examples.items()}
+    if len(examples) == 0:
+        raise ValueError("cannot collate an empty list of examples")
+    return {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+
+
 class MaskedLMCollator:
     """Turns unmasked examples into the agreed pretraining batch:
 
@@ -185,12 +195,7 @@ class MaskedLMCollator:
         self.generator.manual_seed(seed)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-        if isinstance(examples, Mapping):
-            batch = {k: torch.as_tensor(v) for k, v in examples.items()}
-        else:
-            if len(examples) == 0:
-                raise ValueError("cannot collate an empty list of examples")
-            batch = {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+        batch = stack_examples(examples)
         ids = batch["input_ids"].long()
         T = ids.shape[1]
         P = self.max_predictions or default_max_predictions(T, self.mlm_probability)
@@ -243,12 +248,7 @@ class NextTokenCollator:
         self.pad_id = pad_id if pad_id is not None else (tokenizer.pad_id if tokenizer is not None else 0)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-        if isinstance(examples, Mapping):
-            batch = {k: torch.as_tensor(v) for k, v in examples.items()}
-        else:
-            if len(examples) == 0:
-                raise ValueError("cannot collate an empty list of examples")
-            batch = {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+        batch = stack_examples(examples)
         if "nsp_labels" in batch or "nsp_label" in batch:
             raise ValueError("the left-to-right LM has no next-sentence prediction (the paper's "
                              "'LTR & No NSP'): build its examples with nsp=False")
