@@ -354,6 +354,33 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
     return answers
 
 
+@torch.no_grad()
+def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A span model's start and end logits for every window of `features`, in order, on the
+    CPU: two (N, T) tensors, T the longest window, -inf past the end of shorter ones. Feed them
+    to `decode` for the answers (or to `evaluate_squad` for the scores). The model is run in
+    eval mode on its own device and left in the mode it was in."""
+    from bertlab.tasks import collate, stack_ragged
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    starts, ends = [], []
+    for lo in range(0, len(features), batch_size):
+        batch = collate([features[i] for i in range(lo, min(lo + batch_size, len(features)))],
+                        pad_id=features.meta.get("pad_id", 0))
+        inputs = {k: batch[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")}
+        out = model(**inputs)
+        mask = batch["attention_mask"].bool()
+        neg = torch.tensor(float("-inf"))
+        starts.append(torch.where(mask, out.start_logits.float().cpu(), neg))  # (B, T_batch)
+        ends.append(torch.where(mask, out.end_logits.float().cpu(), neg))
+    model.train(was)
+    if not starts:
+        return torch.empty(0, 0), torch.empty(0, 0)
+    return stack_ragged(starts, float("-inf")), stack_ragged(ends, float("-inf"))
+
+
 def gold_answers(features: Features) -> dict[str, list[str]]:
     """{id: [gold answer texts]} of the examples behind `features`."""
     return {_field(ex, "id"): [t for t, _ in _answers(ex)] for ex in features.examples}
