@@ -189,24 +189,10 @@ def hub_tokenizer(name: str):
 # ------------------------------------------------------------------------------------------------
 # Evaluation
 # ------------------------------------------------------------------------------------------------
-@torch.no_grad()
 def evaluate(model: nn.Module, task, features, rt: Runtime | None = None, batch_size: int = 128) -> dict[str, float]:
     """The task's scores of `model` on featurized examples (dev or test with labels)."""
     rt = rt or make_runtime("auto", "auto", distributed=False)
-    was = model.training
-    model.eval()
-    # A generator of its own: iterating a DataLoader draws a seed, and from the global generator
-    # that would shift the dropout masks of the training that follows an evaluation.
-    loader = torch.utils.data.DataLoader(features, batch_size=batch_size, shuffle=False, collate_fn=task.collate,
-                                         generator=torch.Generator())
-    outputs = []
-    for batch in loader:
-        inputs = {k: v for k, v in batch.items() if k in ("input_ids", "token_type_ids", "attention_mask")}
-        with rt.autocast():
-            out = model(**rt.to_device(inputs))
-        outputs.append(task.gather(out))
-    model.train(was)
-    return task.evaluate(outputs, features)
+    return task.evaluate(task.predict(model, features, batch_size, rt), features)
 
 
 # ------------------------------------------------------------------------------------------------

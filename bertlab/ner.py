@@ -26,7 +26,7 @@ import torch
 
 from bertlab.metrics import entity_f1
 from bertlab.model import IGNORE_INDEX
-from bertlab.tasks import Features, SpecialIds, _field, collate, fast_tokenizer
+from bertlab.tasks import Features, SpecialIds, _field, fast_tokenizer, get_task, stack_ragged
 
 
 def word_pieces(backend: Any, sentences: Sequence[Sequence[str]]) -> list[list[list[int]]]:
@@ -183,29 +183,15 @@ def word_predictions(token_predictions: Any, features: Features) -> list[list[st
     return out
 
 
-@torch.no_grad()
-def predict_words(model: Any, features: Features, batch_size: int = 64,
-                  device: str | torch.device | None = None) -> list[list[str]]:
+def predict_words(model: Any, features: Features, batch_size: int = 64) -> list[list[str]]:
     """The tags a token-classification model (BertForTokenClassification) gives every word of
     featurized sentences: the argmax label at each word's first piece, windows put back together.
-    Runs in eval mode (no dropout) and restores the model's mode afterwards."""
+    Runs in eval mode (no dropout) on the model's device and restores its mode afterwards."""
     if not len(features):
         return [[] for _ in features.examples]
-    device = torch.device(device) if device is not None else next(model.parameters()).device
-    was = model.training
-    model.eval()
-    parts = []
-    pad_id = features.meta.get("pad_id", 0)
-    T = int(features.lengths().max())  # every batch padded to the longest window
-    for lo in range(0, len(features), batch_size):
-        batch = collate([features[i] for i in range(lo, min(lo + batch_size, len(features)))],
-                        pad_id=pad_id)
-        logits = model(batch["input_ids"].to(device), batch["token_type_ids"].to(device),
-                       batch["attention_mask"].to(device)).logits  # (B, T, K)
-        ids = logits.argmax(-1).cpu()  # (B, T)
-        parts.append(torch.nn.functional.pad(ids, (0, T - ids.shape[1]), value=IGNORE_INDEX))
-    model.train(was)
-    return word_predictions(torch.cat(parts), features)
+    task = get_task(features.task)
+    label_ids = [logits.argmax(-1) for logits in task.predict(model, features, batch_size)]  # (B, T_b)
+    return word_predictions(stack_ragged(label_ids, IGNORE_INDEX), features)
 
 
 def evaluate_ner(token_predictions: Any, features: Features) -> dict[str, float]:

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from bertlab.metrics import squad_scores
-from bertlab.tasks import Features, SpecialIds, _field, encode_texts, fast_tokenizer
+from bertlab.tasks import Features, SpecialIds, _field, encode_texts, fast_tokenizer, get_task
 
 
 def _answers(example: Any) -> list[tuple[str, int]]:
@@ -354,31 +354,19 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
     return answers
 
 
-@torch.no_grad()
 def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A span model's start and end logits for every window of `features`, in order, on the
-    CPU: two (N, T) tensors, T the longest window, -inf past the end of shorter ones. Feed them
+    CPU: two (N, T) tensors, T the longest window, -inf past the end of each window. Feed them
     to `decode` for the answers (or to `evaluate_squad` for the scores). The model is run in
-    eval mode on its own device and left in the mode it was in."""
-    from bertlab.tasks import collate, stack_ragged
-    was = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    starts, ends = [], []
-    for lo in range(0, len(features), batch_size):
-        batch = collate([features[i] for i in range(lo, min(lo + batch_size, len(features)))],
-                        pad_id=features.meta.get("pad_id", 0))
-        inputs = {k: batch[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")}
-        out = model(**inputs)
-        mask = batch["attention_mask"].bool()
-        neg = torch.tensor(float("-inf"))
-        starts.append(torch.where(mask, out.start_logits.float().cpu(), neg))  # (B, T_batch)
-        ends.append(torch.where(mask, out.end_logits.float().cpu(), neg))
-    model.train(was)
-    if not starts:
+    eval mode on its own device (Task.predict) and left in the mode it was in."""
+    if not len(features):
         return torch.empty(0, 0), torch.empty(0, 0)
-    return stack_ragged(starts, float("-inf")), stack_ragged(ends, float("-inf"))
+    task = get_task("squad")
+    start, end = task._span_logits(task.predict(model, features, batch_size))  # (N, T) each
+    past_end = torch.arange(start.shape[1]) >= torch.as_tensor(features.lengths())[:, None]
+    neg = float("-inf")
+    return start.float().masked_fill(past_end, neg), end.float().masked_fill(past_end, neg)
 
 
 def gold_answers(features: Features) -> dict[str, list[str]]:

@@ -399,6 +399,30 @@ class Task:
         return collate(batch, pad_to_multiple_of=pad_to_multiple_of)
 
     # --- evaluation ---------------------------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, model: torch.nn.Module, features: Features, batch_size: int = 128,
+                rt: Any = None) -> list:
+        """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
+        and return the `gather` of every batch: what `evaluate` takes. With `rt` (a bertlab
+        Runtime) batches go to its device under its autocast; without, to the model's device."""
+        was = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        outputs = []
+        try:
+            for lo in range(0, len(features), batch_size):
+                batch = self.collate([features[i] for i in range(lo, min(lo + batch_size, len(features)))])
+                inputs = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+                if rt is None:
+                    out = model(**{k: v.to(device) for k, v in inputs.items()})
+                else:
+                    with rt.autocast():
+                        out = model(**rt.to_device(inputs))
+                outputs.append(self.gather(out))
+        finally:
+            model.train(was)
+        return outputs
+
     def gather(self, output: Any) -> Any:
         """What evaluation needs from one batch's model output, detached on the CPU: the logits
         (classification, token), or (start_logits, end_logits) (span). Keep a list of these, in
