@@ -3,10 +3,12 @@
     python benchmarks/throughput.py                  # on a GPU: base and the reference-run config
     python benchmarks/throughput.py --quick          # anywhere (CPU included): a tiny config, seconds
     python benchmarks/throughput.py --json out.json  # also write the numbers
+    python benchmarks/throughput.py --device cpu --preset mini --json   # one config, one JSON line
 
 Both sides do one full optimiser step of MLM + NSP pretraining on the same batch shape and
 precision: random tokens, 15% of the positions chosen for the MLM, fused AdamW (on CUDA), gradient
-clipping, bf16 autocast (fp16 + loss scaling on GPUs without bf16, fp32 on a CPU).
+clipping, bf16 autocast (fp16 + loss scaling on GPUs without bf16; on a CPU fp32, bf16 only where
+it is native).
 
     bertlab        bertlab.train.Trainer.train_step itself: the objective compiled with
                    torch.compile, fused SDPA attention, the MLM head on the chosen positions only
@@ -22,6 +24,29 @@ counts as waste, not as useful FLOPs.
 Targets for one H100 (see the project's anchors: transformers sdpa + compile reached 444k tokens/s
 = 24.5% MFU at base): bertlab >= 1.5x transformers at base and at the reference config, and
 MFU >= 40% at base.
+
+One configuration (--preset, or any of --layers/--hidden/--heads/--vocab-size/--seq-len; the
+default on a CPU): L/H/A from bertlab.config.PRESETS (default mini), vocabulary 16384, seq 128,
+batch 64 on a CPU (256 on a GPU), both implementations in one process, plus the machine's own
+matmul ceiling measured in the same run: the best of a few n^3 matmuls (n = 2048 on a CPU, 8192 on
+a GPU) in the run's precision (fp32 tensors, or bf16/fp16 tensors), in GFLOP/s, measured before
+and after the models (the best of both counts), so a loaded machine lowers both alike.
+
+    precision      --precision auto (default) = bertlab.runtime.resolve_precision: bf16 only on
+                   CPUs with native bf16 (AVX512-BF16 or AMX), else fp32; bf16 asked for on a CPU
+                   without it is an error (emulated bf16 is several times slower than fp32)
+    --compile      torch.compile (inductor) both sides; the first warm-up step is timed on its own
+                   and compile_s = that step's time - the steady per-step time (the one-off cost)
+    model FLOPs    bertlab.logs.pretraining_flops at round(0.15 * seq) predictions per sequence,
+                   the same count for both sides; transformers_executed_gflops counts its MLM head
+                   at every position instead (the work it actually does)
+
+With --json the last line of stdout is one JSON object: bertlab_tokens_per_s,
+transformers_tokens_per_s, speedup (bertlab / transformers), bertlab_gflops, ceiling_gflops,
+fraction_of_ceiling (bertlab_gflops / ceiling_gflops), precision, compiled, compile_s (bertlab's;
+transformers_compile_s beside it; null when not compiled), cpu (/proc/cpuinfo's model name),
+threads (torch.get_num_threads()), loadavg (the 1-minute load average at the start: a busy
+machine makes every number a lower bound) and the configuration. --json FILE also writes it there.
 """
 
 from __future__ import annotations
@@ -29,6 +54,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import sys
 import tempfile
 import time
@@ -37,6 +64,7 @@ from dataclasses import dataclass
 import torch
 
 from bertlab import BertConfig, BertForPreTraining
+from bertlab.config import PRESETS
 from bertlab.logs import pretraining_flops
 from bertlab.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
@@ -48,6 +76,14 @@ CONFIGS = {
     "reference": (8, 512, 8, 16384, 128, 256),  # the reference run's model (medium) and batch
     "tiny": (2, 128, 2, 2000, 64, 8),  # --quick: checks that the script runs, anywhere
 }
+
+# one configuration (--preset ...): defaults per device type
+SINGLE_DEFAULTS = {
+    # device type: (batch, measured steps, warm-up steps, ceiling matmul size, ceiling repeats)
+    "cpu": (64, 5, 1, 2048, 3),
+    "cuda": (256, 20, 5, 8192, 10),
+}
+MLM_PROBABILITY = 0.15
 
 
 @dataclass
@@ -62,9 +98,10 @@ class Measurement:
     tokens_per_s: float
     mfu: float | None
     peak_memory_gb: float | None
+    first_step_s: float | None = None  # the first warm-up step alone (includes compilation)
 
 
-def random_batch(B: int, T: int, V: int, generator: torch.Generator, mlm_probability: float = 0.15):
+def random_batch(B: int, T: int, V: int, generator: torch.Generator, mlm_probability: float = MLM_PROBABILITY):
     """Random token ids; round(15% x T) positions chosen per row, in the agreed batch format."""
     P = default_max_predictions(T, mlm_probability)
     n = round(mlm_probability * T)
@@ -84,15 +121,22 @@ def _sync(rt: Runtime) -> None:
         torch.cuda.synchronize(rt.device)
 
 
-def _time(step, rt: Runtime, warmup: int, steps: int) -> float:
-    for _ in range(warmup):
+def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, float]:
+    """(seconds of the first warm-up step alone -- compilation happens there --, seconds per
+    measured step after all the warm-up steps)."""
+    first = None
+    for i in range(warmup):
+        t = time.perf_counter()
         step()
+        if i == 0:
+            _sync(rt)
+            first = time.perf_counter() - t
     _sync(rt)
     t = time.perf_counter()
     for _ in range(steps):
         step()
     _sync(rt)
-    return (time.perf_counter() - t) / steps
+    return first, (time.perf_counter() - t) / steps
 
 
 def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool) -> Measurement:
@@ -108,10 +152,10 @@ def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, 
         stats = torch.zeros(7, dtype=torch.float64, device=rt.device)
         first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
         _reset_memory(rt)
-        sec = _time(lambda: trainer.train_step([batch], stats, first_bad), rt, warmup, steps)
+        first, sec = _time(lambda: trainer.train_step([batch], stats, first_bad), rt, warmup, steps)
         if first_bad.item() >= 0:
             raise RuntimeError("bertlab's loss became non-finite during the benchmark")
-    return _measurement(name, "bertlab", config, B, T, rt, compile, sec)
+    return _measurement(name, "bertlab", config, B, T, rt, compile, sec, first)
 
 
 def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool) -> Measurement:
@@ -143,9 +187,9 @@ def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: 
         opt.zero_grad(set_to_none=True)
 
     _reset_memory(rt)
-    sec = _time(step, rt, warmup, steps)
+    first, sec = _time(step, rt, warmup, steps)
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)
-    return _measurement(name, "transformers", config, B, T, rt, compile, sec)
+    return _measurement(name, "transformers", config, B, T, rt, compile, sec, first)
 
 
 def _reset_memory(rt: Runtime) -> None:
@@ -153,12 +197,17 @@ def _reset_memory(rt: Runtime) -> None:
         torch.cuda.reset_peak_memory_stats(rt.device)
 
 
-def _measurement(name, impl, config, B, T, rt, compile, sec) -> Measurement:
-    flops = pretraining_flops(config, B, T, round(0.15 * T))
+def model_flops(config: BertConfig, B: int, T: int) -> float:
+    """The model FLOPs of one step, the same for both sides: MLM head at the chosen positions only."""
+    return pretraining_flops(config, B, T, round(MLM_PROBABILITY * T))
+
+
+def _measurement(name, impl, config, B, T, rt, compile, sec, first=None) -> Measurement:
+    flops = model_flops(config, B, T)
     peak = rt.peak_flops
     mem = torch.cuda.max_memory_allocated(rt.device) / 1e9 if rt.device.type == "cuda" else None
     return Measurement(name, impl, B, T, rt.precision, compile, sec, B * T / sec,
-                       None if peak is None else flops / sec / peak, mem)
+                       None if peak is None else flops / sec / peak, mem, first)
 
 
 def print_table(rows: list[Measurement], device: str) -> None:
@@ -179,6 +228,139 @@ def print_table(rows: list[Measurement], device: str) -> None:
             print(f"{name}: bertlab / transformers = {ours[0].tokens_per_s / theirs[0].tokens_per_s:.2f}x tokens/s")
 
 
+# ------------------------------------------------------------------------------------------------
+# One configuration, with the machine's matmul ceiling (the CPU mode)
+# ------------------------------------------------------------------------------------------------
+def cpu_model_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what the platform module says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+MATMUL_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def matmul_ceiling(n: int, precision: str, device: torch.device, repeats: int) -> float:
+    """FLOP/s of the best of `repeats` (n x n) @ (n x n) matmuls in the run's precision (one
+    untimed matmul first): what this machine's matmul kernels reach right now."""
+    dtype = MATMUL_DTYPES[precision]
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=g).to(device=device, dtype=dtype)
+    b = torch.randn(n, n, generator=g).to(device=device, dtype=dtype)
+    c = torch.empty(n, n, device=device, dtype=dtype)
+    torch.mm(a, b, out=c)
+    best = math.inf
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t = time.perf_counter()
+        torch.mm(a, b, out=c)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - t)
+    return 2.0 * n ** 3 / best
+
+
+def _r(x: float | None, digits: int = 4) -> float | None:
+    """Round to `digits` significant digits (JSON readability); None stays None."""
+    if x is None:
+        return None
+    return float(f"{x:.{digits}g}")
+
+
+def run_single(args, rt: Runtime, compile: bool) -> dict:
+    """Both implementations at one configuration and the matmul ceiling; returns the summary."""
+    dev = rt.device.type if rt.device.type in SINGLE_DEFAULTS else "cpu"
+    batch, steps, warmup, mm_n, mm_reps = SINGLE_DEFAULTS[dev]
+    preset = args.preset or "mini"
+    L, H, A = PRESETS[preset]
+    L, H, A = args.layers or L, args.hidden or H, args.heads or A
+    V, T, B = args.vocab_size or 16384, args.seq_len or 128, args.batch or batch
+    steps = args.steps or steps
+    warmup = args.warmup if args.warmup is not None else warmup
+    mm_n = args.matmul_size or mm_n
+    if T > 512:
+        raise ValueError(f"--seq-len {T} is longer than the models' 512 positions")
+    if min(steps, warmup, B, V - 5, mm_n) < 1 or T < 2:
+        raise ValueError("--steps, --warmup-steps, --batch-size and --matmul-size must be at least 1, "
+                         "--seq-len at least 2 and --vocab-size at least 6")
+    config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)  # checks H % A == 0
+    name = preset if (L, H, A) == PRESETS[preset] else f"{L}/{H}/{A}"
+    loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    log(f"ceiling: {mm_n}^3 matmul in {rt.precision} ...")
+    ceilings = [matmul_ceiling(mm_n, rt.precision, rt.device, mm_reps)]
+    rows = {}
+    for impl in args.impl:
+        log(f"{impl}: {name} ({L}/{H}/{A}, vocab {V}), batch {B} x seq {T}, {rt.precision}, "
+            f"{'compiled' if compile else 'eager'}, {warmup} warm-up + {steps} measured steps ...")
+        fn = bench_bertlab if impl == "bertlab" else bench_transformers
+        rows[impl] = fn(name, L, H, A, V, T, B, rt, warmup, steps, compile)
+        if rt.device.type == "cuda":
+            torch.cuda.empty_cache()
+    ceilings.append(matmul_ceiling(mm_n, rt.precision, rt.device, mm_reps))
+    ceiling = max(ceilings)
+
+    flops = model_flops(config, B, T)
+    executed = pretraining_flops(config, B, T, T)  # transformers' MLM head runs at every position
+    ours, theirs = rows.get("bertlab"), rows.get("transformers")
+
+    def gflops(m: Measurement | None, f: float = flops) -> float | None:
+        return None if m is None else f / m.seconds_per_step / 1e9
+
+    def compile_s(m: Measurement | None) -> float | None:
+        if m is None or not compile or m.first_step_s is None:
+            return None
+        return max(0.0, m.first_step_s - m.seconds_per_step)
+
+    import transformers
+    summary = {
+        "device": device_name(rt.device), "cpu": cpu_model_name(), "threads": torch.get_num_threads(),
+        "loadavg": _r(loadavg, 3), "torch": torch.__version__, "transformers": transformers.__version__,
+        "preset": preset if name == preset else None, "layers": L, "hidden": H, "heads": A,
+        "intermediate_size": config.intermediate_size, "vocab_size": V, "seq_len": T, "batch_size": B,
+        "mlm_predictions": round(MLM_PROBABILITY * T), "mlm_slots": default_max_predictions(T, MLM_PROBABILITY),
+        "nsp": True, "precision": rt.precision, "compiled": compile,
+        "compile_s": _r(compile_s(ours)), "transformers_compile_s": _r(compile_s(theirs)),
+        "steps": steps, "warmup_steps": warmup,
+        "model_flops_per_step": flops, "transformers_executed_flops_per_step": executed,
+    }
+    for impl, m in (("bertlab", ours), ("transformers", theirs)):
+        summary[f"{impl}_s_per_step"] = _r(None if m is None else m.seconds_per_step)
+        summary[f"{impl}_first_step_s"] = _r(None if m is None else m.first_step_s)
+        summary[f"{impl}_tokens_per_s"] = _r(None if m is None else m.tokens_per_s, 5)
+        summary[f"{impl}_gflops"] = _r(gflops(m))
+    summary["transformers_executed_gflops"] = _r(gflops(theirs, executed))
+    summary["speedup"] = _r(ours.tokens_per_s / theirs.tokens_per_s) if ours and theirs else None
+    summary["ceiling_matmul"] = f"{mm_n}^3 {MATMUL_DTYPES[rt.precision]}".replace("torch.", "")
+    summary["ceiling_gflops"] = _r(ceiling / 1e9)
+    summary["ceiling_gflops_before_after"] = [_r(c / 1e9) for c in ceilings]
+    summary["fraction_of_ceiling"] = _r(gflops(ours) * 1e9 / ceiling) if ours else None
+    summary["transformers_fraction_of_ceiling"] = _r(gflops(theirs) * 1e9 / ceiling) if theirs else None
+    summary["mfu"] = _r(ours.mfu) if ours else None  # vs the GPU's data-sheet peak; None on a CPU
+    summary["transformers_mfu"] = _r(theirs.mfu) if theirs else None
+
+    print_table(list(rows.values()), device_name(rt.device))
+    print(f"model FLOPs per step {flops / 1e9:.2f} G (transformers executes {executed / 1e9:.2f} G: its MLM head "
+          f"runs at all {T} positions, bertlab's at {summary['mlm_predictions']})")
+    for impl, m in rows.items():
+        extra = f", first step {m.first_step_s:.2f} s" if m.first_step_s is not None else ""
+        print(f"{impl}: {gflops(m):.1f} model GFLOP/s = {100 * gflops(m) * 1e9 / ceiling:.1f}% of the ceiling{extra}")
+    print(f"ceiling: {summary['ceiling_matmul']} matmul, best {ceiling / 1e9:.1f} GFLOP/s "
+          f"(before {ceilings[0] / 1e9:.1f}, after {ceilings[1] / 1e9:.1f}); {summary['cpu']}, "
+          f"{summary['threads']} threads, load average {summary['loadavg']} at the start")
+    return summary
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -186,23 +368,71 @@ def main(argv=None) -> int:
                    help="default: base and reference (tiny with --quick)")
     p.add_argument("--quick", action="store_true", help="tiny config, few steps: runs on a CPU in seconds")
     p.add_argument("--impl", nargs="+", default=["bertlab", "transformers"], choices=["bertlab", "transformers"])
-    p.add_argument("--batch", type=int, default=None, help="override the batch size")
-    p.add_argument("--steps", type=int, default=None, help="measured steps (default 20; quick: 3)")
-    p.add_argument("--warmup", type=int, default=None, help="steps before timing (default 5; quick: 1)")
+    p.add_argument("--batch", "--batch-size", dest="batch", type=int, default=None,
+                   help="override the batch size (one configuration: 64 on a CPU, 256 on a GPU)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="measured steps (default 20; quick: 3; one configuration on a CPU: 5)")
+    p.add_argument("--warmup", "--warmup-steps", dest="warmup", type=int, default=None,
+                   help="steps before timing, the first timed alone (default 5; quick and CPU: 1)")
     p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="torch.compile both (default: on for GPUs, off on CPUs)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--json", default=None, help="also write the measurements to this JSON file")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                   help="print the numbers as one JSON object, the last line of stdout; with FILE, "
+                        "also write them there")
+    one = p.add_argument_group("one configuration (the default on a CPU)")
+    one.add_argument("--preset", default=None, choices=list(PRESETS),
+                     help="L/H/A from bertlab.config.PRESETS (default mini)")
+    one.add_argument("--layers", type=int, default=None, help="override the preset's L")
+    one.add_argument("--hidden", type=int, default=None, help="override the preset's H (the FFN is 4H)")
+    one.add_argument("--heads", type=int, default=None, help="override the preset's A")
+    one.add_argument("--vocab-size", type=int, default=None, help="default 16384")
+    one.add_argument("--seq-len", type=int, default=None, help="default 128")
+    one.add_argument("--matmul-size", type=int, default=None,
+                     help="n of the n^3 ceiling matmul (default 2048 on a CPU, 8192 on a GPU)")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = p.parse_args(argv)
 
-    rt = make_runtime(args.device, args.precision, distributed=False)
-    configs = args.configs or (["tiny"] if args.quick else ["base", "reference"])
-    if rt.device.type == "cpu" and not args.quick and any(c != "tiny" for c in configs):
-        print("error: base/reference configs need a GPU; on a CPU use --quick", file=sys.stderr)
+    try:
+        rt = make_runtime(args.device, args.precision, distributed=False)
+    except (ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.threads is not None:
+        if args.threads < 1:
+            print("error: --threads must be at least 1", file=sys.stderr)
+            return 2
+        torch.set_num_threads(args.threads)
     compile = args.compile if args.compile is not None else rt.device.type == "cuda"
     rt.compile = compile
+    single_flags = (args.preset, args.layers, args.hidden, args.heads, args.vocab_size, args.seq_len,
+                    args.matmul_size)
+    single = any(x is not None for x in single_flags) or (
+        rt.device.type == "cpu" and not args.quick and args.configs is None)
+    if single:
+        if args.configs or args.quick:
+            print("error: --configs/--quick choose the table of named configs; --preset, --layers, --hidden, "
+                  "--heads, --vocab-size, --seq-len and --matmul-size choose one configuration: not both",
+                  file=sys.stderr)
+            return 2
+        try:
+            summary = run_single(args, rt, compile)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if args.json:
+            line = json.dumps(summary)
+            if args.json != "-":
+                with open(args.json, "w") as f:
+                    f.write(line + "\n")
+            print(line, flush=True)
+        return 0
+
+    configs = args.configs or (["tiny"] if args.quick else ["base", "reference"])
+    if rt.device.type == "cpu" and not args.quick and any(c != "tiny" for c in configs):
+        print("error: base/reference configs need a GPU; on a CPU use --quick or --preset", file=sys.stderr)
+        return 2
     steps = args.steps or (3 if args.quick else 20)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 5)
     rows = []
@@ -216,9 +446,12 @@ def main(argv=None) -> int:
                 torch.cuda.empty_cache()
     print_table(rows, device_name(rt.device))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": device_name(rt.device), "torch": torch.__version__,
-                       "rows": [r.__dict__ for r in rows]}, f, indent=1)
+        result = {"device": device_name(rt.device), "torch": torch.__version__, "rows": [r.__dict__ for r in rows]}
+        if args.json == "-":
+            print(json.dumps(result), flush=True)
+        else:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
     return 0
 
 

@@ -158,31 +158,42 @@ class Stopwatch:
 # ------------------------------------------------------------------------------------------------
 # Plots for the book
 # ------------------------------------------------------------------------------------------------
-def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title: str | None = None):
-    """Draw loss, MLM accuracy, NSP accuracy and tokens/s against the step, training (thin) and
-    held-out (markers) side by side. `source` is a metrics.jsonl path or a list of records (e.g.
-    `result.history`). Returns the matplotlib Figure."""
+def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title: str | None = None,
+                 x: str = "step"):
+    """Draw the loss, the language model's accuracy (MLM, or next-token for a left-to-right run),
+    NSP accuracy (only when NSP was trained) and tokens/s, training (thin) and held-out (markers)
+    side by side, against `x` ("step" or "tokens"). `source` is a metrics.jsonl path or a list of
+    records (e.g. `result.history`). Axes beyond the panels drawn are hidden. Returns the Figure."""
     import matplotlib.pyplot as plt
 
     records = read_metrics(source) if isinstance(source, (str, Path)) else list(source)
     train = [r for r in records if r.get("split", "train") == "train"]
     evals = [r for r in records if r.get("split") == "eval"]
+    if x == "tokens" and evals and not all("tokens" in r for r in evals):
+        # held-out records carry the step only: the tokens of the training record at that step
+        at = {r["step"]: r.get("tokens") for r in train}
+        evals = [{**r, "tokens": at.get(r["step"])} for r in evals]
+    logged = {k for r in records for k, v in r.items() if isinstance(v, (int, float))}
+    panels = [("loss", "loss (MLM + NSP)" if "nsp_loss" in logged else "loss")]
+    panels += [(k, label) for k, label in (("mlm_acc", "MLM accuracy"), ("next_token_acc", "next-token accuracy"),
+                                          ("nsp_acc", "NSP accuracy")) if k in logged]
+    panels.append(("tokens_per_s", "tokens / s"))
     if axes is None:
-        fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
     else:
         fig = axes[0].figure
-    panels = [("loss", "loss (MLM + NSP)"), ("mlm_acc", "MLM accuracy"), ("nsp_acc", "NSP accuracy"),
-              ("tokens_per_s", "tokens / s")]
+    axes = list(axes)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     for ax, (key, label) in zip(axes, panels):
         for rows, style, name in ((train, "-", "train"), (evals, "o-", "held-out")):
-            pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+            pts = [(r[x], r[key]) for r in rows if isinstance(r.get(key), (int, float)) and r.get(x) is not None]
             if pts:
                 xs, ys = zip(*pts)
                 ax.plot(xs, ys, style, label=name, lw=1.2 if name == "train" else 1.5, ms=3)
         if not ax.lines:
-            ax.text(0.5, 0.5, "not logged" + (" (NSP off)" if key == "nsp_acc" else ""),
-                    ha="center", va="center", transform=ax.transAxes, color="grey")
-        ax.set_xlabel("step")
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="grey")
+        ax.set_xlabel(x)
         ax.set_title(label)
         ax.grid(alpha=0.3)
         if len(ax.lines) > 1:

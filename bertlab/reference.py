@@ -1,20 +1,23 @@
 """The book's recorded reference run: find it, describe it, load its model.
 
-`scripts/reference_run.sh` (one GPU, about 15 minutes) pre-trains the book's own BERT and
-fine-tunes it on SST-2, then writes a small, self-describing record into data/reference_run/:
+`scripts/reference_run.sh` pre-trains the book's own BERT and fine-tunes it on SST-2 (on two CPU
+cores: an hour of pretraining; on a GPU: minutes), then writes a small, self-describing record
+into data/reference_run/:
 
     metrics.jsonl            the pretraining log (loss, MLM / NSP accuracy, lr, tokens/s, MFU)
     config.json              the model's size (a bertlab BertConfig)
     tokenizer.json, vocab.txt the WordPiece vocabulary it was trained with
     model.fp16.safetensors   the pretrained weights in fp16
-    finetune_results.json    SST-2 dev scores, pre-trained and from scratch, every seed
-    provenance.json          command, git commit, GPU, wall times, corpus checksums, weights sha256
+    finetune_results.json    SST-2 dev scores, pre-trained and from scratch, every seed, for each
+                             number of labelled training sentences (a learning curve)
+    fill_mask.json           the paper's fill-mask examples and held-out sentences, at every checkpoint
+    provenance.json          command, git commit, CPU or GPU, wall times, corpus checksums, weights sha256
 
 The part II chapters run a CPU-sized version of their experiment at book-build time and show
 the recorded run beside it. They call
 
     run = reference.find()          # a ReferenceRun, or None before the run is recorded
-    print(run.label())              # "RECORDED on NVIDIA H100 ..., commit ..., ..."
+    print(run.label())              # "RECORDED run on a 2-core CPU (...), commit ..., ..."
     model = run.load(BertForPreTraining)
     enc = reference.pretrained_encoder()  # the reference model if recorded, else a stand-in
 
@@ -72,8 +75,23 @@ class ReferenceRun:
         commit = str(p.get("git_commit") or "unknown")[:10]
         minutes = p.get("wall_time_s")
         took = f", {minutes / 60:.1f} min end to end" if isinstance(minutes, (int, float)) else ""
-        return (f"{kind} on {p.get('device', 'an unknown device')}, commit {commit}{took} "
+        return (f"{kind} on {self.machine()}, commit {commit}{took} "
                 f"(not run while building this page; reproduce with {REPRODUCE})")
+
+    def machine(self) -> str:
+        """Where the run was recorded, in words: "a 2-core CPU (Intel Xeon ...)" or the GPU's name."""
+        p = self.provenance
+        device = str(p.get("device", "an unknown device"))
+        if device.startswith("cpu"):
+            cores = device[device.find("(") + 1:device.find(" cores")] if " cores" in device else "?"
+            model = p.get("cpu_model")
+            return f"a {cores}-core CPU" + (f" ({model})" if model else "")
+        return device
+
+    def fill_mask(self) -> dict[str, Any] | None:
+        """The fill-mask probes asked of every checkpoint (texts, answers, steps, along), or None."""
+        f = self.path / "fill_mask.json"
+        return json.loads(f.read_text()) if f.exists() else None
 
     def metrics(self) -> list[dict[str, Any]]:
         """The pretraining log, one dict per line of metrics.jsonl (empty if absent)."""
@@ -83,7 +101,8 @@ class ReferenceRun:
         return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
 
     def finetune_results(self) -> dict[str, Any] | None:
-        """SST-2 results by initialisation ("pretrained", "scratch"), or None if absent."""
+        """SST-2 results by initialisation ("pretrained", "scratch": the largest training set) and
+        "sst2_curve" (one point per number of labelled sentences), or None if absent."""
         f = self.path / "finetune_results.json"
         return json.loads(f.read_text()) if f.exists() else None
 
@@ -166,10 +185,69 @@ def find(path: str | Path | None = None) -> ReferenceRun | None:
 
 def pending(what: str = "its results") -> str:
     """The notice a chapter prints where the recorded run would be shown (Markdown)."""
-    return (f"> **Pending: the recorded GPU reference run is not in this copy of the book yet.** "
-            f"This is where {what} will appear, labelled with the GPU, commit and time it took, once it "
+    return (f"> **Pending: the recorded reference run is not in this copy of the book yet.** "
+            f"This is where {what} will appear, labelled with the machine, commit and time it took, once it "
             f"has been recorded with `{REPRODUCE}` (it writes `data/reference_run/`). No numbers are "
             f"shown for a run that has not happened; everything above ran while this page was built.")
+
+
+# ------------------------------------------------------------------------------------------------
+# Pilots: short pretraining runs that compare one change at a time, recorded under data/pilots/
+# ------------------------------------------------------------------------------------------------
+PILOTS_DIR = Path(__file__).resolve().parents[1] / "data" / "pilots"
+PLATEAU_EXIT_ACC = 0.20  # held-out MLM accuracy that counts as "left the frequent-word plateau"
+
+
+def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Path = PILOTS_DIR) -> Path:
+    """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
+    size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
+    MLM loss and accuracy). `change` says in words what this pilot changes from its baseline."""
+    from bertlab.checkpoint import write_json
+    from bertlab.logs import read_metrics
+    from bertlab.runtime import cpu_model
+    run_dir = Path(run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    records = read_metrics(run_dir / "metrics.jsonl")
+    tokens_at = {r["step"]: r.get("tokens") for r in records if r.get("split") == "train"}
+    per_step = run["recipe"]["batch_size"] * run["recipe"]["seq_len"]
+    curve = [{"step": r["step"], "tokens": tokens_at.get(r["step"]) or r["step"] * per_step,
+              "elapsed_s": round(r.get("elapsed_s", 0.0), 1), "mlm_loss": round(r["mlm_loss"], 4),
+              "mlm_acc": round(r["mlm_acc"], 4)}
+             for r in records if r.get("split") == "eval" and "mlm_acc" in r]
+    if not curve:
+        raise ValueError(f"{run_dir}/metrics.jsonl has no held-out MLM evaluation; run with eval_every "
+                         f"smaller than the number of steps")
+    train = [r for r in records if r.get("split") == "train"]
+    mc = run["model_config"]
+    out = Path(out_dir) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, {
+        "name": name, "change": change,
+        "model": {"L": mc["num_layers"], "H": mc["hidden_size"], "A": mc["num_heads"],
+                  "vocab_size": mc["vocab_size"], "norm_position": mc.get("norm_position", "post"),
+                  "parameters": run["parameters"]},
+        "recipe": run["recipe"], "minutes": run["config"]["minutes"], "steps": run["config"]["steps"],
+        "corpus": run["config"]["corpus"], "seed": run["config"]["seed"],
+        "machine": {"runtime": run["runtime"], "torch": run["torch"], "cpu": cpu_model(),
+                    "median_tokens_per_s": round(sorted(r["tokens_per_s"] for r in train)[len(train) // 2])
+                    if train else None},
+        "git_commit": run.get("git_commit"), "heldout": curve,
+        "plateau_exit": plateau_exit(curve)})
+    return out
+
+
+def plateau_exit(curve: list[dict[str, Any]], threshold: float = PLATEAU_EXIT_ACC) -> dict[str, Any] | None:
+    """The first held-out evaluation at or above `threshold` accuracy, or None if never reached."""
+    for point in curve:
+        if point["mlm_acc"] >= threshold:
+            return point
+    return None
+
+
+def pilots(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:
+    """Every recorded pilot (data/pilots/*.json), sorted by name."""
+    folder = Path(folder)
+    return [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
 
 @dataclass(frozen=True)
@@ -186,20 +264,28 @@ class PretrainedEncoder:
         return load_tokenizer_for(self.folder)
 
 
-def pretrained_encoder(prefer_reference: bool = True) -> PretrainedEncoder:
-    """The book's own pre-trained model when the reference run is recorded, else the stand-in,
-    all-MiniLM-L6-v2 (a real 6-layer BERT encoder, H=384, A=12, distilled rather than pre-trained
-    with the masked LM; see chapter 11). `folder` works as `finetune(init=...)`."""
+MINILM = ("all-MiniLM-L6-v2: a 6-layer BERT encoder (H=384, A=12, bert-base-uncased vocabulary) "
+          "distilled from a larger model, not pre-trained with the masked LM")
+
+
+def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0) -> PretrainedEncoder:
+    """The book's own pre-trained model when the reference run is recorded (and has at least
+    `min_layers` layers: an analysis of layers needs enough of them), else all-MiniLM-L6-v2 (a
+    real 6-layer BERT encoder, distilled rather than pre-trained with the masked LM; see chapter
+    11). `description` says which one and why. `folder` works as `finetune(init=...)`."""
+    from bertlab.notebook import minilm_path
     run = find() if prefer_reference else None
     if run is not None and not run.smoke:
         c = run.config()
+        if c.num_layers >= min_layers:
+            return PretrainedEncoder(
+                "bertlab reference", run.model_folder(), True,
+                f"the book's own BERT (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}, "
+                f"vocabulary {c.vocab_size:,}), {run.label()}")
         return PretrainedEncoder(
-            "bertlab reference", run.model_folder(), True,
-            f"the book's own BERT (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}, "
-            f"vocabulary {c.vocab_size:,}), {run.label()}")
-    from bertlab.notebook import minilm_path
+            "all-MiniLM-L6-v2", Path(minilm_path()), False,
+            f"{MINILM}. The book's own BERT has only {c.num_layers} layers and this analysis needs at "
+            f"least {min_layers}, so it uses this larger, much longer-trained encoder instead")
     return PretrainedEncoder(
         "all-MiniLM-L6-v2", Path(minilm_path()), False,
-        "all-MiniLM-L6-v2, a stand-in until the book's own reference run is recorded: a 6-layer BERT "
-        "encoder (H=384, A=12, bert-base-uncased vocabulary) distilled from a larger model, not "
-        "pre-trained with the masked LM")
+        f"{MINILM}; a stand-in until the book's own reference run is recorded")

@@ -92,3 +92,47 @@ def test_stand_in_without_a_record(tmp_path, monkeypatch):
     assert not enc.is_reference and enc.name == "all-MiniLM-L6-v2"
     assert (enc.folder / "config.json").exists()
     assert enc.tokenizer().vocab_size == 30522
+
+
+def test_cpu_record_label_and_layer_threshold(record, tmp_path, monkeypatch):
+    out, model = record
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prov = json.loads((out / "provenance.json").read_text())
+    prov.update(device="cpu (2 cores)", cpu_model="Intel(R) Xeon(R) Processor @ 2.80GHz", wall_time_s=5400.0)
+    (out / "provenance.json").write_text(json.dumps(prov))
+    run = reference.find(out)
+    assert run.machine() == "a 2-core CPU (Intel(R) Xeon(R) Processor @ 2.80GHz)"
+    assert "RECORDED run on a 2-core CPU" in run.label() and "90.0 min" in run.label()
+    assert run.fill_mask() is None  # an older record without fill-mask probes
+    monkeypatch.setenv(reference.ENV_VAR, str(out))
+    own = reference.pretrained_encoder()
+    assert own.is_reference and "L=2" in own.description
+    # an analysis that needs more layers than the record has falls back to MiniLM, and says why
+    deep = reference.pretrained_encoder(min_layers=model.config.num_layers + 1)
+    assert not deep.is_reference and deep.name == "all-MiniLM-L6-v2"
+    assert "only 2 layers" in deep.description and "at least 3" in deep.description
+
+
+def test_record_pilot_keeps_the_heldout_curve(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    ckpt.write_json(run / "run.json", {
+        "config": {"minutes": 10.0, "steps": None, "corpus": "books+wiki", "seed": 0},
+        "recipe": {"name": "cpu", "batch_size": 64, "seq_len": 128, "lr": 2e-3},
+        "model_config": {"num_layers": 2, "hidden_size": 128, "num_heads": 2, "vocab_size": 16384,
+                         "norm_position": "pre"},
+        "parameters": 2_500_000, "runtime": "cpu (2 cores), fp32, eager", "torch": "2.13.0", "git_commit": "abc"})
+    lines = [{"step": s, "split": "train", "tokens": s * 8192, "tokens_per_s": 1e4 + s} for s in (250, 500, 750)]
+    lines += [{"step": s, "split": "eval", "mlm_loss": 6.5 - s / 500, "mlm_acc": a, "elapsed_s": s / 2}
+              for s, a in ((250, 0.11), (500, 0.21), (750, 0.26))]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    path = reference.record_pilot(run, "b-pre-ln", "pre-LN instead of post-LN", out_dir=tmp_path / "pilots")
+    rec = json.loads(path.read_text())
+    assert [p["tokens"] for p in rec["heldout"]] == [250 * 8192, 500 * 8192, 750 * 8192]
+    assert rec["plateau_exit"]["step"] == 500  # the first evaluation at >= 20% accuracy
+    assert rec["model"]["norm_position"] == "pre" and rec["machine"]["median_tokens_per_s"] == 10500
+    assert [p["name"] for p in reference.pilots(tmp_path / "pilots")] == ["b-pre-ln"]
+    assert reference.plateau_exit(rec["heldout"], threshold=0.5) is None
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
+    with pytest.raises(ValueError, match="no held-out MLM evaluation"):
+        reference.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")

@@ -35,7 +35,7 @@ def tokenizer_file(tmp_path_factory):
 def tiny(out, tokenizer_file, **kw):
     base = dict(preset="tiny", corpus="books", max_documents=2, tokenizer=tokenizer_file, seq_len=32,
                 batch_size=8, steps=8, lr=1e-3, warmup=0.25, log_every=1, eval_every=4, eval_batches=2,
-                checkpoint_every=4, out=str(out), progress=False, device="cpu")
+                checkpoint_every=4, out=str(out), progress=False, device="cpu", precision="fp32")
     base.update(kw)
     return PretrainConfig(**base)
 
@@ -145,6 +145,23 @@ def test_metrics_lines_and_plot(tmp_path, tokenizer_file):
     assert list(axes[0].lines[0].get_xdata()) == [1, 2, 3, 4]
 
 
+def test_plot_metrics_draws_only_what_was_logged():
+    import matplotlib
+    matplotlib.use("Agg")
+    mlm = [{"step": s, "split": "train", "loss": 7.0 - s, "mlm_acc": 0.1 * s, "tokens_per_s": 1e4, "tokens": 512 * s}
+           for s in (1, 2, 3)] + [{"step": 3, "split": "eval", "loss": 4.5, "mlm_acc": 0.25}]
+    fig = plot_metrics(mlm, x="tokens")
+    assert [ax.get_title() for ax in fig.axes] == ["loss", "MLM accuracy", "tokens / s"]  # no empty NSP panel
+    held = fig.axes[1].lines[1]
+    assert list(held.get_xdata()) == [1536] and list(held.get_ydata()) == [0.25]  # eval placed at its tokens
+    ltr = [{"step": 1, "split": "train", "loss": 6.0, "next_token_acc": 0.2, "tokens_per_s": 1e4}]
+    assert [ax.get_title() for ax in plot_metrics(ltr).axes] == ["loss", "next-token accuracy", "tokens / s"]
+    import matplotlib.pyplot as plt
+    _, axes = plt.subplots(1, 4)
+    plot_metrics(ltr, axes=axes)
+    assert [ax.get_visible() for ax in axes] == [True, True, True, False]  # a spare axis is hidden
+
+
 @pytest.mark.slow
 def test_compiled_objective_matches_eager(tmp_path, tokenizer_file):
     # torch.compile's graph capture of the objective (aot_eager: no C++ build, fast on a CPU)
@@ -172,12 +189,29 @@ def test_bad_settings_are_refused(tmp_path, tokenizer_file):
     with pytest.raises(ValueError, match="512"):
         tiny(tmp_path, tokenizer_file, seq_len=1024).validate()
     with pytest.raises(ValueError, match="needs a CUDA GPU"):
-        resolve_precision("bf16", torch.device("cpu"))
-    with pytest.raises(ValueError, match="needs a CUDA GPU"):
         resolve_precision("fp16", torch.device("cpu"))
     with pytest.raises(ValueError, match="fused AdamW"):
         make_runtime("cpu", "auto", fused_adamw=True, distributed=False)
-    assert make_runtime("cpu", "auto", distributed=False).precision == "fp32"
+
+
+def test_cpu_recipe_starts_pre_ln_with_the_unigram_bias(tmp_path, tokenizer_file):
+    from bertlab.pretraining_data import PretrainingDataset, unigram_log_probs
+    from bertlab.tokenizer import WordPieceTokenizer
+    r = pretrain(tiny(tmp_path / "c", tokenizer_file, recipe="cpu", steps=1, lr=1e-12, warmup=0.0))
+    model = r.model
+    assert model.config.norm_position == "pre" and model.bert.final_norm is not None
+    assert model.config.hidden_dropout == 0.0 and not r.history[0].get("nsp_loss")
+    tok = WordPieceTokenizer.load(tokenizer_file)
+    ds = PretrainingDataset(next((tmp_path / "c" / "data" / "train").glob("examples_*")), tok)
+    prior = unigram_log_probs(ds, tok.vocab_size, exclude=[tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id])
+    torch.testing.assert_close(model.mlm.bias.detach(), prior, atol=1e-6, rtol=0)  # lr ~ 0: unchanged
+    # a model that knows only frequencies: the first loss is near the unigram entropy, far below log V
+    entropy = -(prior[prior > -1e4].exp() * prior[prior > -1e4]).sum().item()
+    first = r.history[0]["mlm_loss"]
+    assert abs(first - entropy) < 1.0 < math.log(tok.vocab_size) - first
+    # the bias comes from the training data: a custom batch source has none to count
+    with pytest.raises(ValueError, match="mlm_bias='unigram' needs the token frequencies"):
+        pretrain(tiny(tmp_path / "d", tokenizer_file, recipe="cpu"), source=iter([]), tokenizer=tok)
 
 
 def test_weight_decay_skips_biases_and_layernorm():

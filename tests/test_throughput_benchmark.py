@@ -1,0 +1,95 @@
+"""benchmarks/throughput.py's one-configuration (CPU) mode: the JSON line, its FLOP count, its errors."""
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+TINY = ["--device", "cpu", "--precision", "fp32", "--layers", "1", "--hidden", "64", "--heads", "2",
+        "--vocab-size", "512", "--batch-size", "4", "--seq-len", "32", "--steps", "2", "--warmup-steps", "1",
+        "--matmul-size", "256", "--threads", "1"]
+REQUIRED = ["bertlab_tokens_per_s", "transformers_tokens_per_s", "bertlab_gflops", "ceiling_gflops", "speedup",
+            "fraction_of_ceiling", "precision", "compiled", "compile_s", "cpu", "threads", "layers", "hidden",
+            "heads", "vocab_size", "seq_len", "batch_size"]
+
+
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("throughput_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # @dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def hand_count_flops() -> int:
+    """One training step of the TINY config, counted by hand: L=1, H=64, A=2, FFN I=256, V=512,
+    B=4, T=32, P = round(0.15 * 32) = 5 predicted positions per sequence; a multiply-add is 2 FLOPs,
+    forward + backward = 3 x forward."""
+    B, T, L, H, I, V, P = 4, 32, 1, 64, 256, 512, 5
+    qkvo = 4 * H * H  # 16,384 multiply-adds per token and layer
+    ffn = 2 * H * I  # 32,768
+    attention = 2 * T * H  # Q K^T and weights @ V: 4,096
+    encoder = B * T * L * (qkvo + ffn + attention)  # 128 tokens x 53,248 = 6,815,744
+    mlm_head = B * P * (H * H + H * V)  # transform + decoder at the 20 chosen positions: 737,280
+    pooler_nsp = B * (H * H + H * 2)  # 16,896
+    forward = 2 * (encoder + mlm_head + pooler_nsp)  # 15,139,840
+    assert forward == 15_139_840
+    return 3 * forward  # 45,419,520
+
+
+def test_cpu_mode_prints_one_json_line_with_the_numbers():
+    p = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--json"], env=ENV, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert "bertlab / transformers" in p.stdout  # the table comes before the JSON
+    r = json.loads(lines[-1])
+    assert all(k in r for k in REQUIRED), sorted(set(REQUIRED) - set(r))
+    for k in ("bertlab_tokens_per_s", "transformers_tokens_per_s", "bertlab_gflops", "transformers_gflops",
+              "ceiling_gflops", "speedup", "fraction_of_ceiling", "bertlab_s_per_step", "transformers_s_per_step"):
+        assert isinstance(r[k], float) and math.isfinite(r[k]) and r[k] > 0, (k, r[k])
+    assert (r["layers"], r["hidden"], r["heads"], r["vocab_size"], r["seq_len"], r["batch_size"]) == \
+        (1, 64, 2, 512, 32, 4)
+    assert (r["precision"], r["compiled"], r["compile_s"], r["threads"], r["steps"], r["warmup_steps"]) == \
+        ("fp32", False, None, 1, 2, 1)
+    assert isinstance(r["cpu"], str) and r["cpu"]
+    assert r["mlm_predictions"] == 5 and r["ceiling_matmul"] == "256^3 float32"
+    # the FLOP count against the hand count, and the rates derived from it
+    assert r["model_flops_per_step"] == hand_count_flops()
+    assert r["bertlab_tokens_per_s"] == pytest.approx(4 * 32 / r["bertlab_s_per_step"], rel=1e-3)
+    assert r["bertlab_gflops"] == pytest.approx(hand_count_flops() / r["bertlab_s_per_step"] / 1e9, rel=1e-3)
+    assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3)
+    assert r["fraction_of_ceiling"] == pytest.approx(r["bertlab_gflops"] / r["ceiling_gflops"], rel=1e-3)
+    assert r["ceiling_gflops"] == max(r["ceiling_gflops_before_after"])
+    # transformers' MLM head runs at all 32 positions: 4 x 27 more predictions than bertlab's
+    assert r["transformers_executed_flops_per_step"] - r["model_flops_per_step"] == 6 * 4 * 27 * (64 * 64 + 64 * 512)
+
+
+def test_unknown_preset_is_a_clear_error(capsys):
+    bench = load_benchmark()
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--device", "cpu", "--preset", "enormous", "--json"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--preset" in err and "enormous" in err and "mini" in err
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_resolve_precisions_error(monkeypatch, capsys):
+    from bertlab import runtime
+    monkeypatch.setattr(runtime, "cpu_bf16_feature", lambda: None)  # this CPU, whatever it is, lacks bf16
+    with pytest.raises(ValueError) as expected:
+        runtime.resolve_precision("bf16", torch.device("cpu"))
+    bench = load_benchmark()
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--precision", "bf16", "--json"]) == 2
+    out = capsys.readouterr()
+    assert str(expected.value) in out.err and out.out == ""
