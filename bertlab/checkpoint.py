@@ -16,7 +16,8 @@ a checkpoint can never execute code (unlike `torch.load` of a pickle).
 Writes are atomic: the folder is written under a temporary name in the same directory, every file
 is fsync'ed, then the folder is renamed into place (`os.replace`). A crash mid-write leaves a
 `.tmp-*` folder that is ignored (and cleaned up), never a half-written `step-*` folder. After each
-save, only the newest `keep_last` checkpoints are kept.
+save, only the newest `keep_last` checkpoints are kept; an old one is renamed out of the listing
+(`.del-*`) before it is deleted, so a crash mid-delete never leaves a half-deleted `step-*` folder.
 """
 
 from __future__ import annotations
@@ -141,6 +142,29 @@ def write_json(path: str | Path, obj: Any) -> None:
     _fsync_dir(path.parent)
 
 
+def _remove_dir(path: Path) -> None:
+    """Delete a folder so that it leaves listings at once: rename it to a hidden `.del-*` name
+    (atomic), then delete that. A crash mid-delete leaves debris that no listing shows, never a
+    half-deleted folder under its own name."""
+    trash = path.with_name(f".del-{path.name}-{os.getpid()}")
+    shutil.rmtree(trash, ignore_errors=True)
+    try:
+        os.replace(path, trash)
+    except OSError:  # already gone (or cannot be moved): delete in place
+        trash = path
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _remove_debris(parent: Path, name_pattern: str) -> None:
+    """Leftovers of writes / deletes interrupted in other processes: the `.tmp-` / `.old-` /
+    `.del-<name>-<pid>` folders whose name matches `name_pattern` (a regex) and whose pid is not ours."""
+    debris = re.compile(rf"^\.(?:tmp|old|del)-{name_pattern}-(\d+)$")
+    for p in parent.iterdir() if parent.is_dir() else []:
+        m = debris.match(p.name)
+        if m and int(m.group(1)) != os.getpid():
+            shutil.rmtree(p, ignore_errors=True)
+
+
 def _replace_dir(tmp: Path, final: Path) -> None:
     """Move a finished temporary folder into place. A folder already there (a checkpoint of the
     same step from an earlier attempt) is moved aside first and deleted after."""
@@ -192,6 +216,7 @@ def save_model(folder: str | Path, model: nn.Module, dtype: torch.dtype | None =
         shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
         _fsync_file(tmp / "tokenizer.json")
     _replace_dir(tmp, folder)
+    _remove_debris(folder.parent, re.escape(folder.name))
     return folder
 
 
@@ -298,10 +323,8 @@ def prune_checkpoints(ckpt_root: str | Path, keep_last: int) -> None:
     if keep_last < 1:
         raise ValueError(f"keep_last must be at least 1, got {keep_last}")
     for p in list_checkpoints(ckpt_root)[:-keep_last]:
-        shutil.rmtree(p, ignore_errors=True)
-    for p in Path(ckpt_root).glob(".tmp-step-*"):  # leftovers of interrupted writes
-        if not p.name.endswith(f"-{os.getpid()}"):
-            shutil.rmtree(p, ignore_errors=True)
+        _remove_dir(p)  # out of the listing first: never a half-deleted step-* folder
+    _remove_debris(Path(ckpt_root), r"step-\d+")  # leftovers of interrupted writes and deletes
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:

@@ -46,6 +46,11 @@ class BertConfig:
     # model, each token attends to itself and the tokens on its left only (the paper's "LTR"
     # ablation, section 5.1, like OpenAI GPT); kept at fine-tuning time, as in the paper.
     causal: bool = False
+    # Where each sub-layer's LayerNorm sits. "post" (BERT, the Transformer): x = LN(x + F(x)).
+    # "pre" (Xiong et al. 2020; GPT-2; Cramming): x = x + F(LN(x)), with one more LayerNorm after
+    # the last layer. Pre-LN trains stably at higher learning rates, which short runs need; the
+    # paper's BERT and every Hugging Face BERT checkpoint are post-LN.
+    norm_position: str = "post"
 
     def __post_init__(self):
         if self.intermediate_size is None:
@@ -62,6 +67,8 @@ class BertConfig:
                 f"divisors of H (BERT-Base uses H=768, A=12, 64 per head)")
         if self.hidden_act not in ("gelu", "relu"):
             raise ValueError(f"hidden_act must be 'gelu' or 'relu', got {self.hidden_act!r}")
+        if self.norm_position not in ("post", "pre"):
+            raise ValueError(f"norm_position must be 'post' (BERT) or 'pre' (pre-LN), got {self.norm_position!r}")
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False, got {self.causal!r}")
         for name in ("hidden_dropout", "attention_dropout"):
@@ -149,6 +156,9 @@ class BertConfig:
 
     def to_hf_dict(self) -> dict[str, Any]:
         """The config.json fields transformers' BertConfig expects."""
+        if self.norm_position != "post":
+            raise ValueError("transformers' BERT is post-LN; a pre-LN model (norm_position='pre') has no "
+                             "transformers equivalent. Save it with bertlab.checkpoint.save_model instead")
         d = {hf: getattr(self, ours) for ours, hf in self._HF_NAMES.items()}
         d["model_type"] = "bert"
         return d

@@ -255,6 +255,7 @@ def to_hf_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """bertlab weights under transformers' names, for the transformers class of the same name."""
     name = type(model).__name__
     cfg: BertConfig = model.config
+    cfg.to_hf_dict()  # raises for a pre-LN model, which transformers' BERT cannot represent
     sd = model.state_dict()
     prefix = "" if name == "BertModel" else "bert."
     out: dict[str, torch.Tensor] = {}

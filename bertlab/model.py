@@ -7,6 +7,7 @@ Vaswani et al. (2017):
     SelfAttention     multi-head scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V
     FeedForward       the position-wise FFN, GELU(x W1 + b1) W2 + b2, inner size 4H
     EncoderLayer      post-LN: x = LN(x + Attention(x)); x = LN(x + FFN(x))
+                      (or pre-LN, x = x + Attention(LN(x)), for fast short runs: config.norm_position)
     attention_mask_for  which keys each query may see: never padding; in a causal
                         (left-to-right) model, never a token to its right
     BertModel         embeddings, L layers, and the pooler tanh(W C + b) over the [CLS] vector C
@@ -148,7 +149,9 @@ class FeedForward(nn.Module):
 
 class EncoderLayer(nn.Module):
     """One Transformer encoder layer, post-LN as in the Transformer and BERT: each sub-layer is
-    wrapped as LayerNorm(x + Dropout(Sublayer(x)))."""
+    wrapped as LayerNorm(x + Dropout(Sublayer(x))). With config.norm_position="pre" the same
+    parameters are used as x + Dropout(Sublayer(LayerNorm(x))): the residual path is never
+    normalised, so gradients reach the early layers undiminished and high learning rates are safe."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -157,8 +160,13 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(config)
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
+        self.pre_norm = config.norm_position == "pre"
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+        if self.pre_norm:
+            a, weights = self.attention(self.attention_norm(x), mask, need_weights)
+            x = x + self.dropout(a)
+            return x + self.dropout(self.ffn(self.ffn_norm(x))), weights
         a, weights = self.attention(x, mask, need_weights)
         x = self.attention_norm(x + self.dropout(a))
         x = self.ffn_norm(x + self.dropout(self.ffn(x)))
@@ -237,6 +245,9 @@ class BertModel(_BertBase):
         self.config = config
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList([EncoderLayer(config) for _ in range(config.num_layers)])
+        # pre-LN leaves the residual stream unnormalised: one LayerNorm after the last layer
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) \
+            if config.norm_position == "pre" else None
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooler else None
         self.apply(self._init_weights)
 
@@ -290,8 +301,10 @@ class BertModel(_BertBase):
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         hidden_states = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             x, weights = layer(x, mask, need_weights=output_attentions)
+            if self.final_norm is not None and i == len(self.layers) - 1:
+                x = self.final_norm(x)
             if output_hidden_states:
                 hidden_states.append(x)
             if output_attentions:

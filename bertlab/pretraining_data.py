@@ -549,3 +549,25 @@ def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordP
     return build_examples(corpus, ex_dir, max_len=max_len, nsp=nsp, seed=seed, short_seq_prob=short_seq_prob,
                           dupe_factor=dupe_factor, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
                           pad_id=tokenizer.pad_id)
+
+
+def unigram_log_probs(dataset: PretrainingDataset, vocab_size: int, exclude: Sequence[int] = (),
+                      smoothing: float = 1.0) -> torch.Tensor:
+    """log p(token) over the real tokens of `dataset`'s examples (add-`smoothing` counts, so unseen
+    pieces get a finite value; ids in `exclude`, the special tokens, get -1e4: the MLM never has to
+    predict them). Used to start the MLM output bias where a model that knows nothing but word
+    frequencies would be, instead of at the uniform guess log(1/V)."""
+    counts = np.zeros(vocab_size, dtype=np.float64)
+    for start in range(0, len(dataset), 8192):
+        ids = np.asarray(dataset.input_ids[start:start + 8192], dtype=np.int64)
+        lengths = np.asarray(dataset.lengths[start:start + 8192], dtype=np.int64)
+        real = np.arange(ids.shape[1])[None, :] < lengths[:, None]
+        counts += np.bincount(ids[real], minlength=vocab_size)[:vocab_size]
+    counts += smoothing
+    excluded = np.asarray(list(exclude), dtype=np.int64)
+    counts[excluded] = 0.0
+    logp = np.full(vocab_size, -1e4)
+    keep = counts > 0
+    logp[keep] = np.log(counts[keep] / counts[keep].sum())
+    return torch.tensor(logp, dtype=torch.float32)
+

@@ -58,6 +58,8 @@ class Recipe:
     nsp: bool = True
     dropout: float = 0.1
     grad_clip: float | None = 1.0  # global gradient-norm clipping, None = off
+    norm_position: str = "post"  # "post" (BERT) or "pre" (pre-LN: stable at high learning rates)
+    mlm_bias: str = "zeros"  # the MLM output bias at step 0: "zeros" (BERT) or "unigram" (log frequencies)
     notes: str = ""
 
     def __post_init__(self):
@@ -67,6 +69,10 @@ class Recipe:
             raise ValueError(f"the learning rate must be positive, got {self.lr}")
         if self.warmup < 0:
             raise ValueError(f"warm-up must be >= 0 (steps, or a fraction < 1), got {self.warmup}")
+        if self.norm_position not in ("post", "pre"):
+            raise ValueError(f"norm_position must be 'post' or 'pre', got {self.norm_position!r}")
+        if self.mlm_bias not in MLM_BIAS_INITS:
+            raise ValueError(f"mlm_bias must be one of {', '.join(MLM_BIAS_INITS)}, got {self.mlm_bias!r}")
 
     def replace(self, **changes: Any) -> "Recipe":
         """A copy with some fields changed (None values are ignored: 'not given on the command line')."""
@@ -88,6 +94,7 @@ class Recipe:
 
 
 SCHEDULES = ("linear", "cosine", "constant")
+MLM_BIAS_INITS = ("zeros", "unigram")
 
 
 def lr_multiplier(step: int, total_steps: int, warmup_fraction: float, schedule: str = "linear") -> float:
@@ -121,6 +128,13 @@ RECIPES: dict[str, Recipe] = {
         schedule="linear", batch_size=256, seq_len=128, steps=None, nsp=False, dropout=0.1,
         notes="Short single-GPU runs. lr/warm-up/batch/seq/MLM-only backed by the anchors' H100 "
               "calibration run; beta2 0.98 from RoBERTa (untested here); GPU validation pending."),
+    "cpu": Recipe(
+        name="cpu", lr=2e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, warmup=0.03,
+        schedule="linear", batch_size=64, seq_len=128, steps=None, nsp=False, dropout=0.0,
+        norm_position="pre", mlm_bias="unigram",
+        notes="An hour on a 2-core CPU. Pre-LN, the MLM bias started at log unigram frequencies and "
+              "no dropout let a small model leave the frequent-word plateau within minutes; the pilots "
+              "that chose it are in data/pilots/ and the book's appendix."),
 }
 
 

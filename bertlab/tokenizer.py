@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,14 +285,19 @@ class WordPieceTokenizer:
     # --- save / load ---------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
         """Write tokenizer.json (the whole pipeline) and vocab.txt (one token per line, in id
-        order, as the original BERT release) into `directory`; returns the directory."""
+        order, as the original BERT release) into `directory`; returns the directory. Each file is
+        written under a temporary name and renamed into place: a crash never leaves half of one."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.backend.save(str(directory / "tokenizer.json"))
         vocab = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
         if [i for _, i in vocab] != list(range(len(vocab))):
             raise ValueError("the vocabulary ids are not 0..V-1 without gaps; vocab.txt cannot express it")
-        (directory / "vocab.txt").write_text("".join(t + "\n" for t, _ in vocab), encoding="utf-8")
+        tmp = directory / f".tmp-tokenizer.json-{os.getpid()}"
+        self.backend.save(str(tmp))
+        os.replace(tmp, directory / "tokenizer.json")
+        tmp = directory / f".tmp-vocab.txt-{os.getpid()}"
+        tmp.write_text("".join(t + "\n" for t, _ in vocab), encoding="utf-8")
+        os.replace(tmp, directory / "vocab.txt")
         return directory
 
     @classmethod

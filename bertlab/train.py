@@ -104,6 +104,8 @@ class PretrainConfig:
     objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
     whole_word: bool = False
     mlm_probability: float | None = None
+    norm_position: str | None = None  # "post" (BERT) or "pre" (pre-LN)
+    mlm_bias: str | None = None  # the MLM output bias at step 0: "zeros" or "unigram"
     # the machine
     device: str = "auto"
     precision: str = "auto"  # auto, fp32, bf16, fp16
@@ -133,7 +135,8 @@ class PretrainConfig:
         return get_recipe(self.recipe, lr=self.lr, warmup=self.warmup, schedule=self.schedule,
                           weight_decay=self.weight_decay, dropout=self.dropout, nsp=self.nsp,
                           seq_len=self.seq_len, batch_size=self.batch_size,
-                          mlm_probability=self.mlm_probability)
+                          mlm_probability=self.mlm_probability, norm_position=self.norm_position,
+                          mlm_bias=self.mlm_bias)
 
     def validate(self) -> None:
         if self.preset not in PRESETS:
@@ -702,6 +705,7 @@ class PretrainingData:
     tokenizer_file: Path
     train_examples: int = 0
     heldout_examples: int = 0
+    unigram_log_probs: torch.Tensor | None = None  # (V,) log frequencies of the training tokens
 
 
 EVAL_SEED = 1234  # the held-out batches' masks: the same in every run, so runs compare
@@ -726,7 +730,7 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     on the fly (bertlab.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
     unmasked with next-token labels (bertlab.masking.NextTokenCollator)."""
     from bertlab.corpus import load_corpus
-    from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
+    from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data, unigram_log_probs
     from bertlab.tokenizer import WordPieceTokenizer, train_wordpiece
 
     r = cfg.resolved_recipe()
@@ -786,7 +790,12 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         print(f"data: {len(train_ds):,} training sequences of {r.seq_len} tokens from {len(docs)} documents; "
               f"{n_eval} held-out batches of {eval_bs} from {len(heldout)} documents; vocabulary "
               f"{tokenizer.vocab_size:,}", flush=True)
-    return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds))
+    prior = None
+    if r.mlm_bias == "unigram":
+        prior = unigram_log_probs(train_ds, tokenizer.vocab_size,
+                                  exclude=[tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id])
+    return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds),
+                           prior)
 
 
 def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False,
@@ -804,7 +813,8 @@ def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertFo
     r = cfg.resolved_recipe()
     L, H, A = cfg.model_size()
     config = BertConfig(vocab_size=vocab_size, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=r.dropout,
-                        attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr")
+                        attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr",
+                        norm_position=r.norm_position)
     return BertForPreTraining(config)
 
 
@@ -829,9 +839,15 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
         out.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
     tokenizer_file = None
+    prior = None
     if source is None:
         data = prepare_data(cfg, rt)
         source, eval_batches, tokenizer, tokenizer_file = data.train, data.eval_batches, data.tokenizer, data.tokenizer_file
+        prior = data.unigram_log_probs
+    elif cfg.resolved_recipe().mlm_bias == "unigram":
+        raise ValueError("mlm_bias='unigram' needs the token frequencies of the training data, which a custom "
+                         "batch source does not give; use mlm_bias='zeros' (--mlm-bias zeros) or let pretrain "
+                         "build the data from cfg.corpus")
     elif tokenizer is not None:
         if rt.dist.is_main:
             tokenizer.save(out / "tokenizer")
@@ -841,6 +857,9 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
         raise ValueError("pretrain needs a tokenizer (for the vocabulary size) when given a batch source")
     seed_everything(cfg.seed)  # the model's initial weights depend on the seed only
     model = build_model(cfg, vocab_size, getattr(tokenizer, "pad_id", 0))
+    if prior is not None:  # start the MLM where a unigram model is: the loss starts near its entropy
+        with torch.no_grad():
+            model.mlm.bias.copy_(prior)
     # Dropout draws: different in every process (otherwise all would drop the same units).
     torch.manual_seed(cfg.seed + 1 + rt.dist.rank)
     fingerprint = getattr(tokenizer, "fingerprint", None)

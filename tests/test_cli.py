@@ -85,7 +85,7 @@ def test_pretrain_left_to_right(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["finetune", "--task", "sst5"], "unknown task 'sst5'; choose one of sst2, mrpc, rte, squad, conll2003"),
     (["finetune", "--task", "squad"], "no 'train' split"),
-    (["pretrain", "--precision", "bf16", "--device", "cpu", "--steps", "1"], "needs a CUDA GPU"),
+    (["pretrain", "--precision", "fp16", "--device", "cpu", "--steps", "1"], "needs a CUDA GPU"),
     (["pretrain", "--steps", "5", "--minutes", "1"], "not both"),
     (["pretrain", "--preset", "giant", "--steps", "1"], "choose one of tiny, mini"),
     (["pretrain", "--recipe", "fast", "--steps", "1"], "choose one of paper, budget"),
@@ -136,16 +136,28 @@ def test_reference_run_smoke(tmp_path):
                        env=ENV, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     for name in ("metrics.jsonl", "config.json", "tokenizer.json", "vocab.txt", "model.fp16.safetensors",
-                 "finetune_results.json", "provenance.json"):
+                 "finetune_results.json", "provenance.json", "fill_mask.json"):
         assert (out / name).exists(), name
     prov = json.loads((out / "provenance.json").read_text())
     for key in ("command", "git_commit", "device", "wall_time_s", "corpus", "torch", "weights"):
         assert prov.get(key) is not None, key
     assert prov["corpus"]["train_checksum"] != prov["corpus"]["heldout_checksum"]
     assert prov["weights"]["megabytes"] <= 20
+    assert prov["kind"] == "smoke" and prov["cpu_model"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["norm_position"] == "pre" and config["hidden_dropout"] == 0.0  # the CPU recipe
     results = json.loads((out / "finetune_results.json").read_text())
-    assert set(results) == {"pretrained", "scratch"}
-    assert all(len(r["scores"]) == 3 for r in results.values())
+    assert set(results) == {"pretrained", "scratch", "sst2_curve"}
+    assert all(len(results[k]["scores"]) == 3 for k in ("pretrained", "scratch"))
+    curve = results["sst2_curve"]  # a learning curve: one point per number of labelled sentences
+    assert [p["train_examples"] for p in curve] == [128, 256]
+    assert results["pretrained"] == curve[-1]["pretrained"]
+    assert [p["train_examples"] for p in prov["sst2_curve_median"]] == [128, 256]
+    fills = json.loads((out / "fill_mask.json").read_text())
+    assert fills["steps"] == sorted(fills["steps"]) and fills["steps"][-1] == prov["pretraining"]["steps"]
+    assert len(fills["along"]) == len(fills["steps"]) >= 2  # every checkpoint and the final model
+    assert all(len(a["fills"]) == len(fills["texts"]) for a in fills["along"])
+    assert fills["answers"][len(fills["texts"]) - 1]  # held-out probes carry their answer
     from bertlab.checkpoint import load_model
     from safetensors.torch import load_file
     w = load_file(str(out / "model.fp16.safetensors"))

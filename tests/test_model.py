@@ -335,3 +335,40 @@ def test_causal_is_off_by_default_and_survives_json(tmp_path):
     assert BertConfig.from_dict({k: v for k, v in tiny().to_dict().items() if k != "causal"}).causal is False
     with pytest.raises(ValueError, match="causal"):
         tiny(causal="yes")
+
+
+# ------------------------------------------------------------------------------------------------
+# Pre-LN (config.norm_position="pre"), for fast short runs
+# ------------------------------------------------------------------------------------------------
+def test_pre_ln_layer_is_x_plus_sublayer_of_normalised_x():
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2, norm_position="pre",
+                        hidden_dropout=0.0, attention_dropout=0.0)
+    model = BertModel(config).eval()
+    for p in model.parameters():  # LayerNorm away from identity, so a misplaced norm would show
+        torch.nn.init.normal_(p, std=0.3)
+    ids = torch.randint(0, 50, (2, 7))
+    out = model(ids, output_hidden_states=True)
+    x = model.embeddings(ids, torch.zeros_like(ids))
+    for layer in model.layers:  # by hand: x + Attn(LN1(x)), then x + FFN(LN2(x))
+        a, _ = layer.attention(layer.attention_norm(x), None)
+        x = x + a
+        x = x + layer.ffn(layer.ffn_norm(x))
+    x = model.final_norm(x)  # the extra LayerNorm after the last layer
+    torch.testing.assert_close(out.last_hidden_state, x, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out.hidden_states[-1], x, rtol=1e-5, atol=1e-5)
+    # the same weights read post-LN give a different function: the option is not ignored
+    post = BertModel(BertConfig(**{**config.to_dict(), "norm_position": "post"})).eval()
+    post.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("final_norm")})
+    assert not torch.allclose(post(ids).last_hidden_state, x, atol=1e-3)
+
+
+def test_pre_ln_has_one_more_layernorm_and_no_transformers_export():
+    post = BertModel(BertConfig.preset("tiny", vocab_size=100))
+    pre = BertModel(BertConfig.preset("tiny", vocab_size=100, norm_position="pre"))
+    assert pre.num_parameters() - post.num_parameters() == 2 * 128  # final LayerNorm: gain and bias
+    with pytest.raises(ValueError, match="post-LN.*save_model"):
+        pre.to_hf()
+    with pytest.raises(ValueError, match="norm_position must be 'post'"):
+        BertConfig(norm_position="sandwich")
+    assert BertConfig.from_dict(pre.config.to_dict()).norm_position == "pre"

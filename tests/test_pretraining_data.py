@@ -16,7 +16,7 @@ from bertlab.corpus import Document, load_corpus
 from bertlab.masking import MaskedLMCollator
 from bertlab.pretraining_data import (IS_NEXT, NOT_NEXT, PretrainingBatches, PretrainingDataset,
                                       TokenizedCorpus, build_examples, prepare_pretraining_data,
-                                      tokenize_corpus)
+                                      tokenize_corpus, unigram_log_probs)
 from bertlab.tokenizer import bert_uncased_tokenizer, train_wordpiece
 
 
@@ -45,6 +45,26 @@ def built(tok, docs, tmp_path_factory):
     ds = prepare_pretraining_data(docs, tok, root, max_len=128, nsp=True, seed=0)
     corpus = TokenizedCorpus.load(root / "tokens", tok)
     return root, corpus, ds
+
+
+def test_unigram_log_probs_count_the_real_tokens(tok, built):
+    _, _, ds = built
+    specials = [tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id]
+    logp = unigram_log_probs(ds, tok.vocab_size, exclude=specials, smoothing=0.0)
+    # by hand, in one pass over every example's real tokens
+    counts = np.zeros(tok.vocab_size)
+    for i in range(len(ds)):
+        n = int(ds.lengths[i])
+        np.add.at(counts, np.asarray(ds.input_ids[i, :n], dtype=np.int64), 1)
+    counts[specials] = 0
+    seen = counts > 0
+    np.testing.assert_allclose(logp[torch.from_numpy(seen)].numpy(), np.log(counts[seen] / counts.sum()), rtol=1e-5)
+    assert torch.all(logp[specials] == -1e4)  # never a masked-LM target
+    assert abs(float(logp[logp > -1e4].exp().sum()) - 1.0) < 1e-4
+    # the most frequent pieces of English prose: punctuation and "the"
+    assert {tok.id_to_token(int(i)) for i in logp.topk(3).indices} <= {",", ".", "the", "and"}
+    smoothed = unigram_log_probs(ds, tok.vocab_size, exclude=specials)
+    assert torch.isfinite(smoothed[~torch.from_numpy(seen)]).all()  # unseen pieces: finite, small
 
 
 def test_layout_of_examples(tok, built):

@@ -25,3 +25,38 @@ def test_auto_precision_follows_native_bf16(monkeypatch, capability, name, expec
             runtime.resolve_precision("bf16", gpu)
     else:
         assert runtime.resolve_precision("bf16", gpu) == "bf16"
+
+
+# ------------------------------------------------------------------------------------------------
+# CPUs: bf16 autocast only where the instructions are native (faked flags)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("flags, feature", [
+    ({"avx512f", "avx512_bf16"}, "avx512_bf16"),  # AMD Zen 4, Intel Cooper Lake
+    ({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}, "amx_bf16"),  # Intel Sapphire Rapids
+    ({"avx2", "avx512f"}, None),  # AVX-512 without bf16: oneDNN would emulate it
+])
+def test_cpu_bf16_follows_the_cpu_flags(monkeypatch, flags, feature):
+    monkeypatch.setattr(runtime, "_cpu_flags", lambda: flags)
+    cpu = torch.device("cpu")
+    assert runtime.cpu_bf16_feature() == feature
+    assert runtime.resolve_precision("fp32", cpu) == "fp32"
+    if feature:
+        assert runtime.resolve_precision("auto", cpu) == "bf16"
+        assert runtime.resolve_precision("bf16", cpu) == "bf16"
+        rt = runtime.make_runtime("cpu", "auto", distributed=False)
+        assert feature in rt.describe()
+        assert rt.autocast_dtype == torch.bfloat16 and not rt.uses_grad_scaler
+    else:
+        assert runtime.resolve_precision("auto", cpu) == "fp32"
+        with pytest.raises(ValueError, match="needs a CPU with native bf16.*--precision fp32"):
+            runtime.resolve_precision("bf16", cpu)
+    with pytest.raises(ValueError, match="fp16 needs a CUDA GPU"):
+        runtime.resolve_precision("fp16", cpu)
+
+
+def test_cpu_flags_are_read_from_this_machine():
+    flags = runtime._cpu_flags()
+    import platform
+    if platform.system() == "Linux":
+        assert flags, "/proc/cpuinfo has a flags line on Linux"
+    assert runtime.cpu_bf16_feature() in (None, "avx512_bf16", "amx_bf16", "onednn_bf16")
