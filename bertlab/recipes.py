@@ -1,6 +1,6 @@
 """Pretraining recipes: the optimiser, learning-rate schedule and batch shape, as named presets.
 
-Two recipes, side by side so the book can compare them:
+Three recipes, side by side so the book can compare them:
 
 `paper` -- what Devlin et al. (2018) report (section A.2): Adam with lr 1e-4, beta1 0.9,
     beta2 0.999, L2 weight decay 0.01, learning-rate warm-up over the first 10,000 steps then
@@ -19,9 +19,19 @@ Two recipes, side by side so the book can compare them:
     run), beta2 0.98 (the RoBERTa paper's stabiliser for large learning rates), and no NSP
     (RoBERTa found it unnecessary; the book still teaches and tests it: pass --nsp to switch it on).
 
+`cpu` -- an hour on a CPU of two cores (the book's own model): what lets a small model leave the
+    frequent-word plateau on that budget. Pre-LN layers (x + F(LN(x)), Xiong et al. 2020), which
+    stay stable at a high peak lr (2e-3) from the first steps; the MLM output bias started at the log
+    frequencies of the training pieces, so step 0 already predicts like a unigram model instead of
+    spending minutes learning to; no dropout (an hour sees each sequence only a few times); warm-up
+    3%, beta2 0.98, batch 64 sequences of 128, no NSP. Cramming (Geiping & Goldstein 2022) makes the
+    same choices for a day on one GPU.
+
 What is backed by a run and what is not (read before trusting a number):
-  - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: the calibration run in
-    the project's anchors (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
+  - cpu: the pilots in data/pilots/ (each with its held-out curve) and the recorded run in
+    data/reference_run/ (tiny 2/128/2, 60 minutes on 2 cores).
+  - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
+    similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
   - a 2-core CPU study (tiny 2/128/2 model, WordPiece 8,192 trained on 30 books, seq 64, batch 32,
     warm-up 6% then linear decay, MLM only; held-out MLM accuracy on 16 fixed batches of the held-out
@@ -29,8 +39,8 @@ What is backed by a run and what is not (read before trusting a number):
     1,000 steps the ordering was 2e-3 > 5e-4 > 1e-4 (the paper's lr barely leaves the "frequent
     words" plateau in a short run). It supports "much higher than 1e-4 for short runs" at tiny scale
     only: small models tolerate larger learning rates, so 2e-3 does not transfer to medium/base.
-  - the budget recipe at GPU scale (the reference run's settings, 9 minutes on an H100) is NOT yet
-    validated: no GPU was available when this was written. Its numbers are pending that run.
+  - the budget recipe at GPU scale (REFERENCE["gpu"] in bertlab.__main__, 9 minutes on an H100) has
+    not been run with this code.
   - paper: the paper's numbers; never run here at its real scale (1M steps x 256 x 512 tokens).
 """
 
@@ -126,8 +136,8 @@ RECIPES: dict[str, Recipe] = {
     "budget": Recipe(
         name="budget", lr=7e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, warmup=0.06,
         schedule="linear", batch_size=256, seq_len=128, steps=None, nsp=False, dropout=0.1,
-        notes="Short single-GPU runs. lr/warm-up/batch/seq/MLM-only backed by the anchors' H100 "
-              "calibration run; beta2 0.98 from RoBERTa (untested here); GPU validation pending."),
+        notes="Short single-GPU runs. lr/warm-up/batch/seq/MLM-only backed by a calibration run of a "
+              "similar model on one H100; beta2 0.98 from RoBERTa; not yet run at GPU scale with this code."),
     "cpu": Recipe(
         name="cpu", lr=2e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, warmup=0.03,
         schedule="linear", batch_size=64, seq_len=128, steps=None, nsp=False, dropout=0.0,

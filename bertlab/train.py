@@ -173,6 +173,11 @@ class PretrainConfig:
             raise ValueError(f"seq_len {r.seq_len} exceeds BERT's 512 learned positions")
         if r.seq_len < 8:
             raise ValueError(f"seq_len {r.seq_len} is too short for [CLS] A [SEP] B [SEP]; use at least 8")
+        steps = self.steps if self.steps is not None else (r.steps if self.minutes is None else None)
+        if steps is not None and r.warmup >= 1 and r.warmup > steps:
+            raise ValueError(f"the warm-up of {int(r.warmup):,} steps is longer than the run of {steps:,} steps, so "
+                             f"the learning rate would never reach its peak; give more --steps or a warm-up "
+                             f"as a fraction of the run (e.g. --warmup 0.06)")
         if self.minutes is not None and r.warmup >= 1:
             raise ValueError(f"with --minutes the warm-up must be a fraction of the run (e.g. --warmup 0.06), "
                              f"not {int(r.warmup)} steps: a time-limited run has no known number of steps")

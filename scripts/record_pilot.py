@@ -1,0 +1,17 @@
+#!/usr/bin/env python
+"""Record a pretraining run as a pilot in data/pilots/<name>.json (its settings and held-out curve).
+
+    python -m bertlab pretrain --preset tiny --recipe budget --steps 1200 --out runs/pilot-budget ...
+    python scripts/record_pilot.py runs/pilot-budget --name budget-tiny --change "the budget recipe"
+"""
+import argparse
+
+from bertlab.reference import PILOTS_DIR, record_pilot
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("run", help="a run folder of `python -m bertlab pretrain` (run.json + metrics.jsonl)")
+parser.add_argument("--name", required=True, help="file name of the pilot (without .json)")
+parser.add_argument("--change", required=True, help="what this pilot changes, in words")
+parser.add_argument("--out", default=str(PILOTS_DIR), help="folder of the pilot files (default: data/pilots)")
+args = parser.parse_args()
+print(record_pilot(args.run, args.name, args.change, args.out))
