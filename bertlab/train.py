@@ -600,6 +600,8 @@ class Trainer:
         speed_mark = None  # (step, elapsed) at the last sync, for the time-budget estimate
         stopped_by = None
         start_step = self.step
+        first_step_s = None
+        steady_from = None  # (elapsed, tokens) after the first step, for the first window's tokens/s
         self.model.train()
         try:
             with StopSignals() as signals:
@@ -611,6 +613,16 @@ class Trainer:
                     self.step += 1
                     self.tokens += B * T
                     bar.update(1)
+                    if self.step == start_step + 1:
+                        # The first step of a session carries one-off costs (torch.compile's
+                        # compilation, allocator warm-up): timed apart, and left out of tokens/s.
+                        if rt.device.type == "cuda":
+                            torch.cuda.synchronize(rt.device)
+                        first_step_s = time.perf_counter() - self._t0
+                        if cfg.log_every > 1:  # tokens/s of the first window: from step 2 on
+                            steady_from = (self.elapsed(), self.tokens)
+                        if rt.compile and self.is_main:
+                            print(f"first step, compilation included: {first_step_s:.1f} s", flush=True)
 
                     # Sync points: read the device's numbers, agree across processes, decide.
                     s = self.step
@@ -651,8 +663,10 @@ class Trainer:
                         tot = self._all_reduce(stats.clone())
                         lm_sum, n, correct, nsp_sum, nsp_correct, rows, gsum = tot.tolist()
                         steps_in = s - window[0]
-                        dt = max(elapsed - window[1], 1e-9)
-                        tok_s = (self.tokens - window[2]) / dt
+                        since = steady_from or window[1:]
+                        steady_from = None
+                        dt = max(elapsed - since[0], 1e-9)
+                        tok_s = (self.tokens - since[1]) / dt
                         flops = logs.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
                         loss_key, acc_key = OBJECTIVES[cfg.objective]
                         rec = {"step": s, "split": "train", loss_key: lm_sum / max(n, 1),
@@ -661,8 +675,11 @@ class Trainer:
                             rec.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
                         rec["loss"] = rec[loss_key] + rec.get("nsp_loss", 0.0)
                         rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / world / max(steps_in, 1),
-                                   tokens_per_s=tok_s, mfu=logs.mfu(flops * steps_in / dt, peak),
+                                   tokens_per_s=tok_s, mfu=logs.mfu(flops * tok_s / (B * T), peak),
                                    tokens=self.tokens, elapsed_s=elapsed)
+                        if first_step_s is not None:  # once per session: the first step's one-off time
+                            rec["first_step_s"] = first_step_s
+                            first_step_s = None
                         logger.log(rec)
                         bar.set_postfix(logs.format_postfix(rec), refresh=False)
                         stats.zero_()

@@ -330,3 +330,11 @@ def test_model_size_overrides_the_preset(tmp_path, tokenizer_file):
     assert r.model.num_parameters() == BertForPreTraining(c).num_parameters()
     with pytest.raises(ValueError, match="not divisible"):
         tiny(tmp_path, tokenizer_file, hidden=100, heads=3).validate()
+
+
+def test_first_step_is_timed_apart(tmp_path, tokenizer_file):
+    r = pretrain(tiny(tmp_path / "f", tokenizer_file, steps=6, log_every=3, eval_every=100, checkpoint_every=100))
+    logged = [x for x in r.history if x.get("split") == "train"]
+    assert [x["step"] for x in logged] == [3, 6]
+    assert logged[0]["first_step_s"] > 0 and "first_step_s" not in logged[1]  # once per session
+    assert all(x["tokens_per_s"] > 0 for x in logged)
