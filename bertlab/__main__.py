@@ -353,8 +353,9 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
             point[name] = r.to_dict()
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
         curve.append(point)
-    results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"], "sst2_curve": curve}
+    results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"]}  # the most data
     ckpt.write_json(out_dir / "finetune_results.json", results)
+    ckpt.write_json(out_dir / "sst2_curve.json", curve)
 
     def corpus_meta(split):
         return json.loads((run / "data" / split / "tokens" / "meta.json").read_text())["corpus"]

@@ -8,8 +8,9 @@ into data/reference_run/:
     config.json              the model's size (a bertlab BertConfig)
     tokenizer.json, vocab.txt the WordPiece vocabulary it was trained with
     model.fp16.safetensors   the pretrained weights in fp16
-    finetune_results.json    SST-2 dev scores, pre-trained and from scratch, every seed, for each
-                             number of labelled training sentences (a learning curve)
+    finetune_results.json    SST-2 dev scores, pre-trained and from scratch, every seed (the run
+                             with the most labelled sentences)
+    sst2_curve.json          the same for each number of labelled sentences (a learning curve)
     fill_mask.json           the paper's fill-mask examples and held-out sentences, at every checkpoint
     provenance.json          command, git commit, CPU or GPU, wall times, corpus checksums, weights sha256
 
@@ -88,6 +89,12 @@ class ReferenceRun:
             return f"a {cores}-core CPU" + (f" ({model})" if model else "")
         return device
 
+    def sst2_curve(self) -> list[dict[str, Any]] | None:
+        """SST-2 dev accuracy for each number of labelled training sentences: [{"train_examples": n,
+        "epochs": e, "pretrained": results, "scratch": results}], or None if absent."""
+        f = self.path / "sst2_curve.json"
+        return json.loads(f.read_text()) if f.exists() else None
+
     def fill_mask(self) -> dict[str, Any] | None:
         """The fill-mask probes asked of every checkpoint (texts, answers, steps, along), or None."""
         f = self.path / "fill_mask.json"
@@ -101,8 +108,7 @@ class ReferenceRun:
         return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
 
     def finetune_results(self) -> dict[str, Any] | None:
-        """SST-2 results by initialisation ("pretrained", "scratch": the largest training set) and
-        "sst2_curve" (one point per number of labelled sentences), or None if absent."""
+        """SST-2 results by initialisation ("pretrained", "scratch"), or None if absent."""
         f = self.path / "finetune_results.json"
         return json.loads(f.read_text()) if f.exists() else None
 

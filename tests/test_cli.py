@@ -139,7 +139,7 @@ def test_reference_run_smoke(tmp_path):
                        env=ENV, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     for name in ("metrics.jsonl", "config.json", "tokenizer.json", "vocab.txt", "model.fp16.safetensors",
-                 "finetune_results.json", "provenance.json", "fill_mask.json"):
+                 "finetune_results.json", "provenance.json", "fill_mask.json", "sst2_curve.json"):
         assert (out / name).exists(), name
     prov = json.loads((out / "provenance.json").read_text())
     for key in ("command", "git_commit", "device", "wall_time_s", "corpus", "torch", "weights"):
@@ -150,9 +150,9 @@ def test_reference_run_smoke(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["norm_position"] == "pre" and config["hidden_dropout"] == 0.0  # the CPU recipe
     results = json.loads((out / "finetune_results.json").read_text())
-    assert set(results) == {"pretrained", "scratch", "sst2_curve"}
+    assert set(results) == {"pretrained", "scratch"}
     assert all(len(results[k]["scores"]) == 3 for k in ("pretrained", "scratch"))
-    curve = results["sst2_curve"]  # a learning curve: one point per number of labelled sentences
+    curve = json.loads((out / "sst2_curve.json").read_text())  # one point per number of sentences
     assert [p["train_examples"] for p in curve] == [128, 256]
     assert results["pretrained"] == curve[-1]["pretrained"]
     assert [p["train_examples"] for p in prov["sst2_curve_median"]] == [128, 256]
