@@ -295,9 +295,13 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
                          eval_every=s["eval_every"], eval_batches=s["eval_batches"],
                          checkpoint_every=s["checkpoint_every"], out=str(out_dir / "pretrain"), resume=resume,
                          keep_last=1000)  # every checkpoint: fill-mask is asked of each below
+    # Training time of earlier sessions of a resumed run (interrupted, or run by `pretrain` itself):
+    # part of the run's wall time although not of this call's.
+    earlier = ckpt.latest_checkpoint(Path(cfg.out) / "checkpoints") if resume else None
+    earlier_s = float(ckpt.load_checkpoint(earlier).state["trainer"]["elapsed_s"]) if earlier else 0.0
     t = time.perf_counter()
     result = pretrain(cfg, runtime=make_runtime("auto", "auto", compile=s["compile"], distributed=False))
-    times["pretrain_with_data_s"] = time.perf_counter() - t
+    times["pretrain_with_data_s"] = time.perf_counter() - t + earlier_s
     if result.stopped_by:
         raise RuntimeError(f"pretraining was stopped ({result.stopped_by}); run again with --resume")
     run = Path(cfg.out)
@@ -371,7 +375,8 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
         "cpu_model": cpu_model(),
         "precision": rt.precision,
         "torch": torch.__version__,
-        "wall_time_s": round(time.perf_counter() - t_start, 1),
+        "wall_time_s": round(time.perf_counter() - t_start + earlier_s, 1),
+        "resumed": {"earlier_sessions_train_s": round(earlier_s, 1)} if earlier is not None else None,
         "stage_times_s": {k: round(v, 1) for k, v in times.items()},
         "pretraining": {"steps": result.step, "tokens": result.tokens, "train_seconds": round(result.elapsed_s, 1),
                         "final_heldout": final_eval},

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Pilots that each change one thing in the recorded run: the same data, vocabulary, seed and
+# learning-rate schedule as data/reference_run/ (a fixed schedule of the record's number of
+# steps), stopped after its first STOP steps, and recorded in data/pilots/ with their held-out
+# curves, so the book can compare them step by step with the record.
+#
+#   scripts/run_pilots.sh               # STOP = 1500 steps each (about 13 minutes on 2 cores)
+#   scripts/run_pilots.sh 2000          # longer pilots
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+if [ -z "${BERTLAB_DATA_MIRROR:-}" ] && [ -f ../shared/data/SHA256SUMS ]; then
+    BERTLAB_DATA_MIRROR=$(cd ../shared/data && pwd)
+    export BERTLAB_DATA_MIRROR
+fi
+PY=python
+[ -x .venv/bin/python ] && PY=.venv/bin/python
+STOP=${1:-1500}
+REC=data/reference_run
+TOTAL=$("$PY" -c "import json; print(json.load(open('$REC/provenance.json'))['pretraining']['steps'])")
+common=(--preset tiny --recipe cpu --corpus books+wiki --tokenizer "$REC/tokenizer.json" --seed 0
+        --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20
+        --checkpoint-every 100000 --log-every 50 --no-progress)
+pilot() {
+    local name=$1 change=$2
+    shift 2
+    echo "pilot $name: $change"
+    "$PY" -m bertlab pretrain "${common[@]}" --out "runs/pilots/$name" "$@"
+    "$PY" scripts/record_pilot.py "runs/pilots/$name" --name "$name" --change "$change"
+}
+pilot cpu-post-ln "the record's run, with post-LN layers (the paper's)" --norm-position post
+pilot cpu-zero-bias "the record's run, with the MLM bias started at 0" --mlm-bias zeros
+pilot cpu-dropout "the record's run, with dropout 0.1" --dropout 0.1
