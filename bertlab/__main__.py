@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", help="score a model folder: a fine-tuned one on a task, or a pretrained "
                                         "one on held-out text (--task mlm)")
     e.add_argument("--task", required=True, help=HELP["task"] + "; or mlm: held-out MLM/NSP of a pretrained model")
-    e.add_argument("--model", required=True, help="a model folder (finetune --save-models, or <run>/final)")
+    e.add_argument("--model", required=True, help="a model folder (finetune --save-models, or <run>/final); with "
+                   "--task mlm also a recorded reference run (data/reference_run), scored as it was recorded")
     e.add_argument("--corpus", default="books+wiki", help="with --task mlm: whose held-out documents")
     e.add_argument("--seq-len", type=int, default=128, help="with --task mlm")
     e.add_argument("--split", default="dev")
@@ -199,8 +200,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "evaluate":
         if args.task == "mlm":
             from bertlab.train import evaluate_checkpoint
-            scores = evaluate_checkpoint(args.model, args.corpus, args.seq_len, device=args.device,
-                                         precision=args.precision, max_documents=args.max_examples)
+            model, kw = args.model, dict(corpus=args.corpus, seq_len=args.seq_len, max_documents=args.max_examples)
+            if (Path(model) / "provenance.json").exists():  # a recorded reference run: its own settings
+                from bertlab import reference
+                from bertlab.recipes import RECIPES
+                run = reference.find(model)
+                st = run.provenance.get("settings", {})
+                model = str(run.model_folder())
+                kw = dict(corpus=st["corpus"], seq_len=st["seq_len"], nsp=RECIPES[st["recipe"]].nsp,
+                          batches=st["eval_batches"], batch_size=min(st["batch_size"], 64),
+                          max_documents=st.get("max_documents"))  # as pretrain's held-out batches
+            scores = evaluate_checkpoint(model, device=args.device, precision=args.precision, **kw)
             print(json.dumps(scores))
             return 0
         from bertlab.finetune import evaluate_folder

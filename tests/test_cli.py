@@ -161,6 +161,13 @@ def test_reference_run_smoke(tmp_path):
     assert len(fills["along"]) == len(fills["steps"]) >= 2  # every checkpoint and the final model
     assert all(len(a["fills"]) == len(fills["texts"]) for a in fills["along"])
     assert fills["answers"][len(fills["texts"]) - 1]  # held-out probes carry their answer
+    # the held-out accuracy, re-measured from the committed fp16 weights alone, as recorded
+    p = subprocess.run([sys.executable, "-m", "bertlab", "evaluate", "--task", "mlm", "--model", str(out),
+                        "--device", "cpu", "--precision", "fp32"], env=ENV, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    again = json.loads(p.stdout.strip().splitlines()[-1])
+    assert abs(again["mlm_acc"] - prov["pretraining"]["final_heldout"]["mlm_acc"]) < 0.01
     from bertlab.checkpoint import load_model
     from safetensors.torch import load_file
     w = load_file(str(out / "model.fp16.safetensors"))
