@@ -244,19 +244,22 @@ REFERENCE = {
     "gpu": dict(preset="medium", recipe="budget", corpus="books+wiki", vocab_size=16384, seq_len=128,
                 batch_size=256, minutes=9.0, steps=None, max_documents=None, log_every=50, eval_every=500,
                 eval_batches=20, checkpoint_every=2000, compile=True, ft_epochs=3, ft_lr=5e-5, ft_batch=64,
-                ft_sizes=(None,), ft_min_steps=0, ft_max_eval=None, seeds=(0, 1, 2)),
+                ft_sizes=(None,), ft_min_steps=0, ft_max_eval=None, seeds=(0, 1, 2),
+                ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None),
     # Two CPU cores: an hour of pretraining with the CPU recipe (pre-LN, unigram MLM bias, no
     # dropout, lr 2e-3, batch 64) on the size the pilots showed leaving the plateau in that hour,
     # then SST-2 as a learning curve over the number of labelled sentences.
     "cpu": dict(preset="tiny", recipe="cpu", corpus="books+wiki", vocab_size=16384, seq_len=128,
                 batch_size=64, minutes=60.0, steps=None, max_documents=None, log_every=50, eval_every=250,
                 eval_batches=20, checkpoint_every=500, compile=False, ft_epochs=3, ft_lr=1e-4, ft_batch=32,
-                ft_sizes=(500, 2000, 8000), ft_min_steps=300, ft_max_eval=None, seeds=(0, 1, 2)),
+                ft_sizes=(500, 2000, 8000, 32000), ft_min_steps=300, ft_max_eval=None, seeds=(0, 1, 2),
+                ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None),
     # the CPU pipeline in a few minutes (how the command is tested)
     "smoke": dict(preset="tiny", recipe="cpu", corpus="books+wiki", vocab_size=2000, seq_len=64, batch_size=16,
                   minutes=None, steps=40, max_documents=6, log_every=10, eval_every=20, eval_batches=2,
                   checkpoint_every=20, compile=False, ft_epochs=1, ft_lr=1e-4, ft_batch=32,
-                  ft_sizes=(128, 256), ft_min_steps=0, ft_max_eval=128, seeds=(0, 1, 2)),
+                  ft_sizes=(128, 256), ft_min_steps=0, ft_max_eval=128, seeds=(0, 1, 2),
+                  ft_tasks=("mrpc",), ft_tasks_max_train=128),
 }
 WEIGHTS_BUDGET_MB = 20
 
@@ -368,6 +371,22 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
         curve.append(point)
     results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"]}  # the most data
+    # Other tasks, every labelled example, same recipe: "<task>_pretrained" / "<task>_scratch"
+    # (and, for CoNLL-2003, the pair under "conll2003" as chapter 14 reads it).
+    for task in s["ft_tasks"]:
+        ft = dict(task=task, epochs=s["ft_epochs"], lr=s["ft_lr"], batch_size=s["ft_batch"], seeds=s["seeds"],
+                  max_train_examples=s["ft_tasks_max_train"], max_eval_examples=s["ft_max_eval"],
+                  eval_every_epoch=False)
+        for name, kwargs in (("pretrained", {"init": str(final)}),
+                             ("scratch", {"init": "scratch", "like": str(final)})):
+            t = time.perf_counter()
+            r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"{task}_{name}")))
+            times[f"{task}_{name}_s"] = time.perf_counter() - t
+            results[f"{task}_{name}"] = r.to_dict()
+            print(r.summary(), flush=True)
+    if "conll2003_pretrained" in results:
+        results["conll2003"] = {"pretrained": results.pop("conll2003_pretrained"),
+                                "scratch": results.pop("conll2003_scratch")}
     ckpt.write_json(out_dir / "finetune_results.json", results)
     ckpt.write_json(out_dir / "sst2_curve.json", curve)
 
@@ -396,6 +415,9 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
         "weights": {"file": "model.fp16.safetensors", "megabytes": round(size_mb, 2),
                     "sha256": ckpt.file_sha256(out_dir / "model.fp16.safetensors")},
         "sst2_dev_accuracy_median": {k: results[k]["median"] for k in ("pretrained", "scratch")},
+        "other_tasks_median": {f"{task} from {name}": (results[task][name] if task == "conll2003" else
+                                                       results[f"{task}_{name}"])["median"]
+                               for task in s["ft_tasks"] for name in ("pretrained", "scratch")},
         "sst2_curve_median": [{"train_examples": p["train_examples"], "pretrained": p["pretrained"]["median"],
                                "scratch": p["scratch"]["median"]} for p in curve],
     }

@@ -274,9 +274,10 @@ MINILM = ("all-MiniLM-L6-v2: a 6-layer BERT encoder (H=384, A=12, bert-base-unca
           "distilled from a larger model, not pre-trained with the masked LM")
 
 
-def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0) -> PretrainedEncoder:
+def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
+                       needed_for: str = "this analysis") -> PretrainedEncoder:
     """The book's own pre-trained model when the reference run is recorded (and has at least
-    `min_layers` layers: an analysis of layers needs enough of them), else all-MiniLM-L6-v2 (a
+    `min_layers` layers: what `needed_for` needs), else all-MiniLM-L6-v2 (a
     real 6-layer BERT encoder, distilled rather than pre-trained with the masked LM; see chapter
     11). `description` says which one and why. `folder` works as `finetune(init=...)`."""
     from bertlab.notebook import minilm_path
@@ -290,8 +291,8 @@ def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0) -> Pr
                 f"vocabulary {c.vocab_size:,}), {run.label()}")
         return PretrainedEncoder(
             "all-MiniLM-L6-v2", Path(minilm_path()), False,
-            f"{MINILM}. The book's own BERT has only {c.num_layers} layers and this analysis needs at "
-            f"least {min_layers}, so it uses this larger, much longer-trained encoder instead")
+            f"{MINILM}. The book's own BERT has only {c.num_layers} layers and {needed_for} needs at "
+            f"least {min_layers}, so this page uses this larger, much longer-trained encoder instead")
     return PretrainedEncoder(
         "all-MiniLM-L6-v2", Path(minilm_path()), False,
         f"{MINILM}; a stand-in until the book's own reference run is recorded")

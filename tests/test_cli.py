@@ -150,7 +150,9 @@ def test_reference_run_smoke(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["norm_position"] == "pre" and config["hidden_dropout"] == 0.0  # the CPU recipe
     results = json.loads((out / "finetune_results.json").read_text())
-    assert set(results) == {"pretrained", "scratch"}
+    assert set(results) == {"pretrained", "scratch", "mrpc_pretrained", "mrpc_scratch"}
+    assert results["mrpc_pretrained"]["task"] == "mrpc" and len(results["mrpc_scratch"]["scores"]) == 3
+    assert set(prov["other_tasks_median"]) == {"mrpc from pretrained", "mrpc from scratch"}
     assert all(len(results[k]["scores"]) == 3 for k in ("pretrained", "scratch"))
     curve = json.loads((out / "sst2_curve.json").read_text())  # one point per number of sentences
     assert [p["train_examples"] for p in curve] == [128, 256]
