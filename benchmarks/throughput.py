@@ -68,6 +68,7 @@ from bertlab.config import PRESETS
 from bertlab.logs import pretraining_flops
 from bertlab.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
+from bertlab.optim import adamw, optimizer_step
 from bertlab.runtime import Runtime, device_name, make_runtime
 
 CONFIGS = {
@@ -165,8 +166,7 @@ def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: 
                                         intermediate_size=4 * H)
     model = transformers.BertForPreTraining._from_config(hf_config, attn_implementation="sdpa").to(rt.device)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01,
-                            **({"fused": True} if rt.fused_adamw else {}))
+    opt = adamw(model, lr=1e-4, eps=1e-6, weight_decay=0.01, fused=rt.fused_adamw)
     scaler = rt.grad_scaler()
     fwd = torch.compile(model) if compile else model
     b = random_batch(B, T, V, torch.Generator().manual_seed(0))
@@ -180,11 +180,7 @@ def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: 
         with rt.autocast():
             loss = fwd(**inputs).loss
         scaler.scale(loss).backward()
-        scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
+        optimizer_step(opt, scaler, lr=1e-4, grad_clip=1.0)  # the update bertlab's step makes
 
     _reset_memory(rt)
     first, sec = _time(step, rt, warmup, steps)

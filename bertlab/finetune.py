@@ -48,8 +48,9 @@ from bertlab import checkpoint as ckpt
 from bertlab import logs
 from bertlab.config import BertConfig
 from bertlab.recipes import FINETUNE_DEFAULTS, lr_multiplier
+from bertlab.optim import adamw, optimizer_step
 from bertlab.runtime import Runtime, make_runtime, seed_everything
-from bertlab.train import parameter_groups
+from bertlab.tokenizer import load_tokenizer_for
 
 
 @dataclass
@@ -120,16 +121,6 @@ class FinetuneResult:
 def _is_model_folder(path: str) -> bool:
     p = Path(path)
     return p.is_dir() and (p / "config.json").exists() and (p / "model.safetensors").exists()
-
-
-def load_tokenizer_for(folder: str | Path):
-    from bertlab.tokenizer import WordPieceTokenizer
-    folder = Path(folder)
-    for cand in (folder / "tokenizer.json", folder / "tokenizer", folder.parent / "tokenizer"):
-        if cand.exists():
-            return WordPieceTokenizer.load(cand)
-    raise FileNotFoundError(f"no tokenizer.json in {folder}: a model folder must carry the vocabulary it was "
-                            f"trained with (bertlab writes it into every checkpoint)")
 
 
 def build_task_model(task, cfg: FinetuneConfig):
@@ -203,9 +194,7 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
     seed_everything(seed)
     model, _ = build_task_model(task, cfg)  # the head's init depends on the seed
     model.to(rt.device).train()
-    groups = parameter_groups(model, cfg.weight_decay)
-    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6,
-                            **({"fused": True} if rt.fused_adamw else {}))
+    opt = adamw(model, cfg.lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=cfg.weight_decay, fused=rt.fused_adamw)
     scaler = rt.grad_scaler()
     g = torch.Generator().manual_seed(seed)
     loader = torch.utils.data.DataLoader(train_feats, batch_size=cfg.batch_size, shuffle=True, generator=g,
@@ -228,13 +217,7 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
                 with rt.autocast():
                     loss = model(**batch).loss
                 scaler.scale(loss).backward()
-                scaler.unscale_(opt)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                for grp in opt.param_groups:
-                    grp["lr"] = cfg.lr * lr_multiplier(step, total, cfg.warmup, "linear")
-                scaler.step(opt)
-                scaler.update()
-                opt.zero_grad(set_to_none=True)
+                optimizer_step(opt, scaler, cfg.lr * lr_multiplier(step, total, cfg.warmup, "linear"), grad_clip=1.0)
                 loss_sum += loss.detach().float()
                 epoch_losses.append(loss.detach().float())
                 n_sum += 1

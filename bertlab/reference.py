@@ -266,7 +266,7 @@ class PretrainedEncoder:
     description: str
 
     def tokenizer(self):
-        from bertlab.finetune import load_tokenizer_for
+        from bertlab.tokenizer import load_tokenizer_for
         return load_tokenizer_for(self.folder)
 
 

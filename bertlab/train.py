@@ -67,6 +67,7 @@ from bertlab import checkpoint as ckpt
 from bertlab import logs
 from bertlab.config import PRESETS, BertConfig
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
+from bertlab.optim import adamw, optimizer_step
 from bertlab.recipes import RECIPES, Recipe, get_recipe, lr_multiplier
 from bertlab.runtime import Runtime, make_runtime, seed_everything
 
@@ -334,25 +335,8 @@ class PretrainingObjective(nn.Module):
         return lm_sum, nsp_loss, lm_correct, nsp_correct
 
 
-def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW groups: weight decay on the weight matrices and embeddings, none on biases and
-    LayerNorm parameters (as in the released BERT code). Frozen parameters are left out."""
-    no_decay = set()
-    for module in model.modules():
-        if isinstance(module, nn.LayerNorm):
-            no_decay.update(id(p) for p in module.parameters(recurse=False))
-    decay, plain = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (plain if (id(p) in no_decay or name.endswith("bias")) else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
-
-
 def make_optimizer(model: nn.Module, recipe: Recipe, rt: Runtime) -> torch.optim.AdamW:
-    kwargs = {"fused": True} if rt.fused_adamw else {}
-    return torch.optim.AdamW(parameter_groups(model, recipe.weight_decay), lr=recipe.lr, betas=recipe.betas,
-                             eps=recipe.eps, **kwargs)
+    return adamw(model, recipe.lr, recipe.betas, recipe.eps, recipe.weight_decay, fused=rt.fused_adamw)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -547,23 +531,12 @@ class Trainer:
             stats[3] += nsp_loss.detach() * rows
             stats[4] += nsp_correct
             stats[5] += rows
-        self.scaler.unscale_(self.optimizer)
-        params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        if self.recipe.grad_clip:
-            gnorm = torch.nn.utils.clip_grad_norm_(params, self.recipe.grad_clip)
-        else:
-            gnorm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+        gnorm = optimizer_step(self.optimizer, self.scaler, self.lr_now(), self.recipe.grad_clip)
         stats[6] += gnorm.detach().double()
         bad = ~torch.isfinite(step_loss)
         if not rt.uses_grad_scaler:  # with fp16 loss scaling, inf gradients are expected and skipped
             bad = bad | ~torch.isfinite(gnorm)
         first_bad.copy_(torch.where(bad & (first_bad < 0), self.step + 1, first_bad))  # 1-based, as logged
-        lr = self.lr_now()
-        for g in self.optimizer.param_groups:
-            g["lr"] = lr
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> PretrainResult:
@@ -909,8 +882,8 @@ def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len:
     import tempfile
 
     from bertlab.corpus import load_corpus
-    from bertlab.finetune import load_tokenizer_for
     from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
+    from bertlab.tokenizer import load_tokenizer_for
 
     model = ckpt.load_model(folder, BertForPreTraining)
     tokenizer = load_tokenizer_for(folder)

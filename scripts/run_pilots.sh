@@ -16,7 +16,7 @@ fi
 PY=python
 [ -x .venv/bin/python ] && PY=.venv/bin/python
 STOP=${1:-1500}
-REC=data/reference_run
+REC=${REC:-data/reference_run}  # the record whose run the pilots repeat
 TOTAL=$("$PY" -c "import json; print(json.load(open('$REC/provenance.json'))['pretraining']['steps'])")
 common=(--preset tiny --recipe cpu --corpus books+wiki --tokenizer "$REC/tokenizer.json" --seed 0
         --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20

@@ -14,7 +14,8 @@ from bertlab import checkpoint as ckpt
 from bertlab.logs import plot_metrics, read_metrics
 from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
 from bertlab.runtime import make_runtime, resolve_precision
-from bertlab.train import (NonFiniteLossError, PretrainConfig, Trainer, build_model, parameter_groups,
+from bertlab.optim import parameter_groups
+from bertlab.train import (NonFiniteLossError, PretrainConfig, Trainer, build_model,
                            prepare_data, pretrain)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,61 @@
+"""The optimiser BERT trains with, and one update step: shared by pretraining, fine-tuning and the
+throughput benchmark, so that all three update the weights the same way.
+
+    opt = adamw(model, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
+    ... loss.backward() ...
+    grad_norm = optimizer_step(opt, scaler, lr=lr_now, grad_clip=1.0)
+
+As in Google's released BERT code: Adam with weight decay decoupled from the gradient update
+(AdamW, Loshchilov & Hutter), the decay applied to weight matrices and embeddings but not to
+biases and LayerNorm parameters, and the gradients' global norm clipped to 1.0 before the update.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: weight decay on the weight matrices and embeddings, none on biases and
+    LayerNorm parameters (as in the released BERT code). Frozen parameters are left out."""
+    no_decay = set()
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm):
+            no_decay.update(id(p) for p in module.parameters(recurse=False))
+    decay, plain = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (plain if (id(p) in no_decay or name.endswith("bias")) else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+def adamw(model: nn.Module, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
+          weight_decay: float = 0.01, fused: bool = False) -> torch.optim.AdamW:
+    """AdamW over `model`'s trainable parameters, in the two groups of `parameter_groups`.
+    fused=True uses PyTorch's fused CUDA kernel (GPUs only)."""
+    return torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr, betas=betas, eps=eps,
+                             **({"fused": True} if fused else {}))
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, lr: float,
+                   grad_clip: float | None = 1.0) -> torch.Tensor:
+    """One update from the gradients already accumulated: unscale them (fp16 loss scaling; a no-op
+    otherwise), clip their global norm to `grad_clip` (None: no clipping), set the learning rate,
+    step, and clear the gradients. Returns the global gradient norm before clipping (a tensor on
+    the device: reading it is left to the caller, so a GPU is not made to wait)."""
+    scaler.unscale_(optimizer)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    if grad_clip:
+        norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    else:
+        norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+    for g in optimizer.param_groups:
+        g["lr"] = lr
+    scaler.step(optimizer)  # skipped by the scaler when an fp16 gradient overflowed
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return norm
