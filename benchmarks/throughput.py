@@ -55,7 +55,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -69,7 +68,7 @@ from bertlab.logs import pretraining_flops
 from bertlab.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
 from bertlab.optim import adamw, optimizer_step
-from bertlab.runtime import Runtime, device_name, make_runtime
+from bertlab.runtime import Runtime, cpu_model, device_name, make_runtime
 
 CONFIGS = {
     # name: (L, H, A, vocab, seq_len, batch)
@@ -227,18 +226,6 @@ def print_table(rows: list[Measurement], device: str) -> None:
 # ------------------------------------------------------------------------------------------------
 # One configuration, with the machine's matmul ceiling (the CPU mode)
 # ------------------------------------------------------------------------------------------------
-def cpu_model_name() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what the platform module says."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
 MATMUL_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -320,7 +307,7 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
 
     import transformers
     summary = {
-        "device": device_name(rt.device), "cpu": cpu_model_name(), "threads": torch.get_num_threads(),
+        "device": device_name(rt.device), "cpu": (cpu_model() or "unknown"), "threads": torch.get_num_threads(),
         "loadavg": _r(loadavg, 3), "torch": torch.__version__, "transformers": transformers.__version__,
         "preset": preset if name == preset else None, "layers": L, "hidden": H, "heads": A,
         "intermediate_size": config.intermediate_size, "vocab_size": V, "seq_len": T, "batch_size": B,

@@ -18,13 +18,5 @@
 # Extra arguments go to `python -m bertlab reference-run` (see --help there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
-# The team's mirror beside the checkout (../shared/data), unless a mirror is named already;
-# elsewhere the datasets are downloaded from their canonical URLs.
-if [ -z "${BERTLAB_DATA_MIRROR:-}" ] && [ -f ../shared/data/SHA256SUMS ]; then
-    BERTLAB_DATA_MIRROR=$(cd ../shared/data && pwd)
-    export BERTLAB_DATA_MIRROR
-fi
-PY=python
-[ -x .venv/bin/python ] && PY=.venv/bin/python
+. scripts/run_env.sh
 exec "$PY" -m bertlab reference-run --out "${OUT:-data/reference_run}" "$@"

@@ -8,13 +8,7 @@
 #   scripts/run_pilots.sh 2000          # longer pilots
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
-if [ -z "${BERTLAB_DATA_MIRROR:-}" ] && [ -f ../shared/data/SHA256SUMS ]; then
-    BERTLAB_DATA_MIRROR=$(cd ../shared/data && pwd)
-    export BERTLAB_DATA_MIRROR
-fi
-PY=python
-[ -x .venv/bin/python ] && PY=.venv/bin/python
+. scripts/run_env.sh
 STOP=${1:-1500}
 REC=${REC:-data/reference_run}  # the record whose run the pilots repeat
 TOTAL=$("$PY" -c "import json; print(json.load(open('$REC/provenance.json'))['pretraining']['steps'])")
