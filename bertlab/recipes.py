@@ -29,7 +29,10 @@ Three recipes, side by side so the book can compare them:
 
 What is backed by a run and what is not (read before trusting a number):
   - cpu: the pilots in data/pilots/ (each with its held-out curve) and the recorded run in
-    data/reference_run/ (tiny 2/128/2, 60 minutes on 2 cores).
+    data/reference_run/ (tiny 2/128/2, 60 minutes on 2 cores). The earlier pilots compared the
+    whole recipe with `budget`; of the one-change pilots on the record's schedule, post-LN did as
+    well as pre-LN over the first 1,500 steps at this size, so pre-LN is kept for its stability at
+    larger sizes (Xiong et al.), not because a pilot here showed it mattered.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
