@@ -37,6 +37,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from bertlab import model as models
 from bertlab.config import BertConfig
 
 STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -116,7 +117,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------
 # Atomic files and folders
 # ------------------------------------------------------------------------------------------------
-def _fsync_file(path: Path) -> None:
+def fsync_file(path: Path) -> None:
+    """Flush a written file to disk (before it is renamed into place)."""
     with open(path, "rb+") as f:
         os.fsync(f.fileno())
 
@@ -137,7 +139,7 @@ def write_json(path: str | Path, obj: Any) -> None:
     path = Path(path)
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     tmp.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
-    _fsync_file(tmp)
+    fsync_file(tmp)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
@@ -165,7 +167,7 @@ def _remove_debris(parent: Path, name_pattern: str) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
-def _replace_dir(tmp: Path, final: Path) -> None:
+def replace_dir(tmp: Path, final: Path) -> None:
     """Move a finished temporary folder into place. A folder already there (a checkpoint of the
     same step from an earlier attempt) is moved aside first and deleted after."""
     old = None
@@ -197,9 +199,9 @@ def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None
     sd = {k: v.detach().to("cpu", dtype=dtype if (dtype and v.is_floating_point()) else v.dtype).contiguous()
           for k, v in model.state_dict().items()}
     save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt", "bertlab_class": type(model).__name__})
-    _fsync_file(folder / "model.safetensors")
+    fsync_file(folder / "model.safetensors")
     (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
-    _fsync_file(folder / "config.json")
+    fsync_file(folder / "config.json")
 
 
 def save_model(folder: str | Path, model: nn.Module, dtype: torch.dtype | None = None,
@@ -214,8 +216,8 @@ def save_model(folder: str | Path, model: nn.Module, dtype: torch.dtype | None =
     _write_model_files(tmp, model, dtype)
     if tokenizer_file is not None:
         shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
-        _fsync_file(tmp / "tokenizer.json")
-    _replace_dir(tmp, folder)
+        fsync_file(tmp / "tokenizer.json")
+    replace_dir(tmp, folder)
     _remove_debris(folder.parent, re.escape(folder.name))
     return folder
 
@@ -231,8 +233,6 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     """Build `model_cls` from a folder written by save_model / a checkpoint. Loading a pretraining
     checkpoint into a fine-tuning class drops the MLM/NSP heads and leaves the new task head at
     its initialisation; any other missing or unexpected weight is an error."""
-    from bertlab import model as models
-
     folder = Path(folder)
     if not (folder / "model.safetensors").exists() or not (folder / "config.json").exists():
         raise FileNotFoundError(f"{folder} is not a bertlab model folder (it needs model.safetensors and "
@@ -292,14 +292,14 @@ def save_checkpoint(ckpt_root: str | Path, step: int, model: nn.Module, state: d
     _write_model_files(tmp, model)
     if tokenizer_file is not None:
         shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
-        _fsync_file(tmp / "tokenizer.json")
+        fsync_file(tmp / "tokenizer.json")
     value, tensors = encode_state(state)
     save_file(tensors, str(tmp / "state.safetensors"))
-    _fsync_file(tmp / "state.safetensors")
+    fsync_file(tmp / "state.safetensors")
     (tmp / "state.json").write_text(json.dumps({"step": step, "state": value}, indent=1) + "\n")
-    _fsync_file(tmp / "state.json")
+    fsync_file(tmp / "state.json")
     _fsync_dir(tmp)
-    _replace_dir(tmp, final)
+    replace_dir(tmp, final)
     if keep_last is not None:
         prune_checkpoints(root, keep_last)
     return final

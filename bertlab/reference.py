@@ -139,7 +139,7 @@ class ReferenceRun:
         `finetune(init=str(run.model_folder()))`. Written once per weights file, atomically."""
         from safetensors.torch import load_file, save_file
 
-        from bertlab.checkpoint import _fsync_file, _replace_dir, file_sha256
+        from bertlab.checkpoint import file_sha256, fsync_file as _fsync_file, replace_dir as _replace_dir
         self.verify()
         key = file_sha256(self.path / WEIGHTS)[:16]
         base = Path(cache) if cache else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
