@@ -39,7 +39,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_se
 
 from bertlab.metrics import entity_f1
 from bertlab.model import IGNORE_INDEX
-from bertlab.tasks import Features, collate
+from bertlab.task_inputs import Features, collate
 
 
 # ------------------------------------------------------------------------------------------------

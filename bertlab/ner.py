@@ -26,7 +26,15 @@ import torch
 
 from bertlab.metrics import entity_f1
 from bertlab.model import IGNORE_INDEX
-from bertlab.tasks import Features, SpecialIds, _field, fast_tokenizer, get_task, stack_ragged
+from bertlab.task_inputs import (
+    Features,
+    SpecialIds,
+    detach_cpu,
+    example_field,
+    fast_tokenizer,
+    predict_batches,
+    stack_ragged,
+)
 
 
 def word_pieces(backend: Any, sentences: Sequence[Sequence[str]]) -> list[list[list[int]]]:
@@ -87,7 +95,7 @@ def featurize_ner(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
         raise ValueError(f"max_len={max_len} leaves no room for words after [CLS] and [SEP]")
     backend = fast_tokenizer(tokenizer)
     special = SpecialIds.of(backend)
-    sentences = [list(_field(ex, "words")) for ex in examples]
+    sentences = [list(example_field(ex, "words")) for ex in examples]
     if has_labels is None:
         has_labels = all(_has_tags(ex) for ex in examples)
     pieces = word_pieces(backend, sentences)
@@ -107,7 +115,7 @@ def featurize_ner(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
         if not words:
             note("empty_sentences", s)
             continue
-        tags = _tag_ids(_field(examples[s], "tags"), label_names, f"sentence {s}") if has_labels else None
+        tags = _tag_ids(example_field(examples[s], "tags"), label_names, f"sentence {s}") if has_labels else None
         if tags is not None and len(tags) != len(words):
             raise ValueError(f"sentence {s}: {len(words)} words but {len(tags)} tags")
         for w, p in enumerate(word_ids):
@@ -150,7 +158,7 @@ def featurize_ner(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
 
 def _has_tags(example: Any) -> bool:
     try:
-        return _field(example, "tags") is not None
+        return example_field(example, "tags") is not None
     except (KeyError, AttributeError):
         return False
 
@@ -168,7 +176,7 @@ def word_predictions(token_predictions: Any, features: Features) -> list[list[st
     if preds.shape[0] != N:
         raise ValueError(f"{preds.shape[0]} rows of predictions for {N} windows; pass the whole "
                          f"split, in order")
-    out = [[None] * len(_field(ex, "words")) for ex in features.examples]
+    out = [[None] * len(example_field(ex, "words")) for ex in features.examples]
     for n in range(N):
         firsts = meta["first_piece"][n]
         if len(firsts) and firsts[-1] >= preds.shape[1]:
@@ -189,15 +197,15 @@ def predict_words(model: Any, features: Features, batch_size: int = 64) -> list[
     Runs in eval mode (no dropout) on the model's device and restores its mode afterwards."""
     if not len(features):
         return [[] for _ in features.examples]
-    task = get_task(features.task)
-    label_ids = [logits.argmax(-1) for logits in task.predict(model, features, batch_size)]  # (B, T_b)
+    logits = predict_batches(model, features, lambda output: detach_cpu(output.logits), batch_size)
+    label_ids = [batch.argmax(-1) for batch in logits]  # (B, T_b)
     return word_predictions(stack_ragged(label_ids, IGNORE_INDEX), features)
 
 
 def evaluate_ner(token_predictions: Any, features: Features) -> dict[str, float]:
     """Entity-level precision, recall, F1 (percentages) of the per-token predictions."""
     predicted = word_predictions(token_predictions, features)
-    gold = [list(_field(ex, "tags")) for ex in features.examples]
+    gold = [list(example_field(ex, "tags")) for ex in features.examples]
     names = features.meta["label_names"]
     gold = [[names[t] if not isinstance(t, str) else t for t in tags] for tags in gold]
     scores = entity_f1(gold, predicted)

@@ -28,13 +28,22 @@ import numpy as np
 import torch
 
 from bertlab.metrics import squad_scores
-from bertlab.tasks import Features, SpecialIds, _field, encode_texts, fast_tokenizer, get_task
+from bertlab.task_inputs import (
+    Features,
+    SpecialIds,
+    detach_cpu,
+    encode_texts,
+    example_field,
+    fast_tokenizer,
+    predict_batches,
+    stack_ragged,
+)
 
 
 def _answers(example: Any) -> list[tuple[str, int]]:
     """[(text, answer_start), ...] from tuples, dicts {"text", "answer_start"} or objects."""
     out = []
-    for a in _field(example, "answers"):
+    for a in example_field(example, "answers"):
         if isinstance(a, dict):
             out.append((a["text"], int(a["answer_start"])))
         elif isinstance(a, (tuple, list)):
@@ -136,11 +145,11 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
         raise ValueError(f"max_len={max_len} is too short for a question and a context window")
     backend = fast_tokenizer(tokenizer)
     special = SpecialIds.of(backend)
-    questions = [_field(ex, "question") for ex in examples]
-    contexts = [_field(ex, "context") for ex in examples]
+    questions = [example_field(ex, "question") for ex in examples]
+    contexts = [example_field(ex, "context") for ex in examples]
     for i, (q, c) in enumerate(zip(questions, contexts)):
         if not isinstance(q, str) or not isinstance(c, str):
-            raise TypeError(f"SQuAD example {i} (id {_field(examples[i], 'id')!r}): question and "
+            raise TypeError(f"SQuAD example {i} (id {example_field(examples[i], 'id')!r}): question and "
                             f"context must be str")
     q_enc = encode_texts(backend, questions)
     unique = list(dict.fromkeys(contexts))  # a paragraph has ~5 questions: tokenize it once
@@ -157,7 +166,7 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
 
     items, example_index, char_rows, maxctx_rows = [], [], [], []
     for e, ex in enumerate(examples):
-        qid, context = _field(ex, "id"), contexts[e]
+        qid, context = example_field(ex, "id"), contexts[e]
         q_ids = q_enc[e].ids
         if not q_ids:
             note("empty_questions", qid)
@@ -246,7 +255,7 @@ def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: 
     no paragraph, and no article, is read in both: a model cannot score on held-out questions by
     remembering a paragraph it was trained on. Examples keep their order; the choice of articles
     depends only on the titles and `seed`. At least one article goes to each side."""
-    titles = list(dict.fromkeys(_field(ex, "title") for ex in examples))  # in order of appearance
+    titles = list(dict.fromkeys(example_field(ex, "title") for ex in examples))  # in order of appearance
     if len(titles) < 2:
         raise ValueError(f"splitting by article needs at least 2 articles, got {len(titles)}")
     if not 0.0 < eval_fraction < 1.0:
@@ -254,8 +263,8 @@ def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: 
     n_eval = min(max(1, round(eval_fraction * len(titles))), len(titles) - 1)
     order = np.random.default_rng(seed).permutation(len(titles))
     held = {titles[i] for i in order[:n_eval]}
-    train = [ex for ex in examples if _field(ex, "title") not in held]
-    held_out = [ex for ex in examples if _field(ex, "title") in held]
+    train = [ex for ex in examples if example_field(ex, "title") not in held]
+    held_out = [ex for ex in examples if example_field(ex, "title") in held]
     return train, held_out
 
 
@@ -340,7 +349,7 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
     first = np.searchsorted(ex[order], np.arange(len(features.examples)), side="left")
     last = np.searchsorted(ex[order], np.arange(len(features.examples)), side="right")
     for e, example in enumerate(features.examples):
-        context = _field(example, "context")
+        context = example_field(example, "context")
         candidates = []
         for r in order[first[e]:min(last[e], first[e] + n_best)]:
             if not np.isfinite(flat_scores[r]):
@@ -349,9 +358,27 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
             a, b = chars[w, flat_starts[r], 0], chars[w, flat_ends[r], 1]
             candidates.append({"text": context[a:b], "score": float(flat_scores[r]),
                                "start_char": int(a), "end_char": int(b)})
-        qid = _field(example, "id")
+        qid = example_field(example, "id")
         answers[qid] = candidates if n_best > 1 else (candidates[0]["text"] if candidates else "")
     return answers
+
+
+def gather_span_logits(output: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """What span evaluation needs from one batch's model output (a BertForQuestionAnswering
+    output): (start_logits, end_logits), each (B, T), detached on the CPU."""
+    return detach_cpu(output.start_logits), detach_cpu(output.end_logits)
+
+
+def stack_span_logits(outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """All windows' start and end logits as two (N, T) tensors on the CPU, from a list of
+    per-batch `gather_span_logits` pairs or model outputs (batches of different lengths are
+    padded with -inf), or from a pair (start_logits, end_logits) already concatenated."""
+    if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
+        return detach_cpu(torch.as_tensor(outputs[0])), detach_cpu(torch.as_tensor(outputs[1]))
+    pairs = [gather_span_logits(o) if hasattr(o, "start_logits") else tuple(detach_cpu(torch.as_tensor(x)) for x in o)
+             for o in outputs]
+    neg = float("-inf")
+    return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
 
 
 def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
@@ -359,11 +386,11 @@ def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
     """A span model's start and end logits for every window of `features`, in order, on the
     CPU: two (N, T) tensors, T the longest window, -inf past the end of each window. Feed them
     to `decode` for the answers (or to `evaluate_squad` for the scores). The model is run in
-    eval mode on its own device (Task.predict) and left in the mode it was in."""
+    eval mode on its own device (task_inputs.predict_batches) and left in the mode it was in."""
     if not len(features):
         return torch.empty(0, 0), torch.empty(0, 0)
-    task = get_task("squad")
-    start, end = task._span_logits(task.predict(model, features, batch_size))  # (N, T) each
+    outputs = predict_batches(model, features, gather_span_logits, batch_size)
+    start, end = stack_span_logits(outputs)  # (N, T) each
     past_end = torch.arange(start.shape[1]) >= torch.as_tensor(features.lengths())[:, None]
     neg = float("-inf")
     return start.float().masked_fill(past_end, neg), end.float().masked_fill(past_end, neg)
@@ -371,7 +398,7 @@ def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
 
 def gold_answers(features: Features) -> dict[str, list[str]]:
     """{id: [gold answer texts]} of the examples behind `features`."""
-    return {_field(ex, "id"): [t for t, _ in _answers(ex)] for ex in features.examples}
+    return {example_field(ex, "id"): [t for t, _ in _answers(ex)] for ex in features.examples}
 
 
 def evaluate_squad(start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30

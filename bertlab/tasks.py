@@ -5,18 +5,15 @@ input is packed as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids 0
 B, and one small output layer is added on top. Only the *features* (how text becomes ids and
 labels) and the *metric* change from task to task. This module holds
 
-    the tokenizer interface   `fast_tokenizer`: the `tokenizers.Tokenizer` behind any of our
-                              tokenizers; every featurizer works from its fast batch encodings
-                              (ids, character offsets, word ids)
-    Features                  a dataset of featurized examples plus a report of what was cut,
-                              skipped or repaired (nothing is dropped silently)
-    collate                   dynamic padding: a batch is padded to its own longest sequence
     classification features   SST-2 (one sentence) and MRPC, RTE (a pair), truncated longest-first
     the task table            TASKS / get_task(name): how to read, featurize, collate and score
                               "sst2", "mrpc", "rte", "squad" and "conll2003"
 
-Span QA (SQuAD) lives in bertlab.squad and token classification (CoNLL-2003 NER) in bertlab.ner;
-the scores are in bertlab.metrics.
+The pieces every task shares (the tokenizer interface `fast_tokenizer`, `Features`: a dataset of
+featurized examples plus a report of what was cut, skipped or repaired, `collate`: dynamic
+padding, the forward loop `predict_batches`) are in bertlab.task_inputs. Span QA (SQuAD) lives in
+bertlab.squad and token classification (CoNLL-2003 NER) in bertlab.ner; the scores are in
+bertlab.metrics. The imports go one way: task_inputs <- squad, ner <- tasks.
 
 A training loop uses a task like this:
 
@@ -33,149 +30,32 @@ A training loop uses a task like this:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from tokenizers import Tokenizer
 
+from bertlab import datasets, metrics
 from bertlab.model import (
     IGNORE_INDEX,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
 )
-
-# The label keys a collated batch may hold, named as the models' forward arguments.
-LABEL_KEYS = ("labels", "start_positions", "end_positions")
-
-
-# ------------------------------------------------------------------------------------------------
-# The tokenizer interface
-# ------------------------------------------------------------------------------------------------
-def fast_tokenizer(tokenizer: Any) -> Tokenizer:
-    """The `tokenizers.Tokenizer` behind `tokenizer`, with no truncation and no padding.
-
-    Accepts a bertlab `WordPieceTokenizer` (its `.backend`), a `tokenizers.Tokenizer`, a
-    transformers fast tokenizer (its `.backend_tokenizer`) or a path to a tokenizer.json. The
-    featurizers encode WITHOUT special tokens and add [CLS]/[SEP] themselves, so that they decide
-    where to cut; a backend configured to truncate or pad (a tokenizer.json may carry such
-    settings) is copied and the copy's settings turned off, never the caller's object."""
-    if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
-        backend = Tokenizer.from_file(str(tokenizer))
-    elif isinstance(tokenizer, Tokenizer):
-        backend = tokenizer
-    elif isinstance(getattr(tokenizer, "backend", None), Tokenizer):
-        backend = tokenizer.backend
-    elif isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
-        backend = tokenizer.backend_tokenizer
-    else:
-        raise TypeError(f"expected a WordPieceTokenizer, a tokenizers.Tokenizer or a path to a "
-                        f"tokenizer.json, got {type(tokenizer).__name__}")
-    if backend.truncation is not None or backend.padding is not None:
-        backend = Tokenizer.from_str(backend.to_str())
-        backend.no_truncation()
-        backend.no_padding()
-    for token in ("[CLS]", "[SEP]", "[PAD]", "[UNK]"):
-        if backend.token_to_id(token) is None:
-            raise ValueError(f"the tokenizer has no {token} token; BERT fine-tuning needs "
-                             f"[CLS], [SEP], [PAD] and [UNK] in the vocabulary")
-    return backend
-
-
-@dataclass(frozen=True)
-class SpecialIds:
-    cls: int
-    sep: int
-    pad: int
-    unk: int
-
-    @classmethod
-    def of(cls, backend: Tokenizer) -> "SpecialIds":
-        return cls(*(backend.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[UNK]")))
-
-
-def encode_texts(backend: Tokenizer, texts: Sequence[str]) -> list:
-    """Fast batch encoding of many texts, no special tokens: one `tokenizers.Encoding` each, with
-    `.ids`, `.offsets` (character spans into the text) and `.word_ids`."""
-    return backend.encode_batch(list(texts), add_special_tokens=False)
-
-
-# ------------------------------------------------------------------------------------------------
-# Features: a dataset with a report
-# ------------------------------------------------------------------------------------------------
-class Features(torch.utils.data.Dataset):
-    """Featurized examples, one dict per model input sequence (`items`), for a DataLoader.
-
-    `report` counts everything the featurizer had to decide about: sequences truncated,
-    texts that were empty, answers that do not occur in their context, sentences split into
-    windows... `examples` keeps the original examples (evaluation maps predictions back to them).
-    `meta` holds task-specific arrays for evaluation (for SQuAD: each window's token -> character
-    map). Items are dicts of numpy arrays / ints; `collate` turns a list of them into tensors."""
-
-    def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict,
-                 meta: dict | None = None):
-        self.task = task
-        self.items = items
-        self.examples = list(examples)
-        self.report = report
-        self.meta = meta or {}
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i: int) -> dict:
-        return self.items[i]
-
-    def lengths(self) -> np.ndarray:
-        """Sequence length of every item (for length-bucketed batching)."""
-        return np.array([len(it["input_ids"]) for it in self.items], dtype=np.int64)
-
-    def __repr__(self) -> str:
-        return (f"Features(task={self.task!r}, items={len(self.items)}, examples={len(self.examples)}, "
-                f"report={json.dumps(self.report, default=str)[:300]})")
-
-
-def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | None = None) -> dict:
-    """Dynamic padding: pad every sequence of the batch to the batch's longest (rounded up to a
-    multiple of `pad_to_multiple_of` if given: friendlier to GPUs and torch.compile).
-
-    Returns long tensors: input_ids, token_type_ids, attention_mask (1 = real token, 0 = pad),
-    and whichever labels the items carry: `labels` (B,) for sequence classification, (B, T) for
-    token classification (padded with IGNORE_INDEX), or start_positions / end_positions (B,).
-    The dict is exactly the keyword arguments of BertFor*(**batch)."""
-    if len(batch) == 0:
-        raise ValueError("cannot collate an empty batch")
-    T = max(len(it["input_ids"]) for it in batch)
-    if pad_to_multiple_of:
-        T = -(-T // pad_to_multiple_of) * pad_to_multiple_of
-    B = len(batch)
-    input_ids = torch.full((B, T), pad_id, dtype=torch.long)
-    token_type_ids = torch.zeros((B, T), dtype=torch.long)
-    attention_mask = torch.zeros((B, T), dtype=torch.long)
-    token_labels = "labels" in batch[0] and np.ndim(batch[0]["labels"]) == 1
-    labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long) if token_labels else None
-    for b, it in enumerate(batch):
-        n = len(it["input_ids"])
-        input_ids[b, :n] = torch.as_tensor(it["input_ids"])
-        token_type_ids[b, :n] = torch.as_tensor(it["token_type_ids"])
-        attention_mask[b, :n] = 1
-        if token_labels:
-            labels[b, :n] = torch.as_tensor(it["labels"])
-    out = {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask}
-    if token_labels:
-        out["labels"] = labels
-    else:
-        for key in LABEL_KEYS:
-            values = [it.get(key) for it in batch]
-            if all(v is not None for v in values):
-                out[key] = torch.tensor(values, dtype=torch.long)
-            elif any(v is not None for v in values):
-                raise ValueError(f"some items of the batch have {key!r} and some do not; featurize "
-                                 f"labelled and unlabelled examples separately")
-    return out
+from bertlab.ner import evaluate_ner, featurize_ner
+from bertlab.squad import evaluate_squad, featurize_squad, gather_span_logits, stack_span_logits
+from bertlab.task_inputs import (
+    Features,
+    SpecialIds,
+    collate,
+    detach_cpu,
+    encode_texts,
+    example_field,
+    fast_tokenizer,
+    predict_batches,
+    stack_ragged,
+)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,13 +84,6 @@ def pack(ids_a: Sequence[int], ids_b: Sequence[int] | None, special: SpecialIds)
         input_ids += [*ids_b, special.sep]
         token_type_ids += [1] * (len(ids_b) + 1)
     return input_ids, token_type_ids
-
-
-def _field(example: Any, name: str) -> Any:
-    """example.name or example[name]: examples may be dataclasses, named tuples or dicts."""
-    if isinstance(example, dict):
-        return example[name]
-    return getattr(example, name)
 
 
 def _label_id(label: Any, label_names: Sequence[str], where: str) -> int | None:
@@ -245,7 +118,7 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
         raise ValueError(f"max_len={max_len} leaves no room for text after {n_special} special tokens")
     backend = fast_tokenizer(tokenizer)
     special = SpecialIds.of(backend)
-    texts = [[_field(ex, f) for ex in examples] for f in text_fields]
+    texts = [[example_field(ex, f) for ex in examples] for f in text_fields]
     for f, column in zip(text_fields, texts):
         for i, t in enumerate(column):
             if not isinstance(t, str):
@@ -257,7 +130,7 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
     locations: dict[str, list] = {"empty_texts": [], "truncated": []}  # the first 20 example ids
     items = []
     for i, ex in enumerate(examples):
-        where = _field(ex, "id") if _has(ex, "id") else i
+        where = example_field(ex, "id") if _has(ex, "id") else i
         ids_a = encoded[0][i].ids
         ids_b = encoded[1][i].ids if pair else []
         if not ids_a or (pair and not ids_b):
@@ -270,7 +143,7 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
             report["tokens_cut"] += cut
             locations["truncated"].append(where)
         input_ids, token_type_ids = pack(ids_a[:keep_a], ids_b[:keep_b] if pair else None, special)
-        label = _label_id(_field(ex, "label") if _has(ex, "label") else None, label_names,
+        label = _label_id(example_field(ex, "label") if _has(ex, "label") else None, label_names,
                           f"{task} example {i}")
         if label is None:
             report["unlabelled"] += 1
@@ -285,31 +158,6 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
 
 def _has(example: Any, name: str) -> bool:
     return name in example if isinstance(example, dict) else hasattr(example, name)
-
-
-# ------------------------------------------------------------------------------------------------
-# Turning model outputs into predictions
-# ------------------------------------------------------------------------------------------------
-def _as_cpu(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().float().cpu() if x.is_floating_point() else x.detach().cpu()
-    return x
-
-
-def stack_ragged(parts: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
-    """Concatenate batches (B_k, T_k, ...) whose T differ (dynamic padding) into (sum B_k, max T, ...),
-    padding with `fill`."""
-    parts = [torch.as_tensor(p) for p in parts]
-    if len(parts) == 1:
-        return parts[0]
-    T = max(p.shape[1] for p in parts)
-    padded = []
-    for p in parts:
-        if p.shape[1] < T:
-            pad_shape = (p.shape[0], T - p.shape[1], *p.shape[2:])
-            p = torch.cat([p, torch.full(pad_shape, fill, dtype=p.dtype)], dim=1)
-        padded.append(p)
-    return torch.cat(padded, dim=0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -389,9 +237,7 @@ class Task:
             return featurize_classification(examples, tokenizer, max_len, self.text_fields,
                                             self.label_names, task=self.name)
         if self.kind == "span":
-            from bertlab.squad import featurize_squad
             return featurize_squad(examples, tokenizer, max_len=max_len, **kwargs)
-        from bertlab.ner import featurize_ner
         return featurize_ner(examples, tokenizer, max_len=max_len, label_names=self.label_names, **kwargs)
 
     def collate(self, batch: Sequence[dict], pad_to_multiple_of: int | None = None) -> dict:
@@ -399,37 +245,20 @@ class Task:
         return collate(batch, pad_to_multiple_of=pad_to_multiple_of)
 
     # --- evaluation ---------------------------------------------------------------------------
-    @torch.no_grad()
     def predict(self, model: torch.nn.Module, features: Features, batch_size: int = 128,
                 rt: Any = None) -> list:
         """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
         and return the `gather` of every batch: what `evaluate` takes. With `rt` (a bertlab
         Runtime) batches go to its device under its autocast; without, to the model's device."""
-        was = model.training
-        model.eval()
-        device = next(model.parameters()).device
-        outputs = []
-        try:
-            for lo in range(0, len(features), batch_size):
-                batch = self.collate([features[i] for i in range(lo, min(lo + batch_size, len(features)))])
-                inputs = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
-                if rt is None:
-                    out = model(**{k: v.to(device) for k, v in inputs.items()})
-                else:
-                    with rt.autocast():
-                        out = model(**rt.to_device(inputs))
-                outputs.append(self.gather(out))
-        finally:
-            model.train(was)
-        return outputs
+        return predict_batches(model, features, self.gather, batch_size, rt)
 
     def gather(self, output: Any) -> Any:
         """What evaluation needs from one batch's model output, detached on the CPU: the logits
         (classification, token), or (start_logits, end_logits) (span). Keep a list of these, in
         the dataset's order (no shuffling), and pass it to `evaluate`."""
         if self.kind == "span":
-            return (_as_cpu(output.start_logits), _as_cpu(output.end_logits))
-        return _as_cpu(output.logits)
+            return gather_span_logits(output)
+        return detach_cpu(output.logits)
 
     def evaluate(self, outputs: Any, features: Features, **kwargs: Any) -> dict:
         """Scores (percentages, as the paper reports them) of the predictions for `features`.
@@ -439,14 +268,11 @@ class Task:
         classification; logits (N, T, K) or label ids (N, T) for tokens; a pair
         (start_logits (N, T), end_logits (N, T)) for spans. Returns a dict; the first metric in
         `self.metrics` is the one to select checkpoints on. Span QA takes max_answer_length."""
-        from bertlab import metrics
         if self.kind == "span":
-            from bertlab.squad import evaluate_squad
-            start, end = self._span_logits(outputs)
+            start, end = stack_span_logits(outputs)
             return evaluate_squad(start, end, features, **kwargs)
         values = self._stacked(outputs, fill=float("nan") if self.kind == "token" else 0.0)
         if self.kind == "token":
-            from bertlab.ner import evaluate_ner
             return evaluate_ner(values, features)
         preds = values.argmax(-1) if values.dim() == 2 else values
         gold = torch.tensor([it.get("labels", -1) for it in features.items])
@@ -462,19 +288,11 @@ class Task:
 
     def _stacked(self, outputs: Any, fill: float) -> torch.Tensor:
         if isinstance(outputs, (torch.Tensor, np.ndarray)):
-            return _as_cpu(torch.as_tensor(outputs))
-        parts = [self.gather(o) if hasattr(o, "logits") else _as_cpu(torch.as_tensor(o)) for o in outputs]
+            return detach_cpu(torch.as_tensor(outputs))
+        parts = [self.gather(o) if hasattr(o, "logits") else detach_cpu(torch.as_tensor(o)) for o in outputs]
         if parts and parts[0].dim() >= 2 and self.kind == "token":
             return stack_ragged(parts, fill=fill if parts[0].is_floating_point() else IGNORE_INDEX)
         return torch.cat(parts, dim=0)
-
-    def _span_logits(self, outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
-            return _as_cpu(torch.as_tensor(outputs[0])), _as_cpu(torch.as_tensor(outputs[1]))
-        pairs = [self.gather(o) if hasattr(o, "start_logits") else tuple(_as_cpu(torch.as_tensor(x)) for x in o)
-                 for o in outputs]
-        neg = float("-inf")
-        return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
 
 
 # Split names as the files in the mirror call them (CoNLL's dev file is "valid.txt").
@@ -486,7 +304,6 @@ def _reader(name: str) -> Callable[[str], tuple[list, Any]]:
     """Read a split with bertlab.datasets (checksummed files from the local mirror, the cache or
     the network): returns (examples, LoadReport)."""
     def read(split: str) -> tuple[list, Any]:
-        from bertlab import datasets
         fn = {"sst2": datasets.read_sst2, "mrpc": datasets.read_mrpc, "rte": datasets.read_rte,
               "squad": datasets.read_squad, "conll2003": datasets.read_conll2003}[name]
         return fn(_FILE_SPLITS.get(name, {}).get(split, split))

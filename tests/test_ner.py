@@ -12,7 +12,8 @@ from torch.utils.data import DataLoader
 
 from bertlab import IGNORE_INDEX, BertConfig
 from bertlab.ner import featurize_ner, split_into_windows, word_predictions
-from bertlab.tasks import CONLL_LABELS, get_task, stack_ragged
+from bertlab.task_inputs import stack_ragged
+from bertlab.tasks import CONLL_LABELS, get_task
 
 
 

@@ -9,7 +9,8 @@ from bertlab.pair_attention import (
     PAD, ROLES, A, B, CLS, SEP, attention_mass, same_token_attention, token_roles,
     uniform_attention,
 )
-from bertlab.tasks import SpecialIds, collate, fast_tokenizer, pack
+from bertlab.task_inputs import SpecialIds, collate, fast_tokenizer
+from bertlab.tasks import pack
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from bertlab import BertConfig
 from bertlab.metrics import normalize_answer, squad_scores
 from bertlab.squad import (
     best_spans, char_span_to_tokens, decode, featurize_squad, gold_answers, locate_answer,
-    max_context_windows, oracle_logits, span_logits, split_by_article, window_starts,
+    max_context_windows, oracle_logits, span_logits, split_by_article, stack_span_logits, window_starts,
 )
 from bertlab.tasks import get_task
 
@@ -265,14 +265,14 @@ def test_forward_and_evaluate_with_a_tiny_model(tok, dev):
         outs = [task.gather(model(**b)) for b in loader]  # ragged T across batches
     scores = task.evaluate(outs, sub, max_answer_length=10)
     assert 0 <= scores["exact_match"] <= scores["f1"] <= 100
-    preds = decode(*task._span_logits(outs), sub, max_answer_length=10)
+    preds = decode(*stack_span_logits(outs), sub, max_answer_length=10)
     for ex in dev[:48]:
         assert preds[ex.id] in ex.context and len(tok.tokenize(preds[ex.id])) <= 10
     # span_logits runs the model over every window itself: the same logits, the same answers
     model.train()
     start, end = span_logits(model, sub, batch_size=7)
     assert model.training and start.shape == (len(sub), max(sub.lengths()))
-    ref_start, ref_end = task._span_logits(outs)
+    ref_start, ref_end = stack_span_logits(outs)
     real = torch.isfinite(start)
     assert real.sum(1).tolist() == sub.lengths().tolist()  # -inf exactly past each window's end
     assert torch.allclose(start[real], ref_start[real], atol=1e-5)

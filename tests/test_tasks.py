@@ -8,10 +8,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from bertlab import BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
-from bertlab.tasks import (
-    TASKS, Features, collate, fast_tokenizer, featurize_classification, get_task, stack_ragged,
-    truncate_longest_first,
-)
+from bertlab.task_inputs import Features, collate, fast_tokenizer, stack_ragged
+from bertlab.tasks import TASKS, featurize_classification, get_task, truncate_longest_first
 
 
 

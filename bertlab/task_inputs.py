@@ -1,0 +1,224 @@
+"""The inputs every fine-tuning task shares: tokenizer, examples, features, batches, outputs.
+
+bertlab.tasks (sentence classification and the task table), bertlab.squad (span QA) and
+bertlab.ner (token classification) all turn examples into model inputs the same way and read the
+model's outputs back the same way. The shared pieces live here, below all three (task_inputs <-
+squad, ner <- tasks), so that none of them has to reach up into another:
+
+    fast_tokenizer      the `tokenizers.Tokenizer` behind any of our tokenizers; every
+                        featurizer works from its fast batch encodings (ids, character offsets,
+                        word ids)
+    SpecialIds          the ids of [CLS], [SEP], [PAD] and [UNK]
+    encode_texts        fast batch encoding without special tokens
+    example_field       example.name or example[name]: examples may be dataclasses, named
+                        tuples or dicts
+    Features            a dataset of featurized examples plus a report of what was cut, skipped
+                        or repaired (nothing is dropped silently)
+    collate             dynamic padding: a batch is padded to its own longest sequence
+    predict_batches     one forward loop of a model over Features, in order, in eval mode
+    detach_cpu          a batch's outputs detached on the CPU
+    stack_ragged        batches of outputs with different lengths, concatenated
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+from bertlab.model import IGNORE_INDEX
+
+# The label keys a collated batch may hold, named as the models' forward arguments.
+LABEL_KEYS = ("labels", "start_positions", "end_positions")
+
+
+# ------------------------------------------------------------------------------------------------
+# The tokenizer interface
+# ------------------------------------------------------------------------------------------------
+def fast_tokenizer(tokenizer: Any) -> Tokenizer:
+    """The `tokenizers.Tokenizer` behind `tokenizer`, with no truncation and no padding.
+
+    Accepts a bertlab `WordPieceTokenizer` (its `.backend`), a `tokenizers.Tokenizer`, a
+    transformers fast tokenizer (its `.backend_tokenizer`) or a path to a tokenizer.json. The
+    featurizers encode WITHOUT special tokens and add [CLS]/[SEP] themselves, so that they decide
+    where to cut; a backend configured to truncate or pad (a tokenizer.json may carry such
+    settings) is copied and the copy's settings turned off, never the caller's object."""
+    if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
+        backend = Tokenizer.from_file(str(tokenizer))
+    elif isinstance(tokenizer, Tokenizer):
+        backend = tokenizer
+    elif isinstance(getattr(tokenizer, "backend", None), Tokenizer):
+        backend = tokenizer.backend
+    elif isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
+        backend = tokenizer.backend_tokenizer
+    else:
+        raise TypeError(f"expected a WordPieceTokenizer, a tokenizers.Tokenizer or a path to a "
+                        f"tokenizer.json, got {type(tokenizer).__name__}")
+    if backend.truncation is not None or backend.padding is not None:
+        backend = Tokenizer.from_str(backend.to_str())
+        backend.no_truncation()
+        backend.no_padding()
+    for token in ("[CLS]", "[SEP]", "[PAD]", "[UNK]"):
+        if backend.token_to_id(token) is None:
+            raise ValueError(f"the tokenizer has no {token} token; BERT fine-tuning needs "
+                             f"[CLS], [SEP], [PAD] and [UNK] in the vocabulary")
+    return backend
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    cls: int
+    sep: int
+    pad: int
+    unk: int
+
+    @classmethod
+    def of(cls, backend: Tokenizer) -> "SpecialIds":
+        return cls(*(backend.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[UNK]")))
+
+
+def encode_texts(backend: Tokenizer, texts: Sequence[str]) -> list:
+    """Fast batch encoding of many texts, no special tokens: one `tokenizers.Encoding` each, with
+    `.ids`, `.offsets` (character spans into the text) and `.word_ids`."""
+    return backend.encode_batch(list(texts), add_special_tokens=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Examples
+# ------------------------------------------------------------------------------------------------
+def example_field(example: Any, name: str) -> Any:
+    """example.name or example[name]: examples may be dataclasses, named tuples or dicts."""
+    if isinstance(example, dict):
+        return example[name]
+    return getattr(example, name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Features: a dataset with a report, and its batches
+# ------------------------------------------------------------------------------------------------
+class Features(torch.utils.data.Dataset):
+    """Featurized examples, one dict per model input sequence (`items`), for a DataLoader.
+
+    `report` counts everything the featurizer had to decide about: sequences truncated,
+    texts that were empty, answers that do not occur in their context, sentences split into
+    windows... `examples` keeps the original examples (evaluation maps predictions back to them).
+    `meta` holds task-specific arrays for evaluation (for SQuAD: each window's token -> character
+    map). Items are dicts of numpy arrays / ints; `collate` turns a list of them into tensors."""
+
+    def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict,
+                 meta: dict | None = None):
+        self.task = task
+        self.items = items
+        self.examples = list(examples)
+        self.report = report
+        self.meta = meta or {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.items[i]
+
+    def lengths(self) -> np.ndarray:
+        """Sequence length of every item (for length-bucketed batching)."""
+        return np.array([len(it["input_ids"]) for it in self.items], dtype=np.int64)
+
+    def __repr__(self) -> str:
+        return (f"Features(task={self.task!r}, items={len(self.items)}, examples={len(self.examples)}, "
+                f"report={json.dumps(self.report, default=str)[:300]})")
+
+
+def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | None = None) -> dict:
+    """Dynamic padding: pad every sequence of the batch to the batch's longest (rounded up to a
+    multiple of `pad_to_multiple_of` if given: friendlier to GPUs and torch.compile).
+
+    Returns long tensors: input_ids, token_type_ids, attention_mask (1 = real token, 0 = pad),
+    and whichever labels the items carry: `labels` (B,) for sequence classification, (B, T) for
+    token classification (padded with IGNORE_INDEX), or start_positions / end_positions (B,).
+    The dict is exactly the keyword arguments of BertFor*(**batch)."""
+    if len(batch) == 0:
+        raise ValueError("cannot collate an empty batch")
+    T = max(len(it["input_ids"]) for it in batch)
+    if pad_to_multiple_of:
+        T = -(-T // pad_to_multiple_of) * pad_to_multiple_of
+    B = len(batch)
+    input_ids = torch.full((B, T), pad_id, dtype=torch.long)
+    token_type_ids = torch.zeros((B, T), dtype=torch.long)
+    attention_mask = torch.zeros((B, T), dtype=torch.long)
+    token_labels = "labels" in batch[0] and np.ndim(batch[0]["labels"]) == 1
+    labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long) if token_labels else None
+    for b, it in enumerate(batch):
+        n = len(it["input_ids"])
+        input_ids[b, :n] = torch.as_tensor(it["input_ids"])
+        token_type_ids[b, :n] = torch.as_tensor(it["token_type_ids"])
+        attention_mask[b, :n] = 1
+        if token_labels:
+            labels[b, :n] = torch.as_tensor(it["labels"])
+    out = {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask}
+    if token_labels:
+        out["labels"] = labels
+    else:
+        for key in LABEL_KEYS:
+            values = [it.get(key) for it in batch]
+            if all(v is not None for v in values):
+                out[key] = torch.tensor(values, dtype=torch.long)
+            elif any(v is not None for v in values):
+                raise ValueError(f"some items of the batch have {key!r} and some do not; featurize "
+                                 f"labelled and unlabelled examples separately")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Model outputs
+# ------------------------------------------------------------------------------------------------
+@torch.no_grad()
+def predict_batches(model: torch.nn.Module, features: Features, gather: Callable[[Any], Any],
+                    batch_size: int = 128, rt: Any = None) -> list:
+    """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
+    and return `gather(output)` of every batch (what a task's evaluation needs of it, detached on
+    the CPU). With `rt` (a bertlab Runtime) batches go to its device under its autocast; without,
+    to the model's device."""
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    outputs = []
+    try:
+        for lo in range(0, len(features), batch_size):
+            batch = collate([features[i] for i in range(lo, min(lo + batch_size, len(features)))])
+            inputs = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+            if rt is None:
+                out = model(**{k: v.to(device) for k, v in inputs.items()})
+            else:
+                with rt.autocast():
+                    out = model(**rt.to_device(inputs))
+            outputs.append(gather(out))
+    finally:
+        model.train(was)
+    return outputs
+
+
+def detach_cpu(x: Any) -> Any:
+    """A tensor detached on the CPU, floating point as float32; anything else as it is."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu() if x.is_floating_point() else x.detach().cpu()
+    return x
+
+
+def stack_ragged(parts: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
+    """Concatenate batches (B_k, T_k, ...) whose T differ (dynamic padding) into (sum B_k, max T, ...),
+    padding with `fill`."""
+    parts = [torch.as_tensor(p) for p in parts]
+    if len(parts) == 1:
+        return parts[0]
+    T = max(p.shape[1] for p in parts)
+    padded = []
+    for p in parts:
+        if p.shape[1] < T:
+            pad_shape = (p.shape[0], T - p.shape[1], *p.shape[2:])
+            p = torch.cat([p, torch.full(pad_shape, fill, dtype=p.dtype)], dim=1)
+        padded.append(p)
+    return torch.cat(padded, dim=0)

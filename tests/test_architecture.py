@@ -1,0 +1,217 @@
+"""The package's shape: bertlab's modules import each other without cycles, and none reaches into
+another's private names.
+
+Every bertlab/*.py is parsed with `ast` (nothing is imported), and every import of a bertlab
+module counts, the ones inside functions included: a function-local import only delays a cycle
+to the first call, it does not remove it."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = "bertlab"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+
+
+def module_name(path: Path) -> str:
+    return PACKAGE if path.stem == "__init__" else f"{PACKAGE}.{path.stem}"
+
+
+MODULES = {module_name(p): p for p in sorted(ROOT.glob("*.py"))}
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+@dataclass
+class ModuleImports:
+    name: str
+    imports: dict[str, int] = field(default_factory=dict)  # bertlab module -> first line importing it
+    private: list[str] = field(default_factory=list)  # "line N: what" for each private access
+
+
+def resolve(node: ast.ImportFrom, importer: str) -> str | None:
+    """The absolute module name of a `from ... import` (relative imports resolved)."""
+    if node.level:  # relative: from .x import y, from . import y
+        base = importer if importer == PACKAGE else importer.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            base = base.rpartition(".")[0]
+        return f"{base}.{node.module}" if node.module else base
+    return node.module
+
+
+def scan(name: str, source: str, modules: set[str] | dict = MODULES) -> ModuleImports:
+    """The bertlab modules that module `name` imports (anywhere in it), and the private names
+    it takes from other bertlab modules: `from bertlab.x import _y`, or `x._y` / `bertlab.x._y`
+    where x is bound to a bertlab module."""
+    tree = ast.parse(source, filename=name)
+    found = ModuleImports(name)
+    aliases: dict[str, str] = {}  # local name -> the bertlab module it is bound to
+
+    def edge(target: str, line: int) -> None:
+        if target != name and target in modules:
+            found.imports.setdefault(target, line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == PACKAGE or a.name.startswith(PACKAGE + "."):
+                    edge(a.name, node.lineno)
+                    if a.asname:
+                        aliases[a.asname] = a.name
+                    else:  # `import bertlab.x` binds `bertlab`; bertlab.x._y is caught below
+                        aliases[PACKAGE] = PACKAGE
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve(node, name)
+            if source is None or not (source == PACKAGE or source.startswith(PACKAGE + ".")):
+                continue
+            for a in node.names:
+                submodule = f"{source}.{a.name}"
+                if submodule in modules:  # from bertlab import squad
+                    edge(submodule, node.lineno)
+                    aliases[a.asname or a.name] = submodule
+                    continue
+                edge(source, node.lineno)
+                if is_private(a.name) and source != name:
+                    found.private.append(f"line {node.lineno}: from {source} import {a.name}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            target = dotted(node.value, aliases)
+            if target in modules and target != name:
+                found.private.append(f"line {node.lineno}: {target}.{node.attr}")
+    return found
+
+
+def dotted(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The bertlab module an expression such as `ckpt` or `bertlab.checkpoint` names, if any."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value, aliases)
+        return f"{base}.{node.attr}" if base is not None else None
+    return None
+
+
+SCANNED = {name: scan(name, path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
+GRAPH = {name: sorted(m.imports) for name, m in SCANNED.items()}
+
+
+def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Cycles (a -> b -> ... -> a) of the import graph: the strongly connected components of more
+    than one module (or a module importing itself), by Tarjan's algorithm, and in each a shortest
+    cycle through every module of it (until each is in one of the cycles reported)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph.get(v, []):
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+
+    cycles = []
+    for component in components:
+        members, covered = set(component), set()
+        for start in component:  # a shortest cycle through each module not yet in one
+            if start in covered:
+                continue
+            paths = {w: [start, w] for w in graph[start] if w in members}  # breadth first
+            frontier = list(paths)
+            while start not in paths:
+                next_frontier = []
+                for u in frontier:
+                    for w in graph[u]:
+                        if w in members and w not in paths:
+                            paths[w] = paths[u] + [w]
+                            next_frontier.append(w)
+                frontier = next_frontier
+            cycles.append(paths[start])
+            covered.update(paths[start])
+    return sorted(cycles)
+
+
+def describe(cycle: list[str]) -> str:
+    steps = []
+    for a, b in itertools.pairwise(cycle):
+        steps.append(f"{a} (line {SCANNED[a].imports[b]})")
+    return " -> ".join(steps + [cycle[-1]])
+
+
+def test_every_module_is_scanned():
+    assert {"bertlab", "bertlab.model", "bertlab.tasks", "bertlab.task_inputs"} <= set(MODULES)
+    assert "bertlab.model" in GRAPH["bertlab.tasks"]
+
+
+def test_no_import_cycles():
+    cycles = find_cycles(GRAPH)
+    assert not cycles, ("bertlab modules import each other in a cycle (function-local imports "
+                        "count):\n  " + "\n  ".join(describe(c) for c in cycles))
+
+
+def test_no_private_names_across_modules():
+    found = [f"{name}, {what}" for name, m in SCANNED.items() for what in m.private]
+    assert not found, ("private names used from another bertlab module (make them public in "
+                       "their module, or keep them inside it):\n  " + "\n  ".join(found))
+
+
+def test_the_checker_finds_cycles():
+    assert find_cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c", "a"]]
+    assert find_cycles({"a": ["b", "c"], "b": ["a"], "c": ["a"]}) == [["a", "b", "a"], ["c", "a", "c"]]
+    assert find_cycles({"a": ["a"]}) == [["a", "a"]]
+    assert find_cycles({"a": ["b"], "b": []}) == []
+
+
+def test_the_checker_sees_imports_in_functions_and_private_names():
+    modules = {"bertlab", "bertlab.a", "bertlab.b", "bertlab.c"}
+    source = """
+import torch
+from bertlab.b import public, _private
+from bertlab import c as see
+import bertlab.c
+
+def f():
+    from bertlab import a as me
+    import bertlab.b as bee
+    return bee._hidden, see._also, bertlab.c._too, see.__name__, me._own, torch._C, see.ok
+"""
+    found = scan("bertlab.a", source, modules)
+    assert sorted(found.imports) == ["bertlab.b", "bertlab.c"]
+    assert [p.split(": ", 1)[1] for p in found.private] == [
+        "from bertlab.b import _private", "bertlab.b._hidden", "bertlab.c._also", "bertlab.c._too"]
+    assert scan("bertlab.b", "from . import a\nfrom .c import _x\n", modules).private == [
+        "line 2: from bertlab.c import _x"]
+
+
+def test_the_task_modules_import_downward():
+    """task_inputs <- squad, ner <- tasks: the shared inputs know no task, squad and ner know
+    no task table."""
+    assert not {m for m in GRAPH["bertlab.task_inputs"] if m in ("bertlab.tasks", "bertlab.squad", "bertlab.ner")}
+    for name in ("bertlab.squad", "bertlab.ner", "bertlab.features"):
+        assert "bertlab.tasks" not in GRAPH[name], f"{name} imports bertlab.tasks"
