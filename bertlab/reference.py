@@ -139,7 +139,7 @@ class ReferenceRun:
         `finetune(init=str(run.model_folder()))`. Written once per weights file, atomically."""
         from safetensors.torch import load_file, save_file
 
-        from bertlab.checkpoint import file_sha256, fsync_file as _fsync_file, replace_dir as _replace_dir
+        from bertlab.checkpoint import file_sha256, fsync_file, replace_dir
         self.verify()
         key = file_sha256(self.path / WEIGHTS)[:16]
         base = Path(cache) if cache else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -152,10 +152,10 @@ class ReferenceRun:
         tmp.mkdir()
         sd = {k: (v.float() if v.is_floating_point() else v) for k, v in load_file(str(self.path / WEIGHTS)).items()}
         save_file(sd, str(tmp / "model.safetensors"), metadata={"format": "pt", "bertlab_class": "BertForPreTraining"})
-        _fsync_file(tmp / "model.safetensors")
+        fsync_file(tmp / "model.safetensors")
         for name in ("config.json", "tokenizer.json"):
             shutil.copyfile(self.path / name, tmp / name)
-        _replace_dir(tmp, folder)
+        replace_dir(tmp, folder)
         return folder
 
     def load(self, model_cls: type | None = None, **head_kwargs: Any):
