@@ -112,6 +112,27 @@ class ReferenceRun:
         f = self.path / "finetune_results.json"
         return json.loads(f.read_text()) if f.exists() else None
 
+    def gains(self) -> list[dict[str, Any]]:
+        """What pretraining bought, one row per fine-tuning the record holds: task, metric, the
+        number of labelled training examples (None: the whole training set), the medians over
+        seeds from the pretrained weights and from scratch, every seed's score, and `gain`
+        (pretrained minus scratch, in points). SST-2's learning curve first, then the other tasks."""
+        def row(task, n, pre, scr):
+            return {"task": task, "metric": pre["main_metric"], "train_examples": n,
+                    "pretrained": pre["median"], "scratch": scr["median"],
+                    "pretrained_scores": pre["scores"], "scratch_scores": scr["scores"],
+                    "gain": pre["median"] - scr["median"]}
+
+        rows = [row("sst2", p["train_examples"], p["pretrained"], p["scratch"]) for p in self.sst2_curve() or []]
+        results = self.finetune_results() or {}
+        for key, value in results.items():
+            if key == "conll2003":  # stored as {"pretrained": ..., "scratch": ...}
+                rows.append(row(key, None, value["pretrained"], value["scratch"]))
+            elif key.endswith("_pretrained") and key.replace("_pretrained", "_scratch") in results:
+                pre, scr = value, results[key.replace("_pretrained", "_scratch")]
+                rows.append(row(pre["task"], pre["config"].get("max_train_examples"), pre, scr))
+        return rows
+
     def config(self):
         from bertlab.config import BertConfig
         return BertConfig.load(self.path / "config.json")

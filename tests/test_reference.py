@@ -136,3 +136,30 @@ def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
     with pytest.raises(ValueError, match="no held-out MLM evaluation"):
         reference.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")
+
+
+def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
+    out, _ = record
+    run = reference.find(out)
+    assert run.gains() == []  # a record without fine-tuning results
+
+    def res(task, metric, scores, n=None):
+        return {"task": task, "main_metric": metric, "median": sorted(scores)[len(scores) // 2],
+                "scores": scores, "config": {"max_train_examples": n}}
+
+    ckpt.write_json(out / "sst2_curve.json", [
+        {"train_examples": 500, "epochs": 20, "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
+         "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500)}])
+    ckpt.write_json(out / "finetune_results.json", {
+        "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
+        "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500),
+        "mrpc_pretrained": res("mrpc", "f1", [80.0, 81.0, 79.0]),
+        "mrpc_scratch": res("mrpc", "f1", [81.0, 81.0, 81.0]),
+        "conll2003": {"pretrained": res("conll2003", "f1", [74.0, 75.0, 73.0]),
+                      "scratch": res("conll2003", "f1", [63.0, 62.0, 64.0])}})
+    rows = {r["task"]: r for r in run.gains()}
+    assert list(rows) == ["sst2", "mrpc", "conll2003"]  # the curve first, the duplicate SST-2 pair skipped
+    assert rows["sst2"]["train_examples"] == 500 and rows["sst2"]["gain"] == pytest.approx(60.0 - 64.0)
+    assert rows["mrpc"]["metric"] == "f1" and rows["mrpc"]["train_examples"] is None
+    assert rows["conll2003"]["gain"] == pytest.approx(74.0 - 63.0)
+    assert rows["conll2003"]["scratch_scores"] == [63.0, 62.0, 64.0]
