@@ -6,6 +6,7 @@
 #
 #   scripts/run_pilots.sh               # STOP = 1500 steps each (about 13 minutes on 2 cores)
 #   scripts/run_pilots.sh 2000          # longer pilots
+#   PILOTS="cpu-dropout cpu-lr-4e-3" scripts/run_pilots.sh   # only these
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/run_env.sh
@@ -15,9 +16,11 @@ TOTAL=$("$PY" -c "import json; print(json.load(open('$REC/provenance.json'))['pr
 common=(--preset tiny --recipe cpu --corpus books+wiki --tokenizer "$REC/tokenizer.json" --seed 0
         --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20
         --checkpoint-every 100000 --log-every 50 --no-progress)
+PILOTS=${PILOTS:-all}
 pilot() {
     local name=$1 change=$2
     shift 2
+    if [ "$PILOTS" != all ] && [[ " $PILOTS " != *" $name "* ]]; then return 0; fi
     echo "pilot $name: $change"
     "$PY" -m bertlab pretrain "${common[@]}" --out "runs/pilots/$name" "$@"
     "$PY" scripts/record_pilot.py "runs/pilots/$name" --name "$name" --change "$change"
@@ -25,3 +28,5 @@ pilot() {
 pilot cpu-post-ln "the record's run, with post-LN layers (the paper's)" --norm-position post
 pilot cpu-zero-bias "the record's run, with the MLM bias started at 0" --mlm-bias zeros
 pilot cpu-dropout "the record's run, with dropout 0.1" --dropout 0.1
+pilot cpu-lr-1e-3 "the record's run, with a peak learning rate of 1e-3 (the record: 2e-3)" --lr 1e-3
+pilot cpu-lr-4e-3 "the record's run, with a peak learning rate of 4e-3 (the record: 2e-3)" --lr 4e-3
