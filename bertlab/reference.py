@@ -271,6 +271,18 @@ def plateau_exit(curve: list[dict[str, Any]], threshold: float = PLATEAU_EXIT_AC
     return None
 
 
+def finetune_checks(path: str | Path = PILOTS_DIR / "finetune_lr.jsonl") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The fine-tuning checks that chose the reference run's fine-tuning recipe: (shared settings
+    and machine, one row per setting: task, train_examples, lr, pooling, init, seeds, scores,
+    median). Empty when the file is absent."""
+    path = Path(path)
+    if not path.exists():
+        return {}, []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    meta = lines[0]["meta"] if lines and "meta" in lines[0] else {}
+    return meta, [r for r in lines if "meta" not in r]
+
+
 def pilots(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:
     """Every recorded pilot (data/pilots/*.json), sorted by name."""
     folder = Path(folder)

@@ -163,3 +163,14 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     assert rows["mrpc"]["metric"] == "f1" and rows["mrpc"]["train_examples"] is None
     assert rows["conll2003"]["gain"] == pytest.approx(74.0 - 63.0)
     assert rows["conll2003"]["scratch_scores"] == [63.0, 62.0, 64.0]
+
+
+def test_finetune_checks_reads_the_recorded_table(tmp_path):
+    assert reference.finetune_checks(tmp_path / "absent.jsonl") == ({}, [])
+    f = tmp_path / "checks.jsonl"
+    f.write_text('{"meta": {"machine": "cpu"}}\n{"task": "sst2", "lr": 0.0005, "median": 71.1}\n\n'
+                 '{"task": "conll2003", "lr": 0.0005, "median": 74.4}\n')
+    meta, rows = reference.finetune_checks(f)
+    assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
+    _, shipped = reference.finetune_checks()  # the table in data/pilots/
+    assert {r["task"] for r in shipped} >= {"sst2", "conll2003"} and all("median" in r for r in shipped)
