@@ -10,7 +10,9 @@ The instructor edition (book/exercises/*.ipynb) is the one source of truth. In i
   `raise NotImplementedError("<function>: your code here")`, keeping the signature and docstring;
 - a markdown cell tagged "model-answer" (an open question's model answer) becomes an empty
   "Your answer" cell;
-- outputs, execution counts and the book-only tags ("solution", "hide-input") are removed.
+- outputs, execution counts and the book-only tags ("solution", "hide-input") are removed;
+- the notebook's metadata names its assignment (`bertlab.assignment`), which is how the grader
+  (`python -m bertlab.exercises grade`) knows which checks to run, whatever the file is renamed to.
 Never edit the student edition by hand: regenerate it.
 """
 
@@ -73,6 +75,7 @@ def student_notebook(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookN
         else:
             cell.metadata.pop("tags", None)
     nb.metadata.pop("widgets", None)
+    nb.metadata["bertlab"] = {"assignment": Path(name).stem, "edition": "student"}
     return nb
 
 

@@ -1,0 +1,292 @@
+"""Grade submitted exercise notebooks: the checks run again, in a fresh kernel, on the code.
+
+    python -m bertlab.exercises grade submissions/            # grades.csv and grades.json there
+    python -m bertlab.exercises grade submissions/ --timeout 60
+
+For each notebook the grader
+  1. finds its assignment (the notebook's `bertlab.assignment` metadata, else its file name, else
+     the checks it calls) and so the exercises, their functions, points and time limits
+     (`bertlab.exercises.EXERCISES`);
+  2. starts a fresh Jupyter kernel in an empty temporary folder and runs the notebook's code
+     cells there, except the cells that only call checks (a cell that fails does not stop it);
+  3. for each exercise, runs one cell of its own in that kernel: it loads a private copy of the
+     checks (so a notebook that redefines `check` or edits bertlab.exercises changes nothing),
+     calls the check on the functions the notebook defined, and has the kernel write the result,
+     part by part, to a JSON file that the grader reads. Nothing the notebook prints is read.
+     Each exercise has its own time limit; an exercise that runs past it (an infinite loop)
+     scores 0, the kernel is replaced by a fresh one with the notebook's cells run again, and
+     the remaining exercises are graded there. The kernel dying counts the same way.
+  4. scores each exercise as its points times the share of the check's parts that passed.
+The open questions are graded by hand (book/instructor.md has their rubrics and points).
+
+As with any autograder, this runs the students' code on your machine: use a container or a
+throw-away account. The checks run in the same process as the student's code, so a student who
+sets out to patch torch itself could still fool them; read the notebooks you grade.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import nbformat
+
+from bertlab.course import ASSIGNMENTS, EXERCISES, Exercise, exercises_of
+
+CHECK_LINE = re.compile(r"^\s*(?:\w+\.)?check(?:_\w+)?\s*\(.*\)\s*;?\s*$")
+CALLED = re.compile(r"check(?:_(\w+)\s*\(|\s*\(\s*[\"'](\w+)[\"'])")
+
+
+@dataclass
+class ExerciseGrade:
+    """The grade of one exercise: points out of `of`, and the check's parts."""
+    exercise: str
+    points: float
+    of: int
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""  # "timeout after 60 s", "functions not defined: ...", a crash of the check
+
+    @property
+    def feedback(self) -> str:
+        if self.error:
+            return self.error
+        failed = [p for p in self.parts if not p["passed"]]
+        return f"[{self.exercise}] {failed[0]['message']}" if failed else ""
+
+
+@dataclass
+class NotebookGrade:
+    notebook: str
+    assignment: str | None
+    exercises: list[ExerciseGrade] = field(default_factory=list)
+    cell_errors: list[str] = field(default_factory=list)  # errors in the notebook's own cells
+    seconds: float = 0.0
+
+    @property
+    def points(self) -> float:
+        return round(sum(e.points for e in self.exercises), 2)
+
+    @property
+    def of(self) -> int:
+        return sum(e.of for e in self.exercises)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"notebook": self.notebook, "assignment": self.assignment, "points": self.points,
+                "of": self.of, "seconds": round(self.seconds, 1), "cell_errors": self.cell_errors,
+                "exercises": [{"exercise": e.exercise, "points": e.points, "of": e.of, "error": e.error,
+                               "parts": e.parts} for e in self.exercises]}
+
+
+# ------------------------------------------------------------------------------------------------
+# Which assignment, which cells
+# ------------------------------------------------------------------------------------------------
+def assignments() -> dict[str, list[Exercise]]:
+    return {a: exercises_of(a) for a in ASSIGNMENTS}
+
+
+def checks_file() -> str:
+    """The path of bertlab/exercises.py, found without importing it (the kernel loads a private
+    copy of it)."""
+    import importlib.util
+    spec = importlib.util.find_spec("bertlab.exercises")
+    if spec is None or not spec.origin:
+        raise RuntimeError("bertlab.exercises not found: is bertlab installed in this environment?")
+    return spec.origin
+
+
+def find_assignment(nb: nbformat.NotebookNode, filename: str) -> str | None:
+    """The notebook's assignment: its metadata, else the longest assignment name in the file
+    name, else the assignment whose checks the notebook calls."""
+    known = assignments()
+    meta = nb.metadata.get("bertlab", {}).get("assignment")
+    if meta in known:
+        return meta
+    in_name = [a for a in known if a in filename]
+    if in_name:
+        return max(in_name, key=len)
+    called = {a or b for a, b in CALLED.findall(code_text(nb))}
+    scores = {a: len(called & {e.name for e in exs}) for a, exs in known.items()}
+    best = max(scores, key=scores.get) if scores else None
+    return best if best and scores[best] else None
+
+
+def code_text(nb: nbformat.NotebookNode) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def is_check_cell(cell: nbformat.NotebookNode) -> bool:
+    """A cell that only calls checks (the grader calls them itself), or nbgrader's locked
+    "autograder tests" cell."""
+    nbg = cell.metadata.get("nbgrader", {})
+    if nbg.get("grade") and not nbg.get("solution"):
+        return True
+    lines = [ln for ln in cell.source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    return bool(lines) and all(CHECK_LINE.match(ln) for ln in lines)
+
+
+def _grader_cell(ex: Exercise, module_name: str, out: Path) -> str:
+    return (
+        "import importlib.util as _bl_iu, sys as _bl_sys\n"
+        f"_bl_name = {module_name!r}\n"
+        "if _bl_name not in _bl_sys.modules:\n"
+        f"    _bl_spec = _bl_iu.spec_from_file_location(_bl_name, {checks_file()!r})\n"
+        "    _bl_mod = _bl_iu.module_from_spec(_bl_spec)\n"
+        "    _bl_sys.modules[_bl_name] = _bl_mod\n"
+        "    _bl_spec.loader.exec_module(_bl_mod)\n"
+        f"_bl_sys.modules[_bl_name].grade_in_kernel({ex.name!r}, {list(ex.functions)!r}, globals(), "
+        f"{str(out)!r})\n"
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Running a notebook
+# ------------------------------------------------------------------------------------------------
+class _Kernel:
+    """A fresh kernel for one notebook; execute(source, timeout) -> (status, message), status
+    one of "ok", "error", "timeout", "dead"."""
+
+    def __init__(self, workdir: Path, kernel_name: str):
+        from nbclient import NotebookClient
+        self.nb = nbformat.v4.new_notebook()
+        self.client = NotebookClient(self.nb, timeout=60, allow_errors=True, kernel_name=kernel_name,
+                                     resources={"metadata": {"path": str(workdir)}})
+        self._ctx = self.client.setup_kernel()
+        self._ctx.__enter__()
+
+    def execute(self, source: str, timeout: int) -> tuple[str, str]:
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        cell = nbformat.v4.new_code_cell(source)
+        self.nb.cells.append(cell)
+        self.client.timeout = timeout
+        try:
+            self.client.execute_cell(cell, len(self.nb.cells) - 1)
+        except CellTimeoutError:
+            return "timeout", f"timeout: still running after {timeout} s"
+        except DeadKernelError:
+            return "dead", "the kernel died (a crash, or the notebook exited Python)"
+        errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+        if errors:
+            return "error", f"{errors[0].get('ename')}: {errors[0].get('evalue')}"[:300]
+        return "ok", ""
+
+    def close(self) -> None:
+        try:
+            self._ctx.__exit__(None, None, None)
+        except Exception:
+            pass
+
+
+def grade_notebook(path: str | Path, assignment: str | None = None, timeout: int | None = None,
+                   cell_timeout: int = 120, kernel_name: str = "python3") -> NotebookGrade:
+    """Grade one submitted notebook (see the module docstring). `timeout` overrides every
+    exercise's own time limit (seconds); `cell_timeout` limits each of the notebook's cells."""
+    path = Path(path)
+    t0 = time.monotonic()
+    nb = nbformat.read(path, as_version=4)
+    assignment = assignment or find_assignment(nb, path.name)
+    grade = NotebookGrade(path.name, assignment)
+    if assignment is None:
+        grade.cell_errors.append("no assignment found: name the file after it (e.g. alice_02_attention.ipynb)"
+                                 " or pass --assignment")
+        return grade
+    todo = list(assignments()[assignment])
+    cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip() and not is_check_cell(c)]
+    skip: set[int] = set()  # the notebook's cells that timed out or killed the kernel once
+    module_name = f"_bertlab_grading_{secrets.token_hex(6)}"
+    with tempfile.TemporaryDirectory(prefix="bertlab-grade-") as tmp:
+        while todo:
+            workdir = Path(tmp) / f"run{len(todo)}"
+            workdir.mkdir()
+            kernel = _Kernel(workdir, kernel_name)
+            try:
+                restart = False
+                for i, source in enumerate(cells):
+                    if i in skip:
+                        continue
+                    status, message = kernel.execute(source, cell_timeout)
+                    if status != "ok" and f"cell {i}: {message}" not in grade.cell_errors:
+                        grade.cell_errors.append(f"cell {i}: {message}")
+                    if status in ("timeout", "dead"):
+                        skip.add(i)
+                        restart = True
+                        break
+                if restart:
+                    continue
+                while todo:
+                    ex = todo.pop(0)
+                    limit = timeout or ex.timeout
+                    out = Path(tmp) / f"{ex.name}-{secrets.token_hex(4)}.json"
+                    status, message = kernel.execute(_grader_cell(ex, module_name, out), limit)
+                    grade.exercises.append(_read_result(ex, out, status, message))
+                    if status in ("timeout", "dead"):
+                        break  # a fresh kernel for the rest
+            finally:
+                kernel.close()
+    grade.seconds = time.monotonic() - t0
+    return grade
+
+
+def _read_result(ex: Exercise, out: Path, status: str, message: str) -> ExerciseGrade:
+    if status in ("timeout", "dead"):
+        return ExerciseGrade(ex.name, 0.0, ex.points, error=f"[{ex.name}] {message}")
+    try:
+        data = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return ExerciseGrade(ex.name, 0.0, ex.points,
+                             error=f"[{ex.name}] the check did not report a result ({message or 'no file'})")
+    parts = data.get("parts", [])
+    fraction = sum(bool(p["passed"]) for p in parts) / len(parts) if parts else 0.0
+    return ExerciseGrade(ex.name, round(ex.points * fraction, 2), ex.points, parts, data.get("error", ""))
+
+
+def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int | None = None,
+                 assignment: str | None = None, verbose: bool = True) -> list[NotebookGrade]:
+    """Grade every .ipynb in `folder`; write grades.csv (one row per notebook: points per
+    exercise, total, errors, feedback) and grades.json (every check's parts) there, or at `out`."""
+    folder = Path(folder)
+    paths = sorted(p for p in folder.glob("*.ipynb"))
+    if not paths:
+        raise FileNotFoundError(f"no .ipynb files in {folder}: collect the submitted notebooks there")
+    grades = []
+    for p in paths:
+        g = grade_notebook(p, assignment=assignment, timeout=timeout)
+        grades.append(g)
+        if verbose:
+            print(f"{p.name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
+                  + "".join(f"\n  {e.exercise}: {e.points:g}/{e.of}" + (f"  {e.feedback[:150]}" if e.feedback else "")
+                            for e in g.exercises))
+    target = Path(out) if out else folder / "grades.csv"
+    names = [n for n in EXERCISES if any(e.exercise == n for g in grades for e in g.exercises)]
+    with open(target, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["notebook", "assignment", *names, "points", "of", "errors", "feedback"])
+        for g in grades:
+            by = {e.exercise: e for e in g.exercises}
+            w.writerow([g.notebook, g.assignment or "", *[by[n].points if n in by else "" for n in names],
+                        g.points, g.of, " | ".join(g.cell_errors)[:500],
+                        " | ".join(e.feedback for e in g.exercises if e.feedback)[:1000]])
+    target.with_suffix(".json").write_text(json.dumps([g.to_dict() for g in grades], indent=1) + "\n")
+    if verbose:
+        print(f"wrote {target} and {target.with_suffix('.json')}")
+    return grades
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m bertlab.exercises grade",
+                                description="grade submitted exercise notebooks in fresh kernels")
+    p.add_argument("folder", help="a folder of submitted .ipynb files")
+    p.add_argument("--out", default=None, help="CSV path (default: <folder>/grades.csv)")
+    p.add_argument("--timeout", type=int, default=None,
+                   help="seconds allowed to each exercise's check (default: each exercise's own limit)")
+    p.add_argument("--assignment", default=None, choices=sorted(assignments()),
+                   help="grade every notebook as this assignment (default: found per notebook)")
+    args = p.parse_args(argv)
+    grade_folder(args.folder, args.out, args.timeout, args.assignment)
