@@ -3,6 +3,7 @@
 from bertlab.config import PRESETS, BertConfig
 from bertlab.model import (
     IGNORE_INDEX,
+    BertForMultipleChoice,
     BertForPreTraining,
     BertForQuestionAnswering,
     BertForSequenceClassification,
@@ -14,4 +15,5 @@ __version__ = "0.1.0"
 __all__ = [
     "PRESETS", "BertConfig", "IGNORE_INDEX", "BertModel", "BertForPreTraining",
     "BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering",
+    "BertForMultipleChoice",
 ]

@@ -64,6 +64,8 @@ _HEADS = {
     "BertForTokenClassification": {"classifier.weight": "classifier.weight",
                                    "classifier.bias": "classifier.bias"},
     "BertForQuestionAnswering": {"qa.weight": "qa_outputs.weight", "qa.bias": "qa_outputs.bias"},
+    "BertForMultipleChoice": {"classifier.weight": "classifier.weight",
+                              "classifier.bias": "classifier.bias"},
 }
 
 # transformers keys that carry no information of their own: a buffer, and the MLM decoder, whose

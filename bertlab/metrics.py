@@ -2,6 +2,12 @@
 
     accuracy             SST-2, RTE, MRPC
     binary F1            MRPC (reported with accuracy): F1 of the positive class "equivalent"
+    Matthews correlation CoLA: (TP TN - FP FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)), a correlation
+                         between predicted and true labels that a majority-class guess cannot
+                         inflate (0 for constant predictions)
+    Pearson, Spearman    STS-B (a regression task): the linear correlation of predicted and gold
+                         similarity scores, and the correlation of their ranks (ties get the
+                         average of the ranks they span)
     SQuAD EM and F1      the official SQuAD v1.1 evaluation: answers are normalised (lowercase,
                          no punctuation, no articles a/an/the, single spaces), EM is 1 if the
                          prediction equals a gold answer, F1 is the overlap of their bags of
@@ -12,6 +18,8 @@
                          the mistakes (wrong type, wrong boundaries, spurious, missed)
 
 Every score is returned as a percentage (0-100), as the paper reports them.
+The three correlations, which lie in [-1, 1], are returned times 100 (in [-100, 100]), as GLUE
+and the paper's Table 1 report them (CoLA 60.5 means a Matthews correlation of 0.605).
 """
 
 from __future__ import annotations
@@ -58,6 +66,105 @@ def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
     recall = correct / gold if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": 100.0 * precision, "recall": 100.0 * recall, "f1": 100.0 * f1}
+
+
+# ------------------------------------------------------------------------------------------------
+# CoLA and STS-B: correlations (times 100)
+# ------------------------------------------------------------------------------------------------
+def matthews_corrcoef(predictions: Any, labels: Any) -> float:
+    """Matthews correlation coefficient (Matthews, 1975) between predicted and gold labels, times
+    100: GLUE's score for CoLA. For two classes
+
+        MCC = (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)),
+
+    the Pearson correlation of the two 0/1 label vectors. For K classes it is computed from the
+    confusion matrix C (rows gold, columns predicted) as Gorodkin's R_K, which sklearn also uses:
+    with t_k = sum_j C[k, j] (gold counts), p_k = sum_i C[i, k] (predicted counts), c = trace(C)
+    and s = the number of examples,
+
+        MCC = (c s - sum_k p_k t_k) / sqrt((s^2 - sum_k p_k^2) (s^2 - sum_k t_k^2)).
+
+    Constant predictions (or constant gold labels) make the denominator 0; the score is then
+    defined as 0, "no better than chance", as sklearn does: a classifier that always says the
+    majority label gets a high accuracy on an imbalanced set but MCC 0."""
+    p, y = _flat(predictions), _flat(labels)
+    if p.shape != y.shape:
+        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    if y.numel() == 0:
+        raise ValueError("the Matthews correlation of an empty set is undefined")
+    if p.is_floating_point() or y.is_floating_point():
+        if not (torch.equal(p, p.round()) and torch.equal(y, y.round())):
+            raise ValueError("matthews_corrcoef takes class labels (integers), not scores; "
+                             "take the argmax of the logits first")
+    classes, index = torch.unique(torch.cat([y, p]).long(), return_inverse=True)
+    K, n = len(classes), y.numel()
+    confusion = torch.bincount(index[:n] * K + index[n:], minlength=K * K).reshape(K, K).double()
+    t, q = confusion.sum(1), confusion.sum(0)  # gold and predicted counts per class
+    c, s = confusion.trace(), float(n)
+    denominator = ((s * s - (q * q).sum()) * (s * s - (t * t).sum())).sqrt()
+    if denominator == 0:
+        return 0.0
+    return 100.0 * float((c * s - (q * t).sum()) / denominator)
+
+
+def _scores(x: Any, name: str) -> torch.Tensor:
+    v = _flat(x).double()
+    if not torch.isfinite(v).all():
+        raise ValueError(f"{name} contain NaN or infinite values")
+    return v
+
+
+def pearson(predictions: Any, labels: Any) -> float:
+    """Pearson correlation coefficient times 100 (STS-B):
+
+        r = sum_i (x_i - mx)(y_i - my) / sqrt(sum_i (x_i - mx)^2 sum_i (y_i - my)^2),
+
+    mx and my the means of x and y.
+
+    A constant input has no variance and r is undefined: that raises ValueError naming which
+    input is constant (a regression head that outputs one value for every pair has learned
+    nothing, and no number should pretend otherwise)."""
+    x, y = _scores(predictions, "predictions"), _scores(labels, "labels")
+    if x.shape != y.shape:
+        raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
+    if x.numel() < 2:
+        raise ValueError(f"a correlation needs at least 2 pairs, got {x.numel()}")
+    for v, name in ((x, "predictions"), (y, "labels")):
+        if bool((v == v[0]).all()):
+            raise ValueError(f"the {name} are constant (all {float(v[0]):g}): a correlation with a "
+                             f"constant is undefined (zero variance)")
+    dx, dy = x - x.mean(), y - y.mean()
+    return 100.0 * float((dx * dy).sum() / ((dx * dx).sum() * (dy * dy).sum()).sqrt())
+
+
+def average_ranks(x: Any) -> torch.Tensor:
+    """The ranks 1..n of the values of x (float64), tied values sharing the average of the ranks
+    they span: [10, 20, 20, 30] -> [1, 2.5, 2.5, 4] (scipy.stats.rankdata's "average")."""
+    v = _flat(x).double()
+    order = torch.argsort(v, stable=True)
+    sorted_v = v[order]
+    starts_group = torch.ones(v.numel(), dtype=torch.bool)
+    starts_group[1:] = sorted_v[1:] != sorted_v[:-1]
+    group = torch.cumsum(starts_group.long(), 0) - 1  # group index of each sorted position
+    counts = torch.bincount(group).double()
+    first = torch.cumsum(counts, 0) - counts  # 0-based sorted position where each group starts
+    ranks = torch.empty_like(v)
+    ranks[order] = (first + (counts + 1) / 2)[group]  # mean of the ranks first+1 .. first+count
+    return ranks
+
+
+def spearman(predictions: Any, labels: Any) -> float:
+    """Spearman's rank correlation times 100 (STS-B): the Pearson correlation of the ranks, ties
+    ranked by their average rank (`average_ranks`). It is 100 for any strictly increasing
+    relation, linear or not. A constant input raises ValueError, as in `pearson`."""
+    x, y = _scores(predictions, "predictions"), _scores(labels, "labels")
+    if x.shape != y.shape:
+        raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
+    for v, name in ((x, "predictions"), (y, "labels")):
+        if v.numel() >= 2 and bool((v == v[0]).all()):
+            raise ValueError(f"the {name} are constant (all {float(v[0]):g}): a rank correlation "
+                             f"with a constant is undefined (every rank ties)")
+    return pearson(average_ranks(x), average_ranks(y))
 
 
 # ------------------------------------------------------------------------------------------------

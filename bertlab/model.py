@@ -15,6 +15,7 @@ Vaswani et al. (2017):
     BertForSequenceClassification   softmax(C W^T)
     BertForTokenClassification      a softmax over labels at every position
     BertForQuestionAnswering        start vector S and end vector E: P(start=i) = softmax_i(S . T_i)
+    BertForMultipleChoice           one vector V scores each choice's C_i: softmax_i(V . C_i)
 
 Shapes use B = batch, T = sequence length, H = hidden size, A = heads, d = H / A, V = vocabulary.
 The same module serves the book's plots (it can return every attention map) and fast training
@@ -469,3 +470,50 @@ class BertForQuestionAnswering(_BertBase):
             loss = (F.cross_entropy(start_logits.float(), start_positions)
                     + F.cross_entropy(end_logits.float(), end_positions)) / 2
         return SpanOutput(start_logits, end_logits, loss, out.hidden_states, out.attentions)
+
+
+class BertForMultipleChoice(_BertBase):
+    """Pick one of N choices (SWAG, the paper's section 4.4). Each of the N (context, ending_i)
+    pairs is packed as its own sequence, [CLS] context [SEP] ending_i [SEP], and encoded
+    independently, exactly as a sentence pair for classification (Figure 4 (a)). From the pooled
+    [CLS] vector C_i of each, one learned vector V in R^H gives a score V . C_i, and a softmax
+    over the N scores of one example gives
+
+        P(choice i) = exp(V . C_i) / sum_k exp(V . C_k).
+
+    The task adds H + 1 parameters (V and a bias, which is the same for every choice and so
+    cancels in the softmax). Inputs are (B, N, T): B examples of N choices each; logits (B, N);
+    labels (B,) the index of the right choice; the loss is cross-entropy over the N choices.
+    hidden_states and attentions, when asked for, are those of the B * N encoded pairs."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.classifier = nn.Linear(config.hidden_size, 1)  # V (and a bias)
+        self.classifier.apply(self._init_weights)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, labels: torch.Tensor | None = None) -> ClassifierOutput:
+        if input_ids.dim() != 3:
+            raise ValueError(f"input_ids must have shape (batch, num_choices, seq_len), got "
+                             f"{tuple(input_ids.shape)}; for one example of N choices add a batch "
+                             f"dimension: input_ids[None]")
+        for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+            if t is not None and t.shape != input_ids.shape:
+                raise ValueError(f"{name} has shape {tuple(t.shape)} but input_ids has "
+                                 f"{tuple(input_ids.shape)}; they must match")
+        B, N, T = input_ids.shape
+
+        def pairs(t):  # (B, N, T) -> (B * N, T): every (context, ending) pair is one sequence
+            return None if t is None else t.reshape(B * N, T)
+
+        out = self.bert(pairs(input_ids), pairs(token_type_ids), pairs(attention_mask),
+                        output_attentions, output_hidden_states)
+        scores = self.classifier(self.dropout(out.pooler_output))  # (B * N, 1): V . C_i + b
+        logits = scores.view(B, N)  # (B, N)
+        loss = None
+        if labels is not None:  # (B,): the index of the right choice
+            loss = F.cross_entropy(logits.float(), labels)
+        return ClassifierOutput(logits, loss, out.hidden_states, out.attentions)

@@ -17,6 +17,9 @@ span i..j with the highest S . T_i + E . T_j, j >= i. Three practical steps surr
    max-context window; the answer text is the slice of the original paragraph from the start
    token's first character to the end token's last. Vectorised: for each window, a (T, L) band of
    scores s_i + e_{i+d}, d < L, is one broadcast add over a strided view of the end logits.
+
+SQuAD 2.0 (section 4.3) adds questions without an answer: `answer_or_null` compares the best
+span's score with the null score at [CLS], and `best_null_threshold` picks the margin tau on dev.
 """
 
 from __future__ import annotations
@@ -420,3 +423,102 @@ def oracle_logits(features: Features) -> tuple[torch.Tensor, torch.Tensor]:
     start[rows, torch.tensor([it["start_positions"] for it in features.items])] = 1.0
     end[rows, torch.tensor([it["end_positions"] for it in features.items])] = 1.0
     return start, end
+
+
+# ------------------------------------------------------------------------------------------------
+# SQuAD 2.0: answer, or say there is no answer
+# ------------------------------------------------------------------------------------------------
+# SQuAD 2.0 adds questions whose answer is not in the paragraph. BERT (section 4.3 of the paper)
+# needs no new parameters for them: a question with no answer is trained to point at [CLS], both
+# start and end. At prediction time the null score s_null = S.C + E.C (start and end logits at
+# [CLS]) is compared with the best non-null span, s_hat = max_{j >= i} S.T_i + E.T_j, and a span is
+# answered only when s_hat > s_null + tau, tau chosen on the dev set to maximise F1.
+def null_and_best_span(start_logits: Any, end_logits: Any, max_answer_length: int = 30,
+                       start_ok: Any = None, end_ok: Any = None
+                       ) -> tuple[float, float, tuple[int, int] | None]:
+    """One window's SQuAD 2.0 scores: (s_null, s_hat, span).
+
+    start_logits, end_logits: (T,), position 0 being [CLS]. s_null = start_logits[0] +
+    end_logits[0]. s_hat is the best start_logits[i] + end_logits[j] over the allowed spans, and
+    span = (i, j) is where it is reached: i <= j < i + max_answer_length, start_ok[i], end_ok[j]
+    (by default every position; pass the paragraph's tokens, as `decode` does), and never position
+    0, which stands for "no answer". Without any allowed span, s_hat = -inf and span = None."""
+    s = torch.as_tensor(start_logits).detach().float().cpu()
+    e = torch.as_tensor(end_logits).detach().float().cpu()
+    if s.dim() != 1 or s.shape != e.shape or not len(s):
+        raise ValueError(f"expected the start and end logits of one window, two tensors of shape "
+                         f"(T,), got {tuple(s.shape)} and {tuple(e.shape)}")
+    masks = []
+    for name, ok in (("start_ok", start_ok), ("end_ok", end_ok)):
+        if ok is None:
+            m = torch.ones(len(s), dtype=torch.bool)
+        else:
+            m = torch.as_tensor(ok, dtype=torch.bool).clone()
+        if m.shape != s.shape:
+            raise ValueError(f"{name} has shape {tuple(m.shape)}, the logits {tuple(s.shape)}")
+        m[0] = False  # [CLS] is the null answer, never part of a span
+        masks.append(m[None])
+    scores, starts, ends = best_spans(s[None], e[None], *masks, max_answer_length=max_answer_length)
+    s_hat = float(scores[0, 0])
+    span = (int(starts[0, 0]), int(ends[0, 0])) if s_hat > float("-inf") else None
+    return float(s[0] + e[0]), s_hat, span
+
+
+def answer_or_null(start_logits: Any, end_logits: Any, tau: float = 0.0, max_answer_length: int = 30,
+                   start_ok: Any = None, end_ok: Any = None) -> tuple[int, int] | None:
+    """The paper's SQuAD 2.0 rule on one window's logits: the best span (i, j) if
+    s_hat > s_null + tau, else None (no answer). See `null_and_best_span` for the arguments;
+    a larger tau abstains more often."""
+    s_null, s_hat, span = null_and_best_span(start_logits, end_logits, max_answer_length, start_ok, end_ok)
+    return span if span is not None and s_hat > s_null + tau else None
+
+
+def null_threshold_sweep(margins: Any, has_answer: Any, answer_scores: Any = None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every different split of the questions that a threshold tau can make, with its score.
+
+    margins (n,): s_hat - s_null of each question; it is answered when margin > tau. A margin of
+    -inf (no allowed span) is never answered. has_answer (n,): whether the question has a gold
+    answer. answer_scores (n,), in [0, 1]: what answering scores on an answerable question (the
+    exact match or F1 of its best span against the gold answers); by default 1, as if every span
+    were right, which makes the score the accuracy of the answer-or-abstain decision. As in SQuAD
+    2.0's evaluation, abstaining scores 1 on a question without an answer and 0 on one with an
+    answer, and answering a question without an answer scores 0.
+
+    Returns (taus, scores, answered), best read as a table: taus from +inf (abstain everywhere)
+    through the midpoints between consecutive distinct margins down to -inf (answer wherever a
+    span exists); scores, the mean score over all n questions (percent) at each tau; answered, how
+    many questions each tau answers."""
+    m = np.asarray(margins, dtype=np.float64).reshape(-1)
+    has = np.asarray(has_answer, dtype=bool).reshape(-1)
+    if m.shape != has.shape or not len(m):
+        raise ValueError(f"{len(m)} margins but {len(has)} has_answer flags; give one of each per question")
+    if np.isnan(m).any() or (m == np.inf).any():
+        raise ValueError("margins must be finite numbers (or -inf for a question without any span)")
+    scores = np.ones(len(m)) if answer_scores is None else \
+        np.asarray(answer_scores, dtype=np.float64).reshape(-1)
+    if scores.shape != m.shape:
+        raise ValueError(f"{len(scores)} answer_scores for {len(m)} questions")
+    if ((scores < 0) | (scores > 1)).any():
+        raise ValueError("answer_scores are per-question exact match or F1, between 0 and 1")
+    finite = np.isfinite(m)
+    values, group = np.unique(m[finite], return_inverse=True)  # ascending distinct margins
+    gain = np.where(has, scores, 0.0)[finite] - (~has[finite])  # answering instead of abstaining
+    group_gain = np.bincount(group, weights=gain, minlength=len(values))[::-1]  # largest margin first
+    group_size = np.bincount(group, minlength=len(values))[::-1]
+    down = values[::-1]
+    taus = np.concatenate([[np.inf], (down[:-1] + down[1:]) / 2, [-np.inf]]) if len(down) else \
+        np.array([np.inf])
+    totals = (~has).sum() + np.concatenate([[0.0], np.cumsum(group_gain)])
+    answered = np.concatenate([[0], np.cumsum(group_size)]).astype(np.int64)
+    return taus, 100.0 * totals / len(m), answered
+
+
+def best_null_threshold(margins: Any, has_answer: Any, answer_scores: Any = None) -> tuple[float, float]:
+    """(tau, score): the threshold that maximises the mean score of `null_threshold_sweep` (the
+    paper picks tau on dev to maximise F1: pass each answerable question's F1 as answer_scores),
+    and that score in percent. Of equally good thresholds, the largest (the one that abstains
+    most) is returned."""
+    taus, scores, _ = null_threshold_sweep(margins, has_answer, answer_scores)
+    k = int(np.argmax(scores))  # the first maximum: the largest tau
+    return float(taus[k]), float(scores[k])

@@ -217,3 +217,91 @@ def test_entity_errors_add_up_to_entity_f1_counts_on_conll_dev(rate):
     assert e["correct"] == round(s["recall"] / 100 * s["gold_entities"])
     assert 0 < e["missed"] <= s["gold_entities"] - e["correct"]
     assert all(e[k] > 0 for k in ERROR_KINDS)
+
+
+# --- CoLA and STS-B: Matthews correlation, Pearson, Spearman -----------------------------------
+from bertlab.metrics import average_ranks, matthews_corrcoef, pearson, spearman  # noqa: E402
+
+
+def test_matthews_by_hand():
+    pred = [1, 1, 0, 0, 1, 0]
+    gold = [1, 0, 0, 1, 1, 0]  # TP 2, TN 2, FP 1, FN 1: (4 - 1) / sqrt(3 * 3 * 3 * 3) = 1/3
+    assert matthews_corrcoef(pred, gold) == pytest.approx(100 / 3)
+    assert matthews_corrcoef(gold, gold) == pytest.approx(100.0)
+    assert matthews_corrcoef([1 - g for g in gold], gold) == pytest.approx(-100.0)
+    # imbalanced: 9 acceptable, 1 not. Always "acceptable": accuracy 90%, MCC 0 (by definition)
+    gold = [1] * 9 + [0]
+    assert accuracy([1] * 10, gold) == pytest.approx(90.0)
+    assert matthews_corrcoef([1] * 10, gold) == 0.0
+    # one mistake each way on the same set: TP 8, TN 0, FP 1, FN 1 -> (0 - 1) / sqrt(9 * 9 * 1 * 1)
+    assert matthews_corrcoef([1] * 8 + [0, 1], gold) == pytest.approx(-100 / 9)
+    # three classes, by Gorodkin's formula: c = 4, s = 6, p = (2, 2, 2), t = (2, 2, 2)
+    assert matthews_corrcoef([0, 1, 2, 0, 1, 2], [0, 1, 2, 1, 0, 2]) == pytest.approx(
+        100 * (4 * 6 - 12) / (36 - 12))
+
+
+def test_matthews_edge_cases():
+    assert matthews_corrcoef([0, 0, 0], [0, 1, 1]) == 0.0  # constant predictions
+    assert matthews_corrcoef([0, 1, 1], [1, 1, 1]) == 0.0  # constant gold labels
+    assert matthews_corrcoef([1, 1], [1, 1]) == 0.0  # both constant: still no evidence
+    with pytest.raises(ValueError, match="predictions but"):
+        matthews_corrcoef([1, 0], [1])
+    with pytest.raises(ValueError, match="empty"):
+        matthews_corrcoef([], [])
+    with pytest.raises(ValueError, match="class labels"):
+        matthews_corrcoef([0.2, 0.9], [0, 1])
+
+
+def test_matthews_matches_sklearn():
+    sk = pytest.importorskip("sklearn.metrics")
+    g = torch.Generator().manual_seed(1)
+    for k in (2, 2, 2, 3, 5):
+        y = torch.randint(0, k, (150,), generator=g)
+        p = torch.where(torch.rand(150, generator=g) < 0.6, y, torch.randint(0, k, (150,), generator=g))
+        assert matthews_corrcoef(p, y) == pytest.approx(100 * sk.matthews_corrcoef(y.numpy(), p.numpy()),
+                                                        abs=1e-9)
+    y = torch.randint(0, 2, (50,), generator=g)
+    assert matthews_corrcoef(torch.ones(50, dtype=torch.long), y) == 100 * sk.matthews_corrcoef(
+        y.numpy(), torch.ones(50, dtype=torch.long).numpy()) == 0.0
+
+
+def test_pearson_and_spearman_by_hand():
+    x = [1.0, 2.0, 3.0, 4.0]
+    y = [1.0, 4.0, 9.0, 16.0]  # monotone, not linear
+    # x - 2.5 = (-1.5, -.5, .5, 1.5); y - 7.5 = (-6.5, -3.5, 1.5, 8.5)
+    # sum of products 25, sum x^2 5, sum y^2 129: r = 25 / sqrt(5 * 129)
+    assert pearson(x, y) == pytest.approx(100 * 25 / 645 ** 0.5)
+    assert spearman(x, y) == pytest.approx(100.0)  # ranks are equal
+    assert pearson(x, [-v for v in y]) == pytest.approx(-100 * 25 / 645 ** 0.5)
+    assert average_ranks([10, 20, 20, 30]).tolist() == [1.0, 2.5, 2.5, 4.0]
+    assert average_ranks([3, 1, 3, 3, 2]).tolist() == [4.0, 1.0, 4.0, 4.0, 2.0]
+    # ties: ranks of (1, 2, 2, 3) are (1, 2.5, 2.5, 4); against (1, 2, 3, 4) their Pearson is
+    # (-1.5*-1.5 + 0 + 0 + 1.5*1.5) / sqrt(4.5 * 5) = 4.5 / sqrt(22.5)
+    assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(100 * 4.5 / 22.5 ** 0.5)
+
+
+def test_correlation_of_a_constant_raises():
+    with pytest.raises(ValueError, match="predictions are constant.*undefined"):
+        pearson([3.0, 3.0, 3.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="labels are constant.*undefined"):
+        pearson([1.0, 2.0, 3.0], [5, 5, 5])
+    with pytest.raises(ValueError, match="predictions are constant.*undefined"):
+        spearman([0.5] * 4, [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="at least 2"):
+        pearson([1.0], [2.0])
+    with pytest.raises(ValueError, match="predictions but"):
+        spearman([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="NaN"):
+        pearson([1.0, float("nan")], [1.0, 2.0])
+
+
+def test_pearson_and_spearman_match_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    g = torch.Generator().manual_seed(2)
+    for _ in range(10):
+        gold = torch.randint(0, 11, (200,), generator=g).double() / 2  # STS-B-like 0..5, many ties
+        pred = gold + torch.randn(200, generator=g, dtype=torch.float64)
+        pred[:20] = pred[:20].round()  # ties among the predictions too
+        assert pearson(pred, gold) == pytest.approx(100 * stats.pearsonr(pred, gold)[0], abs=1e-9)
+        assert spearman(pred, gold) == pytest.approx(100 * stats.spearmanr(pred, gold)[0], abs=1e-9)
+        assert average_ranks(pred).tolist() == pytest.approx(stats.rankdata(pred).tolist())

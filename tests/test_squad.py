@@ -348,3 +348,106 @@ def test_split_by_article_never_shares_an_article(dev):
         split_by_article(two[:1])
     with pytest.raises(ValueError, match="eval_fraction"):
         split_by_article(two, eval_fraction=1.0)
+
+
+# --- SQuAD 2.0: the no-answer rule -------------------------------------------------------------
+from bertlab.squad import (  # noqa: E402
+    answer_or_null, best_null_threshold, null_and_best_span, null_threshold_sweep,
+)
+
+
+def test_null_wins_by_hand():
+    # position 0 is [CLS]: s_null = 3 + 3 = 6; best span: start 2 (2.0) + end 3 (1.0) = 3
+    start = torch.tensor([3.0, 0.0, 2.0, 0.0, -1.0, 0.0])
+    end = torch.tensor([3.0, 0.0, 0.0, 1.0, 0.0, -1.0])
+    assert null_and_best_span(start, end) == (6.0, 3.0, (2, 3))
+    assert answer_or_null(start, end, tau=0.0) is None  # 3 > 6 + 0 is false: no answer
+    assert answer_or_null(start, end, tau=-2.9) is None  # 3 > 3.1 is false ...
+    assert answer_or_null(start, end, tau=-3.5) == (2, 3)  # ... 3 > 2.5 is true
+    assert answer_or_null(start, end, tau=-3.0) is None  # strictly greater: 3 > 3 is false
+
+
+def test_span_wins_by_hand():
+    start = torch.tensor([0.5, 1.0, 4.0, 0.0, 0.0])
+    end = torch.tensor([0.5, 0.0, 0.0, 0.0, 3.0])
+    # s_null = 1; spans: (2, 4) = 7 is the best (j >= i), longer than 2 tokens
+    assert null_and_best_span(start, end) == (1.0, 7.0, (2, 4))
+    assert answer_or_null(start, end) == (2, 4)
+    assert answer_or_null(start, end, tau=5.9) == (2, 4)
+    assert answer_or_null(start, end, tau=6.0) is None
+    # at most 2 tokens: (2, 4) is too long; the best is then (2, 2) or (2, 3) = 4
+    s_null, s_hat, span = null_and_best_span(start, end, max_answer_length=2)
+    assert s_hat == 4.0 and span in {(2, 2), (2, 3)}
+    # the end may not come before the start: end 4 is the only good end, start 2 the only good start
+    start_ok = torch.tensor([True, True, False, True, True])
+    assert null_and_best_span(start, end, start_ok=start_ok) == (1.0, 4.0, (1, 4))
+    # spans restricted to nothing: no answer possible
+    none = torch.zeros(5, dtype=torch.bool)
+    assert null_and_best_span(start, end, start_ok=none) == (1.0, float("-inf"), None)
+    assert answer_or_null(start, end, tau=-100.0, start_ok=none) is None
+
+
+def test_null_and_best_span_against_brute_force():
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        T = int(torch.randint(2, 12, (1,), generator=g))
+        L = int(torch.randint(1, 6, (1,), generator=g))
+        s, e = torch.randn(T, generator=g), torch.randn(T, generator=g)
+        ok = torch.rand(T, generator=g) < 0.8
+        best = max((float(s[i] + e[j]) for i in range(1, T) for j in range(i, min(i + L, T))
+                    if ok[i] and ok[j]), default=float("-inf"))
+        s_null, s_hat, span = null_and_best_span(s, e, L, start_ok=ok, end_ok=ok)
+        assert s_null == pytest.approx(float(s[0] + e[0]))
+        assert s_hat == pytest.approx(best)
+        if span is not None:
+            i, j = span
+            assert 1 <= i <= j < i + L and ok[i] and ok[j]
+
+
+def test_null_rule_bad_input():
+    with pytest.raises(ValueError, match=r"one window.*\(T,\)"):
+        null_and_best_span(torch.zeros(2, 5), torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="start_ok has shape"):
+        null_and_best_span(torch.zeros(5), torch.zeros(5), start_ok=torch.ones(4, dtype=torch.bool))
+
+
+def test_threshold_sweep_by_hand():
+    # margins s_hat - s_null of five questions; the first two have an answer
+    margins = [3.0, 1.0, -1.0, -2.0, 0.5]
+    has = [True, True, False, False, False]
+    taus, scores, answered = null_threshold_sweep(margins, has)
+    # sorted margins 3 > 1 > 0.5 > -1 > -2: tau +inf, midpoints 2, 0.75, -0.25, -1.5, then -inf
+    assert taus.tolist() == [np.inf, 2.0, 0.75, -0.25, -1.5, -np.inf]
+    assert answered.tolist() == [0, 1, 2, 3, 4, 5]
+    # abstain on all: the 3 unanswerable right (60%); answer the 2 answerable only: 100%
+    assert scores.tolist() == pytest.approx([60.0, 80.0, 100.0, 80.0, 60.0, 40.0])
+    assert best_null_threshold(margins, has) == (0.75, 100.0)
+    tau, _ = best_null_threshold(margins, has)
+    answered_now = [answer_or_null(torch.tensor([0.0, m]), torch.tensor([0.0, 0.0]), tau) is not None
+                    for m in margins]
+    assert answered_now == has  # the rule with this tau answers exactly the answerable questions
+    # the naive tau = 0 would also answer question 5 (margin 0.5): 80%
+    assert scores[answered == sum(np.array(margins) > 0)].item() == pytest.approx(80.0)
+
+    # with F1 of each answerable question's span: question 2's span is poor (F1 0.2)
+    f1 = [1.0, 0.2, 0.0, 0.0, 0.0]
+    taus, scores, _ = null_threshold_sweep(margins, has, f1)
+    # answer none 3/5; answer q1: (1 + 3)/5; q1, q2: (1.2 + 3)/5; + q5: (1.2 + 2)/5 ...
+    assert scores.tolist() == pytest.approx([60.0, 80.0, 84.0, 64.0, 44.0, 24.0])
+    assert best_null_threshold(margins, has, f1) == (0.75, pytest.approx(84.0))
+    # when q2's answer is worthless, answering it costs nothing and gains nothing: ties go to
+    # the larger tau, the one that abstains more
+    assert best_null_threshold(margins, has, [1.0, 0.0, 0.0, 0.0, 0.0]) == (2.0, 80.0)
+
+
+def test_threshold_sweep_edge_cases():
+    # ties in the margins move together; -inf (no span) is never answered
+    taus, scores, answered = null_threshold_sweep([1.0, 1.0, float("-inf")], [True, False, False])
+    assert taus.tolist() == [np.inf, -np.inf] and answered.tolist() == [0, 2]
+    assert scores.tolist() == pytest.approx([200 / 3, 200 / 3])
+    with pytest.raises(ValueError, match="margins but"):
+        null_threshold_sweep([1.0, 2.0], [True])
+    with pytest.raises(ValueError, match="finite"):
+        null_threshold_sweep([float("nan")], [True])
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        null_threshold_sweep([1.0], [True], [80.0])
