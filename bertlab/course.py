@@ -79,7 +79,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
        ("11_finetuning_sst2",), 15, "medium", (45, 60)),
     _E(13, "ner_labels", "NER: word labels onto word pieces and back", ("align_labels", "word_predictions"),
        "07_tasks_and_heads", ("14_named_entities",), 10, "easy", (20, 40)),
-    _E(14, "head_probe", "A head probe: find heads by measurement", ("head_scores",),
+    _E(14, "head_probe", "A head probe: find heads by measurement", ("head_scores", "best_head"),
        "07_tasks_and_heads", ("16_attention_heads",), 15, "medium", (45, 60)),
     _E(15, "ablation_plan", "Designing an ablation", ("ablation_plan",), "08_ablation",
        ("17_ablations",), 10, "medium", (45, 75)),
@@ -101,6 +101,7 @@ QUESTIONS: dict[str, Question] = {q.id: q for q in [
     _Q("q_control", "06_training", "Why a from-scratch control?", 5),
     _Q("q_first_piece", "07_tasks_and_heads", "First piece, or every piece?", 5),
     _Q("q_probe_limits", "07_tasks_and_heads", "What a head probe can and cannot show", 5),
+    _Q("q_confounds", "08_ablation", "What else could differ between the arms", 5),
     _Q("q_read_result", "08_ablation", "Reading an ablation's result", 10),
 ]}
 

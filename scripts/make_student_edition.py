@@ -8,8 +8,9 @@ The instructor edition (book/exercises/*.ipynb) is the one source of truth. In i
 - a solution is the code between `### BEGIN SOLUTION` and `### END SOLUTION` lines inside a
   function body (nbgrader's markers); here it becomes
   `raise NotImplementedError("<function>: your code here")`, keeping the signature and docstring;
-- a markdown cell tagged "model-answer" (an open question's model answer) becomes an empty
-  "Your answer" cell;
+- a markdown cell tagged "model-answer" (an open question's model answer and its grading
+  rubric) becomes an empty "Your answer" cell;
+- a cell tagged "instructor-only" (a note about the instructor edition) is left out;
 - outputs, execution counts and the book-only tags ("solution", "hide-input") are removed;
 - the notebook's metadata names its assignment (`bertlab.assignment`), which is how the grader
   (`python -m bertlab.exercises grade`) knows which checks to run, whatever the file is renamed to.
@@ -29,6 +30,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BOOK_TAGS = {"solution", "hide-input", "model-answer"}
+INSTRUCTOR_ONLY = "instructor-only"  # a cell about the instructor edition: left out
 ANSWER_PROMPT = "**Your answer:**\n\n*(write it here)*"
 
 
@@ -60,6 +62,7 @@ def strip_solutions(source: str, where: str) -> str:
 
 def student_notebook(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(nb)
+    nb.cells = [c for c in nb.cells if INSTRUCTOR_ONLY not in c.metadata.get("tags", [])]
     for i, cell in enumerate(nb.cells):
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "code":

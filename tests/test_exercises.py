@@ -34,7 +34,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 ALL = {"wordpiece": ["wordpiece"], "sinusoids": ["sinusoidal_positions"], "attention": ["attention"],
        "heads": ["split_heads", "merge_heads"], "masking": ["mask_batch"], "nsp": ["make_nsp_pairs"],
-       "span": ["best_span"], "features": ["combine_layers"]}
+       "span": ["best_span"], "features": ["combine_layers"], "encoder_layer": ["EncoderLayer"],
+       "param_count": ["bert_parameters"], "pretraining_step": ["pretraining_step"],
+       "finetune_loop": ["finetune", "accuracy"], "ner_labels": ["align_labels", "word_predictions"],
+       "head_probe": ["head_scores", "best_head"], "ablation_plan": ["ablation_plan"]}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -46,28 +49,35 @@ def _need_mirror(request):
 
 @pytest.fixture(scope="module")
 def solutions() -> dict:
-    """The instructor's functions, executed from the notebooks' code cells (no kernel)."""
-    ns: dict = {}
+    """The instructor's functions, executed from the notebooks' imports cell (the second code
+    cell) and solution cells, in one namespace per notebook (no kernel)."""
+    found: dict = {}
     for path in NOTEBOOKS:
-        nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            if cell.cell_type == "code" and not cell.source.lstrip().startswith("# On Colab") \
-                    and "check(" not in cell.source:
-                exec(compile(cell.source, f"{path.name}", "exec"), ns)
-    return ns
+        ns: dict = {}
+        code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        for cell in [code[1]] + [c for c in code if "solution" in c.metadata.get("tags", [])]:
+            exec(compile(cell.source, f"{path.name}", "exec"), ns)
+        found.update({k: v for k, v in ns.items() if any(k in fs for fs in ALL.values())})
+    return found
 
 
-def test_there_are_at_least_eight_exercises():
-    assert len(exercises.CHECKS) >= 8 and set(ALL) <= set(exercises.CHECKS)
-    text = "\n".join(c.source for p in NOTEBOOKS for c in nbformat.read(p, as_version=4).cells)
-    for name in ALL:
-        assert f'check("{name}"' in text, f"no notebook runs the {name} check"
+def test_every_exercise_is_in_the_course_table_and_a_notebook():
+    from bertlab.course import EXERCISES as TABLE
+    assert set(exercises.CHECKS) == set(TABLE) == set(ALL) and len(ALL) == 15
+    for name, ex in TABLE.items():
+        assert list(ex.functions) == ALL[name], name
+        nb = nbformat.read(EXERCISES / f"{ex.notebook}.ipynb", as_version=4)
+        calls = [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("check(")]
+        assert f'check("{name}", {", ".join(ex.functions)})' in calls, f"{ex.notebook} does not run {name}"
+    assert [e.number for e in TABLE.values()] == list(range(1, 16))
 
 
 @pytest.mark.parametrize("name", list(ALL))
 def test_instructor_solution_passes(name, solutions, capsys):
     check(name, *[solutions[f] for f in ALL[name]])
     assert f"\u2713 [{name}] passed" in capsys.readouterr().out
+    result = exercises.RESULTS[name]
+    assert result.passed and len(result.parts) >= 3 and result.fraction == 1.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,6 +248,130 @@ def _stub(*args, **kwargs):
     raise NotImplementedError("your code here")
 
 
+def _encoder(pre_ln=False, relu=False):
+    import torch.nn.functional as F
+    from torch import nn
+
+    class EncoderLayer(nn.Module):
+        def __init__(self, H, A, I, eps=1e-12):
+            super().__init__()
+            self.A = A
+            self.q, self.k, self.v, self.o = (nn.Linear(H, H) for _ in range(4))
+            self.norm1, self.norm2 = nn.LayerNorm(H, eps=eps), nn.LayerNorm(H, eps=eps)
+            self.ffn1, self.ffn2 = nn.Linear(H, I), nn.Linear(I, H)
+
+        def attend(self, x, mask):
+            B, T, H = x.shape
+            q, k, v = (f(x).view(B, T, self.A, -1).transpose(1, 2) for f in (self.q, self.k, self.v))
+            s = q @ k.transpose(-2, -1) / math.sqrt(H // self.A)
+            if mask is not None:
+                s = s.masked_fill(~mask[:, None, None, :], float("-inf"))
+            return self.o((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H))
+
+        def ffn(self, x):
+            return self.ffn2((F.relu if relu else F.gelu)(self.ffn1(x)))
+
+        def forward(self, x, mask=None):
+            if pre_ln:
+                h = x + self.attend(self.norm1(x), mask)
+                return h + self.ffn(self.norm2(h))
+            h = self.norm1(x + self.attend(x, mask))
+            return self.norm2(h + self.ffn(h))
+    return EncoderLayer
+
+
+def _params(pooler_always=False, no_biases=False):
+    def bert_parameters(L, H, A, vocab_size=30522, max_positions=512, type_vocab_size=2,
+                        intermediate_size=None, pooler=True):
+        I, b = intermediate_size or 4 * H, 0 if no_biases else 1
+        emb = (vocab_size + max_positions + type_vocab_size) * H + 2 * H
+        layer = 4 * (H * H + b * H) + (2 * H * I + b * (I + H)) + 4 * H
+        return emb + L * layer + ((H * H + b * H) if pooler or pooler_always else 0)
+    return bert_parameters
+
+
+def _pretraining_step(clip=True, nsp=True):
+    def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                    mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"] if nsp else None)
+        out.loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+        return out.loss.item()
+    return pretraining_step
+
+
+def _finetune(lr_shift=0, constant=False):
+    def finetune(model, batches, optimizer, epochs, lr_at, max_grad_norm=1.0):
+        model.train()
+        losses = []
+        for step in range(epochs * len(batches)):
+            b = batches[step % len(batches)]
+            loss = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], labels=b["labels"]).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            if not constant:
+                for g in optimizer.param_groups:
+                    g["lr"] = lr_at(step + lr_shift)
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+        return losses
+    return finetune
+
+
+def _accuracy(model, batches):
+    model.eval()
+    with torch.no_grad():
+        right = sum(int((model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).logits.argmax(-1)
+                         == b["labels"]).sum()) for b in batches)
+    return right / sum(len(b["labels"]) for b in batches)
+
+
+def _align(every_piece=False):
+    def align_labels(word_ids, labels):
+        return [-100 if w is None or (not every_piece and k and word_ids[k - 1] == w) else labels[w]
+                for k, w in enumerate(word_ids)]
+    return align_labels
+
+
+def _word_predictions(preds, word_ids):
+    return [int(preds[k]) for k, w in enumerate(word_ids) if w is not None and (k == 0 or word_ids[k - 1] != w)]
+
+
+def _head_scores(all_positions=False):
+    def head_scores(attentions, attention_mask, target):
+        mass = (torch.stack(attentions) * target[None, :, None]).sum(-1)
+        if all_positions:
+            return mass.mean((1, 3))
+        real = attention_mask.bool()[None, :, None, :]
+        return (mass * real).sum((1, 3)) / real.sum()
+    return head_scores
+
+
+def _best_head(transposed=False):
+    def best_head(scores):
+        flat = int(scores.argmax())
+        ij = (flat // scores.shape[1], flat % scores.shape[1])
+        return ij[::-1] if transposed else ij
+    return best_head
+
+
+def _plan(**changes):
+    def ablation_plan():
+        plan = {"question": "Does dropout hurt a short run?",
+                "hypothesis": "Dropout 0.1 gives a lower held-out accuracy after 20 minutes, because a short run "
+                              "does not overfit.",
+                "control": {"recipe": "cpu", "preset": "tiny"}, "change": {"dropout": 0.1},
+                "metric": "held-out MLM accuracy", "seeds": [0, 1, 2], "minutes_per_run": 20,
+                "decision": "Supported if the dropout median is at least 1 point below the control's."}
+        plan.update(changes)
+        return plan
+    return ablation_plan
+
+
 MISTAKES = {
     "attention without 1/sqrt(d_k)": ("attention", [_attention_unscaled], "WITHOUT the 1/sqrt(d_k)"),
     "attention, mask on the query axis": ("attention", [_attention_query_mask], "attends to padding position"),
@@ -270,6 +404,20 @@ MISTAKES = {
         lambda hs: {"sum_last_four": torch.stack(hs[-5:-1]).sum(0)})], "hidden_states[-5:-1] (off by one)"),
     "features concat reversed": ("features", [_features(lambda hs: {"concat_last_four": torch.cat(hs[-4:][::-1], -1)})],
                                  "reverse order"),
+    "encoder layer pre-LN": ("encoder_layer", [_encoder(pre_ln=True)], "equals a PRE-LN layer"),
+    "encoder layer with ReLU": ("encoder_layer", [_encoder(relu=True)], "uses ReLU"),
+    "parameters, the pooler always": ("param_count", [_params(pooler_always=True)], "counted when pooler=True only"),
+    "parameters without biases": ("param_count", [_params(no_biases=True)], "left out the biases"),
+    "pretraining step without clipping": ("pretraining_step", [_pretraining_step(clip=False)], "not clipped"),
+    "pretraining step without NSP": ("pretraining_step", [_pretraining_step(nsp=False)], "the MLM loss alone"),
+    "fine-tuning lr off by one": ("finetune_loop", [_finetune(lr_shift=1), _accuracy], "count steps from 0"),
+    "fine-tuning constant lr": ("finetune_loop", [_finetune(constant=True), _accuracy], "lr_at(step)"),
+    "NER label on every piece": ("ner_labels", [_align(every_piece=True), _word_predictions], "only the FIRST piece"),
+    "head scores over padding": ("head_probe", [_head_scores(all_positions=True), _best_head()], "padding included"),
+    "best head transposed": ("head_probe", [_head_scores(), _best_head(transposed=True)], "the layer comes first"),
+    "ablation with two changes": ("ablation_plan", [_plan(change={"dropout": 0.1, "lr": 1e-3})], "exactly ONE"),
+    "ablation with one seed": ("ablation_plan", [_plan(seeds=[0])], "1 seed(s)"),
+    "ablation over budget": ("ablation_plan", [_plan(minutes_per_run=60)], "more than the 240 minutes"),
 }
 
 
@@ -328,6 +476,27 @@ def test_exercise_notebook_follows_the_chapter_rules(path):
             assert "hide-input" in c.metadata["tags"] and "### BEGIN SOLUTION" in c.source
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercise_notebook_agrees_with_the_course_table(path):
+    """The table at the top, the nbgrader points and the rubrics match bertlab.course."""
+    from bertlab.course import EXERCISES as TABLE
+    from bertlab.course import QUESTIONS, metadata_table, questions_of
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata["bertlab"]["assignment"] == path.stem
+    tables = [c.source for c in nb.cells if "assignment-table" in c.metadata.get("tags", [])]
+    assert len(tables) == 1 and metadata_table(path.stem) in tables[0], \
+        f"{path.name}: the table at the top differs from bertlab.course.metadata_table({path.stem!r})"
+    graded = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    for e in (e for e in TABLE.values() if e.notebook == path.stem):
+        assert graded[f"{e.name}_check"].metadata["nbgrader"]["points"] == e.points
+    answers = {k: c for k, c in graded.items() if c.cell_type == "markdown"}
+    assert sorted(answers) == sorted(q.id for q in questions_of(path.stem))
+    for qid, c in answers.items():
+        assert c.metadata["nbgrader"]["points"] == QUESTIONS[qid].points
+        assert f"**Rubric ({QUESTIONS[qid].points} points).**" in c.source and "model-answer" in c.metadata["tags"]
+    assert [c for c in nb.cells if "instructor-only" in c.metadata.get("tags", [])], "no note for the instructor edition"
+
+
 @pytest.fixture(scope="module")
 def student(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("student")
@@ -342,10 +511,21 @@ def test_student_edition_has_no_solutions(student, solutions):
     for path in NOTEBOOKS:
         inst = nbformat.read(path, as_version=4)
         nb = nbformat.read(student / path.name, as_version=4)
-        assert len(nb.cells) == len(inst.cells)
+        kept = [c for c in inst.cells if "instructor-only" not in c.metadata.get("tags", [])]
+        assert len(nb.cells) == len(kept) < len(inst.cells)
+        assert nb.metadata["bertlab"] == {"assignment": path.stem, "edition": "student"}
         text = "\n".join(c.source for c in nb.cells)
-        assert "BEGIN SOLUTION" not in text and "Model answer" not in text
-        for a, b in zip(inst.cells, nb.cells):
+        assert "BEGIN SOLUTION" not in text and "Model answer" not in text and "Rubric" not in text
+        assert "Show code cell source" not in text
+        # no line of any solution survives (blank lines and lone brackets aside)
+        solution_lines = {ln.strip() for c in inst.cells if "solution" in c.metadata.get("tags", [])
+                          for ln in c.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0].splitlines()
+                          if len(ln.strip()) > 12}
+        assert not solution_lines & {ln.strip() for ln in text.splitlines()}, path.name
+        # every check call is still there, and so is every exercise's table row
+        checks = [c.source for c in kept if c.cell_type == "code" and c.source.startswith("check(")]
+        assert checks and checks == [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("check(")]
+        for a, b in zip(kept, nb.cells):
             if "solution" in a.metadata.get("tags", []):
                 head = a.source.split("### BEGIN SOLUTION")[0]
                 assert b.source.startswith(head), "signature and docstring must be kept"
