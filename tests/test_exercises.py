@@ -650,3 +650,27 @@ def test_check_records_parts_and_tallies_them():
     assert err.value.result is result and 0 < result.fraction < 1
     n_ok = sum(p.passed for p in result.parts)
     assert str(err.value).endswith(f"({n_ok} of {len(result.parts)} parts of this check passed)")
+
+
+def test_require_part_gives_per_part_verdicts():
+    """The bridge to otter-grader / nbgrader test cases: one verdict per part of a check."""
+    from bertlab.exercises import require_part
+    for k in (1, 3):  # the cases without padding pass
+        require_part("attention", k, _attention_query_mask)
+    for k in (0, 2):
+        with pytest.raises(AssertionError, match=rf"\[attention\] case {k}: .*padding"):
+            require_part("attention", k, _attention_query_mask)
+    with pytest.raises(AssertionError, match="has 4 parts, not 5"):
+        require_part("attention", 4, _attention_query_mask)
+
+
+def test_otter_tests_have_one_case_per_part(tmp_path):
+    import ast
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_otter_tests.py"), "02_attention", "--out",
+                    str(tmp_path)], check=True, capture_output=True)
+    for name, n_parts, points in (("attention", 4, 10), ("heads", 3, 5)):
+        tree = ast.parse((tmp_path / f"{name}.py").read_text())
+        cases = [f for f in tree.body if isinstance(f, ast.FunctionDef)]
+        assert [f.name for f in cases] == [f"part_{k}" for k in range(n_parts)]
+        assigns = {t.targets[0].id: ast.literal_eval(t.value) for t in tree.body if isinstance(t, ast.Assign)}
+        assert assigns == {"OK_FORMAT": False, "name": name, "points": points}
