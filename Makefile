@@ -1,6 +1,8 @@
 # The two commands of the README. Both set up .venv on first use (scripts/setup.sh).
 #   make book   build the book, every chapter executed, into _build/html
-#   make test   run every test: unit tests, the book build (-W), browser checks of the built pages
+#   make test   run every test: unit tests, the book build (-W), the student book build (-W),
+#               browser checks of the built pages
+#   make student-book   the student book only (exercises without solutions): _build/student
 SHELL := /bin/bash
 VENV := .venv
 ACT := . $(VENV)/bin/activate
@@ -13,18 +15,22 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup book test unit clean
+.PHONY: setup book student-book test unit clean
 setup:
 	@bash scripts/setup.sh
 
 book: setup
 	$(ACT) && bash scripts/build_book.sh
 
+student-book: setup
+	$(ACT) && bash scripts/build_student_book.sh
+
 unit: setup
 	$(ACT) && python -m pytest -m "not browser" -q
 
 test: setup
 	$(ACT) && bash scripts/build_book.sh
+	$(ACT) && bash scripts/build_student_book.sh
 	$(ACT) && python -m pytest -q
 
 clean:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -674,3 +675,87 @@ def test_otter_tests_have_one_case_per_part(tmp_path):
         assert [f.name for f in cases] == [f"part_{k}" for k in range(n_parts)]
         assigns = {t.targets[0].id: ast.literal_eval(t.value) for t in tree.body if isinstance(t, ast.Assign)}
         assert assigns == {"OK_FORMAT": False, "name": name, "points": points}
+
+
+# ------------------------------------------------------------------------------------------------
+# The student book and the course page
+# ------------------------------------------------------------------------------------------------
+def _solution_lines() -> set[str]:
+    """The lines of the instructor's solutions (longer than 12 characters) that no other cell has."""
+    cells = [c for p in NOTEBOOKS for c in nbformat.read(p, as_version=4).cells]
+    solutions = {ln.strip() for c in cells if "solution" in c.metadata.get("tags", [])
+                 for ln in c.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0].splitlines()
+                 if len(ln.strip()) > 12}
+    return solutions - {ln.strip() for c in cells if "solution" not in c.metadata.get("tags", [])
+                        for ln in c.source.splitlines()}
+
+
+@pytest.fixture(scope="module")
+def student_book(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("student_book") / "src"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), "--book", str(out)],
+                   check=True, capture_output=True)
+    return out
+
+
+def test_student_book_sources(student_book):
+    import yaml
+    from tests.test_notebooks import _toc_files
+    toc = yaml.safe_load((student_book / "_toc.yml").read_text())
+    files = [toc["root"]] + _toc_files(toc["parts"])
+    assert files == ["book/intro", "book/instructor"] + [f"book/exercises/{p.stem}" for p in NOTEBOOKS] + \
+        ["book/references"]
+    config = yaml.safe_load((student_book / "_config.yml").read_text())
+    assert config["execute"] == {"execute_notebooks": "off"} and "launch_buttons" not in config
+    texts = {p: p.read_text() for p in student_book.rglob("*") if p.suffix in (".md", ".ipynb", ".yml")}
+    everything = "\n".join(texts.values())
+    for absent in ("BEGIN SOLUTION", "Model answer", "**Rubric", "Rubrics for the open questions", "otter generate",
+                   "In this book, the public one"):
+        assert absent not in everything, absent
+    assert not _solution_lines() & {ln.strip() for ln in everything.splitlines()}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(student_book / "book" / "exercises" / path.name, as_version=4)
+        inst = nbformat.read(path, as_version=4)
+        calls = lambda n: [c.source for c in n.cells if c.cell_type == "code" and c.source.startswith("check(")]  # noqa: E731
+        assert calls(nb) == calls(inst) and calls(nb)
+        links = re.findall(r"\]\(([^)]+\.ipynb)\)", "\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+        assert links and all(link.startswith("https://github.com/bertlab/bertlab/blob/main/book/") for link in links)
+    page = texts[student_book / "book" / "instructor.md"]
+    assert "## A ten-week syllabus" in page and "python -m bertlab.exercises grade" not in page
+
+
+def test_student_book_html_has_no_solutions():
+    """The built student book (make test builds it before the tests run), when present."""
+    html = ROOT / "_build" / "student" / "_build" / "html"
+    if not (html / "book" / "instructor.html").is_file():
+        pytest.skip("the student book is not built here: bash scripts/build_student_book.sh")
+    import html as html_lib
+    for page in sorted((html / "book").rglob("*.html")):
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        assert "Model answer" not in text and "Rubric (" not in text and "BEGIN SOLUTION" not in text, page.name
+        assert not _solution_lines() & {ln.strip() for ln in text.splitlines()}, page.name
+    assert (html / "book" / "exercises" / "08_ablation.html").is_file()
+
+
+def test_instructor_page_agrees_with_the_course():
+    """The points tables and the rubrics of book/instructor.md are those of bertlab.course and of
+    the model answers."""
+    from bertlab.course import ASSIGNMENTS, EXERCISES as TABLE, QUESTIONS, exercises_of, questions_of
+    page = (ROOT / "book" / "instructor.md").read_text()
+    flat = " ".join(page.split())
+    for e in TABLE.values():
+        assert f"| {e.number} | {e.title} | `{e.name}` |" in page and \
+            f"| {e.difficulty} | {e.points} | {e.time} | {e.device} | {e.timeout} s |" in page, e.name
+    for q in QUESTIONS.values():
+        assert f"| {q.title} (`{q.id}`) |" in page, q.id
+    for stem in ASSIGNMENTS:
+        exs, qs = exercises_of(stem), questions_of(stem)
+        assert f"| {', '.join(str(e.number) for e in exs)} | {sum(e.points for e in exs)} | {len(qs)} | " \
+               f"{sum(q.points for q in qs)} |" in page, stem
+        for cell in nbformat.read(EXERCISES / f"{stem}.ipynb", as_version=4).cells:
+            if "model-answer" in cell.metadata.get("tags", []):
+                rubric = cell.source.split("**.", 1)[0] and cell.source.split("points).** ", 1)[1].rsplit(":::", 1)[0]
+                assert " ".join(rubric.split()) in flat, cell.metadata["nbgrader"]["grade_id"]
+    assert f"In all: {sum(e.points for e in TABLE.values())} points of checked exercises and " \
+           f"{sum(q.points for q in QUESTIONS.values())} points of open questions" in flat
+    assert page.count("<!-- instructor-only -->") == page.count("<!-- /instructor-only -->") >= 1
