@@ -18,8 +18,16 @@ The exercises (book/exercises/, instructor edition with solutions) and the chapt
     heads           split_heads / merge_heads, (B,T,H) <-> (B,A,T,d)       (chapter 5)
     masking         MLM 15% selection, 80/10/10 corruption                 (chapter 8)
     nsp             IsNext / NotNext sentence pairs from documents         (chapter 9)
-    span            SQuAD best-span decoding                               (chapter 7, sec. 4.2 of the paper)
-    features        the paper's feature-based layer combinations           (chapter 7, sec. 5.3 of the paper)
+    span            SQuAD best-span decoding                               (chapter 13, sec. 4.2 of the paper)
+    features        the paper's feature-based layer combinations           (chapter 15, sec. 5.3 of the paper)
+    encoder_layer   a post-LN encoder layer, against bertlab's EncoderLayer   (chapter 6)
+    param_count     BERT's parameter count in closed form                  (chapter 7)
+    pretraining_step  MLM + NSP loss, backward, clipping, the AdamW step   (chapter 10)
+    finetune_loop   a fine-tuning loop with warm-up, and its accuracy      (chapter 11)
+    ner_labels      word labels onto first pieces, predictions back        (chapter 14)
+    head_probe      find heads by measuring where they attend              (chapter 16)
+    ablation_plan   the form of an ablation's plan                         (chapter 17)
+The course table (points, difficulty, time, hardware of each) is bertlab.course.
 
 Each check is made of parts that pass or fail on their own; `RESULTS[name]` holds the latest
 CheckResult of each check, which is what the grader scores (partial credit).
