@@ -10,7 +10,7 @@ precision: random tokens, 15% of the positions chosen for the MLM, fused AdamW (
 clipping, bf16 autocast (fp16 + loss scaling on GPUs without bf16; on a CPU fp32, bf16 only where
 it is native).
 
-    bertlab        bertlab.train.Trainer.train_step itself: the objective compiled with
+    bertlab        bertlab.pretrain.Trainer.train_step itself: the objective compiled with
                    torch.compile, fused SDPA attention, the MLM head on the chosen positions only
     transformers   BertForPreTraining(attn_implementation="sdpa"), torch.compile'd, labels -100
                    at the positions not chosen (its MLM head runs on every position)
@@ -140,7 +140,7 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
 
 
 def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool) -> Measurement:
-    from bertlab.train import PretrainConfig, Trainer
+    from bertlab.pretrain import PretrainConfig, Trainer
     torch.manual_seed(0)
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)
     model = BertForPreTraining(config)

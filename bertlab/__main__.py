@@ -20,7 +20,7 @@ Examples:
     python -m bertlab reference-run --out data/reference_run             # one H100, ~15 min
     python -m bertlab reference-run --smoke --out /tmp/ref               # CPU, a few minutes
 
-Every option of `pretrain` is a field of bertlab.train.PretrainConfig, every option of `finetune`
+Every option of `pretrain` is a field of bertlab.pretrain.PretrainConfig, every option of `finetune`
 one of bertlab.finetune.FinetuneConfig: the notebooks call the same functions.
 """
 
@@ -121,7 +121,7 @@ def _config_from(cls: type, args: argparse.Namespace, **extra: Any):
 
 def build_parser() -> argparse.ArgumentParser:
     from bertlab.finetune import FinetuneConfig
-    from bertlab.train import PretrainConfig
+    from bertlab.pretrain import PretrainConfig
 
     parser = argparse.ArgumentParser(prog="python -m bertlab", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except (ValueError, FileNotFoundError, RuntimeError, KeyError) as err:
-        from bertlab.train import NonFiniteLossError
+        from bertlab.pretrain import NonFiniteLossError
         if isinstance(err, NonFiniteLossError):
             print(f"error: {err}", file=sys.stderr)
             return 3
@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "pretrain":
-        from bertlab.train import PretrainConfig, pretrain
+        from bertlab.pretrain import PretrainConfig, pretrain
         from bertlab.runtime import shutdown_distributed
         cfg = _config_from(PretrainConfig, args)
         try:
@@ -199,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "evaluate":
         if args.task == "mlm":
-            from bertlab.train import evaluate_checkpoint
+            from bertlab.pretrain import evaluate_checkpoint
             model, kw = args.model, dict(corpus=args.corpus, seq_len=args.seq_len, max_documents=args.max_examples)
             if (Path(model) / "provenance.json").exists():  # a recorded reference run: its own settings
                 from bertlab import reference
@@ -284,7 +284,7 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     from bertlab import checkpoint as ckpt
     from bertlab.finetune import FinetuneConfig, finetune
     from bertlab.runtime import cpu_model, device_name, make_runtime
-    from bertlab.train import PretrainConfig, git_commit, pretrain
+    from bertlab.pretrain import PretrainConfig, git_commit, pretrain
 
     rt = make_runtime("auto", "auto", distributed=False)
     kind = "smoke" if smoke else rt.device.type if rt.device.type in REFERENCE else "gpu"

@@ -213,5 +213,5 @@ def test_the_task_modules_import_downward():
     """task_inputs <- squad, ner <- tasks: the shared inputs know no task, squad and ner know
     no task table."""
     assert not {m for m in GRAPH["bertlab.task_inputs"] if m in ("bertlab.tasks", "bertlab.squad", "bertlab.ner")}
-    for name in ("bertlab.squad", "bertlab.ner", "bertlab.features"):
+    for name in ("bertlab.squad", "bertlab.ner", "bertlab.feature_based"):
         assert "bertlab.tasks" not in GRAPH[name], f"{name} imports bertlab.tasks"

@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from bertlab.train import PretrainConfig, pretrain
+from bertlab.pretrain import PretrainConfig, pretrain
 
 MIRROR = str(conftest.MIRROR)
 

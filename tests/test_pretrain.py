@@ -15,7 +15,7 @@ from bertlab.logs import plot_metrics, read_metrics
 from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
 from bertlab.runtime import make_runtime, resolve_precision
 from bertlab.optim import parameter_groups
-from bertlab.train import (NonFiniteLossError, PretrainConfig, Trainer, build_model,
+from bertlab.pretrain import (NonFiniteLossError, PretrainConfig, Trainer, build_model,
                            prepare_data, pretrain)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -270,7 +270,7 @@ def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, toke
     from bertlab import BertForSequenceClassification
     from bertlab.finetune import FinetuneConfig, build_task_model
     from bertlab.tasks import get_task
-    from bertlab.train import evaluate_checkpoint
+    from bertlab.pretrain import evaluate_checkpoint
 
     straight = pretrain(tiny(tmp_path / "a", tokenizer_file, objective="ltr"))
     first = pretrain(tiny(tmp_path / "b", tokenizer_file, objective="ltr", stop_after=4))

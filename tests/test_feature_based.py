@@ -1,4 +1,4 @@
-"""bertlab.features: the six layer combinations of the paper's Table 7 (identical to the book's
+"""bertlab.feature_based: the six layer combinations of the paper's Table 7 (identical to the book's
 exercise 8), hidden states extracted once and read at each word's first piece (checked against
 running the encoder on every window alone), the tagger (padding never leaks into a sentence),
 and training a tagger end to end."""
@@ -8,7 +8,7 @@ import torch
 
 from bertlab import BertConfig, BertModel
 from bertlab import exercises
-from bertlab.features import (
+from bertlab.feature_based import (
     COMBINATIONS, PAPER_DEV_F1, DESCRIPTIONS, Tagger, WordStates, combine, extract_word_states,
     layers_used, predict_tags, train_tagger,
 )
@@ -158,7 +158,7 @@ def test_predict_tags_in_batches_equals_one_batch(one_thread):
 
 
 def test_length_batches_cover_every_sentence_once():
-    from bertlab.features import _length_batches
+    from bertlab.feature_based import _length_batches
     lengths = torch.randint(1, 40, (1000,), generator=torch.Generator().manual_seed(0))
     batches = _length_batches(lengths, 32, torch.Generator().manual_seed(1))
     assert sorted(torch.cat(batches).tolist()) == list(range(1000))
