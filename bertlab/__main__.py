@@ -282,6 +282,7 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     import torch
 
     from bertlab import checkpoint as ckpt
+    from bertlab import files
     from bertlab.finetune import FinetuneConfig, finetune
     from bertlab.runtime import cpu_model, device_name, make_runtime
     from bertlab.pretrain import PretrainConfig, git_commit, pretrain
@@ -347,7 +348,7 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     texts = PAPER_PROBES + [p["text"] for p in probes]
     folders = ckpt.list_checkpoints(run / "checkpoints")
     folders = [f for f in folders if int(f.name.split("-")[1]) < result.step] + [final]
-    ckpt.write_json(out_dir / "fill_mask.json", {
+    files.write_json(out_dir / "fill_mask.json", {
         "texts": texts, "answers": [None] * len(PAPER_PROBES) + [p["answer"] for p in probes],
         "steps": [int(f.name.split("-")[1]) if f.name.startswith("step-") else result.step for f in folders],
         "along": fill_mask_along(folders, tok, texts)})
@@ -390,8 +391,8 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     if "conll2003_pretrained" in results:
         results["conll2003"] = {"pretrained": results.pop("conll2003_pretrained"),
                                 "scratch": results.pop("conll2003_scratch")}
-    ckpt.write_json(out_dir / "finetune_results.json", results)
-    ckpt.write_json(out_dir / "sst2_curve.json", curve)
+    files.write_json(out_dir / "finetune_results.json", results)
+    files.write_json(out_dir / "sst2_curve.json", curve)
 
     def corpus_meta(split):
         return json.loads((run / "data" / split / "tokens" / "meta.json").read_text())["corpus"]
@@ -418,7 +419,7 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
                    "train_documents": train_meta["n_documents"], "heldout_checksum": held_meta["checksum"],
                    "heldout_tokens": held_meta["n_tokens"], "heldout_documents": held_meta["n_documents"]},
         "weights": {"file": "model.fp16.safetensors", "megabytes": round(size_mb, 2),
-                    "sha256": ckpt.file_sha256(out_dir / "model.fp16.safetensors")},
+                    "sha256": files.sha256_file(out_dir / "model.fp16.safetensors")},
         "sst2_dev_accuracy_median": {k: results[k]["median"] for k in ("pretrained", "scratch")},
         "other_tasks_median": {f"{task} from {name}": (results[task][name] if task == "conll2003" else
                                                        results[f"{task}_{name}"])["median"]
@@ -426,7 +427,7 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
         "sst2_curve_median": [{"train_examples": p["train_examples"], "pretrained": p["pretrained"]["median"],
                                "scratch": p["scratch"]["median"]} for p in curve],
     }
-    ckpt.write_json(out_dir / "provenance.json", provenance)
+    files.write_json(out_dir / "provenance.json", provenance)
     print(json.dumps({"heldout": final_eval, "sst2": provenance["sst2_dev_accuracy_median"],
                       "wall_time_s": provenance["wall_time_s"]}, indent=1))
     return provenance

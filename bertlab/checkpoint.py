@@ -22,7 +22,6 @@ save, only the newest `keep_last` checkpoints are kept; an old one is renamed ou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -39,6 +38,7 @@ from torch import nn
 
 from bertlab import model as models
 from bertlab.config import BertConfig
+from bertlab.files import fsync_dir, fsync_file, remove_debris, remove_dir, replace_dir
 
 STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -115,72 +115,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Atomic files and folders
-# ------------------------------------------------------------------------------------------------
-def fsync_file(path: Path) -> None:
-    """Flush a written file to disk (before it is renamed into place)."""
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # some platforms cannot open folders
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_json(path: str | Path, obj: Any) -> None:
-    """Write JSON atomically: a temporary file in the same folder, fsync, rename."""
-    path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
-    fsync_file(tmp)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _remove_dir(path: Path) -> None:
-    """Delete a folder so that it leaves listings at once: rename it to a hidden `.del-*` name
-    (atomic), then delete that. A crash mid-delete leaves debris that no listing shows, never a
-    half-deleted folder under its own name."""
-    trash = path.with_name(f".del-{path.name}-{os.getpid()}")
-    shutil.rmtree(trash, ignore_errors=True)
-    try:
-        os.replace(path, trash)
-    except OSError:  # already gone (or cannot be moved): delete in place
-        trash = path
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def _remove_debris(parent: Path, name_pattern: str) -> None:
-    """Leftovers of writes / deletes interrupted in other processes: the `.tmp-` / `.old-` /
-    `.del-<name>-<pid>` folders whose name matches `name_pattern` (a regex) and whose pid is not ours."""
-    debris = re.compile(rf"^\.(?:tmp|old|del)-{name_pattern}-(\d+)$")
-    for p in parent.iterdir() if parent.is_dir() else []:
-        m = debris.match(p.name)
-        if m and int(m.group(1)) != os.getpid():
-            shutil.rmtree(p, ignore_errors=True)
-
-
-def replace_dir(tmp: Path, final: Path) -> None:
-    """Move a finished temporary folder into place. A folder already there (a checkpoint of the
-    same step from an earlier attempt) is moved aside first and deleted after."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".old-{final.name}-{os.getpid()}")
-        os.replace(final, old)
-    os.replace(tmp, final)
-    _fsync_dir(final.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-# ------------------------------------------------------------------------------------------------
 # Models as folders (weights + config)
 # ------------------------------------------------------------------------------------------------
 def unwrap(model: nn.Module) -> nn.Module:
@@ -218,7 +152,7 @@ def save_model(folder: str | Path, model: nn.Module, dtype: torch.dtype | None =
         shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
         fsync_file(tmp / "tokenizer.json")
     replace_dir(tmp, folder)
-    _remove_debris(folder.parent, re.escape(folder.name))
+    remove_debris(folder.parent, re.escape(folder.name))
     return folder
 
 
@@ -257,14 +191,6 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     return model
 
 
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # ------------------------------------------------------------------------------------------------
 # Training checkpoints
 # ------------------------------------------------------------------------------------------------
@@ -298,7 +224,7 @@ def save_checkpoint(ckpt_root: str | Path, step: int, model: nn.Module, state: d
     fsync_file(tmp / "state.safetensors")
     (tmp / "state.json").write_text(json.dumps({"step": step, "state": value}, indent=1) + "\n")
     fsync_file(tmp / "state.json")
-    _fsync_dir(tmp)
+    fsync_dir(tmp)
     replace_dir(tmp, final)
     if keep_last is not None:
         prune_checkpoints(root, keep_last)
@@ -323,8 +249,8 @@ def prune_checkpoints(ckpt_root: str | Path, keep_last: int) -> None:
     if keep_last < 1:
         raise ValueError(f"keep_last must be at least 1, got {keep_last}")
     for p in list_checkpoints(ckpt_root)[:-keep_last]:
-        _remove_dir(p)  # out of the listing first: never a half-deleted step-* folder
-    _remove_debris(Path(ckpt_root), r"step-\d+")  # leftovers of interrupted writes and deletes
+        remove_dir(p)  # out of the listing first: never a half-deleted step-* folder
+    remove_debris(Path(ckpt_root), r"step-\d+")  # leftovers of interrupted writes and deletes
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from bertlab import datasets
+from bertlab import download
 from bertlab.registry import BOOK_INFO
 
 CLEANER_VERSION = 2  # bump when cleaning or splitting changes: it invalidates the cache
@@ -161,7 +161,7 @@ _PG_BOILERPLATE_HINTS = ("gutenberg", "pgdp", "proofread", "transcri", "distribu
 _BRACKETED = re.compile(r"^\[(?:[^\]]*\]$|illustration|transcriber)", re.I)
 
 
-class CorpusFormatError(datasets.DataError):
+class CorpusFormatError(download.DataError):
     """A corpus file does not have the structure its cleaner needs (names the file and the fix)."""
 
 
@@ -344,7 +344,7 @@ def _cache_path(kind: str, files: list) -> Path:
     # a file without a published sha256 (WikiText-103) is identified by its archive's pinned hash
     ids = [(f.path, f.sha256 or next((s.known_hash for s in f.sources if s.known_hash), None)) for f in files]
     key = hashlib.sha256(json.dumps([CLEANER_VERSION, _CODE_HASH, kind, ids]).encode())
-    return datasets.cache_dir() / "corpus" / f"{kind}-v{CLEANER_VERSION}-{key.hexdigest()[:16]}.jsonl.gz"
+    return download.cache_dir() / "corpus" / f"{kind}-v{CLEANER_VERSION}-{key.hexdigest()[:16]}.jsonl.gz"
 
 
 def _read_cache(path: Path) -> list[Document] | None:
@@ -367,7 +367,7 @@ def _write_cache(path: Path, docs: list[Document]) -> None:
 
 
 def _read_text(path: Path) -> str:
-    with datasets.open_text(path) as f:
+    with download.open_text(path) as f:
         return f.read()
 
 
@@ -376,10 +376,10 @@ def _clean_source(kind: str, files) -> list[Document]:
         docs = []
         for f in files:
             info = BOOK_INFO[f.split]
-            docs.append(clean_gutenberg(_read_text(datasets.fetch(f)), f.split, info["title"]))
+            docs.append(clean_gutenberg(_read_text(download.fetch(f)), f.split, info["title"]))
         return docs
     if kind == "wiki":
-        return [d for f in files for d in wiki_documents(_read_text(datasets.fetch(f)), f.path)]
+        return [d for f in files for d in wiki_documents(_read_text(download.fetch(f)), f.path)]
     raise ValueError(kind)
 
 
@@ -404,7 +404,7 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
 
     ``name``: "books", "wiki", "books+wiki", "wikitext-2", "wikitext-103".
     ``split``: "train" or "heldout" for books/wiki; "train", "valid" or "test" for WikiText.
-    WikiText train is not in the project mirror: it raises `datasets.SplitNotAvailableError`
+    WikiText train is not in the project mirror: it raises `download.SplitNotAvailableError`
     offline (then choose "books+wiki", or go online to download it).
     """
     if name not in CORPORA:
@@ -412,17 +412,17 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
     if name.startswith("wikitext"):
         if split not in ("train", "valid", "test"):
             raise ValueError(f"{name} has splits 'train', 'valid', 'test', not {split!r}")
-        f = datasets.lookup(f"{name}:{split}")
+        f = download.lookup(f"{name}:{split}")
         path = _cache_path(name, [f])
         if use_cache and path.is_file():
             docs = _read_cache(path)
             if docs is not None:
                 return docs
         try:
-            source_path = datasets.fetch(f, progress=True)
-        except datasets.SplitNotAvailableError as err:
+            source_path = download.fetch(f, progress=True)
+        except download.SplitNotAvailableError as err:
             if name == "wikitext-103" and split in ("valid", "test"):
-                raise datasets.SplitNotAvailableError(
+                raise download.SplitNotAvailableError(
                     f"{err}\nWikiText-103 raw {split} is believed to be the same 60 articles as "
                     f"load_corpus('wikitext-2', {split!r}), which the mirror holds.") from None
             raise
@@ -434,7 +434,7 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
         raise ValueError(f"{name} has splits 'train' and 'heldout', not {split!r}")
     docs: list[Document] = []
     for kind in name.split("+"):
-        files = [f for f in datasets.files_of(kind) if f.split != "INDEX"]
+        files = [f for f in download.files_of(kind) if f.split != "INDEX"]
         docs.extend(_load_source(kind, files, use_cache))
     want_heldout = split == "heldout"
     return [d for d in docs if is_heldout(d.id) == want_heldout]

@@ -51,6 +51,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
+from bertlab.files import write_text
 
 IGNORE_INDEX = -100
 _NOT_RUN = object()  # what a check holds before the student's function has returned
@@ -1578,7 +1579,6 @@ def grade_in_kernel(name: str, functions: Sequence[str], namespace: dict[str, An
     globals) and write its result, part by part, as JSON to `out`. Prints nothing the grader
     reads; a crash of the check is recorded as its error."""
     import json
-    import os
     RESULTS.pop(name, None)
     data: dict[str, Any] = {"exercise": name, "error": "", "parts": []}
     missing = [f for f in functions if not callable(namespace.get(f))]
@@ -1598,10 +1598,7 @@ def grade_in_kernel(name: str, functions: Sequence[str], namespace: dict[str, An
             data["parts"] = [dataclasses.asdict(p) for p in result.parts]
         elif not data["error"]:
             data["error"] = f"[{name}] the check recorded no result"
-    tmp = f"{out}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh)
-    os.replace(tmp, out)
+    write_text(out, json.dumps(data), fsync=False)
 
 
 _PART_CACHE: dict[tuple, CheckResult] = {}

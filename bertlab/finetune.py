@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from bertlab import checkpoint as ckpt
+from bertlab import files
 from bertlab import logs
 from bertlab.config import BertConfig
 from bertlab.recipes import FINETUNE_DEFAULTS, lr_multiplier
@@ -303,7 +304,7 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
                                     "runtime": rt.describe()})
     if cfg.out:
         Path(cfg.out).mkdir(parents=True, exist_ok=True)
-        ckpt.write_json(Path(cfg.out) / "results.json", result.to_dict())
+        files.write_json(Path(cfg.out) / "results.json", result.to_dict())
     return result
 
 

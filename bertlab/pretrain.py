@@ -64,6 +64,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab import checkpoint as ckpt
+from bertlab import files
 from bertlab import logs
 from bertlab.config import PRESETS, BertConfig
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
@@ -859,7 +860,7 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
     torch.manual_seed(cfg.seed + 1 + rt.dist.rank)
     fingerprint = getattr(tokenizer, "fingerprint", None)
     if rt.dist.is_main:
-        ckpt.write_json(out / "run.json", {
+        files.write_json(out / "run.json", {
             "config": dataclasses.asdict(cfg), "recipe": dataclasses.asdict(cfg.resolved_recipe()),
             "model_config": model.config.to_dict(), "parameters": model.num_parameters(),
             "runtime": rt.describe(), "world_size": rt.dist.world_size, "torch": torch.__version__,

@@ -69,6 +69,7 @@ from typing import Any, Iterator, Mapping, Protocol, Sequence
 import numpy as np
 import torch
 
+from bertlab.files import write_json
 from bertlab.tokenizer import WordPieceTokenizer
 
 FORMAT_VERSION = 1
@@ -96,9 +97,7 @@ def corpus_checksum(documents: Sequence[DocumentLike]) -> str:
 
 
 def _write_meta(path: Path, meta: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(meta, indent=1) + "\n")
-    tmp.replace(path)  # meta.json appears last: a folder with one is complete
+    write_json(path, meta, indent=1, fsync=False)  # meta.json appears last: a folder with one is complete
 
 
 def _read_meta(directory: Path) -> dict | None:

@@ -36,6 +36,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from bertlab.files import fsync_file, replace_dir, sha256_file, write_json
+
 ENV_VAR = "BERTLAB_REFERENCE_RUN"
 WEIGHTS = "model.fp16.safetensors"
 REQUIRED = ("config.json", WEIGHTS, "tokenizer.json", "provenance.json")
@@ -144,11 +146,10 @@ class ReferenceRun:
     def verify(self) -> None:
         """Check the weights against the sha256 in provenance.json (a corrupt or truncated copy
         raises ValueError naming the file)."""
-        from bertlab.checkpoint import file_sha256
         want = (self.provenance.get("weights") or {}).get("sha256")
         if want is None:
             return
-        got = file_sha256(self.path / WEIGHTS)
+        got = sha256_file(self.path / WEIGHTS)
         if got != want:
             raise ValueError(f"{self.path / WEIGHTS} is corrupt: sha256 {got[:16]}..., provenance.json "
                              f"says {want[:16]}...; restore it (git checkout -- {self.path}) or re-run "
@@ -160,9 +161,8 @@ class ReferenceRun:
         `finetune(init=str(run.model_folder()))`. Written once per weights file, atomically."""
         from safetensors.torch import load_file, save_file
 
-        from bertlab.checkpoint import file_sha256, fsync_file, replace_dir
         self.verify()
-        key = file_sha256(self.path / WEIGHTS)[:16]
+        key = sha256_file(self.path / WEIGHTS)[:16]
         base = Path(cache) if cache else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
         folder = base / "bertlab" / "reference_run" / key
         if (folder / "model.safetensors").exists():
@@ -229,7 +229,6 @@ def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Pat
     """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
     size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
     MLM loss and accuracy). `change` says in words what this pilot changes from its baseline."""
-    from bertlab.checkpoint import write_json
     from bertlab.logs import read_metrics
     from bertlab.runtime import cpu_model
     run_dir = Path(run_dir)

@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from bertlab import datasets, metrics
+from bertlab import metrics, task_data
 from bertlab.model import (
     IGNORE_INDEX,
     BertForQuestionAnswering,
@@ -216,7 +216,7 @@ class Task:
 
     # --- data ---------------------------------------------------------------------------------
     def load(self, split: str, with_report: bool = False) -> Any:
-        """The examples of one split ("train", "dev", "test"), read by bertlab.datasets from the
+        """The examples of one split ("train", "dev", "test"), read by bertlab.task_data from the
         dataset mirror (or cache). with_report=True returns (examples, LoadReport): the rows the
         reader skipped, with file, line and reason."""
         split = _SPLIT_ALIASES.get(split, split)
@@ -301,11 +301,11 @@ _FILE_SPLITS = {"conll2003": {"dev": "valid"}}
 
 
 def _reader(name: str) -> Callable[[str], tuple[list, Any]]:
-    """Read a split with bertlab.datasets (checksummed files from the local mirror, the cache or
+    """Read a split with bertlab.task_data (checksummed files from the local mirror, the cache or
     the network): returns (examples, LoadReport)."""
     def read(split: str) -> tuple[list, Any]:
-        fn = {"sst2": datasets.read_sst2, "mrpc": datasets.read_mrpc, "rte": datasets.read_rte,
-              "squad": datasets.read_squad, "conll2003": datasets.read_conll2003}[name]
+        fn = {"sst2": task_data.read_sst2, "mrpc": task_data.read_mrpc, "rte": task_data.read_rte,
+              "squad": task_data.read_squad, "conll2003": task_data.read_conll2003}[name]
         return fn(_FILE_SPLITS.get(name, {}).get(split, split))
     return read
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,8 @@ from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from bertlab.files import atomic_path, write_text
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -292,12 +293,9 @@ class WordPieceTokenizer:
         vocab = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
         if [i for _, i in vocab] != list(range(len(vocab))):
             raise ValueError("the vocabulary ids are not 0..V-1 without gaps; vocab.txt cannot express it")
-        tmp = directory / f".tmp-tokenizer.json-{os.getpid()}"
-        self.backend.save(str(tmp))
-        os.replace(tmp, directory / "tokenizer.json")
-        tmp = directory / f".tmp-vocab.txt-{os.getpid()}"
-        tmp.write_text("".join(t + "\n" for t, _ in vocab), encoding="utf-8")
-        os.replace(tmp, directory / "vocab.txt")
+        with atomic_path(directory / "tokenizer.json", fsync=False) as tmp:
+            self.backend.save(str(tmp))
+        write_text(directory / "vocab.txt", "".join(t + "\n" for t, _ in vocab), fsync=False)
         return directory
 
     @classmethod

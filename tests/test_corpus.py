@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bertlab import corpus, datasets
+from bertlab import corpus, download
 from bertlab.corpus import Document, load_corpus, split_sentences
 
 from conftest import DEFAULT_MIRROR
@@ -117,7 +117,7 @@ def test_books_keep_the_first_real_sentence_and_no_licence_text(books_and_wiki):
 
 
 def test_book_cleaning_from_the_raw_file_matches_the_cache(books_and_wiki):
-    with datasets.open_text(datasets.fetch("books:pg35")) as f:
+    with download.open_text(download.fetch("books:pg35")) as f:
         raw = f.read()
     assert "\r\n" in raw and "*** START OF" in raw  # the real file has CRLF and the PG header
     fresh = corpus.clean_gutenberg(raw, "pg35", "The Time Machine")
@@ -196,9 +196,9 @@ def test_wikitext_has_60_articles(split, first):
 def test_wikitext_train_is_absent_offline_and_says_what_to_do(monkeypatch, tmp_path):
     monkeypatch.setenv("BERTLAB_OFFLINE", "1")
     monkeypatch.setenv("BERTLAB_CACHE", str(tmp_path))
-    with pytest.raises(datasets.SplitNotAvailableError, match="does not hold this split"):
+    with pytest.raises(download.SplitNotAvailableError, match="does not hold this split"):
         load_corpus("wikitext-103", "train")
-    with pytest.raises(datasets.SplitNotAvailableError, match=r"load_corpus\('wikitext-2', 'valid'\)"):
+    with pytest.raises(download.SplitNotAvailableError, match=r"load_corpus\('wikitext-2', 'valid'\)"):
         load_corpus("wikitext-103", "valid")
     with pytest.raises(ValueError, match="heldout"):
         load_corpus("wikitext-2", "heldout")
@@ -226,7 +226,7 @@ def test_heldout_is_disjoint_deterministic_and_whole_documents(books_and_wiki):
 
 def test_cleaned_corpus_is_cached_by_source_checksums(monkeypatch, tmp_path):
     monkeypatch.setenv("BERTLAB_CACHE", str(tmp_path))
-    files = datasets.files_of("wiki")[:2]
+    files = download.files_of("wiki")[:2]
     first = corpus._load_source("wiki", files, use_cache=True)
     cached = list((tmp_path / "corpus").glob("wiki-*.jsonl.gz"))
     assert len(cached) == 1
@@ -269,11 +269,11 @@ def test_wikitext_103_train_works_once_downloaded(mirror, monkeypatch, tmp_path)
         assert len(docs) == 60 and docs[0].title == "Homarus gammarus"
         record = tmp_path / "cache" / (path + ".sha256")
         assert record.read_text().strip() == hashlib.sha256((mirror / "wikitext-2-raw/wiki.valid.raw").read_bytes()).hexdigest()
-        assert datasets.available_splits("wikitext-103") == ["train"]
+        assert download.available_splits("wikitext-103") == ["train"]
         # a later corruption of the extracted file is caught by the recorded hash
         extracted = tmp_path / "cache" / path
         extracted.write_bytes(extracted.read_bytes()[:1000])
-        assert datasets.fetch(path).stat().st_size > 1000  # re-extracted from the verified archive
+        assert download.fetch(path).stat().st_size > 1000  # re-extracted from the verified archive
         assert len(list((tmp_path / "cache" / "corpus").glob("wikitext-103-*.jsonl.gz"))) == 1
     finally:
         httpd.shutdown()

@@ -61,10 +61,10 @@ def test_bad_combinations():
 
 @pytest.fixture(scope="module")
 def dev():
-    from bertlab import datasets
+    from bertlab import download
     try:
         return get_task("conll2003").load("dev")
-    except datasets.DataUnavailableError as err:
+    except download.DataUnavailableError as err:
         pytest.skip(f"CoNLL-2003 dev not available here: {err}")
 
 

@@ -15,10 +15,10 @@ from bertlab.metrics import (
 
 
 def _read(reader, split):
-    from bertlab import datasets
+    from bertlab import download, task_data
     try:
         return reader(split)[0]
-    except datasets.DataUnavailableError as err:
+    except download.DataUnavailableError as err:
         pytest.skip(f"dataset not available here: {err}")
 
 
@@ -83,8 +83,8 @@ def test_squad_scores_max_over_gold_and_missing():
 
 
 def test_squad_gold_answers_score_100_against_themselves():
-    from bertlab import datasets
-    examples = _read(datasets.read_squad, "dev")
+    from bertlab import task_data
+    examples = _read(task_data.read_squad, "dev")
     assert len(examples) == 10570
     gold = {ex.id: [t for t, _ in ex.answers] for ex in examples}
     for k in range(3):  # each annotator's answer (where there are 3) against all of them
@@ -155,8 +155,8 @@ def perturb(gold_sentences, rng, rate):
 @pytest.mark.parametrize("rate", [0.0, 0.02, 0.1, 0.3])
 def test_entity_f1_equals_seqeval_on_conll_dev(rate):
     sm = _seqeval()
-    from bertlab import datasets
-    gold = [s.tags for s in _read(datasets.read_conll2003, "valid")]
+    from bertlab import task_data
+    gold = [s.tags for s in _read(task_data.read_conll2003, "valid")]
     assert len(gold) == 3250
     pred = perturb(gold, random.Random(rate), rate)
     ours = entity_f1(gold, pred, by_type=True)
@@ -206,9 +206,9 @@ def test_entity_errors_by_hand():
 
 @pytest.mark.parametrize("rate", [0.02, 0.2])
 def test_entity_errors_add_up_to_entity_f1_counts_on_conll_dev(rate):
-    from bertlab import datasets
+    from bertlab import task_data
     from bertlab.metrics import ERROR_KINDS, entity_errors
-    gold = [s.tags for s in _read(datasets.read_conll2003, "valid")]
+    gold = [s.tags for s in _read(task_data.read_conll2003, "valid")]
     pred = perturb(gold, random.Random(rate), rate)
     e = entity_errors(gold, pred)
     s = entity_f1(gold, pred)

@@ -9,6 +9,7 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification
 from bertlab import checkpoint as ckpt
+from bertlab import files
 from bertlab import reference
 
 
@@ -25,9 +26,9 @@ def record(tmp_path, bert_tokenizer):
     (saved / "config.json").rename(out / "config.json")
     bert_tokenizer.save(tmp_path / "tok")
     (tmp_path / "tok" / "tokenizer.json").rename(out / "tokenizer.json")
-    ckpt.write_json(out / "provenance.json", {
+    files.write_json(out / "provenance.json", {
         "device": "NVIDIA H100 80GB HBM3", "git_commit": "0123456789abcdef", "wall_time_s": 840.0,
-        "smoke": False, "weights": {"sha256": ckpt.file_sha256(out / reference.WEIGHTS)}})
+        "smoke": False, "weights": {"sha256": files.sha256_file(out / reference.WEIGHTS)}})
     (out / "metrics.jsonl").write_text('{"step": 50, "loss": 7.5}\n{"step": 100, "loss": 6.0}\n')
     return out, model
 
@@ -116,7 +117,7 @@ def test_cpu_record_label_and_layer_threshold(record, tmp_path, monkeypatch):
 def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    ckpt.write_json(run / "run.json", {
+    files.write_json(run / "run.json", {
         "config": {"minutes": 10.0, "steps": None, "corpus": "books+wiki", "seed": 0},
         "recipe": {"name": "cpu", "batch_size": 64, "seq_len": 128, "lr": 2e-3},
         "model_config": {"num_layers": 2, "hidden_size": 128, "num_heads": 2, "vocab_size": 16384,
@@ -147,10 +148,10 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
         return {"task": task, "main_metric": metric, "median": sorted(scores)[len(scores) // 2],
                 "scores": scores, "config": {"max_train_examples": n}}
 
-    ckpt.write_json(out / "sst2_curve.json", [
+    files.write_json(out / "sst2_curve.json", [
         {"train_examples": 500, "epochs": 20, "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
          "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500)}])
-    ckpt.write_json(out / "finetune_results.json", {
+    files.write_json(out / "finetune_results.json", {
         "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
         "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500),
         "mrpc_pretrained": res("mrpc", "f1", [80.0, 81.0, 79.0]),

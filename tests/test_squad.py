@@ -31,10 +31,10 @@ def tok(bert_tokenizer):
 
 @pytest.fixture(scope="module")
 def dev():
-    from bertlab import datasets
+    from bertlab import download
     try:
         return get_task("squad").load("dev")
-    except datasets.DataUnavailableError as err:
+    except download.DataUnavailableError as err:
         pytest.skip(f"SQuAD dev not available here: {err}")
 
 

@@ -20,10 +20,10 @@ def tok():
 
 
 def load(name, split="dev"):
-    from bertlab import datasets
+    from bertlab import download, task_data
     try:
         return get_task(name).load(split)
-    except datasets.DataUnavailableError as err:
+    except download.DataUnavailableError as err:
         pytest.skip(f"dataset not available here: {err}")
 
 
@@ -33,13 +33,13 @@ def tiny(vocab_size):
 
 # --- the table -------------------------------------------------------------------------------
 def test_task_table():
-    from bertlab import datasets
+    from bertlab import task_data
     assert set(TASKS) == {"sst2", "mrpc", "rte", "squad", "conll2003"}
-    expect = {"sst2": (2, BertForSequenceClassification, datasets.SST2_LABELS),
-              "mrpc": (2, BertForSequenceClassification, datasets.MRPC_LABELS),
-              "rte": (2, BertForSequenceClassification, datasets.RTE_LABELS),
+    expect = {"sst2": (2, BertForSequenceClassification, task_data.SST2_LABELS),
+              "mrpc": (2, BertForSequenceClassification, task_data.MRPC_LABELS),
+              "rte": (2, BertForSequenceClassification, task_data.RTE_LABELS),
               "squad": (2, BertForQuestionAnswering, ()),
-              "conll2003": (9, BertForTokenClassification, datasets.CONLL_TAGS)}
+              "conll2003": (9, BertForTokenClassification, task_data.CONLL_TAGS)}
     for name, (k, cls, labels) in expect.items():
         task = get_task(name)
         assert task.num_labels == k and task.model_class is cls

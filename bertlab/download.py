@@ -1,0 +1,338 @@
+"""Getting dataset files, checked: the mirror, the download cache, the canonical URLs.
+
+BERT is pre-trained on books and Wikipedia and fine-tuned on GLUE, SQuAD and CoNLL-2003.  This
+module gets those files (`bertlab.task_data` reads the fine-tuning ones, `bertlab.corpus` the
+pretraining text):
+
+* `fetch(name)` returns a local path to a registered file (`bertlab.registry`).  It looks first in
+  a local mirror (env ``BERTLAB_DATA_MIRROR``, a folder laid out like the project's offline
+  mirror), then in the download cache (env ``BERTLAB_CACHE``, default ``~/.cache/bertlab``), and
+  only then downloads with `pooch`.  Every byte is checked against the registry's sha256: a
+  corrupt mirror file raises `ChecksumMismatchError`, a corrupt or partial cache file is fetched
+  again, and a source that now serves different bytes is reported, never accepted.
+* `open_text(path)` opens a fetched text file, gzipped (the mirror's books and wiki) or not.
+
+Offline with neither a mirror nor a cached copy, `fetch` raises ONE `DataUnavailableError` that
+names the file, the URLs tried and how to get it.  Files the mirror does not hold (WikiText
+train, SQuAD train, QNLI train) raise `SplitNotAvailableError`; `available_splits` tells callers
+what they can use instead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import logging
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+from bertlab.files import sha256_file, write_bytes, write_text
+from bertlab.registry import DATASETS, FILES, DataFile, Source
+
+log = logging.getLogger(__name__)
+
+MIRROR_ENV = "BERTLAB_DATA_MIRROR"
+CACHE_ENV = "BERTLAB_CACHE"
+OFFLINE_ENV = "BERTLAB_OFFLINE"  # "1": never touch the network
+DOWNLOAD_TIMEOUT_S = 60
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors
+# ----------------------------------------------------------------------------------------------
+
+class DataError(Exception):
+    """Base class of every error bertlab.download and bertlab.task_data raise on purpose."""
+
+
+class DataUnavailableError(DataError):
+    """A file is in neither the mirror nor the cache, and downloading it failed (or is disabled)."""
+
+
+class SplitNotAvailableError(DataUnavailableError):
+    """The mirror does not hold this split at all (e.g. WikiText-103 train), and it could not be downloaded."""
+
+
+class ChecksumMismatchError(DataError):
+    """Bytes on disk or from a URL differ from the registry's pinned sha256."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Locations
+# ----------------------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    """The download/derived-data cache: ``$BERTLAB_CACHE`` or ``~/.cache/bertlab``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bertlab").expanduser()
+
+
+def mirror_dir() -> Path | None:
+    """The local mirror named by ``$BERTLAB_DATA_MIRROR``, or None."""
+    value = os.environ.get(MIRROR_ENV)
+    return Path(value).expanduser() if value else None
+
+
+def _offline() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def lookup(name: str) -> DataFile:
+    """Resolve a mirror path ("glue/SST-2/dev.tsv") or short name ("sst2:dev", "books:pg11")."""
+    if isinstance(name, DataFile):
+        return name
+    name = str(name)
+    if name in FILES:
+        return FILES[name]
+    for f in FILES.values():
+        if name in (f.name, f.download_path):
+            return f
+    known = ", ".join(DATASETS)
+    raise KeyError(f"unknown dataset file {name!r}: give a mirror path such as 'glue/SST-2/dev.tsv' or a "
+                   f"name '<dataset>:<split>' such as 'sst2:dev' (datasets: {known})")
+
+
+def files_of(dataset: str) -> list[DataFile]:
+    """All registered files of one dataset, in registry order."""
+    found = [f for f in FILES.values() if f.dataset == dataset]
+    if not found:
+        raise KeyError(f"unknown dataset {dataset!r}; known: {', '.join(DATASETS)}")
+    return found
+
+
+# ----------------------------------------------------------------------------------------------
+# Checksums (bertlab.files.sha256_file), with a small record of files already verified
+# (keyed by size and mtime)
+# ----------------------------------------------------------------------------------------------
+
+def _stamp_file() -> Path:
+    return cache_dir() / "verified.json"
+
+
+def _load_stamps() -> dict:
+    try:
+        return json.loads(_stamp_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_stamp(path: Path, digest: str) -> None:
+    stamps = _load_stamps()
+    st = path.stat()
+    stamps[str(path.resolve())] = [st.st_size, st.st_mtime_ns, digest]
+    target = _stamp_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # atomic: concurrent writers lose a stamp at worst, never corrupt it
+        write_text(target, json.dumps(stamps), fsync=False)
+    except OSError:  # a read-only cache only costs re-hashing
+        pass
+
+
+def cached_sha256(path: Path) -> str:
+    """sha256 of `path`, re-used from an earlier check while its size and mtime are unchanged."""
+    path = Path(path)
+    st = path.stat()
+    stamp = _load_stamps().get(str(path.resolve()))
+    if stamp and stamp[0] == st.st_size and stamp[1] == st.st_mtime_ns:
+        return stamp[2]
+    digest = sha256_file(path)
+    _save_stamp(path, digest)
+    return digest
+
+
+def verify(path: Path, expected: str | None, what: str) -> None:
+    """Raise `ChecksumMismatchError` unless `path` has sha256 `expected` (None: nothing to check)."""
+    if expected is None:
+        return
+    actual = cached_sha256(path)
+    if actual != expected:
+        raise ChecksumMismatchError(
+            f"{what}: sha256 mismatch for {path}\n  expected {expected}\n  actual   {actual}\n"
+            f"The file is corrupt, truncated or a different version. Delete it and fetch again, or "
+            f"point {MIRROR_ENV} at a mirror whose copy passes `sha256sum -c SHA256SUMS`.")
+
+
+# ----------------------------------------------------------------------------------------------
+# fetch
+# ----------------------------------------------------------------------------------------------
+
+def _how_to_get(f: DataFile) -> str:
+    return (f"To get it: set {MIRROR_ENV}=/path/to/mirror (a folder laid out like the bertlab data "
+            f"mirror, holding {f.path}), or go online (unset {OFFLINE_ENV}) so it can be downloaded into "
+            f"{cache_dir()}.")
+
+
+def available_splits(dataset: str) -> list[str]:
+    """Splits of `dataset` usable without the network: in the mirror or already in the cache.
+
+    WikiText-103 on this project's mirror gives [] and WikiText-2 gives ["valid", "test"], so a
+    caller can fall back (e.g. to the books corpus) explicitly instead of failing late.
+    """
+    mirror = mirror_dir()
+    out = []
+    for f in files_of(dataset):
+        in_mirror = mirror is not None and f.in_mirror and (mirror / f.path).is_file()
+        in_cache = (cache_dir() / f.download_path).is_file()
+        if in_mirror or in_cache:
+            out.append(f.split)
+    return out
+
+
+def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
+    """Local path to a registered data file, checked against its pinned sha256.
+
+    Order: the mirror (``$BERTLAB_DATA_MIRROR``), the cache (``$BERTLAB_CACHE``), then the
+    file's download sources.  Gzipped mirror files (books, wiki) are returned as the ``.gz``;
+    downloads of them are the raw text (use `open_text`, which reads both).
+    """
+    f = lookup(name)
+    mirror = mirror_dir()
+    if mirror is not None and f.in_mirror:
+        candidate = mirror / f.path
+        if candidate.is_file():
+            verify(candidate, f.sha256, f"{f.name} in the mirror {mirror}")
+            return candidate
+
+    cached = cache_dir() / f.download_path
+    if cached.is_file():
+        try:
+            _verify_download(cached, f)
+            return cached
+        except ChecksumMismatchError as err:  # corrupt or partial: fetch it again
+            log.warning("%s; fetching it again", str(err).splitlines()[0])
+            cached.unlink()
+
+    if f.derive:
+        return _derive(f, progress=progress)
+
+    problems = []
+    if not f.sources:
+        problems.append("no download source is registered (the file exists only in the mirror)")
+    elif _offline():
+        problems += [f"{source.url}: not tried ({OFFLINE_ENV}=1)" for source in f.sources]
+    else:
+        for source in f.sources:
+            try:
+                path = _download(f, source, cached, progress=progress)
+                return path
+            except ChecksumMismatchError as err:
+                problems.append(f"{source.url}: {err}")
+            except Exception as err:  # network errors come in many classes (requests, OSError, ...)
+                problems.append(f"{source.url}: {type(err).__name__}: {err}")
+    mismatches = [p for p in problems if "sha256 mismatch" in p or "hash of downloaded file" in p]
+    tried = "\n".join(f"  - {p}" for p in problems)
+    where = f"the mirror {mirror}" if mirror is not None else f"no mirror ({MIRROR_ENV} is unset)"
+    message = (f"cannot get {f.name} ({f.path}): it is in neither {where} nor the cache {cache_dir()}, "
+               f"and downloading failed:\n{tried}\n")
+    if mismatches:
+        raise ChecksumMismatchError(
+            message + f"A source served bytes that differ from the pinned copy (sha256 {f.download_sha256}); "
+            f"bertlab does not accept them silently. Use the mirror copy ({MIRROR_ENV}=/path/to/mirror "
+            f"holding {f.path}) or see data/README.md, 'Checksum policy'.")
+    if not f.in_mirror:
+        others = [s for s in available_splits(f.dataset) if s != f.split]
+        raise SplitNotAvailableError(
+            message + f"The project mirror does not hold this split ({f.note or 'see data/README.md'}). "
+            f"Splits of {f.dataset!r} available offline: {others or 'none'}. "
+            f"Go online to download it, or choose an available split or corpus.")
+    raise DataUnavailableError(message + _how_to_get(f))
+
+
+def _verify_download(path: Path, f: DataFile) -> None:
+    expected = f.download_sha256
+    if expected is None:  # no published hash: compare with the hash recorded when it was extracted
+        expected = _recorded_member_hash(path)
+    verify(path, expected, f"{f.name} in the cache")
+
+
+def _recorded_member_hash(path: Path) -> str | None:
+    record = path.with_name(path.name + ".sha256")
+    return record.read_text().strip() if record.is_file() else None
+
+
+def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> Path:
+    """Download one source with pooch (hash-checked), extract a zip member, verify, place at `target`.
+
+    Bytes that fail the check are deleted, so nothing wrong is ever left where the file belongs.
+    """
+    import pooch
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    downloader = pooch.HTTPDownloader(progressbar=progress, timeout=DOWNLOAD_TIMEOUT_S)
+    tmp = target.with_name(target.name + ".part")
+    try:
+        if source.member is None:
+            got = Path(pooch.retrieve(source.url, known_hash=source.known_hash, fname=tmp.name,
+                                      path=tmp.parent, downloader=downloader))
+        else:  # a member of a zip archive: keep the archive in the cache's archives/ folder
+            archive = pooch.retrieve(source.url, known_hash=source.known_hash,
+                                     fname=source.url.rstrip("/").split("/")[-1],
+                                     path=cache_dir() / "archives", downloader=downloader)
+            with zipfile.ZipFile(archive) as z, z.open(source.member) as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            got = tmp
+    except ValueError as err:  # pooch reports a hash mismatch as ValueError
+        tmp.unlink(missing_ok=True)
+        raise ChecksumMismatchError(f"sha256 mismatch: {err}") from None
+    actual = sha256_file(got)
+    expected = f.download_sha256
+    if expected is not None and actual != expected:
+        got.unlink()
+        raise ChecksumMismatchError(f"sha256 mismatch: {source.url} gave sha256 {actual}, expected {expected}")
+    if expected is None:  # no published hash: the archive's pinned hash vouches; record the member's
+        target.with_name(target.name + ".sha256").write_text(actual + "\n")
+    os.replace(got, target)  # only checked bytes take the file's name
+    _save_stamp(target, actual)
+    return target
+
+
+# ----------------------------------------------------------------------------------------------
+# Files rebuilt by a recipe: GLUE's MRPC split, from the SentEval source files
+# ----------------------------------------------------------------------------------------------
+
+def _derive(f: DataFile, *, progress: bool) -> Path:
+    if f.derive != "glue-mrpc":
+        raise DataUnavailableError(f"{f.name}: unknown derive recipe {f.derive!r}")
+    out = cache_dir() / f.download_path
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(out, build_mrpc_split(f.split, progress=progress), fsync=False)
+    _verify_download(out, f)
+    return out
+
+
+def build_mrpc_split(split: str, *, progress: bool = False) -> bytes:
+    """GLUE's MRPC train/dev/test.tsv, rebuilt from ``msr_paraphrase_{train,test}.txt`` and ``dev_ids.tsv``.
+
+    GLUE's recipe: dev is the train pairs listed in ``dev_ids.tsv``, train is the rest (header and
+    BOM kept, each row's fields rewritten after stripping the line), test is the test file with an
+    ``index`` column instead of the label.
+    """
+    if split == "test":
+        lines = fetch("mrpc:msr_test", progress=progress).read_bytes().decode("utf-8-sig").split("\n")
+        out = ["index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"]
+        for i, line in enumerate(line for line in lines[1:] if line.strip()):
+            _label, id1, id2, s1, s2 = line.strip().split("\t")
+            out.append(f"{i}\t{id1}\t{id2}\t{s1}\t{s2}\n")
+        return "".join(out).encode("utf-8")
+    dev_ids = {tuple(line.strip().split("\t")) for line in
+               fetch("mrpc:dev_ids", progress=progress).read_text(encoding="utf-8").splitlines() if line.strip()}
+    lines = fetch("mrpc:msr_train", progress=progress).read_text(encoding="utf-8").split("\n")
+    out = [lines[0].strip() + "\n"]  # header, with its BOM
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        label, id1, id2, s1, s2 = line.strip().split("\t")
+        if ((id1, id2) in dev_ids) == (split == "dev"):
+            out.append(f"{label}\t{id1}\t{id2}\t{s1}\t{s2}\n")
+    return "".join(out).encode("utf-8")
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a text data file, transparently gunzipping ``*.gz`` (UTF-8, strict)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
