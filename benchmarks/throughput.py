@@ -17,7 +17,7 @@ it is native).
 
 Timing excludes the warm-up steps (compilation) and brackets the measured steps with
 torch.cuda.synchronize(). MFU = model FLOPs per second / the GPU's dense bf16 peak, with the same
-model-FLOPs count for both sides (bertlab.logs.pretraining_flops: matmuls, attention, and the MLM
+model-FLOPs count for both sides (bertlab.flops.pretraining_flops: matmuls, attention, and the MLM
 head on the chosen positions only), so the extra work transformers does at unchosen positions
 counts as waste, not as useful FLOPs.
 
@@ -37,7 +37,7 @@ and after the models (the best of both counts), so a loaded machine lowers both 
                    without it is an error (emulated bf16 is several times slower than fp32)
     --compile      torch.compile (inductor) both sides; the first warm-up step is timed on its own
                    and compile_s = that step's time - the steady per-step time (the one-off cost)
-    model FLOPs    bertlab.logs.pretraining_flops at round(0.15 * seq) predictions per sequence,
+    model FLOPs    bertlab.flops.pretraining_flops at round(0.15 * seq) predictions per sequence,
                    the same count for both sides; transformers_executed_gflops counts its MLM head
                    at every position instead (the work it actually does)
 
@@ -64,7 +64,7 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining
 from bertlab.config import PRESETS
-from bertlab.logs import pretraining_flops
+from bertlab.flops import pretraining_flops
 from bertlab.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
 from bertlab.optim import adamw, optimizer_step

@@ -64,7 +64,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab import checkpoint as ckpt
-from bertlab import files
+from bertlab import files, flops
 from bertlab import logs
 from bertlab.config import PRESETS, BertConfig
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
@@ -641,7 +641,7 @@ class Trainer:
                         steady_from = None
                         dt = max(elapsed - since[0], 1e-9)
                         tok_s = (self.tokens - since[1]) / dt
-                        flops = logs.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
+                        step_flops = flops.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
                         loss_key, acc_key = OBJECTIVES[cfg.objective]
                         rec = {"step": s, "split": "train", loss_key: lm_sum / max(n, 1),
                                acc_key: correct / max(n, 1)}
@@ -649,7 +649,7 @@ class Trainer:
                             rec.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
                         rec["loss"] = rec[loss_key] + rec.get("nsp_loss", 0.0)
                         rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / world / max(steps_in, 1),
-                                   tokens_per_s=tok_s, mfu=logs.mfu(flops * tok_s / (B * T), peak),
+                                   tokens_per_s=tok_s, mfu=flops.mfu(step_flops * tok_s / (B * T), peak),
                                    tokens=self.tokens, elapsed_s=elapsed)
                         if first_step_s is not None:  # once per session: the first step's one-off time
                             rec["first_step_s"] = first_step_s
