@@ -42,7 +42,7 @@ What is backed by a run and what is not (read before trusting a number):
     1,000 steps the ordering was 2e-3 > 5e-4 > 1e-4 (the paper's lr barely leaves the "frequent
     words" plateau in a short run). It supports "much higher than 1e-4 for short runs" at tiny scale
     only: small models tolerate larger learning rates, so 2e-3 does not transfer to medium/base.
-  - the budget recipe at GPU scale (REFERENCE["gpu"] in bertlab.__main__, 9 minutes on an H100) has
+  - the budget recipe at GPU scale (REFERENCE["gpu"] in bertlab.reference, 9 minutes on an H100) has
     not been run with this code.
   - paper: the paper's numbers; never run here at its real scale (1M steps x 256 x 512 tokens).
 """

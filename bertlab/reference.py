@@ -23,18 +23,22 @@ the recorded run beside it. They call
     enc = reference.pretrained_encoder()  # the reference model if recorded, else a stand-in
 
 When the record is absent, `pending()` is the notice the chapters print instead: no number is
-shown for a run that has not happened.
+shown for a run that has not happened. The record is made by `reference_run` (at the end of this
+module, with the settings `REFERENCE` it uses on a CPU, a GPU and as a smoke test).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
+import sys
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from bertlab.files import fsync_file, replace_dir, sha256_file, write_json
 
@@ -328,3 +332,197 @@ def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
     return PretrainedEncoder(
         "all-MiniLM-L6-v2", Path(minilm_path()), False,
         f"{MINILM}; a stand-in until the book's own reference run is recorded")
+
+
+# ------------------------------------------------------------------------------------------------
+# Making the record: the reference run's settings and pipeline (`python -m bertlab reference-run`)
+# ------------------------------------------------------------------------------------------------
+REFERENCE = {
+    # One H100, about 15 minutes end to end. Never run: no GPU was available to this project.
+    "gpu": dict(preset="medium", recipe="budget", corpus="books+wiki", vocab_size=16384, seq_len=128,
+                batch_size=256, minutes=9.0, steps=None, max_documents=None, log_every=50, eval_every=500,
+                eval_batches=20, checkpoint_every=2000, compile=True, ft_epochs=3, ft_lr=5e-5, ft_batch=64,
+                ft_sizes=(None,), ft_min_steps=0, ft_max_eval=None, seeds=(0, 1, 2),
+                ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None),
+    # Two CPU cores: 50 minutes of pretraining with the CPU recipe (pre-LN, unigram MLM bias, no
+    # dropout, lr 2e-3, batch 64) on BERT-Mini (4/256/4, Turc et al.) with an 8,192-piece WordPiece
+    # (the size the small-data literature uses), bf16 autocast where the CPU has it, compiled;
+    # then SST-2 as a learning curve over the number of labelled sentences, MRPC and CoNLL-2003.
+    # Fine-tuning lr 5e-4: small models fine-tune far better well above the paper's 2e-5 to
+    # 5e-5, from the record and from scratch alike (data/pilots/finetune_lr.jsonl).
+    "cpu": dict(preset="mini", recipe="cpu", corpus="books+wiki", vocab_size=8192, seq_len=128,
+                batch_size=64, minutes=50.0, steps=None, max_documents=None, log_every=50, eval_every=250,
+                eval_batches=20, checkpoint_every=500, compile=True, ft_epochs=3, ft_lr=5e-4, ft_batch=32,
+                ft_sizes=(500, 2000, 8000), ft_min_steps=300, ft_max_eval=None, seeds=(0, 1, 2),
+                ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None),
+    # the CPU pipeline in a few minutes (how the command is tested)
+    "smoke": dict(preset="tiny", recipe="cpu", corpus="books+wiki", vocab_size=2000, seq_len=64, batch_size=16,
+                  minutes=None, steps=40, max_documents=6, log_every=10, eval_every=20, eval_batches=2,
+                  checkpoint_every=20, compile=False, ft_epochs=1, ft_lr=1e-4, ft_batch=32,
+                  ft_sizes=(128, 256), ft_min_steps=0, ft_max_eval=128, seeds=(0, 1, 2),
+                  ft_tasks=("mrpc",), ft_tasks_max_train=128),
+}
+WEIGHTS_BUDGET_MB = 20
+
+
+def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes: float | None = None,
+                  preset: str | None = None, seeds: Sequence[int] | None = None, compile: bool | None = None,
+                  resume: bool = False) -> dict[str, Any]:
+    """WordPiece on the training corpus, pre-tokenizing, pretraining on books + Wikipedia (held-out
+    books and articles for evaluation), then SST-2 fine-tuning with each seed from the pretrained
+    weights and from scratch (same architecture, vocabulary and fine-tuning recipe). Writes into
+    `out`: metrics.jsonl, config.json, tokenizer.json + vocab.txt, model.fp16.safetensors,
+    finetune_results.json, provenance.json (command, git commit, device, wall times, corpus
+    checksums, versions), and the full pretraining run folder under pretrain/."""
+    # local: torch and the training modules; `import bertlab.reference` stays light for the chapters
+    import torch
+
+    from bertlab import checkpoint as ckpt
+    from bertlab.corpus import load_corpus
+    from bertlab.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
+    from bertlab.finetune import FinetuneConfig, finetune
+    from bertlab.pretrain import PretrainConfig, git_commit, pretrain
+    from bertlab.runtime import cpu_model, device_name, make_runtime
+    from bertlab.tokenizer import WordPieceTokenizer
+
+    rt = make_runtime("auto", "auto", distributed=False)
+    kind = "smoke" if smoke else rt.device.type if rt.device.type in REFERENCE else "gpu"
+    if kind == "gpu":
+        print("note: the GPU settings of the reference run have never been run (no GPU was available); "
+              "report what you see", flush=True)
+    s = dict(REFERENCE[kind])
+    if minutes is not None:
+        s.update(minutes=minutes, steps=None)
+    if preset is not None:
+        s["preset"] = preset
+    if seeds is not None:
+        s["seeds"] = tuple(seeds)
+    if compile is not None:
+        s["compile"] = compile
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    times: dict[str, float] = {}
+
+    cfg = PretrainConfig(preset=s["preset"], corpus=s["corpus"], vocab_size=s["vocab_size"], recipe=s["recipe"],
+                         seq_len=s["seq_len"], batch_size=s["batch_size"], minutes=s["minutes"], steps=s["steps"],
+                         max_documents=s["max_documents"], compile=s["compile"], log_every=s["log_every"],
+                         eval_every=s["eval_every"], eval_batches=s["eval_batches"],
+                         checkpoint_every=s["checkpoint_every"], out=str(out_dir / "pretrain"), resume=resume,
+                         keep_last=1000)  # every checkpoint: fill-mask is asked of each below
+    # Training time of earlier sessions of a resumed run (interrupted, or run by `pretrain` itself):
+    # part of the run's wall time although not of this call's.
+    earlier = ckpt.latest_checkpoint(Path(cfg.out) / "checkpoints") if resume else None
+    earlier_s = float(ckpt.load_checkpoint(earlier).state["trainer"]["elapsed_s"]) if earlier else 0.0
+    t = time.perf_counter()
+    result = pretrain(cfg, runtime=make_runtime("auto", "auto", compile=s["compile"], distributed=False))
+    times["pretrain_with_data_s"] = time.perf_counter() - t + earlier_s
+    if result.stopped_by:
+        raise RuntimeError(f"pretraining was stopped ({result.stopped_by}); run again with --resume")
+    run = Path(cfg.out)
+    final_eval = result.final_eval
+    if final_eval is None:  # resumed after the last step: the log holds the final evaluation
+        evals = [r for r in result.history if r.get("split") == "eval"]
+        final_eval = {k: v for k, v in evals[-1].items() if k not in ("step", "split", "elapsed_s")} if evals else None
+    final = run / "final"
+
+    # The artefacts, small and self-describing.
+    shutil.copyfile(run / "metrics.jsonl", out_dir / "metrics.jsonl")
+    shutil.copyfile(final / "config.json", out_dir / "config.json")
+    shutil.copyfile(run / "tokenizer" / "tokenizer.json", out_dir / "tokenizer.json")
+    shutil.copyfile(run / "tokenizer" / "vocab.txt", out_dir / "vocab.txt")
+    fp16_dir = ckpt.save_model(out_dir / "model_fp16", result.model, dtype=torch.float16)
+    shutil.move(str(fp16_dir / "model.safetensors"), out_dir / "model.fp16.safetensors")
+    shutil.rmtree(fp16_dir)
+    size_mb = (out_dir / "model.fp16.safetensors").stat().st_size / 1e6
+
+    # Fill-mask along the run: the paper's examples and held-out sentences, at every checkpoint.
+    t = time.perf_counter()
+    tok = WordPieceTokenizer.load(run / "tokenizer" / "tokenizer.json")
+    probes = probe_sentences(load_corpus(cfg.corpus, "heldout")[:cfg.max_documents], tok, n=8)
+    texts = PAPER_PROBES + [p["text"] for p in probes]
+    folders = ckpt.list_checkpoints(run / "checkpoints")
+    folders = [f for f in folders if int(f.name.split("-")[1]) < result.step] + [final]
+    write_json(out_dir / "fill_mask.json", {
+        "texts": texts, "answers": [None] * len(PAPER_PROBES) + [p["answer"] for p in probes],
+        "steps": [int(f.name.split("-")[1]) if f.name.startswith("step-") else result.step for f in folders],
+        "along": fill_mask_along(folders, tok, texts)})
+    times["fill_mask_s"] = time.perf_counter() - t
+    if size_mb > WEIGHTS_BUDGET_MB:
+        print(f"note: model.fp16.safetensors is {size_mb:.1f} MB, over the {WEIGHTS_BUDGET_MB} MB budget for "
+              f"committing it; --preset mini fits", flush=True)
+
+    # SST-2: pretrained vs scratch, same recipe, same seeds, for each number of labelled sentences.
+    curve, results = [], {}
+    for n in s["ft_sizes"]:
+        epochs = s["ft_epochs"]
+        if n is not None and s["ft_min_steps"]:  # small sets: enough epochs for ft_min_steps updates
+            epochs = max(epochs, math.ceil(s["ft_min_steps"] * s["ft_batch"] / n))
+        ft = dict(task="sst2", epochs=epochs, lr=s["ft_lr"], batch_size=s["ft_batch"], seeds=s["seeds"],
+                  max_train_examples=n, max_eval_examples=s["ft_max_eval"], eval_every_epoch=False)
+        point = {"train_examples": n, "epochs": epochs}
+        for name, kwargs in (("pretrained", {"init": str(final)}),
+                             ("scratch", {"init": "scratch", "like": str(final)})):
+            t = time.perf_counter()
+            r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"sst2_{n or 'all'}_{name}")))
+            times[f"sst2_{n or 'all'}_{name}_s"] = time.perf_counter() - t
+            point[name] = r.to_dict()
+            print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
+        curve.append(point)
+    results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"]}  # the most data
+    # Other tasks, every labelled example, same recipe: "<task>_pretrained" / "<task>_scratch"
+    # (and, for CoNLL-2003, the pair under "conll2003" as chapter 14 reads it).
+    for task in s["ft_tasks"]:
+        ft = dict(task=task, epochs=s["ft_epochs"], lr=s["ft_lr"], batch_size=s["ft_batch"], seeds=s["seeds"],
+                  max_train_examples=s["ft_tasks_max_train"], max_eval_examples=s["ft_max_eval"],
+                  eval_every_epoch=False)
+        for name, kwargs in (("pretrained", {"init": str(final)}),
+                             ("scratch", {"init": "scratch", "like": str(final)})):
+            t = time.perf_counter()
+            r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"{task}_{name}")))
+            times[f"{task}_{name}_s"] = time.perf_counter() - t
+            results[f"{task}_{name}"] = r.to_dict()
+            print(r.summary(), flush=True)
+    if "conll2003_pretrained" in results:
+        results["conll2003"] = {"pretrained": results.pop("conll2003_pretrained"),
+                                "scratch": results.pop("conll2003_scratch")}
+    write_json(out_dir / "finetune_results.json", results)
+    write_json(out_dir / "sst2_curve.json", curve)
+
+    def corpus_meta(split):
+        return json.loads((run / "data" / split / "tokens" / "meta.json").read_text())["corpus"]
+
+    train_meta, held_meta = corpus_meta("train"), corpus_meta("heldout")
+    provenance = {
+        "command": " ".join([Path(sys.executable).name, "-m", "bertlab"] + sys.argv[1:]) if sys.argv else None,
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in s.items()},
+        "smoke": smoke,
+        "kind": kind,
+        "git_commit": git_commit(),
+        # a resumed run may fine-tune with newer code than it pretrained with: both are recorded
+        "pretraining_git_commit": json.loads((run / "run.json").read_text()).get("git_commit"),
+        "device": device_name(rt.device),
+        "cpu_model": cpu_model(),
+        "precision": rt.precision,
+        "torch": torch.__version__,
+        "wall_time_s": round(time.perf_counter() - t_start + earlier_s, 1),
+        "resumed": {"earlier_sessions_train_s": round(earlier_s, 1)} if earlier is not None else None,
+        "stage_times_s": {k: round(v, 1) for k, v in times.items()},
+        "pretraining": {"steps": result.step, "tokens": result.tokens, "train_seconds": round(result.elapsed_s, 1),
+                        "final_heldout": final_eval},
+        "corpus": {"name": cfg.corpus, "train_checksum": train_meta["checksum"], "train_tokens": train_meta["n_tokens"],
+                   "train_documents": train_meta["n_documents"], "heldout_checksum": held_meta["checksum"],
+                   "heldout_tokens": held_meta["n_tokens"], "heldout_documents": held_meta["n_documents"]},
+        "weights": {"file": "model.fp16.safetensors", "megabytes": round(size_mb, 2),
+                    "sha256": sha256_file(out_dir / "model.fp16.safetensors")},
+        "sst2_dev_accuracy_median": {k: results[k]["median"] for k in ("pretrained", "scratch")},
+        "other_tasks_median": {f"{task} from {name}": (results[task][name] if task == "conll2003" else
+                                                       results[f"{task}_{name}"])["median"]
+                               for task in s["ft_tasks"] for name in ("pretrained", "scratch")},
+        "sst2_curve_median": [{"train_examples": p["train_examples"], "pretrained": p["pretrained"]["median"],
+                               "scratch": p["scratch"]["median"]} for p in curve],
+    }
+    write_json(out_dir / "provenance.json", provenance)
+    print(json.dumps({"heldout": final_eval, "sst2": provenance["sst2_dev_accuracy_median"],
+                      "wall_time_s": provenance["wall_time_s"]}, indent=1))
+    return provenance
