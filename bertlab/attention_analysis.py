@@ -25,7 +25,6 @@ padding. Layers and heads count from 0 (Clark et al. count from 1).
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import unicodedata
@@ -34,6 +33,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import torch
+
+from bertlab import checkpoint as ckpt
+from bertlab.hf import is_hf_folder
+from bertlab.model import BertModel
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
@@ -45,12 +48,8 @@ def load_encoder(folder: str | Path):
     """A bertlab BertModel (eval mode, CPU) from a model folder: a Hugging Face folder such as
     all-MiniLM-L6-v2's, or a bertlab folder (the reference run's, a checkpoint) whatever head
     class it was saved with. `bertlab.reference.pretrained_encoder().folder` is either kind."""
-    from bertlab import checkpoint as ckpt
-    from bertlab.model import BertModel
-
     folder = Path(folder)
-    raw = json.loads((folder / "config.json").read_text())
-    if "model_type" in raw:  # transformers' layout and names
+    if is_hf_folder(folder):  # transformers' layout and names
         return BertModel.from_hf(folder).eval()
     model = ckpt.load_model(folder)  # the class recorded in the folder
     return getattr(model, "bert", model).eval()

@@ -52,8 +52,8 @@ import torch
 
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
 from bertlab.files import write_text
+from bertlab.model import IGNORE_INDEX
 
-IGNORE_INDEX = -100
 _NOT_RUN = object()  # what a check holds before the student's function has returned
 PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
 

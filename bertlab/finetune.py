@@ -33,7 +33,6 @@ small sets (a few hundred dev examples), so several seeds are run and the median
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import statistics
 import time
@@ -48,10 +47,11 @@ from bertlab import checkpoint as ckpt
 from bertlab import files
 from bertlab import logs
 from bertlab.config import BertConfig
+from bertlab.hf import folder_config, is_hf_folder
 from bertlab.recipes import FINETUNE_DEFAULTS, lr_multiplier
 from bertlab.optim import adamw, optimizer_step
 from bertlab.runtime import Runtime, make_runtime, seed_everything
-from bertlab.tokenizer import load_tokenizer_for
+from bertlab.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer, load_tokenizer_for
 
 
 @dataclass
@@ -124,34 +124,56 @@ def _is_model_folder(path: str) -> bool:
     return p.is_dir() and (p / "config.json").exists() and (p / "model.safetensors").exists()
 
 
-def build_task_model(task, cfg: FinetuneConfig):
-    """(model, tokenizer) for the task, from cfg.init (see the module docstring)."""
-    from bertlab.tokenizer import bert_uncased_tokenizer
-    init = cfg.init
-    if init == "scratch":
-        if cfg.like is not None:
-            if not _is_model_folder(cfg.like):
-                raise FileNotFoundError(f"--like {cfg.like}: not a model folder (config.json + model.safetensors)")
-            raw = json.loads((Path(cfg.like) / "config.json").read_text())
-            # a bertlab folder, or a Hugging Face one (e.g. all-MiniLM-L6-v2's): same size either way
-            config = BertConfig.from_hf(raw) if "model_type" in raw else BertConfig.from_dict(raw)
-            tokenizer = load_tokenizer_for(cfg.like)
-        else:
-            tokenizer = bert_uncased_tokenizer()
-            config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
-        return task.build_model(config), tokenizer
-    if _is_model_folder(init):
-        if "model_type" in json.loads((Path(init) / "config.json").read_text()):
-            # a Hugging Face folder (e.g. all-MiniLM-L6-v2's): transformers' names, via bertlab.hf
-            return task.from_pretrained(init), load_tokenizer_for(init)
-        model = ckpt.load_model(init, task.model_class, **task.model_kwargs)
-        return model, load_tokenizer_for(init)
+def _check_like(like: str) -> None:
+    if not _is_model_folder(like):
+        raise FileNotFoundError(f"--like {like}: not a model folder (config.json + model.safetensors)")
+
+
+def _check_not_a_path(init: str) -> None:
+    """`init` is neither 'scratch' nor a model folder: raise if it looks like a path, not a hub name."""
     if Path(init).exists():
         raise FileNotFoundError(f"--init {init}: the folder has no config.json + model.safetensors; pass a "
                                 f"checkpoint folder (<run>/final or <run>/checkpoints/step-N), 'scratch', or a "
                                 f"hub name such as bert-base-uncased")
     if "/" in init and init.startswith((".", "/", "runs")):
         raise FileNotFoundError(f"--init {init}: no such folder")
+
+
+def task_tokenizer(task, cfg: FinetuneConfig):
+    """The vocabulary that fine-tuning from cfg.init uses, without building the model (a folder's
+    tokenizer.json, `--like`'s for scratch, else bert-base-uncased's). For a hub name the model is
+    loaded once: that is what checks the name and the network before any data is read."""
+    init = cfg.init
+    if init == "scratch":
+        if cfg.like is None:
+            return bert_uncased_tokenizer()
+        _check_like(cfg.like)
+        return load_tokenizer_for(cfg.like)
+    if _is_model_folder(init):
+        return load_tokenizer_for(init)
+    return build_task_model(task, cfg)[1]
+
+
+def build_task_model(task, cfg: FinetuneConfig):
+    """(model, tokenizer) for the task, from cfg.init (see the module docstring)."""
+    init = cfg.init
+    if init == "scratch":
+        if cfg.like is not None:
+            _check_like(cfg.like)
+            # a bertlab folder, or a Hugging Face one (e.g. all-MiniLM-L6-v2's): same size either way
+            config = folder_config(cfg.like)
+            tokenizer = load_tokenizer_for(cfg.like)
+        else:
+            tokenizer = bert_uncased_tokenizer()
+            config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
+        return task.build_model(config), tokenizer
+    if _is_model_folder(init):
+        if is_hf_folder(init):
+            # a Hugging Face folder (e.g. all-MiniLM-L6-v2's): transformers' names, via bertlab.hf
+            return task.from_pretrained(init), load_tokenizer_for(init)
+        model = ckpt.load_model(init, task.model_class, **task.model_kwargs)
+        return model, load_tokenizer_for(init)
+    _check_not_a_path(init)
     # A model-hub name: needs the network (or a filled hub cache).
     try:
         model = task.from_pretrained(init)
@@ -165,7 +187,6 @@ def build_task_model(task, cfg: FinetuneConfig):
 def hub_tokenizer(name: str):
     """The tokenizer published with a hub model (tokenizer.json, else vocab.txt); the offline
     bert-base-uncased vocabulary only as a last resort for uncased models."""
-    from bertlab.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer
     try:
         from huggingface_hub import hf_hub_download
         try:
@@ -280,7 +301,7 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
     if cfg.epochs <= 0 or cfg.lr <= 0 or cfg.batch_size < 1:
         raise ValueError(f"epochs, lr and batch_size must be positive (got {cfg.epochs}, {cfg.lr}, {cfg.batch_size})")
     rt = runtime or make_runtime(cfg.device, cfg.precision, distributed=False)
-    _, tokenizer = build_task_model(task, cfg)
+    tokenizer = task_tokenizer(task, cfg)
     max_len = cfg.max_len or task.max_len
     train_ex = list(train_examples) if train_examples is not None else task.load(cfg.train_split)
     eval_ex = list(eval_examples) if eval_examples is not None else task.load(cfg.eval_split)

