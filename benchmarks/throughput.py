@@ -140,7 +140,7 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
 
 
 def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool) -> Measurement:
-    from bertlab.pretrain import PretrainConfig, Trainer
+    from bertlab.pretrain import PretrainConfig, Trainer, zero_stats
     torch.manual_seed(0)
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)
     model = BertForPreTraining(config)
@@ -149,7 +149,7 @@ def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, 
                              progress=False)
         trainer = Trainer(cfg, model, source=None, eval_batches=None, rt=rt)  # the real training step
         batch = rt.to_device(random_batch(B, T, V, torch.Generator().manual_seed(0)))
-        stats = torch.zeros(7, dtype=torch.float64, device=rt.device)
+        stats = zero_stats(rt.device)
         first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
         _reset_memory(rt)
         first, sec = _time(lambda: trainer.train_step([batch], stats, first_bad), rt, warmup, steps)

@@ -46,12 +46,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import json
 import math
 import os
 import queue
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,10 +69,14 @@ from bertlab import checkpoint as ckpt
 from bertlab import files, flops
 from bertlab import logs
 from bertlab.config import PRESETS, BertConfig
+from bertlab.corpus import load_corpus
+from bertlab.masking import MaskedLMCollator, NextTokenCollator
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
 from bertlab.optim import adamw, optimizer_step
+from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data, unigram_log_probs
 from bertlab.recipes import RECIPES, Recipe, get_recipe, lr_multiplier
 from bertlab.runtime import Runtime, make_runtime, seed_everything
+from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for, train_wordpiece
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,6 +418,46 @@ def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerp
             "seed": cfg.seed, "objective": cfg.objective}
 
 
+class Stat(enum.IntEnum):
+    """The slots of the running statistics: one float64 tensor on the device, summed there at every
+    micro-batch without a sync, read (and agreed across processes) once per log line."""
+
+    LM_LOSS_SUM = 0  # the LM's summed loss over its predictions (masked tokens, or next tokens)
+    LM_PREDICTIONS = 1  # how many predictions: masked tokens (MLM) or next tokens (LTR)
+    LM_CORRECT = 2  # predictions that were right
+    NSP_LOSS_SUM = 3  # the NSP loss times the rows it averaged over
+    NSP_CORRECT = 4  # NSP answers that were right
+    NSP_ROWS = 5  # rows (sequence pairs) with an NSP label
+    GRAD_NORM_SUM = 6  # the gradient norm, summed over steps (and processes)
+
+
+def zero_stats(device: torch.device | str) -> torch.Tensor:
+    """A fresh running-statistics tensor (indexed by `Stat`) on `device`."""
+    return torch.zeros(len(Stat), dtype=torch.float64, device=device)
+
+
+@dataclass
+class Session:
+    """What one call of `Trainer.run` keeps between steps for its log lines and time budget."""
+
+    start_step: int  # the step this session started (or resumed) from
+    window: tuple[int, float, int]  # (step, elapsed s, tokens) at the last log line: tokens/s since
+    speed_mark: tuple[int, float] | None = None  # (step, elapsed s) for the time-budget estimate
+    first_step_s: float | None = None  # the first step's time (one-off costs), logged once
+    steady_from: tuple[float, int] | None = None  # (elapsed s, tokens) after the first step
+
+
+@dataclass
+class Due:
+    """What is due after a step: a log line, a checkpoint, an evaluation, the end, a stop."""
+
+    log: bool
+    checkpoint: bool
+    eval: bool
+    last: bool
+    wants_stop: bool
+
+
 class Trainer:
     """Runs the pretraining loop for a model on a batch source (see `pretrain` for the usual entry)."""
 
@@ -508,6 +554,9 @@ class Trainer:
     # --- one optimiser step ---------------------------------------------------------------------
     def train_step(self, micro_batches: list[dict[str, torch.Tensor]], stats: torch.Tensor,
                    first_bad: torch.Tensor) -> None:
+        """One optimiser step over the micro-batches of a global batch. Adds to `stats` (see `Stat`)
+        and records in `first_bad` the first step whose loss (or gradient) was not finite, both on
+        the device: nothing here waits for the device."""
         rt = self.rt
         world = rt.dist.world_size
         # the LM's predictions in the whole global batch: masked tokens (MLM) or next tokens (LTR)
@@ -526,14 +575,14 @@ class Trainer:
             rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
             step_loss += (lm_sum.detach().double() / n_lm) * world + nsp_loss.detach().double() / k
             # running sums on the device (Python numbers go in as kernel arguments: no copy, no sync)
-            stats[0] += lm_sum.detach()
-            stats[1] += (target_labels(b) != IGNORE_INDEX).sum()
-            stats[2] += lm_correct
-            stats[3] += nsp_loss.detach() * rows
-            stats[4] += nsp_correct
-            stats[5] += rows
+            stats[Stat.LM_LOSS_SUM] += lm_sum.detach()
+            stats[Stat.LM_PREDICTIONS] += (target_labels(b) != IGNORE_INDEX).sum()
+            stats[Stat.LM_CORRECT] += lm_correct
+            stats[Stat.NSP_LOSS_SUM] += nsp_loss.detach() * rows
+            stats[Stat.NSP_CORRECT] += nsp_correct
+            stats[Stat.NSP_ROWS] += rows
         gnorm = optimizer_step(self.optimizer, self.scaler, self.lr_now(), self.recipe.grad_clip)
-        stats[6] += gnorm.detach().double()
+        stats[Stat.GRAD_NORM_SUM] += gnorm.detach().double()
         bad = ~torch.isfinite(step_loss)
         if not rt.uses_grad_scaler:  # with fp16 loss scaling, inf gradients are expected and skipped
             bad = bad | ~torch.isfinite(gnorm)
@@ -541,138 +590,58 @@ class Trainer:
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> PretrainResult:
-        cfg, rt = self.cfg, self.rt
-        if cfg.resume:
-            path = ckpt.latest_checkpoint(self.ckpt_root)
-            if path is not None:
-                self.restore(path)
-                if self.is_main:
-                    print(f"resuming from {path} (step {self.step})", flush=True)
-            elif self.is_main:
-                print(f"--resume: no checkpoint in {self.ckpt_root}; starting from step 0", flush=True)
-        if self.is_main:
-            logs.truncate_metrics(self.out / "metrics.jsonl", self.step)
-        logger = logs.MetricsLogger(self.out / "metrics.jsonl", enabled=self.is_main)
-        if self.is_main and self.step > 0 and (self.out / "metrics.jsonl").exists():
-            logger.records = logs.read_metrics(self.out / "metrics.jsonl")
-        world, accum, rank = rt.dist.world_size, cfg.grad_accum, rt.dist.rank
-        peak = rt.peak_flops
-        B, T = self.recipe.batch_size, self.recipe.seq_len
-
-        def prepare(batch):
-            return [rt.to_device(mb) for mb in shard_rows(batch, rank, world, accum)] \
-                if rt.device.type == "cpu" else \
-                [{k: v.pin_memory() for k, v in mb.items()} for mb in shard_rows(batch, rank, world, accum)]
-
-        feeder = Prefetcher(self.source, prepare)
-        stats = torch.zeros(7, dtype=torch.float64, device=rt.device)
-        first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
+        """Train until the step count (or the time budget) is reached, a stop signal arrives or
+        cfg.stop_after steps of this session are done; log, evaluate and checkpoint on the way. The
+        device is read only at sync points (`needs_sync`): every step on a CPU, else at log lines,
+        evaluations, checkpoints, the first step and stop requests."""
+        cfg = self.cfg
+        self.resume_if_asked()
+        logger = self.open_metrics()
+        feeder = Prefetcher(self.source, self.prepare_batch)
+        stats = zero_stats(self.rt.device)
+        first_bad = torch.full((), -1, dtype=torch.long, device=self.rt.device)
         bar = logs.progress_bar(self.total_steps, "pretrain", enabled=self.is_main and cfg.progress,
                                 initial=self.step)
         self._t0 = time.perf_counter()
-        window = (self.step, self.elapsed(), self.tokens)  # for tokens/s between log lines
-        speed_mark = None  # (step, elapsed) at the last sync, for the time-budget estimate
+        session = Session(start_step=self.step, window=(self.step, self.elapsed(), self.tokens))
         stopped_by = None
-        start_step = self.step
-        first_step_s = None
-        steady_from = None  # (elapsed, tokens) after the first step, for the first window's tokens/s
         self.model.train()
         try:
             with StopSignals() as signals:
                 while self.total_steps is None or self.step < self.total_steps:
                     micro, self.data_state = next(feeder)
-                    if rt.device.type != "cpu":
-                        micro = [rt.to_device(mb) for mb in micro]
+                    if self.rt.device.type != "cpu":
+                        micro = [self.rt.to_device(mb) for mb in micro]
                     self.train_step(micro, stats, first_bad)
                     self.step += 1
-                    self.tokens += B * T
+                    self.tokens += self.recipe.batch_size * self.recipe.seq_len
                     bar.update(1)
-                    if self.step == start_step + 1:
-                        # The first step of a session carries one-off costs (torch.compile's
-                        # compilation, allocator warm-up): timed apart, and left out of tokens/s.
-                        if rt.device.type == "cuda":
-                            torch.cuda.synchronize(rt.device)
-                        first_step_s = time.perf_counter() - self._t0
-                        if cfg.log_every > 1:  # tokens/s of the first window: from step 2 on
-                            steady_from = (self.elapsed(), self.tokens)
-                        if rt.compile and self.is_main:
-                            print(f"first step, compilation included: {first_step_s:.1f} s", flush=True)
-
-                    # Sync points: read the device's numbers, agree across processes, decide.
-                    s = self.step
-                    log_now = s % cfg.log_every == 0
-                    ckpt_now = s % cfg.checkpoint_every == 0
-                    eval_now = s % cfg.eval_every == 0 and bool(self.eval_batches)
-                    last = self.total_steps is not None and s >= self.total_steps
-                    wants_stop = signals.received is not None or (
-                        cfg.stop_after is not None and s - start_step >= cfg.stop_after)
-                    sync = (log_now or ckpt_now or eval_now or last or s == 1 or
-                            (wants_stop and not rt.dist.enabled) or rt.device.type == "cpu")
-                    if not sync:
+                    if self.step == session.start_step + 1:
+                        self.time_first_step(session)
+                    due = self.due(session, signals)
+                    if not self.needs_sync(due):
                         continue
-                    flags = torch.tensor([first_bad.item() if first_bad.item() >= 0 else 2**62], device=rt.device)
-                    self._all_reduce(flags, dist.ReduceOp.MIN if rt.dist.enabled else None)
-                    if flags.item() < 2**62:
-                        raise NonFiniteLossError(int(flags.item()), self.last_checkpoint)
-                    agree = torch.tensor([1.0 if wants_stop else 0.0, self.elapsed()], dtype=torch.float64,
-                                         device=rt.device)
-                    if rt.dist.enabled:
-                        agree[1] = agree[1] if self.is_main else 0.0
-                        dist.all_reduce(agree, op=dist.ReduceOp.MAX)
-                    stop_now, elapsed = agree[0].item() > 0, agree[1].item()
-
-                    if cfg.minutes is not None:  # re-estimate the number of steps that fit the budget
-                        budget = cfg.minutes * 60
-                        if speed_mark is not None and s > speed_mark[0] and elapsed > speed_mark[1]:
-                            rate = (s - speed_mark[0]) / (elapsed - speed_mark[1])
-                        else:
-                            rate = s / max(elapsed, 1e-9)
-                        if speed_mark is None or log_now:
-                            speed_mark = (s, elapsed)
-                        self.total_steps = max(s, s + int(max(budget - elapsed, 0.0) * rate))
-                        bar.total = self.total_steps
-                        last = s >= self.total_steps
-
-                    if log_now or last:
-                        tot = self._all_reduce(stats.clone())
-                        lm_sum, n, correct, nsp_sum, nsp_correct, rows, gsum = tot.tolist()
-                        steps_in = s - window[0]
-                        since = steady_from or window[1:]
-                        steady_from = None
-                        dt = max(elapsed - since[0], 1e-9)
-                        tok_s = (self.tokens - since[1]) / dt
-                        step_flops = flops.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
-                        loss_key, acc_key = OBJECTIVES[cfg.objective]
-                        rec = {"step": s, "split": "train", loss_key: lm_sum / max(n, 1),
-                               acc_key: correct / max(n, 1)}
-                        if rows:
-                            rec.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
-                        rec["loss"] = rec[loss_key] + rec.get("nsp_loss", 0.0)
-                        rec.update(lr=self.optimizer.param_groups[0]["lr"], grad_norm=gsum / world / max(steps_in, 1),
-                                   tokens_per_s=tok_s, mfu=flops.mfu(step_flops * tok_s / (B * T), peak),
-                                   tokens=self.tokens, elapsed_s=elapsed)
-                        if first_step_s is not None:  # once per session: the first step's one-off time
-                            rec["first_step_s"] = first_step_s
-                            first_step_s = None
+                    stop_now, elapsed = self.sync(first_bad, due.wants_stop)
+                    if cfg.minutes is not None:
+                        due.last = self.fit_time_budget(session, elapsed, due.log, bar)
+                    if due.log or due.last:
+                        rec = self.train_record(stats, session, elapsed)
                         logger.log(rec)
                         bar.set_postfix(logs.format_postfix(rec), refresh=False)
                         stats.zero_()
-                        window = (s, elapsed, self.tokens)
-                    if (eval_now or last) and self.eval_batches and self.is_main:
-                        ev = evaluate_pretraining(self.model, self.eval_batches, rt)
-                        logger.log({"step": s, "split": "eval", **ev, "elapsed_s": self.elapsed()})
-                        if last:
-                            self.final_eval = ev
-                    if ckpt_now or last or stop_now:
+                        session.window = (self.step, elapsed, self.tokens)
+                    if (due.eval or due.last) and self.eval_batches and self.is_main:
+                        self.evaluate(logger, due.last)
+                    if due.checkpoint or due.last or stop_now:
                         self.save()
-                        ckpt_root_barrier(rt)
-                    if stop_now and not last:
+                        ckpt_root_barrier(self.rt)
+                    if stop_now and not due.last:
                         stopped_by = signals.received or "stop_after"
                         if self.is_main:
-                            print(f"\nstopped ({stopped_by}): saved {self.last_checkpoint} at step {s}; "
+                            print(f"\nstopped ({stopped_by}): saved {self.last_checkpoint} at step {self.step}; "
                                   f"continue with --resume", flush=True)
                         break
-                    if last:
+                    if due.last:
                         break
         finally:
             feeder.close()
@@ -682,6 +651,131 @@ class Trainer:
         return PretrainResult(out_dir=self.out, step=self.step, history=self.history, final_eval=self.final_eval,
                               checkpoint=self.last_checkpoint, model=self.model, stopped_by=stopped_by,
                               elapsed_s=self.elapsed(), tokens=self.tokens)
+
+    # --- the steps of the loop ------------------------------------------------------------------
+    def resume_if_asked(self) -> None:
+        """With cfg.resume: continue from the newest checkpoint, if there is one."""
+        if not self.cfg.resume:
+            return
+        path = ckpt.latest_checkpoint(self.ckpt_root)
+        if path is not None:
+            self.restore(path)
+            if self.is_main:
+                print(f"resuming from {path} (step {self.step})", flush=True)
+        elif self.is_main:
+            print(f"--resume: no checkpoint in {self.ckpt_root}; starting from step 0", flush=True)
+
+    def open_metrics(self) -> logs.MetricsLogger:
+        """The metrics.jsonl logger, cut back to this step (a resumed run drops the lines of steps
+        it is about to redo) and holding the earlier lines."""
+        metrics = self.out / "metrics.jsonl"
+        if self.is_main:
+            logs.truncate_metrics(metrics, self.step)
+        logger = logs.MetricsLogger(metrics, enabled=self.is_main)
+        if self.is_main and self.step > 0 and metrics.exists():
+            logger.records = logs.read_metrics(metrics)
+        return logger
+
+    def prepare_batch(self, batch: dict[str, torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+        """This process's micro-batches of a global batch: on the device (CPU), or in pinned memory
+        for a fast copy to the GPU (run in the prefetching thread)."""
+        rt = self.rt
+        micro = shard_rows(batch, rt.dist.rank, rt.dist.world_size, self.cfg.grad_accum)
+        if rt.device.type == "cpu":
+            return [rt.to_device(mb) for mb in micro]
+        return [{k: v.pin_memory() for k, v in mb.items()} for mb in micro]
+
+    def time_first_step(self, session: Session) -> None:
+        """The first step of a session carries one-off costs (torch.compile's compilation,
+        allocator warm-up): timed apart, and left out of tokens/s."""
+        if self.rt.device.type == "cuda":
+            torch.cuda.synchronize(self.rt.device)
+        session.first_step_s = time.perf_counter() - self._t0
+        if self.cfg.log_every > 1:  # tokens/s of the first window: from step 2 on
+            session.steady_from = (self.elapsed(), self.tokens)
+        if self.rt.compile and self.is_main:
+            print(f"first step, compilation included: {session.first_step_s:.1f} s", flush=True)
+
+    def due(self, session: Session, signals: StopSignals) -> Due:
+        """What the step just done calls for (before the time budget is re-estimated)."""
+        cfg, s = self.cfg, self.step
+        return Due(log=s % cfg.log_every == 0, checkpoint=s % cfg.checkpoint_every == 0,
+                   eval=s % cfg.eval_every == 0 and bool(self.eval_batches),
+                   last=self.total_steps is not None and s >= self.total_steps,
+                   wants_stop=signals.received is not None or (
+                       cfg.stop_after is not None and s - session.start_step >= cfg.stop_after))
+
+    def needs_sync(self, due: Due) -> bool:
+        """Whether to read the device's numbers after this step (a sync point)."""
+        rt = self.rt
+        return (due.log or due.checkpoint or due.eval or due.last or self.step == 1 or
+                (due.wants_stop and not rt.dist.enabled) or rt.device.type == "cpu")
+
+    def sync(self, first_bad: torch.Tensor, wants_stop: bool) -> tuple[bool, float]:
+        """Read the device's numbers and agree across processes: raise NonFiniteLossError if any
+        process saw a loss (or gradient) that is not finite; (stop now, elapsed seconds as rank 0
+        measured them)."""
+        rt = self.rt
+        flags = torch.tensor([first_bad.item() if first_bad.item() >= 0 else 2**62], device=rt.device)
+        self._all_reduce(flags, dist.ReduceOp.MIN if rt.dist.enabled else None)
+        if flags.item() < 2**62:
+            raise NonFiniteLossError(int(flags.item()), self.last_checkpoint)
+        agree = torch.tensor([1.0 if wants_stop else 0.0, self.elapsed()], dtype=torch.float64,
+                             device=rt.device)
+        if rt.dist.enabled:
+            agree[1] = agree[1] if self.is_main else 0.0
+            dist.all_reduce(agree, op=dist.ReduceOp.MAX)
+        return agree[0].item() > 0, agree[1].item()
+
+    def fit_time_budget(self, session: Session, elapsed: float, log_now: bool, bar) -> bool:
+        """Re-estimate the number of steps that fit cfg.minutes from the measured speed; whether
+        this step is the last."""
+        s, budget = self.step, self.cfg.minutes * 60
+        mark = session.speed_mark
+        if mark is not None and s > mark[0] and elapsed > mark[1]:
+            rate = (s - mark[0]) / (elapsed - mark[1])
+        else:
+            rate = s / max(elapsed, 1e-9)
+        if mark is None or log_now:
+            session.speed_mark = (s, elapsed)
+        self.total_steps = max(s, s + int(max(budget - elapsed, 0.0) * rate))
+        bar.total = self.total_steps
+        return s >= self.total_steps
+
+    def train_record(self, stats: torch.Tensor, session: Session, elapsed: float) -> dict[str, Any]:
+        """The metrics line of the steps since the last one: the statistics summed over processes
+        (one read of the device), tokens/s, MFU, learning rate."""
+        got = self._all_reduce(stats.clone()).tolist()
+        lm_sum, n, correct = got[Stat.LM_LOSS_SUM], got[Stat.LM_PREDICTIONS], got[Stat.LM_CORRECT]
+        rows = got[Stat.NSP_ROWS]
+        B, T, world = self.recipe.batch_size, self.recipe.seq_len, self.rt.dist.world_size
+        s = self.step
+        steps_in = s - session.window[0]
+        since = session.steady_from or session.window[1:]
+        session.steady_from = None
+        dt = max(elapsed - since[0], 1e-9)
+        tok_s = (self.tokens - since[1]) / dt
+        step_flops = flops.pretraining_flops(self.model.config, B, T, n / max(steps_in * B, 1))
+        loss_key, acc_key = OBJECTIVES[self.cfg.objective]
+        rec = {"step": s, "split": "train", loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
+        if rows:
+            rec.update(nsp_loss=got[Stat.NSP_LOSS_SUM] / rows, nsp_acc=got[Stat.NSP_CORRECT] / rows)
+        rec["loss"] = rec[loss_key] + rec.get("nsp_loss", 0.0)
+        rec.update(lr=self.optimizer.param_groups[0]["lr"],
+                   grad_norm=got[Stat.GRAD_NORM_SUM] / world / max(steps_in, 1),
+                   tokens_per_s=tok_s, mfu=flops.mfu(step_flops * tok_s / (B * T), self.rt.peak_flops),
+                   tokens=self.tokens, elapsed_s=elapsed)
+        if session.first_step_s is not None:  # once per session: the first step's one-off time
+            rec["first_step_s"] = session.first_step_s
+            session.first_step_s = None
+        return rec
+
+    def evaluate(self, logger: logs.MetricsLogger, last: bool) -> None:
+        """Score the held-out batches and log them (the final scores are kept)."""
+        ev = evaluate_pretraining(self.model, self.eval_batches, self.rt)
+        logger.log({"step": self.step, "split": "eval", **ev, "elapsed_s": self.elapsed()})
+        if last:
+            self.final_eval = ev
 
 
 def ckpt_root_barrier(rt: Runtime) -> None:
@@ -725,10 +819,6 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     (bertlab.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
     on the fly (bertlab.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
     unmasked with next-token labels (bertlab.masking.NextTokenCollator)."""
-    from bertlab.corpus import load_corpus
-    from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data, unigram_log_probs
-    from bertlab.tokenizer import WordPieceTokenizer, train_wordpiece
-
     r = cfg.resolved_recipe()
     out = Path(cfg.out)
     docs = load_corpus(cfg.corpus, "train")
@@ -778,13 +868,11 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=cfg.seed)
     source = PretrainingBatches(train_ds, r.batch_size, collator, seed=cfg.seed)
     eval_bs = min(r.batch_size, 64, len(held_ds))
-    eval_collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=EVAL_SEED)
-    held_stream = PretrainingBatches(held_ds, eval_bs, eval_collator, seed=EVAL_SEED)
-    n_eval = min(cfg.eval_batches, len(held_stream))
-    eval_batches = [next(held_stream) for _ in range(n_eval)]
+    eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches, r.mlm_probability,
+                                   cfg.whole_word)
     if rt.dist.is_main:
         print(f"data: {len(train_ds):,} training sequences of {r.seq_len} tokens from {len(docs)} documents; "
-              f"{n_eval} held-out batches of {eval_bs} from {len(heldout)} documents; vocabulary "
+              f"{len(eval_batches)} held-out batches of {eval_bs} from {len(heldout)} documents; vocabulary "
               f"{tokenizer.vocab_size:,}", flush=True)
     prior = None
     if r.mlm_bias == "unigram":
@@ -797,10 +885,19 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
 def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False,
                   seed: int = 0):
     """The batch maker of an objective: masked (80/10/10) for "mlm", next-token labels for "ltr"."""
-    from bertlab.masking import MaskedLMCollator, NextTokenCollator
     if objective == "ltr":
         return NextTokenCollator(tokenizer)
     return MaskedLMCollator(tokenizer, mlm_probability=mlm_probability, whole_word=whole_word, seed=seed)
+
+
+def heldout_batches(dataset: Any, tokenizer: Any, objective: str, batch_size: int, batches: int,
+                    mlm_probability: float = 0.15, whole_word: bool = False) -> list[dict[str, torch.Tensor]]:
+    """The fixed held-out batches a model is evaluated on: the first `batches` batches (at most) of
+    `batch_size` sequences (at most the dataset's size) of a held-out dataset, in the order and with
+    the masks that EVAL_SEED draws, so that every run and every later evaluation sees the same ones."""
+    collator = make_collator(objective, tokenizer, mlm_probability, whole_word, seed=EVAL_SEED)
+    stream = PretrainingBatches(dataset, min(batch_size, len(dataset)), collator, seed=EVAL_SEED)
+    return [next(stream) for _ in range(min(batches, len(stream)))]
 
 
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
@@ -880,12 +977,6 @@ def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len:
     documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). A
     left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
     next_token_acc)."""
-    import tempfile
-
-    from bertlab.corpus import load_corpus
-    from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data
-    from bertlab.tokenizer import load_tokenizer_for
-
     model = ckpt.load_model(folder, BertForPreTraining)
     tokenizer = load_tokenizer_for(folder)
     objective = "ltr" if model.config.causal else "mlm"
@@ -896,9 +987,7 @@ def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len:
     with tempfile.TemporaryDirectory() as tmp:
         ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
                                       seed=EVAL_SEED)
-        bs = min(batch_size, len(ds))
-        stream = PretrainingBatches(ds, bs, make_collator(objective, tokenizer, seed=EVAL_SEED), seed=EVAL_SEED)
-        eval_batches = [next(stream) for _ in range(min(batches, len(stream)))]
+        eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
     return evaluate_pretraining(model.to(rt.device), eval_batches, rt)
 
 
