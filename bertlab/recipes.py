@@ -38,7 +38,8 @@ What is backed by a run and what is not (read before trusting a number):
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
   - a 2-core CPU study (tiny 2/128/2 model, WordPiece 8,192 trained on 30 books, seq 64, batch 32,
     warm-up 6% then linear decay, MLM only; held-out MLM accuracy on 16 fixed batches of the held-out
-    books) compared peak learning rates; the numbers are in `CPU_LR_STUDY` below. Over 300 and
+    books) compared peak learning rates; the numbers are in `CPU_LR_STUDY` below (read from
+    bertlab/measured/cpu_lr_study.json). Over 300 and
     1,000 steps the ordering was 2e-3 > 5e-4 > 1e-4 (the paper's lr barely leaves the "frequent
     words" plateau in a short run). It supports "much higher than 1e-4 for short runs" at tiny scale
     only: small models tolerate larger learning rates, so 2e-3 does not transfer to medium/base.
@@ -50,8 +51,10 @@ What is backed by a run and what is not (read before trusting a number):
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -162,18 +165,17 @@ def get_recipe(name: str, **overrides: Any) -> Recipe:
 FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "weight_decay": 0.01,
                      "max_len": 128}
 
-# The CPU learning-rate study, measured on a shared 2-core CPU (no GPU) with the CLI:
-#   python -m bertlab pretrain --preset tiny --corpus books --max-documents 30 --vocab-size 8192 \
-#       --seq-len 64 --batch-size 32 --steps {300,1000} --warmup 0.06 --lr LR --eval-every ... \
-#       --eval-batches 16 --device cpu
-# (the same tokenizer for every run). Held-out MLM (loss, accuracy) at the end of each run:
-CPU_LR_STUDY_SETUP = ("tiny preset (2/128/2), WordPiece 8,192 trained on 30 training books, seq 64, batch 32 "
-                      "(2,048 tokens per step), warm-up 6%, linear decay to 0, MLM only, fp32, seed 0; held-out "
-                      "MLM loss and accuracy on 16 fixed batches of 32 from the 6 held-out books")
-CPU_LR_STUDY: dict[tuple[float, int], tuple[float, float]] = {  # (peak lr, steps): (MLM loss, MLM accuracy)
-    (1e-4, 300): (7.529, 0.0487),
-    (5e-4, 300): (6.811, 0.0604),
-    (2e-3, 300): (6.704, 0.0826),
-    (5e-4, 1000): (6.523, 0.0930),
-    (2e-3, 1000): (6.327, 0.1227),
-}
+# Measured results live in data files beside the package (bertlab/measured/), not in code.
+MEASURED_DIR = Path(__file__).resolve().parent / "measured"
+
+
+def cpu_lr_study(path: str | Path = MEASURED_DIR / "cpu_lr_study.json"
+                 ) -> tuple[str, dict[tuple[float, int], tuple[float, float]]]:
+    """The CPU learning-rate study behind the cpu recipe (measured on a shared 2-core CPU with the
+    CLI; the file holds the command): (its setup in words, {(peak lr, steps): (held-out MLM loss,
+    MLM accuracy)} at the end of each run)."""
+    study = json.loads(Path(path).read_text())
+    return study["setup"], {(r["lr"], r["steps"]): (r["mlm_loss"], r["mlm_acc"]) for r in study["runs"]}
+
+
+CPU_LR_STUDY_SETUP, CPU_LR_STUDY = cpu_lr_study()
