@@ -5,8 +5,9 @@ One table feeds the grader (bertlab.grading: which functions each check takes, t
 time limit), the tables at the top of the exercise notebooks and the instructor page (tests
 check that they agree with it), and the student edition.
 
-    from bertlab.course import EXERCISES, QUESTIONS, ASSIGNMENTS
+    from bertlab.course import EXERCISES, QUESTIONS, ASSIGNMENTS, PROJECTS
     EXERCISES["attention"].points      # 10
+    PROJECTS["capstone"].points        # the capstone's measured points (bertlab.capstone grades it)
 """
 
 from __future__ import annotations
@@ -49,6 +50,32 @@ class Question:
     notebook: str
     title: str
     points: int
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project graded from what it hands in (a model folder), not from functions in its
+    notebook: its grader measures the artefacts again (`grader` is the command)."""
+    name: str
+    title: str
+    notebook: str
+    chapters: tuple[str, ...]
+    points: int  # the measured points (the write-up is a Question of the same notebook)
+    difficulty: str
+    minutes: tuple[int, int]  # expected student time, from .. to
+    compute: str  # what it runs, where, for how long
+    grader: str
+    device: str = "CPU"
+    timeout: int = 1800  # seconds the grader allows the measurements of one submission
+
+    def __post_init__(self):
+        if self.difficulty not in DIFFICULTIES:
+            raise ValueError(f"{self.name}: difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
+
+    @property
+    def time(self) -> str:
+        lo, hi = self.minutes
+        return f"{lo / 60:g}-{hi / 60:g} h"
 
 
 _E = Exercise
@@ -103,6 +130,14 @@ QUESTIONS: dict[str, Question] = {q.id: q for q in [
     _Q("q_probe_limits", "07_tasks_and_heads", "What a head probe can and cannot show", 5),
     _Q("q_confounds", "08_ablation", "What else could differ between the arms", 5),
     _Q("q_read_result", "08_ablation", "Reading an ablation's result", 10),
+    _Q("q_capstone", "09_capstone", "What you changed and what it bought", 25),
+]}
+
+PROJECTS: dict[str, Project] = {p.name: p for p in [
+    Project("capstone", "Your own BERT: pretrain, fine-tune, beat the control", "09_capstone",
+            ("10_pretraining", "11_finetuning_sst2", "17_ablations"), 50, "hard", (240, 360),
+            "CPU, under 30 min: 8-15 min of pretraining, about 10 min of fine-tuning",
+            "python -m bertlab.capstone SUBMISSION"),
 ]}
 
 ASSIGNMENTS: dict[str, str] = {
@@ -114,6 +149,7 @@ ASSIGNMENTS: dict[str, str] = {
     "06_training": "Pretraining and fine-tuning steps",
     "07_tasks_and_heads": "Token labels and attention heads",
     "08_ablation": "Designing an ablation",
+    "09_capstone": "Capstone: your own BERT",
 }
 
 
@@ -130,12 +166,21 @@ def questions_of(notebook: str) -> list[Question]:
     return [q for q in QUESTIONS.values() if q.notebook == notebook]
 
 
+def projects_of(notebook: str) -> list[Project]:
+    if notebook not in ASSIGNMENTS:
+        raise ValueError(f"unknown assignment {notebook!r}; the assignments are: {', '.join(ASSIGNMENTS)}")
+    return [p for p in PROJECTS.values() if p.notebook == notebook]
+
+
 def metadata_table(notebook: str) -> str:
     """The markdown table at the top of an exercise notebook (tests check the notebook has it)."""
     rows = ["| Exercise | Check | Difficulty | Points | Expected time | Runs on |",
             "|---|---|---|---|---|---|"]
     for e in exercises_of(notebook):
         rows.append(f"| {e.number}. {e.title} | `{e.name}` | {e.difficulty} | {e.points} | {e.time} | {e.device} |")
+    for p in projects_of(notebook):
+        rows.append(f"| {p.title} | measured again from the weights | {p.difficulty} | {p.points} | {p.time} | "
+                    f"{p.device} |")
     for q in questions_of(notebook):
         rows.append(f"| Question: {q.title} | graded by hand | | {q.points} | | |")
     return "\n".join(rows)

@@ -197,6 +197,10 @@ def grade_notebook(path: str | Path, assignment: str | None = None, timeout: int
                                  " or pass --assignment")
         return grade
     todo = list(assignments()[assignment])
+    if not todo:  # a project (the capstone): graded from its submission folder, not in a kernel
+        from bertlab.course import projects_of
+        grade.cell_errors += [f"{assignment} has no checks to run here: grade its submission folder with "
+                              f"{p.grader}" for p in projects_of(assignment)]
     cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip() and not is_check_cell(c)]
     skip: set[int] = set()  # the notebook's cells that timed out or killed the kernel once
     module_name = f"_bertlab_grading_{secrets.token_hex(6)}"
