@@ -34,6 +34,13 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from bertlab import reference
+from bertlab.finetune import FinetuneConfig, evaluate_folder, finetune
+from bertlab.logs import plot_metrics
+from bertlab.pretrain import NonFiniteLossError, PretrainConfig, evaluate_checkpoint, pretrain
+from bertlab.recipes import RECIPES
+from bertlab.runtime import shutdown_distributed
+
 HELP = {
     "preset": "model size: tiny, mini, small, medium, base, large",
     "layers": "L, the number of layers (overrides the preset's)",
@@ -119,9 +126,6 @@ def _config_from(cls: type, args: argparse.Namespace, **extra: Any):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bertlab.finetune import FinetuneConfig
-    from bertlab.pretrain import PretrainConfig
-
     parser = argparse.ArgumentParser(prog="python -m bertlab", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("Examples:")[1].split("Every option")[0])
@@ -167,7 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except (ValueError, FileNotFoundError, RuntimeError, KeyError) as err:
-        from bertlab.pretrain import NonFiniteLossError
         if isinstance(err, NonFiniteLossError):
             print(f"error: {err}", file=sys.stderr)
             return 3
@@ -179,8 +182,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "pretrain":
-        from bertlab.pretrain import PretrainConfig, pretrain
-        from bertlab.runtime import shutdown_distributed
         cfg = _config_from(PretrainConfig, args)
         try:
             result = pretrain(cfg)
@@ -192,17 +193,13 @@ def _run(args: argparse.Namespace) -> int:
             return 128 + getattr(signal, result.stopped_by)
         return 0
     if args.command == "finetune":
-        from bertlab.finetune import FinetuneConfig, finetune
         result = finetune(_config_from(FinetuneConfig, args))
         print(result.summary())
         return 0
     if args.command == "evaluate":
         if args.task == "mlm":
-            from bertlab.pretrain import evaluate_checkpoint
             model, kw = args.model, dict(corpus=args.corpus, seq_len=args.seq_len, max_documents=args.max_examples)
             if (Path(model) / "provenance.json").exists():  # a recorded reference run: its own settings
-                from bertlab import reference
-                from bertlab.recipes import RECIPES
                 run = reference.find(model)
                 st = run.provenance.get("settings", {})
                 model = str(run.model_folder())
@@ -212,7 +209,6 @@ def _run(args: argparse.Namespace) -> int:
             scores = evaluate_checkpoint(model, device=args.device, precision=args.precision, **kw)
             print(json.dumps(scores))
             return 0
-        from bertlab.finetune import evaluate_folder
         scores = evaluate_folder(args.model, args.task, args.split, args.max_len, args.device, args.precision,
                                  max_examples=args.max_examples)
         print(json.dumps(scores))
@@ -220,7 +216,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "plot":
         import matplotlib
         matplotlib.use("Agg")
-        from bertlab.logs import plot_metrics
         path = Path(args.metrics)
         if path.is_dir():
             path = path / "metrics.jsonl"
@@ -229,8 +224,7 @@ def _run(args: argparse.Namespace) -> int:
         print(out)
         return 0
     if args.command == "reference-run":
-        from bertlab.reference import reference_run  # local: keeps the CLI's start-up light
-        reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,
+        reference.reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,
                       seeds=args.seeds, compile=args.compile, resume=args.resume)
         return 0
     raise AssertionError(args.command)

@@ -50,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.config import BertConfig
+from bertlab.model import BertForPreTraining
 from bertlab.reference import PLATEAU_EXIT_ACC
+from bertlab.tokenizer import WordPieceTokenizer
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
@@ -117,8 +119,6 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
     The weights are read with safetensors only: nothing in the folder is unpickled or executed."""
     from safetensors.torch import load_file
 
-    from bertlab.tokenizer import WordPieceTokenizer
-
     folder = Path(folder)
     if not folder.is_dir():
         raise SubmissionError(f"{folder}: no such folder; a submission is a folder holding {', '.join(MODEL_FILES)}")
@@ -158,7 +158,6 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
                               f"(compare the sizes of the two files)") from err
     import torch
 
-    from bertlab.model import BertForPreTraining
     with torch.device("meta"):
         expected = BertForPreTraining(config).state_dict()
     absent = [k for k in expected if k not in weights]
@@ -200,6 +199,7 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
     (JSON) after every stage, so a run stopped by the time limit leaves what it finished."""
     import torch
 
+    # local: the training stack is imported by the child process that measures, not by the grader's own
     from bertlab.finetune import FinetuneConfig, finetune
     from bertlab.pretrain import evaluate_checkpoint
 

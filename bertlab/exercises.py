@@ -51,8 +51,15 @@ from typing import Any, Callable, Sequence
 import torch
 
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
+from bertlab.config import PRESETS
 from bertlab.files import write_text
-from bertlab.model import IGNORE_INDEX
+from bertlab.masking import mask_tokens
+from bertlab.model import IGNORE_INDEX, BertConfig, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
+from bertlab.model import attention_mask_for
+from bertlab.notebook import minilm_path
+from bertlab.optim import adamw, optimizer_step
+from bertlab.recipes import RECIPES, Recipe, get_recipe
 
 _NOT_RUN = object()  # what a check holds before the student's function has returned
 PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
@@ -210,12 +217,14 @@ def _same(name: str, got: torch.Tensor, expected: torch.Tensor, what: str, atol:
 # ------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tokenizer import bert_uncased_tokenizer
     return bert_uncased_tokenizer()
 
 
 @functools.lru_cache(maxsize=1)
 def _squad_dev():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
     return get_task("squad").load("dev")
 
@@ -223,6 +232,7 @@ def _squad_dev():
 @functools.lru_cache(maxsize=1)
 def _documents() -> list[list[str]]:
     """Documents of real sentences: the SQuAD dev paragraphs of each Wikipedia article."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.corpus import split_sentences
     docs: dict[str, list[str]] = {}
     seen: set[str] = set()
@@ -644,6 +654,7 @@ def check_nsp(make_nsp_pairs: Callable) -> None:
 # ------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _squad_features():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.squad import featurize_squad
     return featurize_squad(_squad_dev()[:40], _tokenizer(), max_len=128, doc_stride=64, max_query_len=32)
 
@@ -654,6 +665,7 @@ def check_span(best_span: Callable) -> None:
     j - i + 1 <= max_answer_length and context_mask[i] and context_mask[j]."""
     __tracebackhide__ = True
     name = "span"
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.squad import best_spans, oracle_logits
     f = _squad_features()
     in_context = torch.as_tensor(f.meta["token_to_char"][..., 0] >= 0)
@@ -705,8 +717,6 @@ STRATEGIES = ("first_layer", "last_hidden", "sum_all", "second_to_last", "sum_la
 
 @functools.lru_cache(maxsize=1)
 def _hidden_states():
-    from bertlab import BertModel
-    from bertlab.notebook import minilm_path
     model = BertModel.from_hf(minilm_path()).eval()
     sents = [s for d in _documents()[:2] for s in d][:3]
     enc = _tokenizer().encode_batch(sents, max_length=32, truncation=True, padding="longest", return_tensors="pt")
@@ -753,7 +763,6 @@ def check_features(combine_layers: Callable) -> None:
 # 9. A post-LN encoder layer (chapter 6)
 # ------------------------------------------------------------------------------------------------
 def _small_config(H: int, A: int, I: int, **kw):
-    from bertlab import BertConfig
     return BertConfig(vocab_size=100, num_layers=1, hidden_size=H, num_heads=A, intermediate_size=I,
                       hidden_dropout=0.0, attention_dropout=0.0, **kw)
 
@@ -811,8 +820,6 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
     h = LayerNorm1(x + MultiHeadAttention(x)); out = LayerNorm2(h + W2 GELU(W1 h)) (post-LN)."""
     __tracebackhide__ = True
     name = "encoder_layer"
-    from bertlab.model import EncoderLayer as Reference
-    from bertlab.model import attention_mask_for
     parts = _Parts(name)
     g = torch.Generator().manual_seed(9)
     cases = [("padding in one row", 2, 7, 64, 4, 256, (0, 3)), ("a single token", 1, 1, 32, 2, 128, None),
@@ -830,7 +837,7 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
     for label, B, T, H, A, I, pads in cases:
         with parts(label):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
-            ref = Reference(_small_config(H, A, I)).eval()
+            ref = ReferenceEncoderLayer(_small_config(H, A, I)).eval()
             with torch.no_grad():  # random LayerNorm parameters, so that swapping them shows
                 for norm in (ref.attention_norm, ref.ffn_norm):
                     norm.weight.normal_(1.0, 0.2)
@@ -892,7 +899,6 @@ def check_param_count(bert_parameters: Callable) -> None:
     intermediate_size=None, pooler=True) -> int: the number of parameters of BertModel."""
     __tracebackhide__ = True
     name = "param_count"
-    from bertlab import BertConfig, BertModel
     parts = _Parts(name)
     configs = [("BERT-base (the paper's 110M)", dict(L=12, H=768, A=12)),
                ("BERT-large (the paper's 340M)", dict(L=24, H=1024, A=16)),
@@ -943,7 +949,6 @@ def check_param_count(bert_parameters: Callable) -> None:
 @functools.lru_cache(maxsize=1)
 def _pretraining_batches() -> tuple[dict[str, torch.Tensor], ...]:
     """Two batches of 8 real sentence pairs (consecutive SQuAD sentences), masked as in BERT."""
-    from bertlab.masking import mask_tokens
     tok = _tokenizer()
     sents = [s for d in _documents()[:6] for s in d]
     g = torch.Generator().manual_seed(11)
@@ -964,14 +969,12 @@ def _pretraining_batches() -> tuple[dict[str, torch.Tensor], ...]:
 
 
 def _tiny_pretraining_model(seed: int):
-    from bertlab import BertConfig, BertForPreTraining
     torch.manual_seed(seed)
     return BertForPreTraining(BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=0.0,
                                          attention_dropout=0.0))
 
 
 def _reference_pretraining_step(model, batch, optimizer, max_grad_norm, variant: str = "") -> float:
-    from bertlab.optim import optimizer_step
     out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
                 mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"])
     loss = {"mlm_only": out.mlm_loss, "nsp_only": out.nsp_loss}.get(variant, out.loss)
@@ -1010,7 +1013,6 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
     name = "pretraining_step"
     import copy
 
-    from bertlab.optim import adamw
     parts = _Parts(name)
     b1, b2 = _pretraining_batches()
     base = _tiny_pretraining_model(11)
@@ -1084,6 +1086,7 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
 @functools.lru_cache(maxsize=1)
 def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str, torch.Tensor], ...]]:
     """Six training batches of 8 real SST-2 sentences, and four dev batches of 16."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
     task = get_task("sst2")
     tok = _tokenizer()
@@ -1102,7 +1105,6 @@ def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str
 
 
 def _tiny_classifier(seed: int, dropout: float = 0.0):
-    from bertlab import BertConfig, BertForSequenceClassification
     torch.manual_seed(seed)
     return BertForSequenceClassification(BertConfig(num_layers=2, hidden_size=64, num_heads=2,
                                                     hidden_dropout=dropout, attention_dropout=dropout))
@@ -1117,7 +1119,6 @@ def _lr_schedule(peak: float, total: int, warmup: int) -> Callable[[int], float]
 
 
 def _reference_finetune(model, batches, optimizer, epochs, lr_at, max_grad_norm=1.0, variant=""):
-    from bertlab.optim import optimizer_step
     model.train()
     losses, step = [], 0
     for _ in range(epochs):
@@ -1152,7 +1153,6 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
     name = "finetune_loop"
     import copy
 
-    from bertlab.optim import adamw
     parts = _Parts(name)
     train, dev = _sst2_batches()
     epochs, peak = 2, 2e-3
@@ -1243,6 +1243,7 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
 def _conll_cases() -> tuple[list[tuple[list[str], list[int | None], list[int], list[int]]], tuple[str, ...]]:
     """Real CoNLL-2003 dev sentences: (words, word_ids of [CLS] pieces [SEP], tag ids, the labels
     bertlab.ner.featurize_ner gives each piece)."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.ner import featurize_ner
     from bertlab.task_inputs import fast_tokenizer
     from bertlab.tasks import get_task
@@ -1340,8 +1341,6 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
 def _minilm_attention():
     """all-MiniLM-L6-v2's attention maps on 16 real sentence pairs (padded): (attentions,
     attention_mask, input_ids)."""
-    from bertlab import BertModel
-    from bertlab.notebook import minilm_path
     model = BertModel.from_hf(minilm_path()).eval()
     sents = [s for d in _documents()[6:14] for s in d]
     enc = _tokenizer().encode_batch(sents[0:32:2], sents[1:33:2], max_length=64, truncation=True,
@@ -1447,8 +1446,6 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
     name = "ablation_plan"
     import dataclasses as dc
 
-    from bertlab.config import PRESETS
-    from bertlab.recipes import RECIPES, Recipe, get_recipe
     knobs = {f.name for f in dc.fields(Recipe)} - {"name", "notes", "steps"} | {"preset"}
     parts = _Parts(name)
     plan: dict = {}
@@ -1628,6 +1625,7 @@ def require_part(name: str, index: int, *functions: Callable) -> None:
 
 def grade(folder: str, out: str | None = None, timeout: int | None = None) -> list:
     """Grade every notebook in `folder` in fresh kernels: see bertlab.grading.grade_folder."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.grading import grade_folder
     return grade_folder(folder, out, timeout)
 
@@ -1639,6 +1637,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("usage: python -m bertlab.exercises grade <folder> [--timeout S] [--assignment NAME] [--out CSV]",
               file=sys.stderr)
         raise SystemExit(2)
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.grading import main as grading_main
     grading_main(argv[1:])
 

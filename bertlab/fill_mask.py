@@ -17,6 +17,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import torch
 
+from bertlab import checkpoint as ckpt
+from bertlab.model import BertForPreTraining
+
 # The paper's own masked-LM examples (Devlin et al. 2018, section 3.1 and appendix A.1).
 PAPER_PROBES = [
     "the man went to the [MASK] . he bought a [MASK] of milk .",
@@ -70,8 +73,6 @@ def fill_mask_along(folders: Sequence[str | Path], tokenizer, texts: Sequence[st
                     model_cls: type | None = None) -> list[dict[str, Any]]:
     """Ask every model folder (checkpoints of one run, in order) to fill the same texts:
     [{"model": folder name, "fills": [[[(piece, prob), ...] per [MASK]] per text]}]."""
-    from bertlab import checkpoint as ckpt
-    from bertlab.model import BertForPreTraining
     out = []
     for folder in folders:
         model = ckpt.load_model(folder, model_cls or BertForPreTraining)

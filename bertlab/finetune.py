@@ -51,6 +51,7 @@ from bertlab.hf import folder_config, is_hf_folder
 from bertlab.recipes import FINETUNE_DEFAULTS, lr_multiplier
 from bertlab.optim import adamw, optimizer_step
 from bertlab.runtime import Runtime, make_runtime, seed_everything
+from bertlab.tasks import TASKS, get_task
 from bertlab.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer, load_tokenizer_for
 
 
@@ -284,7 +285,6 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
     train_examples / eval_examples: the task's examples (as `task.load` returns them) to use
     instead of cfg.train_split / cfg.eval_split; max_train_examples / max_eval_examples still
     take the first N of them. results.json records how many were used, not the examples."""
-    from bertlab.tasks import TASKS, get_task
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     task = get_task(cfg.task)
     for name, given in (("train_examples", train_examples), ("eval_examples", eval_examples)):
@@ -333,7 +333,6 @@ def evaluate_folder(folder: str | Path, task_name: str, split: str = "dev", max_
                     device: str = "auto", precision: str = "auto", batch_size: int = 128,
                     max_examples: int | None = None) -> dict[str, float]:
     """Scores of a saved fine-tuned model (a folder from finetune(save_models=True))."""
-    from bertlab.tasks import get_task
     task = get_task(task_name)
     rt = make_runtime(device, precision, distributed=False)
     model = ckpt.load_model(folder, task.model_class, **task.model_kwargs).to(rt.device)

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 import nbformat
 
-from bertlab.course import ASSIGNMENTS, EXERCISES, Exercise, exercises_of
+from bertlab.course import ASSIGNMENTS, EXERCISES, Exercise, exercises_of, projects_of
 
 CHECK_LINE = re.compile(r"^\s*(?:\w+\.)?check(?:_\w+)?\s*\(.*\)\s*;?\s*$")
 CALLED = re.compile(r"check(?:_(\w+)\s*\(|\s*\(\s*[\"'](\w+)[\"'])")
@@ -198,7 +198,6 @@ def grade_notebook(path: str | Path, assignment: str | None = None, timeout: int
         return grade
     todo = list(assignments()[assignment])
     if not todo:  # a project (the capstone): graded from its submission folder, not in a kernel
-        from bertlab.course import projects_of
         grade.cell_errors += [f"{assignment} has no checks to run here: grade its submission folder with "
                               f"{p.grader}" for p in projects_of(assignment)]
     cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip() and not is_check_cell(c)]

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlab import hf
 from bertlab.config import BertConfig
 
 IGNORE_INDEX = -100  # label value for positions that carry no loss (the convention of F.cross_entropy)
@@ -222,13 +223,11 @@ class _BertBase(nn.Module):
         state dict (then `config` is required: a transformers BertConfig, its dict, or a
         BertConfig), a folder holding config.json and model.safetensors, or a hub name such as
         "bert-base-uncased" (needs the network or a filled hub cache). See bertlab.hf."""
-        from bertlab import hf
         return hf.load_into(cls, source, config=config, strict=strict, **head_kwargs)
 
     def to_hf(self) -> dict[str, torch.Tensor]:
         """This model's weights under transformers' names, loadable by the matching
         transformers class (BertModel, BertForPreTraining, ...)."""
-        from bertlab import hf
         return hf.to_hf_state_dict(self)
 
 

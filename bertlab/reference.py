@@ -40,7 +40,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
+from bertlab import checkpoint as ckpt
+from bertlab.config import BertConfig
 from bertlab.files import fsync_file, replace_dir, sha256_file, write_json
+from bertlab.logs import read_metrics
+from bertlab.model import BertForPreTraining
+from bertlab.notebook import minilm_path
+from bertlab.runtime import cpu_model, device_name, make_runtime
+from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for
 
 ENV_VAR = "BERTLAB_REFERENCE_RUN"
 WEIGHTS = "model.fp16.safetensors"
@@ -140,11 +147,9 @@ class ReferenceRun:
         return rows
 
     def config(self):
-        from bertlab.config import BertConfig
         return BertConfig.load(self.path / "config.json")
 
     def tokenizer(self):
-        from bertlab.tokenizer import WordPieceTokenizer
         return WordPieceTokenizer.load(self.path / "tokenizer.json")
 
     def verify(self) -> None:
@@ -186,8 +191,6 @@ class ReferenceRun:
     def load(self, model_cls: type | None = None, **head_kwargs: Any):
         """The pretrained model in fp32 (BertForPreTraining by default; a fine-tuning class gets
         the encoder and a fresh task layer), on the CPU, in eval mode."""
-        from bertlab import checkpoint as ckpt
-        from bertlab.model import BertForPreTraining
         return ckpt.load_model(self.model_folder(), model_cls or BertForPreTraining, **head_kwargs).eval()
 
 
@@ -233,8 +236,6 @@ def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Pat
     """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
     size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
     MLM loss and accuracy). `change` says in words what this pilot changes from its baseline."""
-    from bertlab.logs import read_metrics
-    from bertlab.runtime import cpu_model
     run_dir = Path(run_dir)
     run = json.loads((run_dir / "run.json").read_text())
     records = read_metrics(run_dir / "metrics.jsonl")
@@ -302,7 +303,6 @@ class PretrainedEncoder:
     description: str
 
     def tokenizer(self):
-        from bertlab.tokenizer import load_tokenizer_for
         return load_tokenizer_for(self.folder)
 
 
@@ -316,7 +316,6 @@ def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
     `min_layers` layers: what `needed_for` needs), else all-MiniLM-L6-v2 (a
     real 6-layer BERT encoder, distilled rather than pre-trained with the masked LM; see chapter
     11). `description` says which one and why. `folder` works as `finetune(init=...)`."""
-    from bertlab.notebook import minilm_path
     run = find() if prefer_reference else None
     if run is not None and not run.smoke:
         c = run.config()
@@ -374,16 +373,14 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     `out`: metrics.jsonl, config.json, tokenizer.json + vocab.txt, model.fp16.safetensors,
     finetune_results.json, provenance.json (command, git commit, device, wall times, corpus
     checksums, versions), and the full pretraining run folder under pretrain/."""
-    # local: torch and the training modules; `import bertlab.reference` stays light for the chapters
     import torch
 
-    from bertlab import checkpoint as ckpt
+    # local: the training stack (corpus, pretraining data, tasks); `import bertlab.reference` stays
+    # light for the chapters that only read the record
     from bertlab.corpus import load_corpus
     from bertlab.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
     from bertlab.finetune import FinetuneConfig, finetune
     from bertlab.pretrain import PretrainConfig, git_commit, pretrain
-    from bertlab.runtime import cpu_model, device_name, make_runtime
-    from bertlab.tokenizer import WordPieceTokenizer
 
     rt = make_runtime("auto", "auto", distributed=False)
     kind = "smoke" if smoke else rt.device.type if rt.device.type in REFERENCE else "gpu"

@@ -1,5 +1,6 @@
-"""The package's shape: bertlab's modules import each other without cycles, and none reaches into
-another's private names.
+"""The package's shape: bertlab's modules import each other without cycles, none reaches into
+another's private names, and a bertlab module is imported inside a function only where that buys
+start-up time, with a comment saying so.
 
 Every bertlab/*.py is parsed with `ast` (nothing is imported), and every import of a bertlab
 module counts, the ones inside functions included: a function-local import only delays a cycle
@@ -207,6 +208,73 @@ def f():
         "from bertlab.b import _private", "bertlab.b._hidden", "bertlab.c._also", "bertlab.c._too"]
     assert scan("bertlab.b", "from . import a\nfrom .c import _x\n", modules).private == [
         "line 2: from bertlab.c import _x"]
+
+
+LOCAL_MARK = "# local:"
+
+
+def function_local_imports(source: str, modules: set[str] | dict = MODULES, name: str = "") -> list[tuple[int, bool]]:
+    """(line, commented) for every import of a bertlab module inside a function of `source`.
+    Commented: `# local: <why>` on the import's line, or in the comment lines right above the block
+    of consecutive import lines it belongs to."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [resolve(node, name or PACKAGE + ".x") or ""]
+            else:
+                continue
+            if not any(t == PACKAGE or t.startswith(PACKAGE + ".") for t in targets):
+                continue
+            found.append((node.lineno, _marked(lines, node.lineno)))
+    return sorted(set(found))
+
+
+def _marked(lines: list[str], lineno: int) -> bool:
+    if LOCAL_MARK in lines[lineno - 1]:
+        return True
+    i = lineno - 2
+    while i >= 0 and lines[i].strip().startswith(("from ", "import ")):  # the block of imports
+        if LOCAL_MARK in lines[i]:
+            return True
+        i -= 1
+    while i >= 0 and lines[i].strip().startswith("#"):  # the comment above it
+        if LOCAL_MARK in lines[i]:
+            return True
+        i -= 1
+    return False
+
+
+def test_function_local_imports_say_why():
+    """A bertlab module imported inside a function (bertlab's own __init__ loads torch anyway) is
+    there for start-up time only: `# local: <why>` says so, on its line or just above its block."""
+    bare = [f"bertlab/{MODULES[name].name}:{line}" for name, path in MODULES.items()
+            for line, commented in function_local_imports(path.read_text(encoding="utf-8"), name=name)
+            if not commented]
+    assert not bare, ("function-local imports of bertlab modules without a `# local: <why>` comment (import "
+                      "them at the top, or say what the delay buys):\n  " + "\n  ".join(bare))
+
+
+def test_the_local_import_check_can_fail():
+    source = """
+import bertlab.config
+
+def f():
+    import json
+    from bertlab import model
+    # local: keeps the CLI light
+    from bertlab import pretrain
+    from bertlab.finetune import finetune
+    from bertlab.tasks import get_task  # local: a heavy table
+    return model, pretrain, finetune, get_task, json
+"""
+    assert function_local_imports(source) == [(6, False), (8, True), (9, True), (10, True)]
 
 
 def test_the_task_modules_import_downward():
