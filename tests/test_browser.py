@@ -22,6 +22,8 @@ Without Chromium or a built book the tests skip with a message saying how to get
 from __future__ import annotations
 
 import functools
+import html
+import json
 import os
 import re
 import shutil
@@ -225,6 +227,57 @@ def test_launch_and_download_buttons():
         assert f"_sources/{nb}" in html and "btn-download-source-button" in html, (
             f"{page.name}: no download button for the notebook")
         assert (built() / "_sources" / nb).exists(), f"{page.name}: the downloadable notebook is missing"
+
+
+# ------------------------------------------------------------------------------------------------
+# (e) code fits the page
+# ------------------------------------------------------------------------------------------------
+WINDOW = (1280, 1000)  # a laptop browser window, in CSS pixels
+_MEASURE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const wide = [];
+  document.querySelectorAll("div.cell_input pre, div.highlight pre").forEach((pre) => {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const longest = pre.innerText.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+      wide.push(`${pre.scrollWidth - pre.clientWidth}px too wide: ${longest.trim().slice(0, 70)}`);
+    }
+  });
+  const widths = Array.from(document.querySelectorAll("div.cell_input pre"), (p) => p.clientWidth);
+  document.body.setAttribute("data-wide-code", JSON.stringify(wide));
+  document.body.setAttribute("data-code-width", String(widths.length ? Math.min(...widths) : -1));
+}, 500));
+</script>"""
+
+
+def code_overflow(page: Path) -> tuple[list[str], int]:
+    """The code blocks of a built page that scroll sideways in a 1280-pixel window (how far, and
+    their longest line), and the width of the narrowest code cell in pixels (-1: none). The page
+    is copied beside itself (so its relative links still work) with a measuring script added."""
+    probe = page.with_name(f".measure-{page.name}")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"),
+                     encoding="utf-8")
+    try:
+        result = _chromium("--virtual-time-budget=20000", f"--window-size={WINDOW[0]},{WINDOW[1]}",
+                           "--dump-dom", probe.as_uri())
+    finally:
+        probe.unlink()
+    wide = re.search(r'data-wide-code="([^"]*)"', result.stdout)
+    width = re.search(r'data-code-width="(-?\d+)"', result.stdout)
+    assert wide and width, f"{page.name}: the measuring script did not run: {result.stderr[-1000:]}"
+    return json.loads(html.unescape(wide.group(1))), int(width.group(1))
+
+
+def test_code_fits_the_page_at_1280_px():
+    pages = [p for p in chapter_pages() if p.exists() and 'class="cell_input' in p.read_text(encoding="utf-8")]
+    assert pages, "no built chapter has code cells"
+    offenders, widths = [], []
+    for page in pages:
+        wide, width = code_overflow(page)
+        offenders += [f"{page.name}: {w}" for w in wide]
+        widths.append(width)
+    print(f"\nnarrowest code cell: {min(widths)} px over {len(pages)} pages")
+    assert not offenders, (f"{len(offenders)} code blocks scroll sideways in a {WINDOW[0]}-pixel window "
+                           f"(shorten the lines):\n" + "\n".join(offenders[:30]))
 
 
 # ------------------------------------------------------------------------------------------------
