@@ -1,7 +1,7 @@
 # The two commands of the README. Both set up .venv on first use (scripts/setup.sh).
 #   make book   build the book, every chapter executed, into _build/html
-#   make test   run every test: unit tests, the book build (-W), the student book build (-W),
-#               browser checks of the built pages
+#   make test   run every test: the linter (ruff, pyproject.toml), unit tests, the book build (-W),
+#               the student book build (-W), browser checks of the built pages
 #   make student-book   the student book only (exercises without solutions): _build/student
 SHELL := /bin/bash
 VENV := .venv
@@ -26,9 +26,11 @@ student-book: setup
 	$(ACT) && bash scripts/build_student_book.sh
 
 unit: setup
+	$(ACT) && ruff check
 	$(ACT) && python -m pytest -m "not browser" -q
 
 test: setup
+	$(ACT) && ruff check
 	$(ACT) && bash scripts/build_book.sh
 	$(ACT) && bash scripts/build_student_book.sh
 	$(ACT) && python -m pytest -q

@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("reference-run", help="the book's reference run, end to end")
     r.add_argument("--out", default="data/reference_run")
     r.add_argument("--smoke", action="store_true", help="a CPU-sized version that runs in minutes")
-    r.add_argument("--minutes", type=float, default=None, help="pretraining time budget in minutes (default: 60 on a CPU, 9 on a GPU; smoke: 40 steps)")
+    r.add_argument("--minutes", type=float, default=None,
+                   help="pretraining time budget in minutes (default: 60 on a CPU, 9 on a GPU; smoke: 40 steps)")
     r.add_argument("--preset", default=None)
     r.add_argument("--seeds", type=int, nargs="+", default=None)
     r.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None)

@@ -280,7 +280,8 @@ def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
         if doc.sentences:
             docs.append(doc)
     if not docs and text.strip():
-        raise CorpusFormatError(f"{name}: no '<doc id=... title=...>' ... '</doc>' blocks found; is this WikiExtractor output?")
+        raise CorpusFormatError(f"{name}: no '<doc id=... title=...>' ... '</doc>' blocks found; "
+                                "is this WikiExtractor output?")
     return docs
 
 

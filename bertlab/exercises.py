@@ -50,13 +50,19 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
 from bertlab.config import PRESETS
+from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
 from bertlab.files import write_text
 from bertlab.masking import mask_tokens
-from bertlab.model import IGNORE_INDEX, BertConfig, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab.model import (
+    IGNORE_INDEX,
+    BertConfig,
+    BertForPreTraining,
+    BertForSequenceClassification,
+    BertModel,
+    attention_mask_for,
+)
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
-from bertlab.model import attention_mask_for
 from bertlab.notebook import minilm_path
 from bertlab.optim import adamw, optimizer_step
 from bertlab.recipes import RECIPES, Recipe, get_recipe
@@ -694,7 +700,8 @@ def check_span(best_span: Callable) -> None:
                 if j < i:
                     _fail(name, f"{what}: your span ({i}, {j}) ends before it starts; allow only j >= i")
                 if j - i + 1 > L:
-                    _fail(name, f"{what}: your span ({i}, {j}) is {j - i + 1} tokens long, more than max_answer_length={L}")
+                    _fail(name, f"{what}: your span ({i}, {j}) is {j - i + 1} tokens long, "
+                                f"more than max_answer_length={L}")
                 for pos, which in ((i, "start"), (j, "end")):
                     if not in_context[w, pos]:
                         _fail(name, f"{what}: the {which} token {pos} is not a context token (it is the question, "
@@ -1190,7 +1197,8 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
         got_f = [float(x) for x in got]
         for s, (a, b) in enumerate(zip(got_f, ref_losses)):
             if abs(a - b) > 1e-4 * max(1.0, abs(b)):
-                _fail(name, f"step {s}: loss {a:.5f}, expected {b:.5f} (the loss of the batch BEFORE that step's update)")
+                _fail(name, f"step {s}: loss {a:.5f}, expected {b:.5f} "
+                            "(the loss of the batch BEFORE that step's update)")
     with parts("the weights after training equal bertlab's loop (clipping included)"):
         if got is _NOT_RUN:
             _fail(name, "not checked: finetune did not run")

@@ -48,17 +48,15 @@ import contextlib
 import dataclasses
 import enum
 import json
-import math
-import os
 import queue
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
 import torch
 import torch.distributed as dist
@@ -66,8 +64,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab import checkpoint as ckpt
-from bertlab import files, flops
-from bertlab import logs
+from bertlab import files, flops, logs
 from bertlab.config import PRESETS, BertConfig
 from bertlab.corpus import load_corpus
 from bertlab.masking import MaskedLMCollator, NextTokenCollator
@@ -935,7 +932,8 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
     prior = None
     if source is None:
         data = prepare_data(cfg, rt)
-        source, eval_batches, tokenizer, tokenizer_file = data.train, data.eval_batches, data.tokenizer, data.tokenizer_file
+        source, eval_batches, tokenizer = data.train, data.eval_batches, data.tokenizer
+        tokenizer_file = data.tokenizer_file
         prior = data.unigram_log_probs
     elif cfg.resolved_recipe().mlm_bias == "unigram":
         raise ValueError("mlm_bias='unigram' needs the token frequencies of the training data, which a custom "

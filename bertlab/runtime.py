@@ -256,9 +256,9 @@ def resolve_precision(precision: str, device: torch.device) -> str:
             raise ValueError(f"--precision fp16 needs a CUDA GPU, but this run is on {device}; use "
                              f"--precision {'bf16' if native else 'fp32'} (or auto) on this CPU")
         if precision == "bf16" and not native:
-            raise ValueError(f"--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX) or a "
-                             f"CUDA GPU; this CPU has neither, so bf16 would be emulated and slower than "
-                             f"fp32. Use --precision fp32 (or auto)")
+            raise ValueError("--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX) or a "
+                             "CUDA GPU; this CPU has neither, so bf16 would be emulated and slower than "
+                             "fp32. Use --precision fp32 (or auto)")
         if precision == "auto":
             return "bf16" if native else "fp32"
         return precision

@@ -352,7 +352,8 @@ class NerSentence:
     line: int  # line of the first word in the file
 
 
-def read_conll2003(split_or_path: str | Path = "train", *, strict: bool = False) -> tuple[list[NerSentence], LoadReport]:
+def read_conll2003(split_or_path: str | Path = "train", *,
+                   strict: bool = False) -> tuple[list[NerSentence], LoadReport]:
     """CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003) in IOB2: ``word POS chunk NER``.
 
     Blank lines end sentences and ``-DOCSTART-`` lines start documents.  A sentence with a line

@@ -454,7 +454,8 @@ def passed(summary: dict[str, Any], s: Settings) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kills", type=int, default=25, help="SIGKILLs before the run may finish (default 25)")
     ap.add_argument("--steps", type=int, default=60, help="optimiser steps of each run (default 60)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and of the runs")

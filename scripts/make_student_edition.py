@@ -129,6 +129,7 @@ def build_student_book(out: Path) -> Path:
     _toc.yml, the course page without its instructor-only blocks, the student notebooks. Build it
     with `jupyter-book build <out> --path-output <dir> -W -n --keep-going`."""
     import yaml
+
     from bertlab.course import ASSIGNMENTS
     if out.exists():
         shutil.rmtree(out)

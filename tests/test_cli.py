@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import conftest
 import pytest
 import torch
 
+import conftest
 from bertlab.__main__ import main
 
 MIRROR = str(conftest.MIRROR)
@@ -170,7 +170,6 @@ def test_reference_run_smoke(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     again = json.loads(p.stdout.strip().splitlines()[-1])
     assert abs(again["mlm_acc"] - prov["pretraining"]["final_heldout"]["mlm_acc"]) < 0.01
-    from bertlab.checkpoint import load_model
     from safetensors.torch import load_file
     w = load_file(str(out / "model.fp16.safetensors"))
     assert all(v.dtype == torch.float16 for v in w.values() if v.is_floating_point())

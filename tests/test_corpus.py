@@ -15,7 +15,6 @@ import pytest
 
 from bertlab import corpus, download
 from bertlab.corpus import Document, load_corpus, split_sentences
-
 from conftest import DEFAULT_MIRROR
 
 pytestmark = pytest.mark.usefixtures("mirror")
@@ -221,7 +220,8 @@ def test_heldout_is_disjoint_deterministic_and_whole_documents(books_and_wiki):
         ids = [d.id for d in train + heldout]
         assert len(ids) == len(set(ids))  # each document is whole, on exactly one side
     again = load_corpus("books+wiki", "heldout")
-    assert [d.id for d in again] == [d.id for d in books_and_wiki["books", "heldout"] + books_and_wiki["wiki", "heldout"]]
+    held = books_and_wiki["books", "heldout"] + books_and_wiki["wiki", "heldout"]
+    assert [d.id for d in again] == [d.id for d in held]
 
 
 def test_cleaned_corpus_is_cached_by_source_checksums(monkeypatch, tmp_path):
@@ -268,7 +268,8 @@ def test_wikitext_103_train_works_once_downloaded(mirror, monkeypatch, tmp_path)
         docs = load_corpus("wikitext-103", "train")
         assert len(docs) == 60 and docs[0].title == "Homarus gammarus"
         record = tmp_path / "cache" / (path + ".sha256")
-        assert record.read_text().strip() == hashlib.sha256((mirror / "wikitext-2-raw/wiki.valid.raw").read_bytes()).hexdigest()
+        raw = (mirror / "wikitext-2-raw/wiki.valid.raw").read_bytes()
+        assert record.read_text().strip() == hashlib.sha256(raw).hexdigest()
         assert download.available_splits("wikitext-103") == ["train"]
         # a later corruption of the extracted file is caught by the recorded hash
         extracted = tmp_path / "cache" / path

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import conftest
 import pytest
 import torch
 from safetensors.torch import load_file
 
+import conftest
 from bertlab.pretrain import PretrainConfig, pretrain
 
 MIRROR = str(conftest.MIRROR)

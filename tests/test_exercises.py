@@ -14,7 +14,6 @@ Real data: the SQuAD dev set (mirror) and all-MiniLM-L6-v2's vocabulary and weig
 from __future__ import annotations
 
 import math
-import random
 import re
 import shutil
 import subprocess
@@ -496,7 +495,8 @@ def test_exercise_notebook_agrees_with_the_course_table(path):
     for qid, c in answers.items():
         assert c.metadata["nbgrader"]["points"] == QUESTIONS[qid].points
         assert f"**Rubric ({QUESTIONS[qid].points} points).**" in c.source and "model-answer" in c.metadata["tags"]
-    assert [c for c in nb.cells if "instructor-only" in c.metadata.get("tags", [])], "no note for the instructor edition"
+    assert [c for c in nb.cells if "instructor-only" in c.metadata.get("tags", [])], \
+        "no note for the instructor edition"
 
 
 @pytest.fixture(scope="module")
@@ -702,6 +702,7 @@ def student_book(tmp_path_factory) -> Path:
 
 def test_student_book_sources(student_book):
     import yaml
+
     from tests.test_notebooks import _toc_files
     toc = yaml.safe_load((student_book / "_toc.yml").read_text())
     files = [toc["root"]] + _toc_files(toc["parts"])
@@ -742,7 +743,8 @@ def test_student_book_html_has_no_solutions():
 def test_instructor_page_agrees_with_the_course():
     """The points tables and the rubrics of book/instructor.md are those of bertlab.course and of
     the model answers."""
-    from bertlab.course import ASSIGNMENTS, EXERCISES as TABLE, QUESTIONS, exercises_of, projects_of, questions_of
+    from bertlab.course import ASSIGNMENTS, QUESTIONS, exercises_of, projects_of, questions_of
+    from bertlab.course import EXERCISES as TABLE
     page = (ROOT / "book" / "instructor.md").read_text()
     flat = " ".join(page.split())
     for e in TABLE.values():

@@ -6,11 +6,18 @@ and training a tagger end to end."""
 import pytest
 import torch
 
-from bertlab import BertConfig, BertModel
-from bertlab import exercises
+from bertlab import BertConfig, BertModel, exercises
 from bertlab.feature_based import (
-    COMBINATIONS, PAPER_DEV_F1, DESCRIPTIONS, Tagger, WordStates, combine, extract_word_states,
-    layers_used, predict_tags, train_tagger,
+    COMBINATIONS,
+    DESCRIPTIONS,
+    PAPER_DEV_F1,
+    Tagger,
+    WordStates,
+    combine,
+    extract_word_states,
+    layers_used,
+    predict_tags,
+    train_tagger,
 )
 from bertlab.metrics import entity_f1
 from bertlab.ner import featurize_ner

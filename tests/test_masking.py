@@ -6,12 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertlab import BertConfig, BertForPreTraining, IGNORE_INDEX
-from bertlab.masking import (MaskedLMCollator, NextTokenCollator, default_max_predictions, mask_tokens,
-                             next_token_labels)
-from bertlab.tokenizer import bert_uncased_tokenizer
-
+from bertlab import IGNORE_INDEX, BertConfig, BertForPreTraining
 from bertlab.corpus import load_corpus
+from bertlab.masking import MaskedLMCollator, NextTokenCollator, default_max_predictions, mask_tokens, next_token_labels
+from bertlab.tokenizer import bert_uncased_tokenizer
 
 T = 128
 

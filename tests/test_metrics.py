@@ -1,7 +1,6 @@
 """bertlab.metrics: hand-checked cases, the SQuAD gold answers against themselves, and entity-level
 F1 against seqeval (the oracle) on the real CoNLL-2003 dev set with perturbed predictions."""
 
-import os
 import random
 
 import pytest
@@ -9,13 +8,19 @@ import torch
 
 from bertlab import metrics
 from bertlab.metrics import (
-    accuracy, binary_f1, entity_f1, exact_match, get_entities, normalize_answer, span_f1, squad_scores,
+    accuracy,
+    binary_f1,
+    entity_f1,
+    exact_match,
+    get_entities,
+    normalize_answer,
+    span_f1,
+    squad_scores,
 )
 
 
-
 def _read(reader, split):
-    from bertlab import download, task_data
+    from bertlab import download
     try:
         return reader(split)[0]
     except download.DataUnavailableError as err:

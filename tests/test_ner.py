@@ -2,7 +2,6 @@
 word labels -> sub-token labels -> word labels, windows for long sentences, entity F1 through the
 whole path against seqeval, a forward pass, and bad input."""
 
-import os
 import random
 
 import numpy as np
@@ -14,7 +13,6 @@ from bertlab import IGNORE_INDEX, BertConfig
 from bertlab.ner import featurize_ner, split_into_windows, word_predictions
 from bertlab.task_inputs import stack_ragged
 from bertlab.tasks import CONLL_LABELS, get_task
-
 
 
 @pytest.fixture(scope="module")

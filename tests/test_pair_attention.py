@@ -6,7 +6,15 @@ import torch
 
 from bertlab import BertConfig, BertModel
 from bertlab.pair_attention import (
-    PAD, ROLES, A, B, CLS, SEP, attention_mass, same_token_attention, token_roles,
+    CLS,
+    PAD,
+    ROLES,
+    SEP,
+    A,
+    B,
+    attention_mass,
+    same_token_attention,
+    token_roles,
     uniform_attention,
 )
 from bertlab.task_inputs import SpecialIds, collate, fast_tokenizer

@@ -12,11 +12,10 @@ import torch
 from bertlab import BertConfig, BertForPreTraining
 from bertlab import checkpoint as ckpt
 from bertlab.logs import plot_metrics, read_metrics
+from bertlab.optim import parameter_groups
+from bertlab.pretrain import NonFiniteLossError, PretrainConfig, Trainer, build_model, prepare_data, pretrain
 from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
 from bertlab.runtime import make_runtime, resolve_precision
-from bertlab.optim import parameter_groups
-from bertlab.pretrain import (NonFiniteLossError, PretrainConfig, Trainer, build_model,
-                           prepare_data, pretrain)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -269,8 +268,8 @@ def test_ltr_loss_decreases_and_is_logged_under_its_own_names(tmp_path, tokenize
 def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, tokenizer_file):
     from bertlab import BertForSequenceClassification
     from bertlab.finetune import FinetuneConfig, build_task_model
-    from bertlab.tasks import get_task
     from bertlab.pretrain import evaluate_checkpoint
+    from bertlab.tasks import get_task
 
     straight = pretrain(tiny(tmp_path / "a", tokenizer_file, objective="ltr"))
     first = pretrain(tiny(tmp_path / "b", tokenizer_file, objective="ltr", stop_after=4))

@@ -14,11 +14,18 @@ import torch
 from bertlab import BertConfig, BertForPreTraining
 from bertlab.corpus import Document, load_corpus
 from bertlab.masking import MaskedLMCollator
-from bertlab.pretraining_data import (IS_NEXT, NOT_NEXT, PretrainingBatches, PretrainingDataset,
-                                      TokenizedCorpus, build_examples, prepare_pretraining_data,
-                                      tokenize_corpus, unigram_log_probs)
+from bertlab.pretraining_data import (
+    IS_NEXT,
+    NOT_NEXT,
+    PretrainingBatches,
+    PretrainingDataset,
+    TokenizedCorpus,
+    build_examples,
+    prepare_pretraining_data,
+    tokenize_corpus,
+    unigram_log_probs,
+)
 from bertlab.tokenizer import bert_uncased_tokenizer, train_wordpiece
-
 
 IDS = ["pg11", "pg35", "pg43", "pg46", "pg16", "pg55", "pg105", "pg103"]
 

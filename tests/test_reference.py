@@ -7,10 +7,8 @@ import json
 import pytest
 import torch
 
-from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification
+from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification, files, reference
 from bertlab import checkpoint as ckpt
-from bertlab import files
-from bertlab import reference
 
 
 @pytest.fixture

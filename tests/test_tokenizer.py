@@ -10,12 +10,11 @@ import time
 import unicodedata
 from pathlib import Path
 
-import conftest
 import pytest
 import torch
 
-from bertlab.tokenizer import (BERT_SPECIAL_IDS, WordPieceTokenizer, bert_uncased_tokenizer,
-                               train_wordpiece)
+import conftest
+from bertlab.tokenizer import BERT_SPECIAL_IDS, WordPieceTokenizer, bert_uncased_tokenizer, train_wordpiece
 
 MIRROR = conftest.MIRROR
 BOOKS = ["pg11.txt.gz", "pg35.txt.gz", "pg43.txt.gz", "pg46.txt.gz", "pg16.txt.gz"]
