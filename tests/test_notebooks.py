@@ -3,6 +3,7 @@
 - committed with outputs stripped (no outputs, no execution counts, no saved widget state):
   the book build executes every chapter, so outputs in git would only be stale copies;
 - the first code cell is the agreed install/setup cell, so every chapter runs on Colab as is;
+- no code line is longer than the rendered page shows (88 characters);
 - the table of contents and the folder agree: every listed file exists and every notebook in
   book/ is listed (only_build_toc_files would silently leave an unlisted chapter out);
 - every {cite} key used in the book exists in book/references.bib.
@@ -67,6 +68,20 @@ def test_notebook_is_stripped(path: Path):
     assert "widgets" not in nb.metadata, (
         f"{path.name}: notebook metadata holds saved ipywidgets state; clear it "
         f"(del nb.metadata['widgets']) before committing")
+
+
+# The longest code line a rendered page shows in a 1280-pixel window without scrolling sideways
+# (book/_static/bertlab.css makes room for it; tests/test_browser.py checks the built pages).
+MAX_CODE_LINE = 88
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+def test_code_lines_fit_the_page(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    long = [(i, len(line), line.strip()[:60]) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            for line in c.source.splitlines() if len(line) > MAX_CODE_LINE]
+    assert not long, (f"{path.name}: {len(long)} code lines longer than {MAX_CODE_LINE} characters scroll "
+                      f"sideways on the page; wrap them. (cell, length, start): {long[:10]}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
