@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bertlab import checkpoint as ckpt
-from bertlab.config import BertConfig
+from bertlab.config import PRESETS, BertConfig
 from bertlab.files import fsync_file, replace_dir, sha256_file, write_json
 from bertlab.logs import read_metrics
 from bertlab.model import BertForPreTraining
@@ -101,6 +101,25 @@ class ReferenceRun:
             model = p.get("cpu_model")
             return f"a {cores}-core CPU" + (f" ({model})" if model else "")
         return device
+
+    def describe(self) -> str:
+        """What was trained, on what, where and for how long, in one sentence for the chapters'
+        prose, every figure read from the record: "BERT-Mini (L=4, H=256, A=4; 7.4M parameters)
+        with a WordPiece vocabulary of 8,192 pieces, pretrained with the `cpu` recipe for 50
+        minutes (...) on a 2-core CPU (...) in bf16, compiled; held-out MLM accuracy ..."."""
+        p, c = self.provenance, self.config()
+        names = {size: f"BERT-{name.capitalize()}" for name, size in PRESETS.items()}
+        name = names.get((c.num_layers, c.hidden_size, c.num_heads), "a BERT")
+        pre, st = p.get("pretraining", {}), p.get("settings", {})
+        how = [p.get("precision", "fp32")] + (["compiled"] if st.get("compile") else [])
+        held = (pre.get("final_heldout") or {}).get("mlm_acc")
+        n = BertForPreTraining(c).num_parameters()
+        return (f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
+                f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "
+                f"with the `{st.get('recipe', '?')}` recipe for {pre.get('train_seconds', 0) / 60:.0f} "
+                f"minutes ({pre.get('steps', 0):,} steps, {pre.get('tokens', 0) / 1e6:.1f}M tokens) on "
+                f"{self.machine()} in {', '.join(how)}"
+                + (f"; held-out MLM accuracy {held:.1%}" if held is not None else ""))
 
     def sst2_curve(self) -> list[dict[str, Any]] | None:
         """SST-2 dev accuracy for each number of labelled training sentences: [{"train_examples": n,

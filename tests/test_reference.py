@@ -173,3 +173,25 @@ def test_finetune_checks_reads_the_recorded_table(tmp_path):
     assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
     _, shipped = reference.finetune_checks()  # the table in data/pilots/
     assert {r["task"] for r in shipped} >= {"sst2", "conll2003"} and all("median" in r for r in shipped)
+
+
+def test_describe_reads_every_figure_from_the_record(record):
+    out, model = record
+    prov = json.loads((out / "provenance.json").read_text())
+    prov.update(device="cpu (2 cores)", cpu_model="AMD EPYC", precision="bf16",
+                settings={"recipe": "cpu", "compile": True},
+                pretraining={"steps": 4321, "tokens": 35_400_000, "train_seconds": 2999.0,
+                             "final_heldout": {"mlm_acc": 0.3456}})
+    (out / "provenance.json").write_text(json.dumps(prov))
+    text = reference.find(out).describe()
+    assert text.startswith("BERT-Tiny (L=2, H=128, A=2; ")  # named after Turc et al.'s sizes
+    assert f"{model.num_parameters() / 1e6:.1f}M parameters" in text
+    assert f"vocabulary of {model.config.vocab_size:,} pieces" in text
+    for part in ("`cpu` recipe", "for 50 minutes", "4,321 steps", "35.4M tokens",
+                 "a 2-core CPU (AMD EPYC)", "in bf16, compiled", "held-out MLM accuracy 34.6%"):
+        assert part in text, (part, text)
+    prov["settings"]["compile"] = False
+    prov["pretraining"].pop("final_heldout")
+    (out / "provenance.json").write_text(json.dumps(prov))
+    text = reference.find(out).describe()
+    assert "compiled" not in text and "held-out" not in text
