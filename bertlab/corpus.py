@@ -31,16 +31,16 @@ from __future__ import annotations
 import gzip
 import hashlib
 import html
+import io
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from bertlab import download
+from bertlab.files import atomic_path
 from bertlab.registry import BOOK_INFO
 
 CLEANER_VERSION = 2  # bump when cleaning or splitting changes: it invalidates the cache
@@ -358,13 +358,14 @@ def _read_cache(path: Path) -> list[Document] | None:
 
 def _write_cache(path: Path, docs: list[Document]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as f:
-        for d in docs:
-            f.write(json.dumps({"id": d.id, "title": d.title, "sentences": d.sentences,
-                                "paragraph_starts": d.paragraph_starts, "source": d.source},
-                               ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    with atomic_path(path, fsync=False) as tmp, open(tmp, "wb") as raw:
+        # filename="": the temporary name is not written into the gzip header
+        with gzip.GzipFile(filename="", mode="wb", compresslevel=1, fileobj=raw) as gz, \
+                io.TextIOWrapper(gz, encoding="utf-8") as f:
+            for d in docs:
+                f.write(json.dumps({"id": d.id, "title": d.title, "sentences": d.sentences,
+                                    "paragraph_starts": d.paragraph_starts, "source": d.source},
+                                   ensure_ascii=False) + "\n")
 
 
 def _read_text(path: Path) -> str:

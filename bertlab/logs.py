@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from bertlab.files import write_text
+
 
 # ------------------------------------------------------------------------------------------------
 # JSON lines
@@ -81,9 +83,7 @@ def truncate_metrics(path: str | Path, after_step: int) -> None:
         return
     keep = [line for line in path.read_text().splitlines()
             if line.strip() and json.loads(line).get("step", 0) <= after_step]
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_text("".join(line + "\n" for line in keep))
-    os.replace(tmp, path)
+    write_text(path, "".join(line + "\n" for line in keep), fsync=False)
 
 
 # ------------------------------------------------------------------------------------------------
