@@ -32,7 +32,8 @@ def cli_args(tokenizer_file, out):
     return ["pretrain", "--preset", "tiny", "--corpus", "books", "--max-documents", "2", "--tokenizer",
             tokenizer_file, "--seq-len", "32", "--batch-size", "8", "--steps", "4", "--lr", "1e-3", "--warmup",
             "0.25", "--dropout", "0", "--nsp", "--log-every", "1", "--eval-every", "2", "--eval-batches", "2",
-            "--checkpoint-every", "2", "--device", "cpu", "--no-progress", "--out", str(out)]
+            "--checkpoint-every", "2", "--device", "cpu", "--precision", "fp32",  # auto is bf16 on some CPUs
+            "--no-progress", "--out", str(out)]
 
 
 def run(cmd, **kw):
