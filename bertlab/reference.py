@@ -251,10 +251,12 @@ PILOTS_DIR = Path(__file__).resolve().parents[1] / "data" / "pilots"
 PLATEAU_EXIT_ACC = 0.20  # held-out MLM accuracy that counts as "left the frequent-word plateau"
 
 
-def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Path = PILOTS_DIR) -> Path:
+def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Path = PILOTS_DIR,
+                 baseline: str | None = None) -> Path:
     """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
     size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
-    MLM loss and accuracy). `change` says in words what this pilot changes from its baseline."""
+    MLM loss and accuracy). `change` says in words what this pilot changes from its baseline, and
+    `baseline` names that baseline's pilot file (chapter 10 compares the two step by step)."""
     run_dir = Path(run_dir)
     run = json.loads((run_dir / "run.json").read_text())
     records = read_metrics(run_dir / "metrics.jsonl")
@@ -282,7 +284,7 @@ def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Pat
                     "median_tokens_per_s": round(sorted(r["tokens_per_s"] for r in train)[len(train) // 2])
                     if train else None},
         "git_commit": run.get("git_commit"), "heldout": curve,
-        "plateau_exit": plateau_exit(curve)})
+        "plateau_exit": plateau_exit(curve), **({"baseline": baseline} if baseline else {})})
     return out
 
 

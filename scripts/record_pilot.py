@@ -13,5 +13,6 @@ parser.add_argument("run", help="a run folder of `python -m bertlab pretrain` (r
 parser.add_argument("--name", required=True, help="file name of the pilot (without .json)")
 parser.add_argument("--change", required=True, help="what this pilot changes, in words")
 parser.add_argument("--out", default=str(PILOTS_DIR), help="folder of the pilot files (default: data/pilots)")
+parser.add_argument("--baseline", default=None, help="the pilot file (name) this one changes one thing of")
 args = parser.parse_args()
-print(record_pilot(args.run, args.name, args.change, args.out))
+print(record_pilot(args.run, args.name, args.change, args.out, baseline=args.baseline))

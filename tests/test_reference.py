@@ -132,6 +132,9 @@ def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     assert rec["model"]["norm_position"] == "pre" and rec["machine"]["median_tokens_per_s"] == 10500
     assert [p["name"] for p in reference.pilots(tmp_path / "pilots")] == ["b-pre-ln"]
     assert reference.plateau_exit(rec["heldout"], threshold=0.5) is None
+    assert "baseline" not in rec
+    path = reference.record_pilot(run, "b-post-ln", "post-LN", out_dir=tmp_path / "pilots", baseline="b-pre-ln")
+    assert json.loads(path.read_text())["baseline"] == "b-pre-ln"  # what chapter 10 compares it with
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
     with pytest.raises(ValueError, match="no held-out MLM evaluation"):
         reference.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")
