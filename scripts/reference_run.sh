@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The book's reference run, end to end, in one command. On a CPU (how the book's record was made):
-#   WordPiece vocabulary (16,384 pieces) trained on the mirror's books + Wikipedia (training split),
-#   pre-tokenized and packed into 128-token sequences, the tiny size (2/128/2) pretrained for 60
+#   WordPiece vocabulary (8,192 pieces) trained on the mirror's books + Wikipedia (training split),
+#   pre-tokenized and packed into 128-token sequences, BERT-Mini (4/256/4) pretrained for 50
 #   minutes with the "cpu" recipe (pre-LN, unigram MLM bias, no dropout, lr 2e-3, batch 64, MLM
-#   only), evaluated on held-out books and articles, fill-mask asked of every checkpoint, then SST-2
-#   fine-tuned on 500, 2,000 and 8,000 labelled sentences, 3 seeds each, from the pretrained weights
-#   and from scratch. About 90 minutes on 2 cores.
+#   only; bf16 autocast where the CPU has native bf16, torch.compile), evaluated on held-out books
+#   and articles, fill-mask asked of every checkpoint, then fine-tuned from the pretrained weights
+#   and from scratch, 3 seeds each: SST-2 on 500, 2,000 and 8,000 labelled sentences, MRPC and
+#   CoNLL-2003. The settings are bertlab.reference.REFERENCE["cpu"]; the record's provenance.json
+#   holds the wall time of every stage.
 # On a GPU: a BERT-medium (8/512/8) for a 9-minute budget with the "budget" recipe (bf16,
 #   torch.compile); those settings have not been run (no GPU was at hand), so report what you see.
 # Writes metrics.jsonl, config.json, tokenizer.json / vocab.txt, model.fp16.safetensors,
