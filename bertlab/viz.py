@@ -1,6 +1,7 @@
-"""Plots the chapters share: attention maps, attention masks, and bertviz on bertlab's outputs.
+"""Plots and tables the chapters share: attention maps, attention masks, bertviz on bertlab's
+outputs, and labelled tables of numbers.
 
-Every function takes plain tensors or arrays (what bertlab's models return with
+Every plotting function takes plain tensors or arrays (what bertlab's models return with
 `output_attentions=True`), draws on a matplotlib Axes (a new one unless `ax` is given) and
 returns that Axes, so a chapter can place several plots side by side:
 
@@ -10,10 +11,14 @@ returns that Axes, so a chapter can place several plots side by side:
 
 Conventions: an attention matrix is indexed [query, key]; row i says how much token i (the
 one being encoded) takes from every token j. Rows are drawn top to bottom, keys left to right.
+
+`Table` shows small matrices with their row and column labels (an HTML table in the book and in
+Jupyter, aligned text in a terminal), for chapters that compute every number by hand.
 """
 
 from __future__ import annotations
 
+import html
 from typing import Sequence
 
 import numpy as np
@@ -192,3 +197,66 @@ def layer_head_heatmap(scores, ax=None, title: str | None = None, vmin: float = 
     if title:
         ax.set_title(title)
     return ax
+
+
+# One part of a Table: (title, matrix, row labels, column labels, digits after the point)
+TablePart = tuple[str, object, Sequence, Sequence, int]
+
+
+def _matrix_rows(m) -> list[list[float]]:
+    if isinstance(m, torch.Tensor):
+        return m.detach().cpu().tolist()
+    return np.asarray(m).tolist()
+
+
+class Table:
+    """Labelled numbers: an HTML table in the book (and in Jupyter), aligned text in a terminal.
+
+    Each part is a (title, matrix, row labels, column labels, digits) tuple, as `table` builds
+    it; the parts of one Table are shown side by side in HTML and one below the other as text:
+
+        Table(table("W^Q", W_Q, dims, heads), table("W^K", W_K, dims, heads))
+
+    A Table is the last value of a cell (or is passed to `display`); it formats, never computes.
+    """
+
+    def __init__(self, *parts: TablePart):
+        self.parts = []
+        for title, m, rows, cols, digits in parts:
+            values = _matrix_rows(m)
+            shape_ok = isinstance(values, list) and len(values) == len(rows)
+            if not shape_ok or any(not isinstance(v, list) or len(v) != len(cols) for v in values):
+                raise ValueError(f"table {title!r}: the matrix must have one row per row label and one "
+                                 f"column per column label, ({len(rows)}, {len(cols)}); got shape "
+                                 f"{np.shape(m)}")
+            self.parts.append((title, values, list(rows), list(cols), digits))
+
+    def _repr_html_(self) -> str:
+        out = []
+        for title, m, rows, cols, dg in self.parts:
+            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+            body = "".join(
+                f"<tr><th>{html.escape(str(r))}</th>"
+                + "".join(f"<td style='text-align:right'>{v:.{dg}f}</td>" for v in row)
+                + "</tr>"
+                for r, row in zip(rows, m)
+            )
+            out.append(f"<div style='margin-right:1.5em'><b>{html.escape(title)}</b>"
+                       f"<table><tr><th></th>{head}</tr>{body}</table></div>")
+        return "<div style='display:flex;flex-wrap:wrap'>" + "".join(out) + "</div>"
+
+    def __repr__(self) -> str:
+        out = []
+        for title, m, rows, cols, dg in self.parts:
+            w = max(dg + 4, *(len(str(c)) for c in cols))  # room for a number or the widest label
+            rw = max(len(str(r)) for r in rows)
+            lines = [title, " " * rw + "".join(f"{str(c):>{w + 1}}" for c in cols)]
+            lines += [f"{str(r):<{rw}}" + "".join(f"{v:>{w + 1}.{dg}f}" for v in row) for r, row in zip(rows, m)]
+            out.append("\n".join(lines))
+        return "\n\n".join(out)
+
+
+def table(title: str, m, rows: Sequence, cols: Sequence, digits: int = 2) -> TablePart:
+    """One part of a `Table`: the (len(rows), len(cols)) matrix `m` (a tensor, array or nested
+    list) under `title`, each number shown with `digits` digits after the point."""
+    return (title, m, rows, cols, digits)

@@ -1,0 +1,47 @@
+"""bertlab.viz.Table: the labelled tables of chapter 4, as HTML (the book) and as text (a terminal)."""
+
+import numpy as np
+import pytest
+import torch
+
+from bertlab.viz import Table, table
+
+
+def test_table_html_has_escaped_labels_and_rounded_numbers():
+    t = Table(table("A<B", torch.tensor([[0.5, 1.0 / 3.0], [2.0, -1.25]]), ["x", "y&z"], ["c0", "c1"], 3))
+    assert t._repr_html_() == (
+        "<div style='display:flex;flex-wrap:wrap'>"
+        "<div style='margin-right:1.5em'><b>A&lt;B</b><table>"
+        "<tr><th></th><th>c0</th><th>c1</th></tr>"
+        "<tr><th>x</th><td style='text-align:right'>0.500</td><td style='text-align:right'>0.333</td></tr>"
+        "<tr><th>y&amp;z</th><td style='text-align:right'>2.000</td>"
+        "<td style='text-align:right'>-1.250</td></tr>"
+        "</table></div></div>"
+    )
+
+
+def test_table_text_aligns_columns_and_puts_parts_one_below_the_other():
+    left = table("W", np.array([[1.0, -2.5]]), ["tom"], ["h0", "a_long_label"])
+    right = table("V", [[0.125]], ["r"], ["c"], 1)
+    assert repr(Table(left, right)) == (
+        "W\n"
+        "              h0 a_long_label\n"
+        "tom         1.00        -2.50\n"
+        "\n"
+        "V\n"
+        "      c\n"
+        "r   0.1"
+    )
+
+
+def test_table_parts_sit_side_by_side_in_html():
+    parts = [table(name, torch.eye(2), ["a", "b"], ["a", "b"]) for name in ("first", "second")]
+    out = Table(*parts)._repr_html_()
+    assert out.count("<table>") == 2 and out.index("first") < out.index("second")
+
+
+def test_table_rejects_labels_that_do_not_match_the_matrix():
+    with pytest.raises(ValueError, match="one row per row label"):
+        Table(table("X", torch.zeros(2, 3), ["a", "b"], ["c0", "c1"]))
+    with pytest.raises(ValueError, match="one row per row label"):
+        Table(table("X", torch.zeros(3), ["a", "b", "c"], ["c0"]))
