@@ -46,6 +46,7 @@ from bertlab.files import fsync_file, replace_dir, sha256_file, write_json
 from bertlab.logs import read_metrics
 from bertlab.model import BertForPreTraining
 from bertlab.notebook import minilm_path
+from bertlab.recipes import RECIPES
 from bertlab.runtime import cpu_model, device_name, make_runtime
 from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for
 
@@ -120,6 +121,12 @@ class ReferenceRun:
                 f"minutes ({pre.get('steps', 0):,} steps, {pre.get('tokens', 0) / 1e6:.1f}M tokens) on "
                 f"{self.machine()} in {', '.join(how)}"
                 + (f"; held-out MLM accuracy {held:.1%}" if held is not None else ""))
+
+    def trained_nsp(self) -> bool:
+        """Whether the recorded pretraining had next-sentence prediction, i.e. saw pairs of texts
+        (its recipe's setting; an older record without settings is taken to have had it)."""
+        recipe = self.provenance.get("settings", {}).get("recipe")
+        return RECIPES[recipe].nsp if recipe in RECIPES else True
 
     def sst2_curve(self) -> list[dict[str, Any]] | None:
         """SST-2 dev accuracy for each number of labelled training sentences: [{"train_examples": n,
@@ -332,23 +339,29 @@ MINILM = ("all-MiniLM-L6-v2: a 6-layer BERT encoder (H=384, A=12, bert-base-unca
 
 
 def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
-                       needed_for: str = "this analysis") -> PretrainedEncoder:
-    """The book's own pre-trained model when the reference run is recorded (and has at least
-    `min_layers` layers: what `needed_for` needs), else all-MiniLM-L6-v2 (a
-    real 6-layer BERT encoder, distilled rather than pre-trained with the masked LM; see chapter
-    11). `description` says which one and why. `folder` works as `finetune(init=...)`."""
+                       needed_for: str = "this analysis", needs_pairs: bool = False) -> PretrainedEncoder:
+    """The book's own pre-trained model when the reference run is recorded and suits the page
+    (at least `min_layers` layers; with `needs_pairs`, pre-trained on pairs of texts, i.e. with
+    NSP), else all-MiniLM-L6-v2 (a real 6-layer BERT encoder, distilled rather than pre-trained
+    with the masked LM; see chapter 11). `description` says which one and why, naming
+    `needed_for`. `folder` works as `finetune(init=...)`."""
     run = find() if prefer_reference else None
     if run is not None and not run.smoke:
         c = run.config()
-        if c.num_layers >= min_layers:
+        if c.num_layers < min_layers:
+            why = f"The book's own BERT has only {c.num_layers} layers and {needed_for} needs at least {min_layers}"
+        elif needs_pairs and not run.trained_nsp():
+            why = (f"The book's own BERT was pre-trained without sentence pairs (no NSP: every pre-training "
+                   f"sequence was one text), and {needed_for} needs an encoder that has read two texts side "
+                   f"by side")
+        else:
             return PretrainedEncoder(
                 "bertlab reference", run.model_folder(), True,
                 f"the book's own BERT (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}, "
                 f"vocabulary {c.vocab_size:,}), {run.label()}")
         return PretrainedEncoder(
             "all-MiniLM-L6-v2", Path(minilm_path()), False,
-            f"{MINILM}. The book's own BERT has only {c.num_layers} layers and {needed_for} needs at "
-            f"least {min_layers}, so this page uses this larger, much longer-trained encoder instead")
+            f"{MINILM}. {why}, so this page uses this larger, much longer-trained encoder instead")
     return PretrainedEncoder(
         "all-MiniLM-L6-v2", Path(minilm_path()), False,
         f"{MINILM}; a stand-in until the book's own reference run is recorded")

@@ -198,3 +198,19 @@ def test_describe_reads_every_figure_from_the_record(record):
     (out / "provenance.json").write_text(json.dumps(prov))
     text = reference.find(out).describe()
     assert "compiled" not in text and "held-out" not in text
+
+
+def test_pages_that_need_pairs_skip_a_record_pretrained_without_nsp(record, tmp_path, monkeypatch):
+    out, _ = record
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(reference.ENV_VAR, str(out))
+    prov = json.loads((out / "provenance.json").read_text())
+    for recipe, has_nsp in (("cpu", False), ("paper", True)):
+        prov["settings"] = {"recipe": recipe}
+        (out / "provenance.json").write_text(json.dumps(prov))
+        assert reference.find(out).trained_nsp() is has_nsp
+        enc = reference.pretrained_encoder(needs_pairs=True, needed_for="the pair analysis")
+        assert enc.is_reference is has_nsp, recipe
+        if not has_nsp:
+            assert "without sentence pairs" in enc.description and "the pair analysis" in enc.description
+        assert reference.pretrained_encoder().is_reference  # other pages keep the book's own model
