@@ -367,6 +367,12 @@ def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
         f"{MINILM}; a stand-in until the book's own reference run is recorded")
 
 
+def stand_in(why: str) -> PretrainedEncoder:
+    """all-MiniLM-L6-v2 for a page that needs an encoder trained far longer than the book's own
+    (e.g. a live fine-tuning of a few dozen steps), with `why` in its description."""
+    return PretrainedEncoder("all-MiniLM-L6-v2", Path(minilm_path()), False, f"{MINILM}. {why}")
+
+
 # ------------------------------------------------------------------------------------------------
 # Making the record: the reference run's settings and pipeline (`python -m bertlab reference-run`)
 # ------------------------------------------------------------------------------------------------

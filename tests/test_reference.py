@@ -214,3 +214,9 @@ def test_pages_that_need_pairs_skip_a_record_pretrained_without_nsp(record, tmp_
         if not has_nsp:
             assert "without sentence pairs" in enc.description and "the pair analysis" in enc.description
         assert reference.pretrained_encoder().is_reference  # other pages keep the book's own model
+
+
+def test_stand_in_says_why():
+    enc = reference.stand_in("This page needs a long-trained encoder")
+    assert enc.name == "all-MiniLM-L6-v2" and not enc.is_reference
+    assert enc.description.endswith("This page needs a long-trained encoder")
