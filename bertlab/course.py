@@ -17,6 +17,12 @@ from dataclasses import dataclass
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
+def check_difficulty(name: str, difficulty: str) -> None:
+    """An exercise's or project's difficulty must be one of DIFFICULTIES."""
+    if difficulty not in DIFFICULTIES:
+        raise ValueError(f"{name}: difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One checked exercise. `name` is its check (bertlab.exercises.check(name, *functions))."""
@@ -33,8 +39,7 @@ class Exercise:
     timeout: int = 120  # seconds the grader allows its check, a fresh kernel's data loading included
 
     def __post_init__(self):
-        if self.difficulty not in DIFFICULTIES:
-            raise ValueError(f"{self.name}: difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
+        check_difficulty(self.name, self.difficulty)
 
     @property
     def time(self) -> str:
@@ -69,8 +74,7 @@ class Project:
     timeout: int = 1800  # seconds the grader allows the measurements of one submission
 
     def __post_init__(self):
-        if self.difficulty not in DIFFICULTIES:
-            raise ValueError(f"{self.name}: difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
+        check_difficulty(self.name, self.difficulty)
 
     @property
     def time(self) -> str:
