@@ -156,6 +156,7 @@ def build_student_book(out: Path) -> Path:
     (book / "intro.md").write_text(STUDENT_INTRO.format(title=title))
     for name in ("references.md", "references.bib"):
         shutil.copy(ROOT / "book" / name, book / name)
+    shutil.copytree(ROOT / "book" / "_static", book / "_static")  # the book's CSS (_config.yml)
     vendor = ROOT / "book" / "_vendor"
     if vendor.is_dir():  # the offline MathJax and widgets, as in the public book
         (book / "_vendor").symlink_to(vendor, target_is_directory=True)
