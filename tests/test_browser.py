@@ -236,13 +236,15 @@ WINDOW = (1280, 1000)  # a laptop browser window, in CSS pixels
 _MEASURE = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   const wide = [];
-  document.querySelectorAll("div.cell_input pre, div.highlight pre").forEach((pre) => {
+  document.querySelectorAll("div.cell_input pre").forEach((pre) => {
+    if (!pre.offsetParent || pre.clientWidth === 0) return;  // not shown (a collapsed hidden input)
     if (pre.scrollWidth > pre.clientWidth + 1) {
-      const longest = pre.innerText.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+      const longest = pre.textContent.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
       wide.push(`${pre.scrollWidth - pre.clientWidth}px too wide: ${longest.trim().slice(0, 70)}`);
     }
   });
-  const widths = Array.from(document.querySelectorAll("div.cell_input pre"), (p) => p.clientWidth);
+  const widths = Array.from(document.querySelectorAll("div.cell_input pre"), (p) => p.clientWidth)
+    .filter((w) => w > 0);
   document.body.setAttribute("data-wide-code", JSON.stringify(wide));
   document.body.setAttribute("data-code-width", String(widths.length ? Math.min(...widths) : -1));
 }, 500));
@@ -250,8 +252,9 @@ window.addEventListener("load", () => setTimeout(() => {
 
 
 def code_overflow(page: Path) -> tuple[list[str], int]:
-    """The code blocks of a built page that scroll sideways in a 1280-pixel window (how far, and
-    their longest line), and the width of the narrowest code cell in pixels (-1: none). The page
+    """The code cells of a built page whose source scrolls sideways in a 1280-pixel window (how
+    far, and their longest line), and the width of the narrowest code cell in pixels (-1: none).
+    Printed output is not checked here. The page
     is copied beside itself (so its relative links still work) with a measuring script added."""
     probe = page.with_name(f".measure-{page.name}")
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"),
