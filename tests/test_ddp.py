@@ -76,7 +76,8 @@ def test_gradient_accumulation_equals_the_whole_batch(tmp_path, tokenizer_file):
     try:
         base = dict(preset="tiny", corpus="books", max_documents=2, tokenizer=tokenizer_file, seq_len=32,
                     batch_size=8, steps=3, lr=1e-3, warmup=0.3, dropout=0.0, log_every=1, eval_every=100,
-                    eval_batches=1, checkpoint_every=100, progress=False, device="cpu")
+                    eval_batches=1, checkpoint_every=100, progress=False, device="cpu",
+                    precision="fp32")  # auto is bf16 on CPUs with avx512_bf16
         whole = pretrain(PretrainConfig(**base, out=str(tmp_path / "w")))
         parts = pretrain(PretrainConfig(**base, grad_accum=4, out=str(tmp_path / "p")))
     finally:
