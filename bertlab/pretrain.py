@@ -796,6 +796,8 @@ class PretrainingData:
 
 
 EVAL_SEED = 1234  # the held-out batches' masks: the same in every run, so runs compare
+HELDOUT_MLM_PROBABILITY = 0.15  # the paper's rate: held-out accuracy is measured at it whatever rate a run
+# trains at, so that a run masking 30% compares with one masking 15%
 
 
 def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
@@ -865,8 +867,8 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=cfg.seed)
     source = PretrainingBatches(train_ds, r.batch_size, collator, seed=cfg.seed)
     eval_bs = min(r.batch_size, 64, len(held_ds))
-    eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches, r.mlm_probability,
-                                   cfg.whole_word)
+    eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches,
+                                   HELDOUT_MLM_PROBABILITY, cfg.whole_word)
     if rt.dist.is_main:
         print(f"data: {len(train_ds):,} training sequences of {r.seq_len} tokens from {len(docs)} documents; "
               f"{len(eval_batches)} held-out batches of {eval_bs} from {len(heldout)} documents; vocabulary "
@@ -888,7 +890,8 @@ def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15,
 
 
 def heldout_batches(dataset: Any, tokenizer: Any, objective: str, batch_size: int, batches: int,
-                    mlm_probability: float = 0.15, whole_word: bool = False) -> list[dict[str, torch.Tensor]]:
+                    mlm_probability: float = HELDOUT_MLM_PROBABILITY, whole_word: bool = False
+                    ) -> list[dict[str, torch.Tensor]]:
     """The fixed held-out batches a model is evaluated on: the first `batches` batches (at most) of
     `batch_size` sequences (at most the dataset's size) of a held-out dataset, in the order and with
     the masks that EVAL_SEED draws, so that every run and every later evaluation sees the same ones."""

@@ -338,3 +338,26 @@ def test_first_step_is_timed_apart(tmp_path, tokenizer_file):
     assert [x["step"] for x in logged] == [3, 6]
     assert logged[0]["first_step_s"] > 0 and "first_step_s" not in logged[1]  # once per session
     assert all(x["tokens_per_s"] > 0 for x in logged)
+
+
+def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, tokenizer_file):
+    """A run that trains at 30% masking is still scored on held-out batches masked at 15%, so its
+    held-out accuracy compares with a 15% run's (the masks are the very same ones)."""
+    rt = make_runtime("cpu", "fp32", distributed=False)
+
+    from bertlab.model import IGNORE_INDEX
+    from bertlab.tokenizer import WordPieceTokenizer
+    tok = WordPieceTokenizer.load(tokenizer_file)
+
+    def masked_share(batch):  # masked tokens / tokens that can be masked (not padding, [CLS] or [SEP])
+        ids = batch["input_ids"]
+        real = (ids != tok.pad_id) & (ids != tok.cls_id) & (ids != tok.sep_id)
+        return (batch["mlm_labels"] != IGNORE_INDEX).sum().item() / real.sum().item()
+
+    d30 = prepare_data(tiny(tmp_path / "m30", tokenizer_file, mlm_probability=0.3, eval_batches=4), rt)
+    d15 = prepare_data(tiny(tmp_path / "m15", tokenizer_file, eval_batches=4), rt)
+    train_share = sum(masked_share(next(d30.train)) for _ in range(4)) / 4
+    held_share = sum(masked_share(b) for b in d30.eval_batches) / len(d30.eval_batches)
+    assert 0.25 < train_share < 0.35 and 0.11 < held_share < 0.19, (train_share, held_share)
+    for a, b in zip(d30.eval_batches, d15.eval_batches, strict=True):
+        assert torch.equal(a["mlm_labels"], b["mlm_labels"]) and torch.equal(a["input_ids"], b["input_ids"])
