@@ -148,7 +148,7 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
                                         max_train_examples=spec["max_train_examples"],
                                         max_eval_examples=spec.get("max_eval_examples")))
             holder[task] = {"metric": r.main_metric, "median": r.median, "scores": r.scores,
-                            "seconds": [round(x.seconds, 1) for x in r.runs]}
+                            "metrics": [x.metrics for x in r.runs], "seconds": [round(x.seconds, 1) for x in r.runs]}
             print(f"{name}: {r.summary()}", flush=True)
             save()
     save()
