@@ -33,16 +33,20 @@ RECORD_FILE = "ablations.json"
 # One budget for every model: the same corpus, vocabulary, recipe, batch and number of steps.
 PRETRAIN = dict(corpus="books+wiki", recipe="cpu", seq_len=128, batch_size=64, seed=0, eval_every=250,
                 eval_batches=20, log_every=50, checkpoint_every=250, keep_last=2)
-STEPS = 1500
+STEPS = 1500  # about 13 minutes for BERT-Mini on 2 cores (bf16, compiled)
 
 # name -> (what the paper calls it, the settings that differ); the first three are Table 5's rows
 # (at the mini size), the sizes are Table 6's question ("MLM, no NSP" is the mini point of both).
+# The masked-LM models mask 30% of the pieces, not the paper's 15%: on this budget the pilot
+# cpu-mini-mask-30 (data/pilots/) left the frequent-word plateau hundreds of steps sooner, and a
+# model still on the plateau has nothing to show in an ablation. Held-out scores use 15% for all.
+MLM_RATE = 0.3
 MODELS: dict[str, dict[str, Any]] = {
-    "MLM + NSP": dict(preset="mini", nsp=True),
-    "MLM, no NSP": dict(preset="mini", nsp=False),
+    "MLM + NSP": dict(preset="mini", nsp=True, mlm_probability=MLM_RATE),
+    "MLM, no NSP": dict(preset="mini", nsp=False, mlm_probability=MLM_RATE),
     "LTR, no NSP": dict(preset="mini", nsp=False, objective="ltr"),
-    "2/128/2 (tiny)": dict(preset="tiny", nsp=False),
-    "2/256/4": dict(preset="mini", layers=2, nsp=False),
+    "2/128/2 (tiny)": dict(preset="tiny", nsp=False, mlm_probability=MLM_RATE),
+    "2/256/4": dict(preset="mini", layers=2, nsp=False, mlm_probability=MLM_RATE),
 }
 TASK_MODELS = ("MLM + NSP", "MLM, no NSP", "LTR, no NSP")
 SIZE_MODELS = ("2/128/2 (tiny)", "2/256/4", "MLM, no NSP")
