@@ -5,8 +5,8 @@ Section 5.1 (Table 5) compares pre-training tasks: the masked LM with next-sente
 compares model sizes under the same pre-training. Here every model gets the same data (books +
 Wikipedia, the reference run's 8,192-piece vocabulary), the same `cpu` recipe and seed, and the
 same number of optimizer steps over a complete schedule (warm-up and decay); then each is
-fine-tuned with one recipe (SST-2 on 2,000 labelled sentences; MRPC for the task ablation) with
-three seeds, beside the same architecture from random weights.
+fine-tuned with one recipe (SST-2 on 2,000 labelled sentences) with three seeds, beside the same
+architecture from random weights.
 
     python scripts/record_ablations.py            # about an hour on 2 CPU cores; resumable
     from bertlab import ablations; ablations.load()   # the record, as chapter 17 reads it
@@ -53,11 +53,12 @@ SIZE_MODELS = ("2/128/2 (tiny)", "2/256/4", "MLM, no NSP")
 SCRATCH = "scratch (no pre-training)"  # the mini architecture from random weights
 
 # One fine-tuning recipe for all: the reference run's (lr 5e-4, batch 32, 3 seeds). SST-2 on
-# 2,000 sentences gets 5 epochs (300 updates at least, as in the reference run); MRPC 3 epochs.
+# 2,000 sentences gets 5 epochs (300 updates at least, as in the reference run). MRPC is left out:
+# at this size its F1 stays under the all-"paraphrase" classifier's (the reference run: 75.6
+# pretrained, 74.8 from scratch, against 81.2), so it could not rank the models.
 FINETUNE = dict(lr=5e-4, batch_size=32, seeds=(0, 1, 2), eval_every_epoch=False, progress=False)
 TASKS: dict[str, dict[str, Any]] = {
     "sst2": dict(max_train_examples=2000, epochs=5, models=TASK_MODELS + SIZE_MODELS[:2] + (SCRATCH,)),
-    "mrpc": dict(max_train_examples=None, epochs=3, models=TASK_MODELS + (SCRATCH,)),
 }
 
 

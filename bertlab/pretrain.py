@@ -875,8 +875,12 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
               f"{tokenizer.vocab_size:,}", flush=True)
     prior = None
     if r.mlm_bias == "unigram":
-        prior = unigram_log_probs(train_ds, tokenizer.vocab_size,
-                                  exclude=[tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id])
+        # pieces never predicted get -1e4; a left-to-right LM does predict [SEP] (after the last
+        # piece of a segment), so it keeps [SEP]'s frequency
+        never = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.mask_id]
+        if cfg.objective != "ltr":
+            never.append(tokenizer.sep_id)
+        prior = unigram_log_probs(train_ds, tokenizer.vocab_size, exclude=never)
     return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds),
                            prior)
 

@@ -265,6 +265,22 @@ def test_ltr_loss_decreases_and_is_logged_under_its_own_names(tmp_path, tokenize
     assert 0.0 < r.final_eval["next_token_acc"] < 1.0
 
 
+def test_ltr_with_the_unigram_bias_can_predict_sep(tmp_path, tokenizer_file):
+    """The cpu recipe's unigram MLM bias for a left-to-right LM: [SEP] follows the last piece of
+    every segment, so it is a target and keeps its frequency (with -1e4, as for the masked LM that
+    never predicts it, one [SEP] target per sequence would dominate the mean loss)."""
+    from bertlab.tokenizer import WordPieceTokenizer
+    tok = WordPieceTokenizer.load(tokenizer_file)
+    r = pretrain(tiny(tmp_path / "l", tokenizer_file, recipe="cpu", objective="ltr", steps=1, lr=1e-12,
+                      warmup=0.0))
+    bias = r.model.mlm.bias.detach()
+    assert -20 < bias[tok.sep_id].item() < 0 and bias[tok.mask_id].item() <= -1e4 + 1
+    first = r.history[0]["ltr_loss"]
+    assert first < math.log(tok.vocab_size), first  # frequencies already known, no [SEP] blow-up
+    m = pretrain(tiny(tmp_path / "m", tokenizer_file, recipe="cpu", steps=1, lr=1e-12, warmup=0.0)).model
+    assert m.mlm.bias[tok.sep_id].item() <= -1e4 + 1  # the masked LM never predicts [SEP]
+
+
 def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, tokenizer_file):
     from bertlab import BertForSequenceClassification
     from bertlab.finetune import FinetuneConfig, build_task_model
