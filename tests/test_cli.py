@@ -149,6 +149,8 @@ def test_reference_run_smoke(tmp_path):
     assert prov["kind"] == "smoke" and prov["cpu_model"]
     config = json.loads((out / "config.json").read_text())
     assert config["norm_position"] == "pre" and config["hidden_dropout"] == 0.0  # the CPU recipe
+    run = json.loads((out / "pretrain" / "run.json").read_text())
+    assert run["recipe"]["mlm_probability"] == prov["settings"]["mlm_probability"] == 0.3
     results = json.loads((out / "finetune_results.json").read_text())
     assert set(results) == {"pretrained", "scratch", "mrpc_pretrained", "mrpc_scratch"}
     assert results["mrpc_pretrained"]["task"] == "mrpc" and len(results["mrpc_scratch"]["scores"]) == 3
