@@ -256,8 +256,9 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
         code = "import sys; from bertlab.capstone import _child_main; _child_main(sys.argv[1:])"
         error = ""
         with open(log, "w") as fh:
-            proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(spec), str(out)], stdout=fh,
-                                    stderr=subprocess.STDOUT, cwd=tmp)
+            # the child runs in tmp: a folder given relative to this process's directory is resolved first
+            proc = subprocess.Popen([sys.executable, "-c", code, str(Path(folder).resolve()), str(spec), str(out)],
+                                    stdout=fh, stderr=subprocess.STDOUT, cwd=tmp)
             try:
                 proc.wait(timeout=settings.timeout)
             except subprocess.TimeoutExpired:

@@ -155,6 +155,14 @@ def test_other_broken_models_are_refused(final, tmp_path):
         validate_submission(folder)
 
 
+def test_a_folder_relative_to_the_working_directory(graded, final, tmp_path, monkeypatch):
+    make_submission(final, tmp_path / "capstone_submission")
+    monkeypatch.chdir(tmp_path)  # the notebook's case: Path("capstone_submission")
+    grade = grade_capstone(Path("capstone_submission"), **{**SMALL, "seeds": ()})  # held-out MLM only
+    assert grade["valid"] and grade["error"] == "", grade["error"]
+    assert grade["mlm_acc"] == pytest.approx(graded["mlm_acc"])
+
+
 def test_time_limit_keeps_what_was_measured(final, tmp_path):
     folder = make_submission(final, tmp_path / "fay")
     grade = grade_capstone(folder, **{**SMALL, "timeout": 2})
