@@ -392,7 +392,8 @@ REFERENCE = {
     # tokens masked instead of the paper's 15%: the pilot cpu-mini-mask-30 left the plateau 250-500
     # steps sooner than cpu-mini-8k (data/pilots/); held-out accuracy is still scored at 15%.
     "cpu": dict(preset="mini", recipe="cpu", corpus="books+wiki", vocab_size=8192, seq_len=128,
-                mlm_probability=0.3, batch_size=64, minutes=50.0, steps=None, max_documents=None, log_every=50, eval_every=250,
+                mlm_probability=0.3, batch_size=64, minutes=50.0, steps=None, max_documents=None,
+                log_every=50, eval_every=250,
                 eval_batches=20, checkpoint_every=500, compile=True, ft_epochs=3, ft_lr=5e-4, ft_batch=32,
                 ft_sizes=(500, 2000, 8000), ft_min_steps=300, ft_max_eval=None, seeds=(0, 1, 2),
                 ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None),
@@ -445,7 +446,8 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     times: dict[str, float] = {}
 
     cfg = PretrainConfig(preset=s["preset"], corpus=s["corpus"], vocab_size=s["vocab_size"], recipe=s["recipe"],
-                         mlm_probability=s.get("mlm_probability"), seq_len=s["seq_len"], batch_size=s["batch_size"], minutes=s["minutes"], steps=s["steps"],
+                         mlm_probability=s.get("mlm_probability"), seq_len=s["seq_len"],
+                         batch_size=s["batch_size"], minutes=s["minutes"], steps=s["steps"],
                          max_documents=s["max_documents"], compile=s["compile"], log_every=s["log_every"],
                          eval_every=s["eval_every"], eval_batches=s["eval_batches"],
                          checkpoint_every=s["checkpoint_every"], out=str(out_dir / "pretrain"), resume=resume,
