@@ -115,9 +115,13 @@ class ReferenceRun:
         how = [p.get("precision", "fp32")] + (["compiled"] if st.get("compile") else [])
         held = (pre.get("final_heldout") or {}).get("mlm_acc")
         n = BertForPreTraining(c).num_parameters()
+        recipe = st.get("recipe", "?")
+        # the masking rate: the run's own setting, else its recipe's (a record made before the setting)
+        rate = st.get("mlm_probability") or (RECIPES[recipe].mlm_probability if recipe in RECIPES else None)
+        masked = f" ({rate:.0%} of the pieces masked)" if rate else ""
         return (f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
                 f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "
-                f"with the `{st.get('recipe', '?')}` recipe for {pre.get('train_seconds', 0) / 60:.0f} "
+                f"with the `{recipe}` recipe{masked} for {pre.get('train_seconds', 0) / 60:.0f} "
                 f"minutes ({pre.get('steps', 0):,} steps, {pre.get('tokens', 0) / 1e6:.1f}M tokens) on "
                 f"{self.machine()} in {', '.join(how)}"
                 + (f"; held-out MLM accuracy {held:.1%}" if held is not None else ""))

@@ -190,14 +190,15 @@ def test_describe_reads_every_figure_from_the_record(record):
     assert text.startswith("BERT-Tiny (L=2, H=128, A=2; ")  # named after Turc et al.'s sizes
     assert f"{model.num_parameters() / 1e6:.1f}M parameters" in text
     assert f"vocabulary of {model.config.vocab_size:,} pieces" in text
-    for part in ("`cpu` recipe", "for 50 minutes", "4,321 steps", "35.4M tokens",
+    for part in ("`cpu` recipe (15% of the pieces masked)", "for 50 minutes", "4,321 steps", "35.4M tokens",
                  "a 2-core CPU (AMD EPYC)", "in bf16, compiled", "held-out MLM accuracy 34.6%"):
         assert part in text, (part, text)
-    prov["settings"]["compile"] = False
+    prov["settings"].update(compile=False, mlm_probability=0.3)  # a rate of the run's own
     prov["pretraining"].pop("final_heldout")
     (out / "provenance.json").write_text(json.dumps(prov))
     text = reference.find(out).describe()
     assert "compiled" not in text and "held-out" not in text
+    assert "`cpu` recipe (30% of the pieces masked)" in text
 
 
 def test_pages_that_need_pairs_skip_a_record_pretrained_without_nsp(record, tmp_path, monkeypatch):
