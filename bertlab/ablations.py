@@ -3,7 +3,7 @@
 Section 5.1 (Table 5) compares pre-training tasks: the masked LM with next-sentence prediction
 (BERT), the masked LM alone, and a left-to-right LM ("LTR & No NSP"). Section 5.2 (Table 6)
 compares model sizes under the same pre-training. Here every model gets the same data (books +
-Wikipedia, the reference run's 8,192-piece vocabulary), the same `cpu` recipe and seed, and the
+Wikipedia, the 8,192-piece vocabulary of the book's second reference run), the same `cpu` recipe and seed, and the
 same number of optimizer steps over a complete schedule (warm-up and decay); then each is
 fine-tuned with one recipe (SST-2 on 2,000 labelled sentences) with three seeds, beside the same
 architecture from random weights.
@@ -90,10 +90,11 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
 
     out, work = Path(out), Path(work)
     if tokenizer is None:
-        tokenizer = Path(__file__).resolve().parent.parent / "data" / "reference_run" / "tokenizer.json"
+        # the vocabulary the record was made with: the book's second reference run's (kept with the pilots)
+        tokenizer = Path(__file__).resolve().parent.parent / "data/pilots/cpu-mini-8k-vocabulary/tokenizer.json"
     if not Path(tokenizer).exists():
-        raise FileNotFoundError(f"no vocabulary at {tokenizer}: the ablations use the reference run's "
-                                f"(data/reference_run/tokenizer.json); pass tokenizer= to use another")
+        raise FileNotFoundError(f"no vocabulary at {tokenizer}: the ablations use the 8,192-piece vocabulary of "
+                                f"data/pilots/cpu-mini-8k-vocabulary/; pass tokenizer= to use another")
     path = out / RECORD_FILE
     rec: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     rt = make_runtime("auto", precision, compile=compile, distributed=False)
