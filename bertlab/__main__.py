@@ -159,11 +159,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="data/reference_run")
     r.add_argument("--smoke", action="store_true", help="a CPU-sized version that runs in minutes")
     r.add_argument("--minutes", type=float, default=None,
-                   help="pretraining time budget in minutes (default: 60 on a CPU, 9 on a GPU; smoke: 40 steps)")
+                   help="pretraining time budget in minutes (default: 50 on a CPU, 9 on a GPU; smoke: 40 steps)")
     r.add_argument("--preset", default=None)
     r.add_argument("--seeds", type=int, nargs="+", default=None)
     r.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None)
     r.add_argument("--resume", action="store_true", help="resume an interrupted pretraining")
+    r.add_argument("--add", choices=["squad"], default=None,
+                   help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
+                        "record, instead of making a record (squad: SQuAD v1.1 on chapter 13's by-article "
+                        "split of dev, bertlab.reference.SQUAD_CPU)")
+    r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training questions")
+    r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out questions")
     return parser
 
 
@@ -223,6 +229,10 @@ def _run(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else path.with_suffix(".png")
         plot_metrics(path, title=str(path.parent.name)).savefig(out, dpi=120)
         print(out)
+        return 0
+    if args.command == "reference-run" and args.add == "squad":
+        reference.add_squad(args.out, max_train=args.max_train, max_eval=args.max_eval,
+                            **({"seeds": tuple(args.seeds)} if args.seeds else {}))
         return 0
     if args.command == "reference-run":
         reference.reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,

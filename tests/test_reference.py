@@ -221,3 +221,26 @@ def test_stand_in_says_why():
     enc = reference.stand_in("This page needs a long-trained encoder")
     assert enc.name == "all-MiniLM-L6-v2" and not enc.is_reference
     assert enc.description.endswith("This page needs a long-trained encoder")
+
+
+def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypatch, tmp_path):
+    from tests.conftest import MIRROR
+    if not (MIRROR / "SHA256SUMS").is_file():
+        pytest.skip(f"no data mirror at {MIRROR}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # model_folder() writes there
+    out, _ = record
+    small = dict(max_train=12, max_eval=6, seeds=(0,), epochs=1, max_len=96, doc_stride=48, batch_size=4)
+    results = reference.add_squad(out, **small)
+    assert set(results) == {"squad_pretrained", "squad_scratch"}
+    assert results["squad_pretrained"]["init"] != results["squad_scratch"]["init"] == "scratch"
+    run = reference.find(out)
+    stored = run.finetune_results()
+    assert stored["squad_pretrained"]["median"] == results["squad_pretrained"]["median"]
+    added = run.provenance["added_tasks"]["squad"]
+    assert added["train_questions"] == 12 and added["eval_questions"] == 6
+    assert added["settings"]["eval_fraction"] == reference.SQUAD_CPU["eval_fraction"]
+    rows = [g for g in run.gains() if g["task"] == "squad"]
+    assert len(rows) == 1 and rows[0]["metric"] == "f1"
+    assert rows[0]["gain"] == pytest.approx(rows[0]["pretrained"] - rows[0]["scratch"])
+    with pytest.raises(ValueError, match="unknown SQuAD settings"):
+        reference.add_squad(out, max_questions=5)
