@@ -139,7 +139,7 @@ QUESTIONS: dict[str, Question] = {q.id: q for q in [
 
 PROJECTS: dict[str, Project] = {p.name: p for p in [
     Project("capstone", "Your own BERT: pretrain, fine-tune, beat the control", "09_capstone",
-            ("10_pretraining", "11_finetuning_sst2", "17_ablations"), 50, "hard", (240, 360),
+            ("10_pretraining", "14_named_entities", "17_ablations"), 50, "hard", (240, 360),
             "CPU, under 30 min: 8-15 min of pretraining, about 10 min of fine-tuning",
             "python -m bertlab.capstone SUBMISSION"),
 ]}

@@ -14,7 +14,17 @@ import nbformat
 import pytest
 import torch
 
-from bertlab.capstone import GRADING, Grading, SubmissionError, grade_capstone, main, score, validate_submission
+from bertlab.capstone import (
+    GRADING,
+    SOLUTION_RECORD,
+    Grading,
+    SubmissionError,
+    grade_capstone,
+    main,
+    model_solution,
+    score,
+    validate_submission,
+)
 from bertlab.pretrain import PretrainConfig, evaluate_checkpoint, pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,3 +198,25 @@ def test_cli_and_course_table(final, tmp_path, capsys):
     rows = (tmp_path / "grades.csv").read_text().splitlines()
     assert rows[0].startswith("submission,points,of,mlm_acc") and len(rows) == 2
     assert json.loads((tmp_path / "grades.json").read_text())[0]["valid"] is False
+
+
+def test_the_model_solution_record_is_consistent_with_the_grader(tmp_path):
+    """data/capstone/model_solution.json: graded on the grader's task, and every recorded grade
+    is what score() gives for its own measurements and settings."""
+    record = model_solution()
+    assert record is not None, f"{SOLUTION_RECORD} is missing: scripts/record_capstone_solution.py writes it"
+    assert GRADING.task in record["grades"]
+    for task, grade in record["grades"].items():
+        settings = Grading.from_dict(grade["settings"])
+        assert settings.task == task and grade["valid"] and grade["error"] == ""
+        assert settings.seeds == GRADING.seeds and settings.train_examples == GRADING.train_examples
+        again = score(grade["measured"], settings)
+        assert again["points"] == grade["points"] and again["gain"] == pytest.approx(grade["gain"])
+        assert len(grade["measured"]["finetune"]["pretrained"]) == len(settings.seeds)
+    held = record["pretraining"]["heldout"]
+    # the grader re-measures the held-out accuracy from the weights: the run's last evaluation agrees
+    assert record["grades"][GRADING.task]["mlm_acc"] == pytest.approx(held[-1]["mlm_acc"], abs=0.01)
+    assert model_solution(tmp_path / "absent.json") is None
+    (tmp_path / "bad.json").write_text(json.dumps({"grades": []}))
+    with pytest.raises(ValueError, match="record_capstone_solution.py"):
+        model_solution(tmp_path / "bad.json")
