@@ -37,7 +37,8 @@ What is backed by a run and what is not (read before trusting a number):
     pieces masked (the pilot cpu-mini-mask-30 left the plateau 250-500 steps sooner than
     cpu-mini-8k): 5,111 steps, 41.9M tokens, 38.7% held-out (scored at 15% masked), first above
     20% at step 1,000 (8.2M tokens). The masking rate is a setting of the record
-    (bertlab.reference.REFERENCE["cpu"]); the recipe keeps the paper's 15%. The earlier pilots compared the whole recipe with `budget`; of the one-change pilots
+    (bertlab.reference.REFERENCE["cpu"]); the recipe keeps the paper's 15%. The earlier pilots
+    compared the whole recipe with `budget`; of the one-change pilots
     on cpu-tiny-16k's schedule, post-LN did as well as pre-LN over the first 1,500 steps at that
     size, so pre-LN is kept for its stability at larger sizes (Xiong et al.), not because a pilot
     here showed it mattered; the unigram bias gained about a point. The vocabulary went from 16,384
