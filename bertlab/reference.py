@@ -383,7 +383,8 @@ def stand_in(why: str) -> PretrainedEncoder:
 REFERENCE = {
     # One H100, about 15 minutes end to end. Never run: no GPU was available to this project.
     "gpu": dict(preset="medium", recipe="budget", corpus="books+wiki", vocab_size=16384, seq_len=128,
-                batch_size=256, minutes=9.0, steps=None, max_documents=None, log_every=50, eval_every=500,
+                mlm_probability=0.15, batch_size=256, minutes=9.0, steps=None, max_documents=None,
+                log_every=50, eval_every=500,
                 eval_batches=20, checkpoint_every=2000, compile=True, ft_epochs=3, ft_lr=5e-5, ft_batch=64,
                 ft_sizes=(None,), ft_min_steps=0, ft_max_eval=None, seeds=(0, 1, 2),
                 ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None),
