@@ -589,6 +589,7 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
     and "squad_scratch" in finetune_results.json, the settings, code and wall time under
     provenance["added_tasks"]["squad"]. `overrides` change SQUAD_CPU's settings (max_train /
     max_eval: the first N questions of each side, for a quick run). Returns the two results."""
+    # local: the training stack and SQuAD's data; the chapters that only read the record stay light
     from bertlab.finetune import FinetuneConfig, finetune
     from bertlab.pretrain import git_commit
     from bertlab.squad import split_by_article
