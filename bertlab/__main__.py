@@ -164,12 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seeds", type=int, nargs="+", default=None)
     r.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None)
     r.add_argument("--resume", action="store_true", help="resume an interrupted pretraining")
-    r.add_argument("--add", choices=["squad"], default=None,
+    r.add_argument("--add", choices=["squad", "rte", "mrpc"], default=None,
                    help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
-                        "record, instead of making a record (squad: SQuAD v1.1 on chapter 13's by-article "
+                        "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
+                        "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
                         "split of dev, bertlab.reference.SQUAD_CPU)")
-    r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training questions")
-    r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out questions")
+    r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
+    r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
     return parser
 
 
@@ -233,6 +234,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "reference-run" and args.add == "squad":
         reference.add_squad(args.out, max_train=args.max_train, max_eval=args.max_eval,
                             **({"seeds": tuple(args.seeds)} if args.seeds else {}))
+        return 0
+    if args.command == "reference-run" and args.add:
+        reference.add_task(args.add, args.out, seeds=args.seeds, max_train=args.max_train, max_eval=args.max_eval)
         return 0
     if args.command == "reference-run":
         reference.reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,

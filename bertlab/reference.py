@@ -575,6 +575,56 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     return provenance
 
 
+# Sentence(-pair) classification tasks a record can gain after it was made (`--add rte`): the
+# record's own fine-tuning recipe (epochs, lr, batch, seeds from its provenance), every labelled
+# example, scored on dev, as MRPC is scored inside the pipeline.
+ADDABLE_CLASSIFICATION = ("rte", "mrpc")
+
+
+def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[int] | None = None,
+             max_train: int | None = None, max_eval: int | None = None) -> dict[str, Any]:
+    """Fine-tune one more classification task (RTE, say) from the record's weights and from scratch
+    with the recipe the record fine-tuned everything else with, and add the results to the record:
+    "<task>_pretrained" / "<task>_scratch" in finetune_results.json, the settings, code and wall time
+    under provenance["added_tasks"][task]. max_train / max_eval: the first N examples (a quick run)."""
+    # local: the training stack; the chapters that only read the record stay light
+    from bertlab.finetune import FinetuneConfig, finetune
+    from bertlab.pretrain import git_commit
+
+    if task not in ADDABLE_CLASSIFICATION:
+        raise ValueError(f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE_CLASSIFICATION)} "
+                         f"(or add SQuAD with add_squad / --add squad)")
+    run = find(out)
+    if run is None:
+        raise FileNotFoundError(f"no reference run at {out}: record one first with {REPRODUCE}")
+    s = run.provenance.get("settings", {})
+    missing = [k for k in ("ft_epochs", "ft_lr", "ft_batch", "seeds") if k not in s]
+    if missing:
+        raise ValueError(f"the record at {out} names no fine-tuning recipe ({', '.join(missing)} missing from "
+                         f"provenance.json settings); make the record again with {REPRODUCE}")
+    settings = dict(epochs=s["ft_epochs"], lr=s["ft_lr"], batch_size=s["ft_batch"],
+                    seeds=tuple(seeds if seeds is not None else s["seeds"]),
+                    max_train_examples=max_train, max_eval_examples=max_eval)
+    folder = str(run.model_folder())
+    t0, results = time.perf_counter(), {}
+    for name, init in (("pretrained", {"init": folder}), ("scratch", {"init": "scratch", "like": folder})):
+        r = finetune(FinetuneConfig(task=task, **settings, **init, eval_every_epoch=False))
+        results[f"{task}_{name}"] = r.to_dict()
+        print(r.summary(), flush=True)
+    path = run.path / "finetune_results.json"
+    recorded = json.loads(path.read_text()) if path.exists() else {}
+    write_json(path, {**recorded, **results})
+    prov = dict(run.provenance)
+    prov.setdefault("added_tasks", {})[task] = {
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+        "git_commit": git_commit(), "wall_time_s": round(time.perf_counter() - t0, 1), "cpu_model": cpu_model(),
+        "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)"}
+    prov.setdefault("other_tasks_median", {}).update(
+        {f"{task} from {name}": results[f"{task}_{name}"]["median"] for name in ("pretrained", "scratch")})
+    write_json(run.path / "provenance.json", prov)
+    return results
+
+
 # SQuAD v1.1 for the CPU record: the mirror holds the dev set only, so the record learns from the
 # articles of chapter 13's by-article split and is scored on the others (no paragraph on both sides).
 # One epoch of windows of 256 tokens: about 3 minutes per run for BERT-Mini on 2 cores.

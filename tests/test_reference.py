@@ -244,3 +244,28 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
     assert rows[0]["gain"] == pytest.approx(rows[0]["pretrained"] - rows[0]["scratch"])
     with pytest.raises(ValueError, match="unknown SQuAD settings"):
         reference.add_squad(out, max_questions=5)
+
+
+def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tmp_path):
+    from tests.conftest import MIRROR
+    if not (MIRROR / "SHA256SUMS").is_file():
+        pytest.skip(f"no data mirror at {MIRROR}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out, _ = record
+    with pytest.raises(ValueError, match="names no fine-tuning recipe"):
+        reference.add_task("rte", out)  # the fixture's provenance has no settings yet
+    prov = json.loads((out / "provenance.json").read_text())
+    prov["settings"] = {"ft_epochs": 1, "ft_lr": 1e-4, "ft_batch": 4, "seeds": [0, 1]}
+    files.write_json(out / "provenance.json", prov)
+    results = reference.add_task("rte", out, seeds=(0,), max_train=8, max_eval=6)
+    assert set(results) == {"rte_pretrained", "rte_scratch"}
+    assert results["rte_scratch"]["init"] == "scratch" != results["rte_pretrained"]["init"]
+    assert results["rte_pretrained"]["config"]["lr"] == 1e-4
+    run = reference.find(out)
+    added = run.provenance["added_tasks"]["rte"]
+    assert added["settings"]["seeds"] == [0] and added["settings"]["batch_size"] == 4
+    assert run.provenance["settings"]["ft_lr"] == 1e-4  # the record's own settings are kept
+    rows = [g for g in run.gains() if g["task"] == "rte"]
+    assert len(rows) == 1 and rows[0]["metric"] == "accuracy" and len(rows[0]["pretrained_scores"]) == 1
+    with pytest.raises(ValueError, match="cannot add 'sst2'"):
+        reference.add_task("sst2", out)
