@@ -12,6 +12,7 @@ from bertlab import (
     BertForTokenClassification,
     BertModel,
 )
+from bertlab.model import SelfAttention
 
 
 def tiny(**kw):
@@ -99,13 +100,29 @@ def test_padding_does_not_change_real_tokens():
     assert (leaked - model(ids, seg).last_hidden_state).abs().max() > 1e-3
 
 
-def test_fused_and_explicit_attention_agree():
-    cfg = tiny()
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_and_explicit_attention_agree(causal, monkeypatch):
+    """The fused kernel (GPU default) and the written-out formula (CPU default) give the same
+    outputs and the same gradients, with padding, bidirectional or causal."""
+    cfg = tiny(causal=causal)
     ids, seg, mask = batch(cfg)
     model = BertModel(cfg).eval()
-    fused = model(ids, seg, mask).last_hidden_state
-    explicit = model(ids, seg, mask, output_attentions=True).last_hidden_state
-    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
+    results = {}
+    for fused in (True, False):
+        monkeypatch.setattr(SelfAttention, "fused", fused)
+        model.zero_grad()
+        out = model(ids, seg, mask).last_hidden_state
+        (out * mask[..., None]).pow(2).sum().backward()
+        results[fused] = out.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    (a, grads_a), (b, grads_b) = results[True], results[False]
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    assert len(grads_a) == len(grads_b) > 0
+    for ga, gb in zip(grads_a, grads_b):
+        torch.testing.assert_close(ga, gb, atol=1e-4, rtol=1e-4)
+    monkeypatch.setattr(SelfAttention, "fused", None)  # the default: on a CPU, the formula
+    with_maps = model(ids, seg, mask, output_attentions=True).last_hidden_state
+    torch.testing.assert_close(with_maps.detach(), b, atol=1e-6, rtol=1e-6)
+    assert not model.layers[0].attention.fused_for(ids.device)
 
 
 def test_bidirectional_every_token_sees_every_other():
