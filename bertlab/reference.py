@@ -173,7 +173,9 @@ class ReferenceRun:
                 rows.append(row(key, None, value["pretrained"], value["scratch"]))
             elif key.endswith("_pretrained") and key.replace("_pretrained", "_scratch") in results:
                 pre, scr = value, results[key.replace("_pretrained", "_scratch")]
-                rows.append(row(pre["task"], pre["config"].get("max_train_examples"), pre, scr))
+                # SQuAD learns from a split of dev: it records how many questions
+                n = pre.get("train_questions", pre["config"].get("max_train_examples"))
+                rows.append(row(pre["task"], n, pre, scr))
         return rows
 
     def config(self):

@@ -240,7 +240,7 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
     assert added["train_questions"] == 12 and added["eval_questions"] == 6
     assert added["settings"]["eval_fraction"] == reference.SQUAD_CPU["eval_fraction"]
     rows = [g for g in run.gains() if g["task"] == "squad"]
-    assert len(rows) == 1 and rows[0]["metric"] == "f1"
+    assert len(rows) == 1 and rows[0]["metric"] == "f1" and rows[0]["train_examples"] == 12
     assert rows[0]["gain"] == pytest.approx(rows[0]["pretrained"] - rows[0]["scratch"])
     with pytest.raises(ValueError, match="unknown SQuAD settings"):
         reference.add_squad(out, max_questions=5)
