@@ -585,6 +585,24 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     return provenance
 
 
+def _add_to_record(run: ReferenceRun, task: str, results: dict[str, Any], settings: dict[str, Any],
+                   seconds: float, commit: str | None, **counts: int) -> None:
+    """Write a task fine-tuned after the record was made into it: "<task>_pretrained" /
+    "<task>_scratch" in finetune_results.json; its settings, counts, code and wall time under
+    provenance["added_tasks"][task]; its two medians under provenance["other_tasks_median"]."""
+    path = run.path / "finetune_results.json"
+    recorded = json.loads(path.read_text()) if path.exists() else {}
+    write_json(path, {**recorded, **results})
+    prov = dict(run.provenance)
+    prov.setdefault("added_tasks", {})[task] = {
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+        **counts, "git_commit": commit, "wall_time_s": round(seconds, 1), "cpu_model": cpu_model(),
+        "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)"}
+    prov.setdefault("other_tasks_median", {}).update(
+        {f"{task} from {name}": results[f"{task}_{name}"]["median"] for name in ("pretrained", "scratch")})
+    write_json(run.path / "provenance.json", prov)
+
+
 # Sentence(-pair) classification tasks a record can gain after it was made (`--add rte`): the
 # record's own fine-tuning recipe (epochs, lr, batch, seeds from its provenance), every labelled
 # example, scored on dev, as MRPC is scored inside the pipeline.
@@ -621,17 +639,7 @@ def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[
         r = finetune(FinetuneConfig(task=task, **settings, **init, eval_every_epoch=False))
         results[f"{task}_{name}"] = r.to_dict()
         print(r.summary(), flush=True)
-    path = run.path / "finetune_results.json"
-    recorded = json.loads(path.read_text()) if path.exists() else {}
-    write_json(path, {**recorded, **results})
-    prov = dict(run.provenance)
-    prov.setdefault("added_tasks", {})[task] = {
-        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
-        "git_commit": git_commit(), "wall_time_s": round(time.perf_counter() - t0, 1), "cpu_model": cpu_model(),
-        "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)"}
-    prov.setdefault("other_tasks_median", {}).update(
-        {f"{task} from {name}": results[f"{task}_{name}"]["median"] for name in ("pretrained", "scratch")})
-    write_json(run.path / "provenance.json", prov)
+    _add_to_record(run, task, results, settings, time.perf_counter() - t0, git_commit())
     return results
 
 
@@ -673,16 +681,6 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
         r = finetune(recipe, init=init["init"], like=init.get("like"), train_examples=train, eval_examples=held)
         results[f"squad_{name}"] = dict(r.to_dict(), train_questions=len(train), eval_questions=len(held))
         print(r.summary(), flush=True)
-    path = run.path / "finetune_results.json"
-    recorded = json.loads(path.read_text()) if path.exists() else {}
-    write_json(path, {**recorded, **results})
-    prov = dict(run.provenance)
-    prov.setdefault("added_tasks", {})["squad"] = {
-        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in s.items()},
-        "train_questions": len(train), "eval_questions": len(held), "git_commit": git_commit(),
-        "wall_time_s": round(time.perf_counter() - t0, 1), "cpu_model": cpu_model(),
-        "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)"}
-    prov.setdefault("other_tasks_median", {}).update(
-        {f"squad from {name}": results[f"squad_{name}"]["median"] for name in ("pretrained", "scratch")})
-    write_json(run.path / "provenance.json", prov)
+    _add_to_record(run, "squad", results, s, time.perf_counter() - t0, git_commit(),
+                   train_questions=len(train), eval_questions=len(held))
     return results
