@@ -15,7 +15,12 @@
 #   scripts/run_pilots.sh               # STOP = 1500 steps each (about 13 minutes on 2 cores)
 #   scripts/run_pilots.sh 2000          # longer pilots
 #   PILOTS="cpu-dropout cpu-lr-4e-3" scripts/run_pilots.sh   # only these
+#   SERIES=size: BERT-Mini at the record's settings (WordPiece 8,192, 30% masked) for MINUTES
+#     minutes (default 10) on a whole schedule, and the tiny (2/128/2) and small (4/512/8) sizes for
+#     the same minutes: model size at equal wall time (the first argument is then unused).
+#
 #   SERIES=mini scripts/run_pilots.sh 1250
+#   SERIES=size MINUTES=10 scripts/run_pilots.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/run_env.sh
@@ -27,26 +32,49 @@ case "$SERIES" in
         BASE=cpu-tiny-16k
         TOTAL=$("$PY" -c "import json; print(json.load(open('data/pilots/$BASE.json'))['heldout'][-1]['step'])")
         size=(--preset tiny --tokenizer "data/pilots/$BASE-vocabulary/tokenizer.json") ;;
-    mini)
+    mini|size)
         BASE=cpu-mini-8k
         TOTAL=$("$PY" -c "import json; print(json.load(open('data/pilots/cpu-mini-8k-50min.json'))['heldout'][-1]['step'])")
         size=(--preset mini --tokenizer data/pilots/cpu-mini-8k-vocabulary/tokenizer.json --compile) ;;
-    *) echo "SERIES must be tiny or mini, not $SERIES" >&2; exit 2 ;;
+    *) echo "SERIES must be tiny, mini or size, not $SERIES" >&2; exit 2 ;;
 esac
 common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
         --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20
         --checkpoint-every 100000 --log-every 50 --no-progress)
+if [ "$SERIES" = size ]; then
+    MINUTES=${MINUTES:-10}
+    BASE=cpu-size-mini-${MINUTES}min
+    common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0 --mlm-probability 0.3
+            --minutes "$MINUTES" --eval-every 250 --eval-batches 20
+            --checkpoint-every 100000 --log-every 50 --no-progress)
+fi
 pilot() {
     local name=$1 change=$2
     shift 2
     if [ "$PILOTS" != all ] && [[ " $PILOTS " != *" $name "* ]]; then return 0; fi
     echo "pilot $name: $change"
-    "$PY" -m bertlab pretrain "${common[@]}" --out "runs/pilots/$name" "$@"
+    local args=("${common[@]}")
+    if [[ " $* " == *" --vocab-size "* ]]; then  # a vocabulary of its own: drop the baseline's
+        args=()
+        local skip=0 a
+        for a in "${common[@]}"; do
+            if [ $skip = 1 ]; then skip=0; continue; fi
+            if [ "$a" = --tokenizer ]; then skip=1; continue; fi
+            args+=("$a")
+        done
+    fi
+    "$PY" -m bertlab pretrain "${args[@]}" --out "runs/pilots/$name" "$@"
     local base=(--baseline "$BASE")
     [ "$name" = "$BASE" ] && base=()
     "$PY" scripts/record_pilot.py "runs/pilots/$name" --name "$name" --change "$change" "${base[@]}"
 }
-if [ "$SERIES" = tiny ]; then
+if [ "$SERIES" = size ]; then
+    pilot "$BASE" "BERT-Mini (4/256/4) at the record's settings for $MINUTES minutes, a whole schedule"
+    pilot "cpu-size-tiny-${MINUTES}min" "the tiny size (2/128/2) instead of BERT-Mini, for the same $MINUTES minutes" \
+        --preset tiny
+    pilot "cpu-size-small-${MINUTES}min" "the small size (4/512/8) instead of BERT-Mini, for the same $MINUTES minutes" \
+        --preset small
+elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
     pilot cpu-zero-bias "the baseline run ($BASE), with the MLM bias started at 0" --mlm-bias zeros
     pilot cpu-dropout "the baseline run ($BASE), with dropout 0.1" --dropout 0.1
@@ -58,6 +86,15 @@ else
         --mlm-probability 0.3
     pilot cpu-mini-lr-4e-3 "the baseline run ($BASE), with a peak learning rate of 4e-3 (the baseline: 2e-3)" --lr 4e-3
     pilot cpu-mini-dropout "the baseline run ($BASE), with dropout 0.1" --dropout 0.1
+    pilot cpu-mini-seq-64 "the baseline run ($BASE), with sequences of 64 tokens, 128 of them per batch (the same tokens per step)" \
+        --seq-len 64 --batch-size 128
+    half=$((TOTAL / 2))
+    pilot cpu-mini-batch-128 "the baseline run ($BASE), with 128 sequences per batch on a schedule of half the steps ($half; the same tokens)" \
+        --batch-size 128 --steps "$half" --stop-after $((STOP / 2)) --eval-every 125
+    pilot cpu-mini-vocab-4k "the baseline run ($BASE), with a WordPiece vocabulary of 4,096 pieces (the baseline: 8,192)" \
+        --vocab-size 4096
+    pilot cpu-mini-vocab-16k "the baseline run ($BASE), with a WordPiece vocabulary of 16,384 pieces (the baseline: 8,192)" \
+        --vocab-size 16384
     pilot cpu-mini-mask-20 "the baseline run ($BASE), masking 20% of the tokens (held-out accuracy still at 15%)" \
         --mlm-probability 0.2
 fi
