@@ -11,7 +11,8 @@ clipping, bf16 autocast (fp16 + loss scaling on GPUs without bf16; on a CPU fp32
 it is native).
 
     bertlab        bertlab.pretrain.Trainer.train_step itself: the objective compiled with
-                   torch.compile, fused SDPA attention, the MLM head on the chosen positions only
+                   torch.compile, attention as bertlab's model runs it on the device (fused SDPA on
+                   a GPU, the written-out formula on a CPU), the MLM head on the chosen positions only
     transformers   BertForPreTraining(attn_implementation="sdpa"), torch.compile'd, labels -100
                    at the positions not chosen (its MLM head runs on every position)
 
@@ -37,6 +38,8 @@ and after the models (the best of both counts), so a loaded machine lowers both 
                    without it is an error (emulated bf16 is several times slower than fp32)
     --compile      torch.compile (inductor) both sides; the first warm-up step is timed on its own
                    and compile_s = that step's time - the steady per-step time (the one-off cost)
+    --dropout      the dropout of both models (default 0.1, the paper's; the CPU recipe trains
+                   with 0, which --dropout 0 measures)
     model FLOPs    bertlab.flops.pretraining_flops at round(0.15 * seq) predictions per sequence,
                    the same count for both sides; transformers_executed_gflops counts its MLM head
                    at every position instead (the work it actually does)
@@ -46,7 +49,7 @@ transformers_tokens_per_s, speedup (bertlab / transformers), bertlab_gflops, cei
 fraction_of_ceiling (bertlab_gflops / ceiling_gflops), precision, compiled, compile_s (bertlab's;
 transformers_compile_s beside it; null when not compiled), cpu (/proc/cpuinfo's model name),
 threads (torch.get_num_threads()), loadavg (the 1-minute load average at the start: a busy
-machine makes every number a lower bound) and the configuration. --json FILE also writes it there.
+machine makes every number a lower bound) and the configuration, dropout included. --json FILE also writes it there.
 """
 
 from __future__ import annotations
@@ -139,10 +142,12 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
     return first, (time.perf_counter() - t) / steps
 
 
-def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool) -> Measurement:
+def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool,
+                  dropout: float = 0.1) -> Measurement:
     from bertlab.pretrain import PretrainConfig, Trainer, zero_stats
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)
+    config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout,
+                        attention_dropout=dropout)
     model = BertForPreTraining(config)
     with tempfile.TemporaryDirectory() as out:
         cfg = PretrainConfig(steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, compile=compile, out=out,
@@ -158,11 +163,13 @@ def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, 
     return _measurement(name, "bertlab", config, B, T, rt, compile, sec, first)
 
 
-def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool) -> Measurement:
+def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool,
+                       dropout: float = 0.1) -> Measurement:
     import transformers
     torch.manual_seed(0)
     hf_config = transformers.BertConfig(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
-                                        intermediate_size=4 * H)
+                                        intermediate_size=4 * H, hidden_dropout_prob=dropout,
+                                        attention_probs_dropout_prob=dropout)
     model = transformers.BertForPreTraining._from_config(hf_config, attn_implementation="sdpa").to(rt.device)
     model.train()
     opt = adamw(model, lr=1e-4, eps=1e-6, weight_decay=0.01, fused=rt.fused_adamw)
@@ -287,7 +294,7 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
         log(f"{impl}: {name} ({L}/{H}/{A}, vocab {V}), batch {B} x seq {T}, {rt.precision}, "
             f"{'compiled' if compile else 'eager'}, {warmup} warm-up + {steps} measured steps ...")
         fn = bench_bertlab if impl == "bertlab" else bench_transformers
-        rows[impl] = fn(name, L, H, A, V, T, B, rt, warmup, steps, compile)
+        rows[impl] = fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout)
         if rt.device.type == "cuda":
             torch.cuda.empty_cache()
     ceilings.append(matmul_ceiling(mm_n, rt.precision, rt.device, mm_reps))
@@ -312,7 +319,7 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
         "preset": preset if name == preset else None, "layers": L, "hidden": H, "heads": A,
         "intermediate_size": config.intermediate_size, "vocab_size": V, "seq_len": T, "batch_size": B,
         "mlm_predictions": round(MLM_PROBABILITY * T), "mlm_slots": default_max_predictions(T, MLM_PROBABILITY),
-        "nsp": True, "precision": rt.precision, "compiled": compile,
+        "nsp": True, "dropout": args.dropout, "precision": rt.precision, "compiled": compile,
         "compile_s": _r(compile_s(ours)), "transformers_compile_s": _r(compile_s(theirs)),
         "steps": steps, "warmup_steps": warmup,
         "model_flops_per_step": flops, "transformers_executed_flops_per_step": executed,
@@ -361,6 +368,8 @@ def main(argv=None) -> int:
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="torch.compile both (default: on for GPUs, off on CPUs)")
     p.add_argument("--device", default="auto")
+    p.add_argument("--dropout", type=float, default=0.1,
+                   help="dropout of both models (default 0.1, the paper's; the CPU recipe's is 0)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                    help="print the numbers as one JSON object, the last line of stdout; with FILE, "
                         "also write them there")
@@ -387,6 +396,9 @@ def main(argv=None) -> int:
             print("error: --threads must be at least 1", file=sys.stderr)
             return 2
         torch.set_num_threads(args.threads)
+    if not 0.0 <= args.dropout < 1.0:
+        print(f"error: --dropout must be in [0, 1), not {args.dropout}", file=sys.stderr)
+        return 2
     compile = args.compile if args.compile is not None else rt.device.type == "cuda"
     rt.compile = compile
     single_flags = (args.preset, args.layers, args.hidden, args.heads, args.vocab_size, args.seq_len,
@@ -424,7 +436,7 @@ def main(argv=None) -> int:
         B = args.batch or B
         for impl in args.impl:
             fn = bench_bertlab if impl == "bertlab" else bench_transformers
-            rows.append(fn(name, L, H, A, V, T, B, rt, warmup, steps, compile))
+            rows.append(fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout))
             if rt.device.type == "cuda":
                 torch.cuda.empty_cache()
     print_table(rows, device_name(rt.device))

@@ -17,7 +17,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
 TINY = ["--device", "cpu", "--precision", "fp32", "--layers", "1", "--hidden", "64", "--heads", "2",
         "--vocab-size", "512", "--batch-size", "4", "--seq-len", "32", "--steps", "2", "--warmup-steps", "1",
-        "--matmul-size", "256", "--threads", "1"]
+        "--matmul-size", "256", "--threads", "1", "--dropout", "0"]
 REQUIRED = ["bertlab_tokens_per_s", "transformers_tokens_per_s", "bertlab_gflops", "ceiling_gflops", "speedup",
             "fraction_of_ceiling", "precision", "compiled", "compile_s", "cpu", "threads", "layers", "hidden",
             "heads", "vocab_size", "seq_len", "batch_size"]
@@ -60,8 +60,8 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
         assert isinstance(r[k], float) and math.isfinite(r[k]) and r[k] > 0, (k, r[k])
     assert (r["layers"], r["hidden"], r["heads"], r["vocab_size"], r["seq_len"], r["batch_size"]) == \
         (1, 64, 2, 512, 32, 4)
-    assert (r["precision"], r["compiled"], r["compile_s"], r["threads"], r["steps"], r["warmup_steps"]) == \
-        ("fp32", False, None, 1, 2, 1)
+    assert (r["precision"], r["compiled"], r["compile_s"], r["threads"], r["steps"], r["warmup_steps"],
+            r["dropout"]) == ("fp32", False, None, 1, 2, 1, 0.0)
     assert isinstance(r["cpu"], str) and r["cpu"]
     assert r["mlm_predictions"] == 5 and r["ceiling_matmul"] == "256^3 float32"
     # the FLOP count against the hand count, and the rates derived from it
@@ -93,3 +93,33 @@ def test_bf16_on_a_cpu_without_native_bf16_is_resolve_precisions_error(monkeypat
     assert bench.main(["--device", "cpu", "--preset", "tiny", "--precision", "bf16", "--json"]) == 2
     out = capsys.readouterr()
     assert str(expected.value) in out.err and out.out == ""
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_dropout_reaches_both_models(monkeypatch, dropout):
+    import transformers
+
+    from bertlab.runtime import make_runtime
+    bench = load_benchmark()
+    built = {}
+    real = bench.BertForPreTraining
+    monkeypatch.setattr(bench, "BertForPreTraining", lambda c: built.setdefault("bertlab", real(c)))
+    real_hf = transformers.BertForPreTraining._from_config.__func__
+
+    def spy(cls, config, **kw):
+        return built.setdefault("transformers", real_hf(cls, config, **kw))
+    monkeypatch.setattr(transformers.BertForPreTraining, "_from_config", classmethod(spy))
+    rt = make_runtime("cpu", "fp32", distributed=False)
+    for fn in (bench.bench_bertlab, bench.bench_transformers):
+        fn("t", 1, 64, 2, 512, 16, 2, rt, 1, 1, False, dropout=dropout)
+    for impl, model in built.items():
+        rates = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+        # transformers applies attention dropout inside SDPA (dropout_p), not as a module
+        assert rates == {dropout} or (dropout == 0.0 and rates <= {0.0}), (impl, rates)
+    assert set(built) == {"bertlab", "transformers"}
+    assert built["transformers"].config.attention_probs_dropout_prob == dropout
+
+
+def test_dropout_out_of_range_is_a_clear_error(capsys):
+    assert load_benchmark().main(["--device", "cpu", "--preset", "tiny", "--dropout", "1.5"]) == 2
+    assert "--dropout" in capsys.readouterr().err
