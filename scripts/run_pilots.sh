@@ -85,6 +85,7 @@ else
     pilot cpu-mini-mask-30 "the baseline run ($BASE), masking 30% of the tokens (held-out accuracy still at 15%)" \
         --mlm-probability 0.3
     pilot cpu-mini-lr-4e-3 "the baseline run ($BASE), with a peak learning rate of 4e-3 (the baseline: 2e-3)" --lr 4e-3
+    pilot cpu-mini-lr-1e-3 "the baseline run ($BASE), with a peak learning rate of 1e-3 (the baseline: 2e-3)" --lr 1e-3
     pilot cpu-mini-dropout "the baseline run ($BASE), with dropout 0.1" --dropout 0.1
     pilot cpu-mini-seq-64 "the baseline run ($BASE), with sequences of 64 tokens, 128 of them per batch (the same tokens per step)" \
         --seq-len 64 --batch-size 128
