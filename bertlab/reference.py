@@ -322,9 +322,11 @@ def finetune_checks(path: str | Path = PILOTS_DIR / "finetune_lr.jsonl") -> tupl
 
 
 def pilots(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:
-    """Every recorded pilot (data/pilots/*.json), sorted by name."""
+    """Every recorded pilot (the data/pilots/*.json files with a held-out curve; the folder also
+    holds other checks), sorted by name."""
     folder = Path(folder)
-    return [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    found = [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return [p for p in found if "heldout" in p and "name" in p]
 
 
 @dataclass(frozen=True)

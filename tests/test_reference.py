@@ -130,6 +130,7 @@ def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     assert [p["tokens"] for p in rec["heldout"]] == [250 * 8192, 500 * 8192, 750 * 8192]
     assert rec["plateau_exit"]["step"] == 500  # the first evaluation at >= 20% accuracy
     assert rec["model"]["norm_position"] == "pre" and rec["machine"]["median_tokens_per_s"] == 10500
+    files.write_json(tmp_path / "pilots" / "a-probe.json", {"rows": []})  # another check, not a pilot
     assert [p["name"] for p in reference.pilots(tmp_path / "pilots")] == ["b-pre-ln"]
     assert reference.plateau_exit(rec["heldout"], threshold=0.5) is None
     assert "baseline" not in rec
