@@ -83,7 +83,7 @@ CONFIGS = {
 # one configuration (--preset ...): defaults per device type
 SINGLE_DEFAULTS = {
     # device type: (batch, measured steps, warm-up steps, ceiling matmul size, ceiling repeats)
-    "cpu": (64, 5, 1, 2048, 3),
+    "cpu": (64, 15, 1, 2048, 3),
     "cuda": (256, 20, 5, 8192, 10),
 }
 MLM_PROBABILITY = 0.15
@@ -361,7 +361,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch", "--batch-size", dest="batch", type=int, default=None,
                    help="override the batch size (one configuration: 64 on a CPU, 256 on a GPU)")
     p.add_argument("--steps", type=int, default=None,
-                   help="measured steps (default 20; quick: 3; one configuration on a CPU: 5)")
+                   help="measured steps (default 20; quick: 3; one configuration on a CPU: 15)")
     p.add_argument("--warmup", "--warmup-steps", dest="warmup", type=int, default=None,
                    help="steps before timing, the first timed alone (default 5; quick and CPU: 1)")
     p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16")
