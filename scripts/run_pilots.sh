@@ -17,7 +17,8 @@
 #   PILOTS="cpu-dropout cpu-lr-4e-3" scripts/run_pilots.sh   # only these
 #   SERIES=size: BERT-Mini at the record's settings (WordPiece 8,192, 30% masked) for MINUTES
 #     minutes (default 10) on a whole schedule, and the tiny (2/128/2) and small (4/512/8) sizes for
-#     the same minutes: model size at equal wall time (the first argument is then unused).
+#     the same minutes: model size at equal wall time (the first argument is then unused); the small
+#     size again at a peak lr of 1e-3, since the recipe's 2e-3 collapsed it.
 #
 #   SERIES=mini scripts/run_pilots.sh 1250
 #   SERIES=size MINUTES=10 scripts/run_pilots.sh
@@ -74,6 +75,8 @@ if [ "$SERIES" = size ]; then
         --preset tiny
     pilot "cpu-size-small-${MINUTES}min" "the small size (4/512/8) instead of BERT-Mini, for the same $MINUTES minutes" \
         --preset small
+    pilot "cpu-size-small-lr-1e-3-${MINUTES}min" "the small size (4/512/8) with a peak learning rate of 1e-3 (2e-3 collapsed it), for the same $MINUTES minutes" \
+        --preset small --lr 1e-3
 elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
     pilot cpu-zero-bias "the baseline run ($BASE), with the MLM bias started at 0" --mlm-bias zeros
