@@ -18,7 +18,10 @@
 #   SERIES=size: BERT-Mini at the record's settings (WordPiece 8,192, 30% masked) for MINUTES
 #     minutes (default 10) on a whole schedule, and the tiny (2/128/2) and small (4/512/8) sizes for
 #     the same minutes: model size at equal wall time (the first argument is then unused); the small
-#     size again at a peak lr of 1e-3, since the recipe's 2e-3 collapsed it.
+#     size again at a peak lr of 1e-3, since the recipe's 2e-3 collapsed it. With MINUTES=50 the
+#     baseline is the recorded run itself (data/pilots/cpu-size-mini-50min.json, made from the
+#     reference run's pretrain folder with scripts/record_pilot.py), so run only the other sizes:
+#     SERIES=size MINUTES=50 PILOTS=cpu-size-tiny-50min scripts/run_pilots.sh
 #
 #   SERIES=mini scripts/run_pilots.sh 1250
 #   SERIES=size MINUTES=10 scripts/run_pilots.sh
