@@ -54,8 +54,8 @@ What is backed by a run and what is not (read before trusting a number):
     against 8,192, which stays. At equal wall time (10 minutes each) the tiny size reached 32.2%,
     BERT-Mini 21.0%, and the small size (4/512/8) stalled at lr 2e-3 (14.7% at lr 1e-3): on a budget
     that short, tokens seen matter more than width. Over the record's 50 minutes the tiny size
-    (166.8M tokens) ended at 41.1%, above the record's 40.4%, but fine-tuned worse (seed 0:
-    CoNLL-2003 F1 76.3 vs 80.4, SST-2 with 2,000 sentences 67.8 vs 73.8;
+    (166.8M tokens) ended at 41.1%, above the record's 40.4%, but fine-tuned worse (medians of 3
+    seeds: CoNLL-2003 F1 76.3 vs 79.9, SST-2 with 2,000 sentences 67.8 vs 71.1;
     data/pilots/finetune_size_50min.jsonl), so the record stays BERT-Mini: held-out MLM accuracy
     alone does not choose the size.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
