@@ -104,4 +104,8 @@ else
         --vocab-size 16384
     pilot cpu-mini-mask-20 "the baseline run ($BASE), masking 20% of the tokens (held-out accuracy still at 15%)" \
         --mlm-probability 0.2
+    pilot cpu-mini-post-ln "the baseline run ($BASE), with post-LN layers (the paper's; the baseline is pre-LN)" \
+        --norm-position post
+    pilot cpu-mini-nsp "the baseline run ($BASE), with two segments per sequence (A/B segment ids) and the NSP loss" \
+        --nsp
 fi
