@@ -70,8 +70,8 @@ from bertlab.corpus import load_corpus
 from bertlab.masking import MaskedLMCollator, NextTokenCollator
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
 from bertlab.optim import adamw, optimizer_step
-from bertlab.pretraining_data import PretrainingBatches, prepare_pretraining_data, unigram_log_probs
-from bertlab.recipes import RECIPES, Recipe, get_recipe, lr_multiplier
+from bertlab.pretraining_data import PhasedBatches, PretrainingBatches, prepare_pretraining_data, unigram_log_probs
+from bertlab.recipes import RECIPES, Recipe, get_recipe, lr_multiplier, parse_phases, phase_ends
 from bertlab.runtime import Runtime, make_runtime, seed_everything
 from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for, train_wordpiece
 
@@ -106,6 +106,8 @@ class PretrainConfig:
     weight_decay: float | None = None
     dropout: float | None = None
     nsp: bool | None = None
+    segment_pairs: bool | None = None  # without NSP: two segments per sequence anyway (both segment rows train)
+    phases: str | None = None  # sequence-length phases, "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64")
     objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
     whole_word: bool = False
     mlm_probability: float | None = None
@@ -141,7 +143,8 @@ class PretrainConfig:
                           weight_decay=self.weight_decay, dropout=self.dropout, nsp=self.nsp,
                           seq_len=self.seq_len, batch_size=self.batch_size,
                           mlm_probability=self.mlm_probability, norm_position=self.norm_position,
-                          mlm_bias=self.mlm_bias)
+                          mlm_bias=self.mlm_bias, segment_pairs=self.segment_pairs,
+                          phases=parse_phases(self.phases) if self.phases else None)
 
     def validate(self) -> None:
         if self.preset not in PRESETS:
@@ -408,9 +411,12 @@ def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torc
 # ------------------------------------------------------------------------------------------------
 def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerprint: str | None) -> dict[str, Any]:
     """The settings a checkpoint must share with the run that resumes it."""
-    r = cfg.resolved_recipe()
+    recipe = dataclasses.asdict(cfg.resolved_recipe())
+    for key, off in (("segment_pairs", False), ("phases", [])):  # settings added later: a run without
+        if recipe[key] == off:  # them resumes checkpoints written before they existed
+            del recipe[key]
     return {"model_config": model_config.to_dict(), "vocab": vocab_fingerprint, "corpus": cfg.corpus,
-            "max_documents": cfg.max_documents, "recipe": dataclasses.asdict(r), "steps": cfg.steps,
+            "max_documents": cfg.max_documents, "recipe": recipe, "steps": cfg.steps,
             "minutes": cfg.minutes, "grad_accum": cfg.grad_accum, "whole_word": cfg.whole_word,
             "seed": cfg.seed, "objective": cfg.objective}
 
@@ -487,12 +493,16 @@ class Trainer:
             objective = nn.parallel.DistributedDataParallel(objective, device_ids=ids)
         self.ddp = objective if rt.dist.enabled else None
         if rt.compile:
-            objective = torch.compile(objective, backend=cfg.compile_backend)
+            # several sequence lengths: one static graph each (not one dynamic-shape graph for all)
+            dynamic = False if len(self.recipe.training_phases()) > 1 else None
+            objective = torch.compile(objective, backend=cfg.compile_backend, dynamic=dynamic)
         self.objective = objective
         self.step = 0
         self.tokens = 0
         self.elapsed_offset = 0.0
         self.total_steps: int | None = cfg.steps or (None if cfg.minutes else self.recipe.steps)
+        self.batch_shape = (self.recipe.batch_size, self.recipe.seq_len)  # (B, T) of the last step's batch
+        self.plan_phases()
         self.last_checkpoint: Path | None = None
         self.data_state: dict[str, Any] | None = None
         self.history: list[dict[str, Any]] = []
@@ -529,10 +539,17 @@ class Trainer:
         t = c.state["trainer"]
         self.step, self.tokens, self.elapsed_offset = int(t["step"]), int(t["tokens"]), float(t["elapsed_s"])
         self.total_steps = t["total_steps"] if self.cfg.minutes else self.total_steps
+        self.plan_phases()
         ckpt.set_rng_state(c.state["rng"])
         self.last_checkpoint = path
 
     # --- bookkeeping ----------------------------------------------------------------------------
+    def plan_phases(self) -> None:
+        """Tell a phased batch source (bertlab.pretraining_data.PhasedBatches) at which steps its
+        phases end, once the run's length is known (a time budget re-estimates it as it goes)."""
+        if self.total_steps is not None and hasattr(self.source, "set_ends"):
+            self.source.set_ends(phase_ends(self.recipe.training_phases(), self.total_steps))
+
     def elapsed(self) -> float:
         return self.elapsed_offset + (time.perf_counter() - self._t0 if hasattr(self, "_t0") else 0.0)
 
@@ -611,7 +628,9 @@ class Trainer:
                         micro = [self.rt.to_device(mb) for mb in micro]
                     self.train_step(micro, stats, first_bad)
                     self.step += 1
-                    self.tokens += self.recipe.batch_size * self.recipe.seq_len
+                    rows, T = micro[0]["input_ids"].shape
+                    self.batch_shape = (rows * len(micro) * self.rt.dist.world_size, T)
+                    self.tokens += self.batch_shape[0] * T
                     bar.update(1)
                     if self.step == session.start_step + 1:
                         self.time_first_step(session)
@@ -736,6 +755,7 @@ class Trainer:
         if mark is None or log_now:
             session.speed_mark = (s, elapsed)
         self.total_steps = max(s, s + int(max(budget - elapsed, 0.0) * rate))
+        self.plan_phases()
         bar.total = self.total_steps
         return s >= self.total_steps
 
@@ -745,7 +765,7 @@ class Trainer:
         got = self._all_reduce(stats.clone()).tolist()
         lm_sum, n, correct = got[Stat.LM_LOSS_SUM], got[Stat.LM_PREDICTIONS], got[Stat.LM_CORRECT]
         rows = got[Stat.NSP_ROWS]
-        B, T, world = self.recipe.batch_size, self.recipe.seq_len, self.rt.dist.world_size
+        (B, T), world = self.batch_shape, self.rt.dist.world_size
         s = self.step
         steps_in = s - session.window[0]
         since = session.steady_from or session.window[1:]
@@ -761,7 +781,7 @@ class Trainer:
         rec.update(lr=self.optimizer.param_groups[0]["lr"],
                    grad_norm=got[Stat.GRAD_NORM_SUM] / world / max(steps_in, 1),
                    tokens_per_s=tok_s, mfu=flops.mfu(step_flops * tok_s / (B * T), self.rt.peak_flops),
-                   tokens=self.tokens, elapsed_s=elapsed)
+                   tokens=self.tokens, elapsed_s=elapsed, seq_len=T, batch_size=B)
         if session.first_step_s is not None:  # once per session: the first step's one-off time
             rec["first_step_s"] = session.first_step_s
             session.first_step_s = None
@@ -856,23 +876,35 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
 
     tokenizer = _main_first(rt, get_tokenizer)
 
+    phases = r.training_phases()
+    lengths = sorted({ph.seq_len for ph in phases})
+
     def get_examples():
-        train = prepare_pretraining_data(docs, tokenizer, out / "data" / "train", max_len=r.seq_len, nsp=r.nsp,
-                                         seed=cfg.seed)
+        # one set of examples per sequence length (a run without phases keeps its folder name)
+        folder = {T: "train" if not r.phases else f"train-{T}" for T in lengths}
+        train = {T: prepare_pretraining_data(docs, tokenizer, out / "data" / folder[T], max_len=T, nsp=r.nsp,
+                                             pairs=r.segment_pairs, seed=cfg.seed)
+                 for T in lengths}
         held = prepare_pretraining_data(heldout, tokenizer, out / "data" / "heldout", max_len=r.seq_len,
-                                        nsp=r.nsp, seed=EVAL_SEED)
+                                        nsp=r.nsp, pairs=r.segment_pairs, seed=EVAL_SEED)
         return train, held
 
-    train_ds, held_ds = _main_first(rt, get_examples)
-    collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=cfg.seed)
-    source = PretrainingBatches(train_ds, r.batch_size, collator, seed=cfg.seed)
+    train_sets, held_ds = _main_first(rt, get_examples)
+    streams = []
+    for k, ph in enumerate(phases):  # each phase its own masks and order (the first: the run's seed)
+        collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=cfg.seed + k)
+        streams.append(PretrainingBatches(train_sets[ph.seq_len], ph.batch_size, collator, seed=cfg.seed + k))
+    source = streams[0] if len(streams) == 1 else PhasedBatches(streams)
     eval_bs = min(r.batch_size, 64, len(held_ds))
     eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches,
                                    HELDOUT_MLM_PROBABILITY, cfg.whole_word)
+    train_ds = train_sets[phases[0].seq_len]
     if rt.dist.is_main:
-        print(f"data: {len(train_ds):,} training sequences of {r.seq_len} tokens from {len(docs)} documents; "
-              f"{len(eval_batches)} held-out batches of {eval_bs} from {len(heldout)} documents; vocabulary "
-              f"{tokenizer.vocab_size:,}", flush=True)
+        shapes = "; ".join(f"{len(train_sets[ph.seq_len]):,} training sequences of {ph.seq_len} tokens"
+                           + (f" ({ph.fraction:.0%} of the steps, {ph.batch_size} a batch)" if len(phases) > 1 else "")
+                           for ph in phases)
+        print(f"data: {shapes} from {len(docs)} documents; {len(eval_batches)} held-out batches of {eval_bs} "
+              f"({r.seq_len} tokens) from {len(heldout)} documents; vocabulary {tokenizer.vocab_size:,}", flush=True)
     prior = None
     if r.mlm_bias == "unigram":
         # pieces never predicted get -1e4; a left-to-right LM does predict [SEP] (after the last

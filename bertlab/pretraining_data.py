@@ -27,7 +27,10 @@ of Google's create_pretraining_data):
 
 Without NSP (the paper's ablation, and RoBERTa's recommendation) an example is one segment:
 contiguous sentences of one document packed up to max_len, never overflowing a sentence boundary
-unless a single sentence is longer than the whole sequence.
+unless a single sentence is longer than the whole sequence. With `pairs=True` and no NSP it is
+still two segments, [CLS] A [SEP] B [SEP], cut as above but B is always the text that follows A
+(no NotNext draws, no labels): the masked LM alone then trains both rows of the segment
+embedding, which fine-tuning on sentence pairs needs.
 
 Storage (everything numpy .npy, opened with mmap_mode="r", so a corpus far larger than memory
 costs nothing to open and a batch is one fancy-indexing read):
@@ -230,9 +233,11 @@ def _truncate_pair(la: int, lb: int, budget: int) -> tuple[int, int]:
 
 
 def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.random.Generator,
-                  max_tokens: int, nsp: bool, short_seq_prob: float, out: list, dropped: list) -> None:
-    """Append (a0, a1, b0, b1, label) sentence spans (inclusive; b = -1 without NSP) for one
-    document to `out`, and the ids of sentences left out to `dropped`."""
+                  max_tokens: int, nsp: bool, short_seq_prob: float, out: list, dropped: list,
+                  pairs: bool = False) -> None:
+    """Append (a0, a1, b0, b1, label) sentence spans (inclusive; b = -1 for a single segment) for
+    one document to `out`, and the ids of sentences left out to `dropped`. With `pairs` (and no
+    NSP) every example is an IsNext pair."""
     s0, s1 = int(corpus.document_starts[d]), int(corpus.document_starts[d + 1])
     n_docs = corpus.n_documents
 
@@ -242,7 +247,7 @@ def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.
     goal = target()
     start, length, i = s0, 0, s0
     while i < s1:
-        if not nsp:
+        if not nsp and not pairs:
             # pack whole sentences while they fit; a lone over-long sentence is truncated later
             if length > 0 and length + lengths[i] > goal:
                 out.append((start, i - 1, -1, -1, -1))
@@ -255,7 +260,7 @@ def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.
             continue
         length += lengths[i]
         if i == s1 - 1 or length >= goal:
-            is_next = rng.random() < 0.5
+            is_next = rng.random() < 0.5 if nsp else True
             if is_next and i == start:  # one sentence: B is the sentence after it, if any
                 if i + 1 < s1:
                     i += 1
@@ -285,17 +290,20 @@ def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.
 
 def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int = 128, nsp: bool = True,
                    seed: int = 0, short_seq_prob: float = 0.1, dupe_factor: int = 1,
-                   cls_id: int | None = None, sep_id: int | None = None, pad_id: int = 0) -> "PretrainingDataset":
+                   cls_id: int | None = None, sep_id: int | None = None, pad_id: int = 0,
+                   pairs: bool = False) -> "PretrainingDataset":
     """Cut fixed-size examples of max_len tokens from a tokenized corpus and store them in
-    `directory` (memory-mapped .npy + meta.json). Deterministic given `seed`.
+    `directory` (memory-mapped .npy + meta.json). Deterministic given `seed`. `pairs` (only
+    without NSP): two segments per example, B the text that follows A.
     cls_id, sep_id, pad_id: the tokenizer's (prepare_pretraining_data passes them)."""
     directory = Path(directory)
     t0 = time.perf_counter()
     if cls_id is None or sep_id is None:
         raise ValueError("build_examples needs cls_id and sep_id (tokenizer.cls_id, tokenizer.sep_id)")
-    n_special = 3 if nsp else 2
+    two = nsp or pairs
+    n_special = 3 if two else 2
     if max_len < n_special + 2:
-        raise ValueError(f"max_len={max_len} is too small: {'[CLS] A [SEP] B [SEP]' if nsp else '[CLS] A [SEP]'} "
+        raise ValueError(f"max_len={max_len} is too small: {'[CLS] A [SEP] B [SEP]' if two else '[CLS] A [SEP]'} "
                          f"needs {n_special} special tokens and at least one token per segment")
     if not 0.0 <= short_seq_prob <= 1.0:
         raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}")
@@ -313,7 +321,7 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
     for dupe in range(dupe_factor):
         rng = np.random.default_rng([seed, dupe])
         for d in range(corpus.n_documents):
-            _cut_document(corpus, lengths, d, rng, max_tokens, nsp, short_seq_prob, spans, dropped)
+            _cut_document(corpus, lengths, d, rng, max_tokens, nsp, short_seq_prob, spans, dropped, pairs)
     if not spans:
         raise ValueError(f"the corpus gave no examples: {corpus.n_documents} documents, {corpus.n_tokens:,} tokens")
     spans_arr = np.asarray(spans, dtype=np.int64)  # (N, 5)
@@ -367,7 +375,7 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
         "tokenizer": corpus.meta["tokenizer"],
         "corpus": {k: v for k, v in corpus.meta["corpus"].items() if k != "document_ids"},
         "corpus_directory": str(corpus.directory),
-        "max_len": max_len, "nsp": nsp, "seed": seed, "short_seq_prob": short_seq_prob,
+        "max_len": max_len, "nsp": nsp, "pairs": two, "seed": seed, "short_seq_prob": short_seq_prob,
         "dupe_factor": dupe_factor, "cls_id": cls_id, "sep_id": sep_id, "pad_id": pad_id,
         "dtype": dtype.name,
         "counts": {
@@ -520,15 +528,72 @@ class PretrainingBatches:
             self.collator.load_state_dict(state["collator"])
 
 
+class PhasedBatches:
+    """Batches from one stream per phase, one after the other: the first `ends[0]` batches from
+    `streams[0]`, then `streams[1]` until `ends[1]` batches have been drawn in all, and so on; the
+    last stream never ends. The paper's 90% of the steps at 128 tokens, then 10% at 512, is two
+    streams of different sequence lengths (and batch sizes).
+
+    `set_ends` moves the boundaries while the run goes (a run limited by time learns its number
+    of steps as it measures its speed). `state_dict()` holds how many batches were drawn, the
+    boundaries and every stream's own state, so a resumed run goes on in the same phase at the
+    same batch, across a phase boundary too."""
+
+    def __init__(self, streams: Sequence["PretrainingBatches"], ends: Sequence[int] | None = None):
+        if not streams:
+            raise ValueError("PhasedBatches needs at least one stream")
+        self.streams = list(streams)
+        self.drawn = 0
+        self.ends: list[int] | None = None
+        if ends is not None:
+            self.set_ends(ends)
+
+    def set_ends(self, ends: Sequence[int]) -> None:
+        ends = [int(e) for e in ends]
+        if len(ends) != len(self.streams) or any(b < a for a, b in zip(ends, ends[1:])):
+            raise ValueError(f"need one non-decreasing end per stream ({len(self.streams)}), got {ends}")
+        self.ends = ends
+
+    @property
+    def phase(self) -> int:
+        """The phase of the next batch (before any boundary is set: the first)."""
+        if self.ends is None:
+            return 0
+        return next((k for k, end in enumerate(self.ends[:-1]) if self.drawn < end), len(self.streams) - 1)
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        return self
+
+    def __next__(self) -> dict[str, torch.Tensor]:
+        batch = next(self.streams[self.phase])
+        self.drawn += 1
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"drawn": self.drawn, "ends": self.ends, "streams": [s.state_dict() for s in self.streams]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if len(state["streams"]) != len(self.streams):
+            raise ValueError(f"cannot resume: the saved run had {len(state['streams'])} phases, this one has "
+                             f"{len(self.streams)}")
+        for stream, saved in zip(self.streams, state["streams"]):
+            stream.load_state_dict(saved)
+        self.drawn = int(state["drawn"])
+        if state["ends"] is not None:
+            self.set_ends(state["ends"])
+
+
 # ------------------------------------------------------------------------------------------------
 # One call from documents to a dataset, with caching
 # ------------------------------------------------------------------------------------------------
 def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordPieceTokenizer,
                              directory: str | Path, max_len: int = 128, nsp: bool = True, seed: int = 0,
-                             short_seq_prob: float = 0.1, dupe_factor: int = 1) -> PretrainingDataset:
+                             short_seq_prob: float = 0.1, dupe_factor: int = 1,
+                             pairs: bool = False) -> PretrainingDataset:
     """Tokenize `documents` into <directory>/tokens and cut examples into
-    <directory>/examples_T{max_len}_{nsp|nonsp}_s{seed}_d{dupe_factor}; each stage is reused when
-    its meta.json says it was built from the same text (checksum) with the same tokenizer."""
+    <directory>/examples_T{max_len}_{nsp|pairs|nonsp}_s{seed}_d{dupe_factor}; each stage is reused
+    when its meta.json says it was built from the same text (checksum) with the same tokenizer.
+    `pairs`: without NSP, two segments per example anyway (see the module docstring)."""
     directory = Path(directory)
     documents = list(documents)
     checksum = corpus_checksum(documents)
@@ -539,7 +604,8 @@ def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordP
         corpus = tokenize_corpus(documents, tokenizer, tok_dir)
     else:
         corpus = TokenizedCorpus.load(tok_dir, tokenizer)
-    ex_dir = directory / f"examples_T{max_len}_{'nsp' if nsp else 'nonsp'}_s{seed}_d{dupe_factor}"
+    kind = "nsp" if nsp else "pairs" if pairs else "nonsp"
+    ex_dir = directory / f"examples_T{max_len}_{kind}_s{seed}_d{dupe_factor}"
     meta = _read_meta(ex_dir)
     if (meta is not None and meta.get("format_version") == FORMAT_VERSION
             and meta["corpus"]["checksum"] == checksum and meta["tokenizer"]["fingerprint"] == tokenizer.fingerprint
@@ -547,7 +613,7 @@ def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordP
         return PretrainingDataset(ex_dir, tokenizer)
     return build_examples(corpus, ex_dir, max_len=max_len, nsp=nsp, seed=seed, short_seq_prob=short_seq_prob,
                           dupe_factor=dupe_factor, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                          pad_id=tokenizer.pad_id)
+                          pad_id=tokenizer.pad_id, pairs=pairs)
 
 
 def unigram_log_probs(dataset: PretrainingDataset, vocab_size: int, exclude: Sequence[int] = (),

@@ -7,8 +7,7 @@ Three recipes, side by side so the book can compare them:
     linear decay to 0; dropout 0.1 on all layers; batch 256 sequences; 1,000,000 steps. The paper
     trains 90% of the steps with sequences of 128 tokens and the last 10% with 512 (attention is
     quadratic in length, and long sequences are needed mainly to learn the position embeddings
-    past 128). One `pretrain` run uses one sequence length: reproduce the two phases as two runs,
-    the second resuming the first one's weights with `--seq-len 512` (not automated here).
+    past 128): the recipe's `phases`, which one `pretrain` run follows (see `Phase`).
     Details taken from Google's released BERT code rather than the paper: epsilon 1e-6; the weight
     decay is decoupled from the Adam update (AdamW, Loshchilov & Hutter) and skips biases and
     LayerNorm parameters; gradients clipped to global norm 1.0.
@@ -80,7 +79,55 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One part of a run at one sequence length: the `fraction` of the run's optimiser steps spent
+    on sequences of `seq_len` tokens, `batch_size` of them per step. A run's phases follow each
+    other in order and their fractions add up to 1 (the paper: 90% of the steps at 128 tokens,
+    then 10% at 512)."""
+
+    fraction: float
+    seq_len: int
+    batch_size: int
+
+    def __post_init__(self):
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"a phase's fraction of the run must be in (0, 1], got {self.fraction}")
+        if not 8 <= self.seq_len <= 512:
+            raise ValueError(f"a phase's sequence length must be between 8 and BERT's 512 positions, "
+                             f"got {self.seq_len}")
+        if self.batch_size < 1:
+            raise ValueError(f"a phase's batch size must be at least 1, got {self.batch_size}")
+
+
+def parse_phases(text: str) -> tuple[Phase, ...]:
+    """Phases from the command line: "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64")."""
+    phases = []
+    for part in text.split(","):
+        bits = part.strip().split(":")
+        try:
+            if len(bits) != 3:
+                raise ValueError
+            phases.append(Phase(float(bits[0]), int(bits[1]), int(bits[2])))
+        except ValueError as err:
+            detail = f" ({err})" if str(err) else ""
+            raise ValueError(f"cannot read the phase {part.strip()!r}{detail}: write each phase as "
+                             f"FRACTION:SEQ_LEN:BATCH, separated by commas, e.g. 0.9:64:128,0.1:128:64") from None
+    return tuple(phases)
+
+
+def phase_ends(phases: Sequence[Phase], total_steps: int) -> list[int]:
+    """The optimiser step at which each phase ends (the last one at `total_steps`): the running sum
+    of the fractions, rounded to whole steps. A phase may get no step in a very short run."""
+    ends, acc = [], 0.0
+    for ph in phases:
+        acc += ph.fraction
+        ends.append(min(total_steps, round(acc * total_steps)))
+    ends[-1] = total_steps
+    return ends
 
 
 @dataclass(frozen=True)
@@ -101,6 +148,12 @@ class Recipe:
     grad_clip: float | None = 1.0  # global gradient-norm clipping, None = off
     norm_position: str = "post"  # "post" (BERT) or "pre" (pre-LN: stable at high learning rates)
     mlm_bias: str = "zeros"  # the MLM output bias at step 0: "zeros" (BERT) or "unigram" (log frequencies)
+    # without NSP: still two segments per sequence ([CLS] A [SEP] B [SEP], B the text after A), so
+    # that the masked LM trains both rows of the segment embedding
+    segment_pairs: bool = False
+    # sequence-length phases (empty: the whole run at seq_len, batch_size). With phases, seq_len is
+    # the length of the held-out evaluation only
+    phases: tuple[Phase, ...] = ()
     notes: str = ""
 
     def __post_init__(self):
@@ -114,6 +167,16 @@ class Recipe:
             raise ValueError(f"norm_position must be 'post' or 'pre', got {self.norm_position!r}")
         if self.mlm_bias not in MLM_BIAS_INITS:
             raise ValueError(f"mlm_bias must be one of {', '.join(MLM_BIAS_INITS)}, got {self.mlm_bias!r}")
+        if self.phases:
+            object.__setattr__(self, "phases", tuple(Phase(**p) if isinstance(p, dict) else p for p in self.phases))
+            total = sum(p.fraction for p in self.phases)
+            if abs(total - 1.0) > 1e-6:
+                raise ValueError(f"the phases' fractions add up to {total:g}, not 1: "
+                                 f"{', '.join(f'{p.fraction:g}' for p in self.phases)}")
+
+    def training_phases(self) -> tuple[Phase, ...]:
+        """The run's phases: the recipe's, or one phase of seq_len and batch_size."""
+        return self.phases or (Phase(1.0, self.seq_len, self.batch_size),)
 
     def replace(self, **changes: Any) -> "Recipe":
         """A copy with some fields changed (None values are ignored: 'not given on the command line')."""

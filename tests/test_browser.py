@@ -150,6 +150,90 @@ def test_math_is_typeset_offline():
         assert not raw, f"{page.name}: math left untypeset: {raw[:3]}"
 
 
+class _ProseText(HTMLParser):
+    """The text of each paragraph, list item and table cell of a page, outside code, math and
+    pre-formatted blocks: where Markdown that was not parsed (a raw pipe table, raw $...$) shows."""
+
+    SKIP = ("pre", "code", "script", "style", "kbd", "samp")
+    BLOCKS = ("p", "li", "td", "th", "dd", "dt")
+    VOID = ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr")
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[tuple[str, bool]] = []  # (tag, is a skipped subtree)
+        self.blocks: list[str] = []
+        self.open: list[int] = []  # indices into blocks of the open block elements
+
+    def _skipping(self) -> bool:
+        return any(skip for _, skip in self.stack)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        cls = (dict(attrs).get("class") or "").split()
+        self.stack.append((tag, tag in self.SKIP or "math" in cls or "highlight" in cls))
+        if tag in self.BLOCKS and not self._skipping():
+            self.blocks.append("")
+            self.open.append(len(self.blocks) - 1)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        while self.stack:  # tolerate unclosed tags: pop to the matching one
+            t, _ = self.stack.pop()
+            if t in self.BLOCKS and self.open and not self._skipping():
+                self.open.pop()
+            if t == tag:
+                break
+
+    def handle_data(self, data):
+        if self.open and not self._skipping():
+            self.blocks[self.open[-1]] += data
+
+
+RAW_TABLE = re.compile(r"^\s*\|.*\|\s*$\n^\s*\|\s*:?[-—–]{1,}", re.M)  # a header row then |---
+RAW_MATH = re.compile(r"(?<![\\$\w])\$(?=\S)[^$\n]{1,200}?(?<=\S)\$(?![\w$])")
+TRACEBACK = re.compile(r'class="[^"]*\boutput\b[^"]*\btraceback\b|Traceback \(most recent call last\)')
+
+
+def unrendered_markdown(page_html: str) -> list[str]:
+    """Paragraphs of a built page that still hold Markdown syntax a reader would see as raw text:
+    a pipe table (a row of cells over a |---| rule) or inline $...$ math. Tracebacks in outputs
+    too. Each finding is the offending text, shortened."""
+    parser = _ProseText()
+    parser.feed(page_html)
+    found = []
+    for text in parser.blocks:
+        if RAW_TABLE.search(text):
+            found.append(f"raw pipe table: {text.strip()[:80]!r}")
+        elif RAW_MATH.search(text):
+            found.append(f"raw $...$ math: {RAW_MATH.search(text).group(0)[:80]!r}")
+    found += [f"traceback in an output: {m.group(0)[:60]!r}" for m in TRACEBACK.finditer(page_html)]
+    return found
+
+
+def test_unrendered_markdown_is_detected():
+    """The check below finds what a CommonMark render of a generated table or formula leaves, and
+    passes what MyST makes of them (an HTML table, a math span)."""
+    raw = "<p>| model | L / H / A |\n|---|---|\n| Base | 12 / 768 / 12 |</p><p>so $L = 12$ layers</p>"
+    assert len(unrendered_markdown(raw)) == 2
+    tb = '<div class="cell_output docutils container"><div class="output traceback highlight-ipythontb">'
+    assert unrendered_markdown(tb)
+    good = ('<table><tr><th>model</th></tr><tr><td>Base</td></tr></table><p>so <span class="math notranslate '
+            'nohighlight">\\(L = 12\\)</span> layers, for $5 or $10 a month</p><pre>| a | b |\n|---|---|</pre>')
+    assert unrendered_markdown(good) == []
+
+
+def test_generated_markdown_renders():
+    """No built page shows a raw pipe table, raw $...$ math or a traceback (generated Markdown is
+    parsed as MyST: `nb_render_markdown_format` in _config.yml)."""
+    offenders = []
+    for page in chapter_pages():
+        if page.exists():
+            offenders += [f"{page.name}: {f}" for f in unrendered_markdown(page.read_text(encoding="utf-8"))]
+    assert not offenders, f"{len(offenders)} places where Markdown was not rendered:\n" + "\n".join(offenders[:30])
+
+
 # ------------------------------------------------------------------------------------------------
 # (b) bertviz
 # ------------------------------------------------------------------------------------------------

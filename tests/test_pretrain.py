@@ -15,7 +15,7 @@ from bertlab.logs import plot_metrics, read_metrics
 from bertlab.optim import parameter_groups
 from bertlab.pretrain import NonFiniteLossError, PretrainConfig, Trainer, build_model, prepare_data, pretrain
 from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
-from bertlab.runtime import make_runtime, resolve_precision
+from bertlab.runtime import make_runtime, resolve_precision, seed_everything
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -377,3 +377,54 @@ def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, t
     assert 0.25 < train_share < 0.35 and 0.11 < held_share < 0.19, (train_share, held_share)
     for a, b in zip(d30.eval_batches, d15.eval_batches, strict=True):
         assert torch.equal(a["mlm_labels"], b["mlm_labels"]) and torch.equal(a["input_ids"], b["input_ids"])
+
+
+# --- sequence-length phases and segment pairs (the paper's 90/10 schedule; both segment rows) ------
+def test_phases_run_in_order_and_resume_across_the_boundary(tmp_path, tokenizer_file):
+    phases = "0.5:16:16,0.5:32:8"  # the same tokens per step: 256
+    straight = pretrain(tiny(tmp_path / "a", tokenizer_file, phases=phases))
+    rows = read_metrics(tmp_path / "a" / "metrics.jsonl", split="train")
+    assert [(r["seq_len"], r["batch_size"]) for r in rows] == [(16, 16)] * 4 + [(32, 8)] * 4
+    assert straight.tokens == 8 * 256 and rows[-1]["tokens"] == 8 * 256
+    # held-out batches stay at --seq-len (32): the same measure in both phases
+    assert all(e["step"] in (4, 8) for e in read_metrics(tmp_path / "a" / "metrics.jsonl", split="eval"))
+    # stopped inside the first phase, then again after the boundary, resumed each time
+    assert pretrain(tiny(tmp_path / "b", tokenizer_file, phases=phases, stop_after=3)).step == 3
+    assert pretrain(tiny(tmp_path / "b", tokenizer_file, phases=phases, stop_after=3, resume=True)).step == 6
+    resumed = pretrain(tiny(tmp_path / "b", tokenizer_file, phases=phases, resume=True))
+    a, b = params(straight.model), params(resumed.model)
+    assert all(torch.equal(a[k], b[k]) for k in a), "a phased run resumed twice differs from one run"
+    with pytest.raises(ValueError, match="recipe"):  # other phases cannot continue this run
+        pretrain(tiny(tmp_path / "b", tokenizer_file, phases="0.25:16:16,0.75:32:8", resume=True))
+    with pytest.raises(ValueError, match="add up to"):
+        tiny(tmp_path, tokenizer_file, phases="0.5:16:16,0.4:32:8").validate()
+    with pytest.raises(ValueError, match="FRACTION:SEQ_LEN:BATCH"):
+        tiny(tmp_path, tokenizer_file, phases="0.5-16-16").validate()
+    with pytest.raises(ValueError, match="512"):
+        tiny(tmp_path, tokenizer_file, phases="0.5:16:16,0.5:1024:8").validate()
+
+
+def test_phases_follow_a_time_budget(tmp_path, tokenizer_file):
+    r = pretrain(tiny(tmp_path / "t", tokenizer_file, steps=None, minutes=0.1, warmup=0.1, phases="0.5:16:16,0.5:32:8",
+                      eval_every=10_000, checkpoint_every=10_000))
+    lens = [h["seq_len"] for h in r.train_history]
+    assert r.stopped_by is None and lens[0] == 16 and lens[-1] == 32
+    switch = lens.index(32) + 1  # the first step of the second phase (a log line per step)
+    assert abs(switch - r.step / 2) <= 0.25 * r.step, (switch, r.step)
+
+
+def test_segment_pairs_train_both_segment_rows(tmp_path, tokenizer_file):
+    """Without NSP and single segments, row B of the segment embedding never gets a gradient;
+    with segment pairs it trains like row A. (No weight decay here: it shrinks an untrained row too.)"""
+    def moved(**kw):
+        cfg = tiny(tmp_path / str(len(kw)), tokenizer_file, steps=4, weight_decay=0.0, **kw)
+        seed_everything(cfg.seed)  # as pretrain does before it builds the model
+        seed_model = build_model(cfg, 1000)
+        before = params(seed_model)["bert.embeddings.segment.weight"]
+        after = params(pretrain(cfg).model)["bert.embeddings.segment.weight"]
+        return (after - before).abs().sum(-1)  # (2,) how far each row moved
+
+    single = moved(nsp=False)
+    pairs = moved(nsp=False, segment_pairs=True)
+    assert single[0] > 0 and single[1] == 0
+    assert pairs[0] > 0 and pairs[1] > 0

@@ -3,6 +3,7 @@ checked against the source documents."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -292,3 +293,65 @@ def test_benchmark_books_corpus(tok, tmp_path):
           f"tokenize {t2 - t1:.1f}s ({words / (t2 - t1):,.0f} words/s), build {len(ds):,} examples "
           f"(T=128, NSP) {t3 - t2:.1f}s; batches of 256 masked: {(t5 - t4) / 20 * 1000:.0f} ms each")
     assert len(ds) > 100_000
+
+
+def test_segment_pairs_without_nsp(tok, built, tmp_path):
+    """pairs=True without NSP: every example is [CLS] A [SEP] B [SEP] with B the text that follows
+    A in the same document, segment ids 0 then 1, and no NSP labels."""
+    _, corpus, _ = built
+    ds = build_examples(corpus, tmp_path / "pairs", 128, nsp=False, pairs=True, seed=0,
+                        cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    assert ds.nsp_labels is None and ds.meta["pairs"] and not ds.meta["nsp"]
+    b = ds.get_batch(np.arange(len(ds)))
+    assert "nsp_labels" not in b
+    assert ((b["input_ids"] == tok.sep_id).sum(1) == 2).all()
+    starts, flat = np.asarray(corpus.sentence_starts), np.asarray(corpus.tokens).astype(np.int64)
+    for i in range(0, len(ds), 5):
+        a0, a1, b0, b1 = (int(x) for x in ds.spans[i])
+        assert b0 == a1 + 1 and corpus.document_of_sentence(b1) == corpus.document_of_sentence(a0)
+        n, sb = int(ds.lengths[i]), int(ds.segment_b_start[i])
+        tt = b["token_type_ids"][i]
+        assert (tt[:sb] == 0).all() and (tt[sb:n] == 1).all() and (tt[n:] == 0).all()
+        a_tokens = np.asarray(ds.input_ids[i, 1:sb - 1]).astype(np.int64)
+        b_tokens = np.asarray(ds.input_ids[i, sb:n - 1]).astype(np.int64)
+        # contiguous text: A ends where sentence a1 ends, B starts where sentence a1 + 1 starts
+        assert np.array_equal(a_tokens, flat[starts[a1 + 1] - len(a_tokens):starts[a1 + 1]])
+        assert np.array_equal(b_tokens, flat[starts[b0]:starts[b0] + len(b_tokens)])
+    # the same text as the single-segment examples, cut at a sentence boundary: a second row of
+    # segment embeddings trained on about half the tokens
+    share = float((b["token_type_ids"] == 1).sum()) / float(b["attention_mask"].sum())
+    assert 0.3 < share < 0.6
+
+
+def test_phased_batches_switch_and_resume(tok, built, tmp_path):
+    """Two streams of different lengths and batch sizes, one after the other; a stream saved in
+    the first phase and resumed gives the same batches across the boundary."""
+    from bertlab.pretraining_data import PhasedBatches
+    _, corpus, long = built
+    short = build_examples(corpus, tmp_path / "short", 32, nsp=False, seed=0,
+                           cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+
+    def make():
+        return PhasedBatches([PretrainingBatches(short, 16, MaskedLMCollator(tok, seed=0), seed=0),
+                              PretrainingBatches(long, 4, MaskedLMCollator(tok, seed=1), seed=1)])
+
+    stream = make()
+    assert next(stream)["input_ids"].shape == (16, 32)  # no boundary yet: the first phase
+    stream.set_ends([3, 6])
+    shapes = [tuple(next(stream)["input_ids"].shape) for _ in range(4)]
+    assert shapes == [(16, 32), (16, 32), (4, 128), (4, 128)]
+    again = make()
+    next(again)
+    again.set_ends([3, 6])
+    next(again)
+    saved = again.state_dict()  # after two batches: one more of the first phase to come
+    want = [next(again) for _ in range(3)]
+    resumed = make()
+    resumed.load_state_dict(copy.deepcopy(saved))
+    for w in want:
+        got = next(resumed)
+        assert all(torch.equal(got[k], w[k]) for k in w)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        stream.set_ends([5, 2])
+    with pytest.raises(ValueError, match="phases"):
+        PhasedBatches([PretrainingBatches(short, 16, MaskedLMCollator(tok, seed=0))]).load_state_dict(saved)
