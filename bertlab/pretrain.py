@@ -896,8 +896,10 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         streams.append(PretrainingBatches(train_sets[ph.seq_len], ph.batch_size, collator, seed=cfg.seed + k))
     source = streams[0] if len(streams) == 1 else PhasedBatches(streams)
     eval_bs = min(r.batch_size, 64, len(held_ds))
+    # held-out: single pieces masked at the paper's rate, whatever the run trains with (whole words,
+    # 30%), so that every run is scored the same way
     eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches,
-                                   HELDOUT_MLM_PROBABILITY, cfg.whole_word)
+                                   HELDOUT_MLM_PROBABILITY)
     train_ds = train_sets[phases[0].seq_len]
     if rt.dist.is_main:
         shapes = "; ".join(f"{len(train_sets[ph.seq_len]):,} training sequences of {ph.seq_len} tokens"

@@ -108,4 +108,10 @@ else
         --norm-position post
     pilot cpu-mini-nsp "the baseline run ($BASE), with two segments per sequence (A/B segment ids) and the NSP loss" \
         --nsp
+    pilot cpu-mini-pairs "the baseline run ($BASE), with two segments per sequence (A/B segment ids, B the text after A) and no NSP loss" \
+        --segment-pairs
+    pilot cpu-mini-phases-64-128 "the baseline run ($BASE), with 90% of the steps on sequences of 64 tokens (128 a batch), then 10% on 128 (64 a batch)" \
+        --phases 0.9:64:128,0.1:128:64
+    pilot cpu-mini-wwm-30 "the baseline run ($BASE), masking 30% by whole words (held-out accuracy still on single pieces at 15%)" \
+        --mlm-probability 0.3 --whole-word
 fi

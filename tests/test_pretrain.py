@@ -377,6 +377,10 @@ def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, t
     assert 0.25 < train_share < 0.35 and 0.11 < held_share < 0.19, (train_share, held_share)
     for a, b in zip(d30.eval_batches, d15.eval_batches, strict=True):
         assert torch.equal(a["mlm_labels"], b["mlm_labels"]) and torch.equal(a["input_ids"], b["input_ids"])
+    # whole-word masking too is scored on the same single-piece masks
+    dww = prepare_data(tiny(tmp_path / "ww", tokenizer_file, whole_word=True, eval_batches=4), rt)
+    for a, b in zip(dww.eval_batches, d15.eval_batches, strict=True):
+        assert torch.equal(a["mlm_labels"], b["mlm_labels"]) and torch.equal(a["input_ids"], b["input_ids"])
 
 
 # --- sequence-length phases and segment pairs (the paper's 90/10 schedule; both segment rows) ------
