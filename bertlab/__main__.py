@@ -19,6 +19,8 @@ Examples:
     python -m bertlab evaluate --task mlm --model runs/mini/final --corpus books+wiki
     python -m bertlab reference-run --out data/reference_run             # one H100, ~15 min
     python -m bertlab reference-run --smoke --out /tmp/ref               # CPU, a few minutes
+    python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
+    python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
 
 Every option of `pretrain` is a field of bertlab.pretrain.PretrainConfig, every option of `finetune`
 one of bertlab.finetune.FinetuneConfig: the notebooks call the same functions.
@@ -34,12 +36,17 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from bertlab import checkpoint as ckpt
 from bertlab import reference
+from bertlab.export import export_hf
+from bertlab.fill_mask import fill_mask
 from bertlab.finetune import FinetuneConfig, evaluate_folder, finetune
 from bertlab.logs import plot_metrics
+from bertlab.model import BertForPreTraining
 from bertlab.pretrain import NonFiniteLossError, PretrainConfig, evaluate_checkpoint, pretrain
 from bertlab.recipes import RECIPES
 from bertlab.runtime import shutdown_distributed
+from bertlab.tokenizer import load_tokenizer_for
 
 HELP = {
     "preset": "model size: tiny, mini, small, medium, base, large",
@@ -159,6 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("metrics", help="path of a metrics.jsonl (or a run folder)")
     pl.add_argument("--out", default=None, help="PNG path (default: next to the metrics)")
 
+    x = sub.add_parser("export-hf", help="write a model as a folder transformers loads (from_pretrained, pipeline)")
+    x.add_argument("--model", required=True, help="a model folder (<run>/final, a checkpoint) or a recorded "
+                   "reference run (data/reference_run)")
+    x.add_argument("--out", required=True, help="the folder to write (replaced if it exists)")
+
+    fm = sub.add_parser("fill-mask", help="a masked LM's top guesses for each [MASK] of a text")
+    fm.add_argument("text", help='a text with one or more [MASK], e.g. "the man went to the [MASK] ."')
+    fm.add_argument("--model", default=None, help="a model folder or recorded run (default: the book's record)")
+    fm.add_argument("--top", type=int, default=5, help="guesses per [MASK]")
+
     r = sub.add_parser("reference-run", help="the book's reference run, end to end")
     r.add_argument("--out", default="data/reference_run")
     r.add_argument("--smoke", action="store_true", help="a CPU-sized version that runs in minutes")
@@ -235,6 +252,19 @@ def _run(args: argparse.Namespace) -> int:
         plot_metrics(path, title=str(path.parent.name)).savefig(out, dpi=120)
         print(out)
         return 0
+    if args.command == "export-hf":
+        out = export_hf(_model_folder(args.model), args.out)
+        print(f"wrote {out}: transformers.AutoModelForMaskedLM.from_pretrained({str(out)!r}) loads it")
+        return 0
+    if args.command == "fill-mask":
+        if args.top < 1:
+            raise ValueError(f"--top must be at least 1, got {args.top}")
+        folder = _model_folder(args.model)
+        model = ckpt.load_model(folder, BertForPreTraining).eval()
+        guesses = fill_mask(model, load_tokenizer_for(folder), args.text, k=args.top)
+        for n, top in enumerate(guesses, 1):
+            print(f"[MASK] {n}: " + "  ".join(f"{piece} {p:.3f}" for piece, p in top))
+        return 0
     if args.command == "reference-run" and args.add == "squad":
         reference.add_squad(args.out, max_train=args.max_train, max_eval=args.max_eval,
                             **({"seeds": tuple(args.seeds)} if args.seeds else {}))
@@ -247,6 +277,18 @@ def _run(args: argparse.Namespace) -> int:
                       seeds=args.seeds, compile=args.compile, resume=args.resume)
         return 0
     raise AssertionError(args.command)
+
+def _model_folder(model: str | None) -> Path:
+    """A model folder from --model: a folder as it is, a recorded reference run's weights, or (None)
+    the book's own record."""
+    if model is not None and not (Path(model) / "provenance.json").exists():
+        return Path(model)
+    run = reference.find(model)
+    if run is None:
+        raise FileNotFoundError("no recorded reference run here (data/reference_run); give --model FOLDER, a "
+                                "pretrained model folder such as runs/pretrain/final")
+    return run.model_folder()
+
 
 if __name__ == "__main__":
     sys.exit(main())
