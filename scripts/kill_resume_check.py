@@ -2,10 +2,17 @@
 """Kill -9 a CPU pretraining run again and again, resume it each time, and check that it ends with
 no corrupt checkpoint and exactly the weights of an uninterrupted run.
 
-    python scripts/kill_resume_check.py                  # 25 kills, 60 steps, ~4 minutes on 2 cores
+    python scripts/kill_resume_check.py                  # 25 kills, ~4 minutes on 2 cores
     python scripts/kill_resume_check.py --kills 40 --steps 100 --seed 3 --keep --work /tmp/kr
 
+The run's length is sized by time, not by a fixed number of steps: a short calibration run measures
+the step time on this machine, and the runs get enough steps for every kill to find training still
+going (at least 60; `--seconds-per-kill` of steps for each kill). A fixed count that suits a slow
+CPU lets a session on a fast one finish before its kill. The runs change their sequence length
+half-way (`--phases`, 16 then 32 tokens), so kills also land on both sides of a phase boundary.
+
 What it does:
+  0. (without --steps) a calibration run of 20 steps, timed;
   1. a reference run, uninterrupted: `python -m bertlab pretrain` (tiny 1-layer model, 2 books,
      fp32 on the CPU, a checkpoint every step, dropout on so the RNG states matter);
   2. a second run in another folder, with the reference's tokenizer (`--tokenizer`), started with
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -149,7 +157,9 @@ def logged_losses(run: Path) -> list[tuple]:
 @dataclass
 class Settings:
     kills: int = 25
-    steps: int = 60
+    steps: int | None = None  # None: sized by time on this machine (a calibration run)
+    seconds_per_kill: float = 0.25  # with steps=None: at least this much training time per kill
+    phases: str = "0.5:16:16,0.5:32:8"  # the runs' sequence-length phases ("": none)
     seed: int = 0
     write_share: float = 0.5  # of the kills: wait for a checkpoint write and kill inside it
     startup_share: float = 0.15  # of the kills: a random moment of the start-up
@@ -176,15 +186,16 @@ def child_env(threads: int) -> dict[str, str]:
     return env
 
 
-def pretrain_args(s: Settings, out: Path, tokenizer: Path | None) -> list[str]:
+def pretrain_args(s: Settings, out: Path, tokenizer: Path | None, steps: int) -> list[str]:
     args = ["-m", "bertlab", "pretrain", "--preset", "tiny", "--layers", "1", "--hidden", "64", "--heads", "2",
             "--corpus", s.corpus, "--max-documents", str(s.max_documents),
-            "--seq-len", "32", "--batch-size", "8", "--steps", str(s.steps), "--recipe", "budget",
+            "--seq-len", "32", "--batch-size", "8", "--steps", str(steps), "--recipe", "budget",
             "--lr", "1e-3", "--warmup", "0.1", "--dropout", "0.1", "--seed", str(s.seed),
             "--device", "cpu", "--precision", "fp32", "--no-compile",
             "--checkpoint-every", "1", "--keep-last", str(s.keep_last), "--log-every", "1",
             "--eval-every", "100000", "--eval-batches", "1", "--no-progress", "--out", str(out), "--resume"]
     args += ["--tokenizer", str(tokenizer)] if tokenizer else ["--vocab-size", str(s.vocab_size)]
+    args += ["--phases", s.phases] if s.phases else []
     return args
 
 
@@ -214,6 +225,7 @@ class Check:
         self.t0 = time.monotonic()
         self.deadline = self.t0 + self.s.timeout
         self.env = child_env(self.s.threads)
+        self.steps: int = self.s.steps or 0  # set by calibrate() when sized by time
 
     def say(self, msg: str) -> None:
         self.log.append(msg)
@@ -221,12 +233,13 @@ class Check:
             print(msg, flush=True)
 
     # --- processes ------------------------------------------------------------------------------
-    def launch(self, out: Path, tokenizer: Path | None) -> tuple[subprocess.Popen, Path]:
+    def launch(self, out: Path, tokenizer: Path | None, steps: int | None = None) -> tuple[subprocess.Popen, Path]:
         self.launches += 1
         logf = self.work / "logs" / f"{out.name}-{self.launches:03d}.log"
         logf.parent.mkdir(parents=True, exist_ok=True)
         with open(logf, "w") as f:
-            p = subprocess.Popen([self.s.python, *pretrain_args(self.s, out, tokenizer)], cwd=REPO, env=self.env,
+            args = pretrain_args(self.s, out, tokenizer, steps or self.steps)
+            p = subprocess.Popen([self.s.python, *args], cwd=REPO, env=self.env,
                                  stdout=f, stderr=subprocess.STDOUT)
         p.t_start = time.monotonic()  # type: ignore[attr-defined]
         return p, logf
@@ -253,6 +266,23 @@ class Check:
         if rc != 0:
             raise Aborted(f"{what} failed with exit status {rc}:\n{logf.read_text()[-3000:]}")
 
+    # --- the run's length -----------------------------------------------------------------------
+    def calibrate(self) -> None:
+        """Without a step count: time 20 steps on this machine and give the runs enough steps that
+        every kill finds the run still training (at least 60, `seconds_per_kill` per kill)."""
+        if self.s.steps:
+            return
+        out = self.work / "calibration"
+        p, logf = self.launch(out, None, steps=20)
+        self.finish(p, logf, "the calibration run")
+        m = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
+        train = [r for r in m if r.get("split") == "train"]
+        per_step = (train[-1]["elapsed_s"] - train[1]["elapsed_s"]) / (train[-1]["step"] - train[1]["step"])
+        per_kill = max(2.5, self.s.seconds_per_kill / max(per_step, 1e-6))
+        self.steps = max(60, math.ceil(self.s.kills * per_kill))
+        self.say(f"calibration: {per_step * 1000:.0f} ms a step with its checkpoint; {self.steps} steps a run")
+        shutil.rmtree(out, ignore_errors=True)
+
     # --- the reference --------------------------------------------------------------------------
     def reference(self) -> Path:
         out = self.work / "reference"
@@ -266,7 +296,7 @@ class Check:
         train = [r for r in m if r.get("split") == "train"]
         if len(train) >= 2 and train[-1]["step"] > train[0]["step"]:
             self.step_est = (train[-1]["elapsed_s"] - train[0]["elapsed_s"]) / (train[-1]["step"] - train[0]["step"])
-        self.say(f"reference: {self.s.steps} steps uninterrupted in {time.monotonic() - t:.1f} s "
+        self.say(f"reference: {self.steps} steps uninterrupted in {time.monotonic() - t:.1f} s "
                  f"(start-up ~{self.startup_est:.1f} s, ~{self.step_est * 1000:.0f} ms/step with its checkpoint)")
         return out
 
@@ -276,7 +306,7 @@ class Check:
         root = out / "checkpoints"
         p, logf = self.launch(out, tokenizer)
         pid, t = p.pid, p.t_start  # type: ignore[attr-defined]
-        remaining = self.s.steps - latest
+        remaining = self.steps - latest
         tmp = lambda n: root / f".tmp-step-{n:07d}-{pid}"  # noqa: E731
         done = lambda n: (root / f"step-{n:07d}").is_dir()  # noqa: E731
         aim = ""
@@ -295,7 +325,7 @@ class Check:
 
             while True:
                 hit = self.poll(p, lambda: tmp(n).is_dir() or done(n), imminent)
-                if not hit or tmp(n).is_dir() or n >= self.s.steps:
+                if not hit or tmp(n).is_dir() or n >= self.steps:
                     break
                 n += 1  # the whole write happened between two looks: aim at the next one
             if jitter:
@@ -309,7 +339,7 @@ class Check:
             aim = f"step {n} +{delay * 1000:.0f}ms"
         elif mode == "final":  # the write of <out>/final, after the last checkpoint
             final_tmp = out / f".tmp-final-{pid}"
-            self.poll(p, lambda: done(self.s.steps) or final_tmp.is_dir(), SLOW)
+            self.poll(p, lambda: done(self.steps) or final_tmp.is_dir(), SLOW)
             self.poll(p, final_tmp.is_dir, FAST)
             aim = "write of final/"
         if p.poll() is None:
@@ -343,6 +373,7 @@ class Check:
 
     # --- the whole check ------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        self.calibrate()
         ref = self.reference()
         tokenizer = ref / "tokenizer" / "tokenizer.json"
         expect_keys = set(load_file(str(ref / "final" / "model.safetensors")))
@@ -360,7 +391,7 @@ class Check:
         attempts = 0
         while plan:
             mode = plan[0]
-            if mode != "final" and self.s.steps - latest < 2:
+            if mode != "final" and self.steps - latest < 2:
                 mode = "startup"  # nothing left to aim at without finishing the run
             attempts += 1
             if attempts > 3 * (self.s.kills + 2):
@@ -406,7 +437,7 @@ class Check:
         self.say(f"finished: {self.launches - 1} sessions of the killed run; checkpoints {v['steps']}")
 
         w = compare_weights(ref / "final" / "model.safetensors", out / "final" / "model.safetensors")
-        last = f"step-{self.s.steps:07d}"
+        last = f"step-{self.steps:07d}"
         st = compare_states(ref / "checkpoints" / last, root / last)
         losses_same = logged_losses(ref) == logged_losses(out)
         if not w["identical"]:
@@ -418,7 +449,7 @@ class Check:
         return {
             "kills": self.kills, "kills_during_write": self.kills_during_write,
             "kills_during_prune": self.kills_during_prune, "kills_by_mode": self.kills_by_mode,
-            "resumes": self.resumes, "sessions": self.launches - 1, "steps": self.s.steps,
+            "resumes": self.resumes, "sessions": self.launches - 1, "steps": self.steps,
             "corrupt_checkpoints": len(self.corrupt), "identical": w["identical"],
             "max_abs_diff": w["max_abs_diff"], "tensors_compared": w["tensors"],
             "state_identical": st["identical"], "losses_identical": losses_same,
@@ -459,7 +490,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kills", type=int, default=25, help="SIGKILLs before the run may finish (default 25)")
-    ap.add_argument("--steps", type=int, default=60, help="optimiser steps of each run (default 60)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="optimiser steps of each run (default: sized by time on this machine, at least 60)")
+    ap.add_argument("--seconds-per-kill", type=float, default=0.25,
+                    help="without --steps: training time per kill the runs are sized for (default 0.25)")
+    ap.add_argument("--phases", default="0.5:16:16,0.5:32:8",
+                    help='sequence-length phases of the runs (FRACTION:SEQ_LEN:BATCH,...; "" for none)')
     ap.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and of the runs")
     ap.add_argument("--write-share", type=float, default=0.5, help="share of kills aimed at checkpoint writes")
     ap.add_argument("--startup-share", type=float, default=0.15, help="share of kills during start-up")
@@ -470,9 +506,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the runs' folders")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
-    if a.kills < 0 or a.steps < 3:
+    if a.kills < 0 or (a.steps is not None and a.steps < 3):
         ap.error("--kills must be >= 0 and --steps >= 3")
-    s = Settings(kills=a.kills, steps=a.steps, seed=a.seed, write_share=a.write_share, startup_share=a.startup_share,
+    s = Settings(kills=a.kills, steps=a.steps, seconds_per_kill=a.seconds_per_kill, phases=a.phases, seed=a.seed,
+                 write_share=a.write_share, startup_share=a.startup_share,
                  final_kill=not a.no_final_kill, threads=a.threads, timeout=a.timeout, verbose=not a.quiet)
     summary = run_check(s, a.work, a.keep)
     if summary.get("error"):
