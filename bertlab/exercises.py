@@ -65,6 +65,7 @@ from bertlab.model import (
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
 from bertlab.notebook import minilm_path
 from bertlab.optim import adamw, optimizer_step
+from bertlab.prose import count
 from bertlab.recipes import RECIPES, Recipe, get_recipe
 
 _NOT_RUN = object()  # what a check holds before the student's function has returned
@@ -1515,8 +1516,8 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds) or len(set(seeds)) != len(seeds):
             _fail(name, f"seeds should be distinct ints, got {seeds}")
         if len(seeds) < 3:
-            _fail(name, f"{len(seeds)} seed(s): with fewer than 3 per arm there is no way to tell a difference "
-                        "from seed-to-seed noise")
+            _fail(name, f"{count(len(seeds), 'seed')}: with fewer than three per arm there is no way to tell a "
+                        "difference from seed-to-seed noise")
     with parts(f"the budget fits in {CPU_HOURS} CPU-hours (2 arms x seeds x minutes per run)"):
         need_plan()
         minutes = float(plan["minutes_per_run"])

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from bertlab.config import BertConfig
+from bertlab.prose import count
 
 # ------------------------------------------------------------------------------------------------
 # The name tables: bertlab name -> transformers name
@@ -147,7 +148,7 @@ def hf_to_bertlab(sd: dict[str, torch.Tensor], config: BertConfig, model_name: s
                 missing += [n for n in names if n not in encoder]
     if missing:
         raise StateDictMismatch(
-            f"the checkpoint lacks {len(missing)} encoder weight(s) a BERT with L={config.num_layers} "
+            f"the checkpoint lacks {count(len(missing), 'encoder weight')} that a BERT with L={config.num_layers} "
             f"needs: {', '.join(missing[:12])}{' ...' if len(missing) > 12 else ''}. Is the config right "
             f"(number of layers) and is this a BERT checkpoint?")
     unexpected = sorted(encoder)  # whatever of the encoder part nobody consumed

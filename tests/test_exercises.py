@@ -420,7 +420,7 @@ MISTAKES = {
     "head scores over padding": ("head_probe", [_head_scores(all_positions=True), _best_head()], "padding included"),
     "best head transposed": ("head_probe", [_head_scores(), _best_head(transposed=True)], "the layer comes first"),
     "ablation with two changes": ("ablation_plan", [_plan(change={"dropout": 0.1, "lr": 1e-3})], "exactly ONE"),
-    "ablation with one seed": ("ablation_plan", [_plan(seeds=[0])], "1 seed(s)"),
+    "ablation with one seed": ("ablation_plan", [_plan(seeds=[0])], "one seed: with fewer than three"),
     "ablation over budget": ("ablation_plan", [_plan(minutes_per_run=60)], "more than the 240 minutes"),
 }
 

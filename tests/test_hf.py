@@ -206,7 +206,7 @@ def test_error_missing_keys_are_listed():
     sd = hf_pretraining(cfg, seed=0).state_dict()
     del sd["bert.encoder.layer.1.intermediate.dense.weight"]
     del sd["bert.embeddings.LayerNorm.bias"]
-    with pytest.raises(StateDictMismatch, match="lacks 2 encoder.*encoder.layer.1.intermediate.dense.weight"):
+    with pytest.raises(StateDictMismatch, match="lacks two encoder weights.*encoder.layer.1.intermediate.dense.weight"):
         BertForPreTraining.from_hf(sd, config=cfg)
 
 

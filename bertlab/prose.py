@@ -1,0 +1,52 @@
+"""Numbers in the sentences the chapters generate from their results, written as a reader expects:
+whole numbers under ten as words ("three seeds", not "3 seed(s)"), the others with thousands
+separators, and nouns and verbs that agree with their count.
+
+    count(1, "seed")               # 'one seed'
+    count(12, "epoch")             # '12 epochs'
+    count(2, "layer", "keeps")     # 'two layers keep'  (a verb in its singular form agrees too)
+"""
+
+from __future__ import annotations
+
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_IRREGULAR = {"epoch": "epochs", "child": "children", "person": "people", "analysis": "analyses", "index": "indices"}
+
+
+def number(n: int) -> str:
+    """A whole number for prose: words under ten, digits (with thousands separators) from ten on."""
+    if isinstance(n, bool) or int(n) != n:
+        raise TypeError(f"number() writes whole numbers, got {n!r}")
+    n = int(n)
+    return _WORDS[n] if 0 <= n < 10 else f"{n:,}"
+
+
+def plural(noun: str) -> str:
+    """The plural of an English noun (regular rules, a few irregular ones)."""
+    if noun in _IRREGULAR:
+        return _IRREGULAR[noun]
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def verb_agreeing(n: int, verb: str) -> str:
+    """A present-tense verb, given in its singular form ("separates", "is", "has"), agreeing with
+    a subject of n things."""
+    if n == 1:
+        return verb
+    if verb in ("is", "was", "has", "does"):
+        return {"is": "are", "was": "were", "has": "have", "does": "do"}[verb]
+    if verb.endswith("ies") and len(verb) > 3:
+        return verb[:-3] + "y"
+    if verb.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return verb[:-2]
+    return verb[:-1] if verb.endswith("s") else verb
+
+
+def count(n: int, noun: str, verb: str | None = None) -> str:
+    """'one seed', 'three seeds', '1,250 steps'; with a verb (singular form), 'two layers keep'."""
+    text = f"{number(n)} {noun if n == 1 else plural(noun)}"
+    return f"{text} {verb_agreeing(n, verb)}" if verb else text
