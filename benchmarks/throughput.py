@@ -46,7 +46,10 @@ and after the models (the best of both counts), so a loaded machine lowers both 
 
 With --json the last line of stdout is one JSON object: bertlab_tokens_per_s,
 transformers_tokens_per_s, speedup (bertlab / transformers), bertlab_gflops, ceiling_gflops,
-fraction_of_ceiling (bertlab_gflops / ceiling_gflops), precision, compiled, compile_s (bertlab's;
+fraction_of_ceiling (bertlab_gflops / ceiling_gflops), model_shape_ceiling_tokens_per_s (the step's
+own matmuls, forward and backward, at their shapes and precision, each timed alone and summed: the
+speed of a step that did nothing else) and fraction_of_model_shape_ceiling (bertlab's tokens/s over
+it), precision, compiled, compile_s (bertlab's;
 transformers_compile_s beside it; null when not compiled), cpu (/proc/cpuinfo's model name),
 threads (torch.get_num_threads()), loadavg (the 1-minute load average at the start: a busy
 machine makes every number a lower bound) and the configuration, dropout included. --json FILE also writes it there.
@@ -67,7 +70,7 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining
 from bertlab.config import PRESETS
-from bertlab.flops import pretraining_flops
+from bertlab.flops import pretraining_flops, step_matmuls
 from bertlab.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
 from bertlab.optim import adamw, optimizer_step
@@ -257,6 +260,43 @@ def matmul_ceiling(n: int, precision: str, device: torch.device, repeats: int) -
     return 2.0 * n ** 3 / best
 
 
+def model_shape_ceiling(config: BertConfig, B: int, T: int, P: int, precision: str, device: torch.device,
+                        repeats: int = 3) -> dict:
+    """The fastest this machine runs the step's own matrix products: every forward and backward
+    matmul of one training step (bertlab.flops.step_matmuls) at its own shape and in the run's
+    precision, each timed alone (best of `repeats`, after one untimed run), times how often the
+    step does it. What is left of a measured step beyond this sum is everything else: softmax,
+    LayerNorm, GELU, dropout, the loss, the optimiser, dtype copies. Returns the seconds per step
+    and the tokens/s and GFLOP/s that a step doing nothing but its matmuls would reach."""
+    dtype = MATMUL_DTYPES[precision]
+    g = torch.Generator().manual_seed(0)
+    timed: dict[tuple[int, int, int, int], float] = {}
+    total, parts = 0.0, {}
+    for what, b, m, k, n, times in step_matmuls(config, B, T, P):
+        key = (b, m, k, n)
+        if key not in timed:
+            x = torch.randn(b, m, k, generator=g).to(device=device, dtype=dtype)
+            w = torch.randn(b, k, n, generator=g).to(device=device, dtype=dtype)
+            mm = (lambda: torch.mm(x[0], w[0])) if b == 1 else (lambda: torch.bmm(x, w))  # noqa: E731
+            mm()
+            best = math.inf
+            for _ in range(repeats):
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                t = time.perf_counter()
+                mm()
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                best = min(best, time.perf_counter() - t)
+            timed[key] = best
+        total += timed[key] * times
+        part = what.split(" forward")[0].split(" backward")[0]
+        parts[part] = parts.get(part, 0.0) + timed[key] * times
+    flops = pretraining_flops(config, B, T, P)
+    return {"seconds_per_step": total, "tokens_per_s": B * T / total, "gflops": flops / total / 1e9,
+            "seconds_by_matmul": parts}
+
+
 def _r(x: float | None, digits: int = 4) -> float | None:
     """Round to `digits` significant digits (JSON readability); None stays None."""
     if x is None:
@@ -299,6 +339,8 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
             torch.cuda.empty_cache()
     ceilings.append(matmul_ceiling(mm_n, rt.precision, rt.device, mm_reps))
     ceiling = max(ceilings)
+    log(f"model-shape ceiling: the step's own matmuls at their shapes in {rt.precision} ...")
+    shape_ceiling = model_shape_ceiling(config, B, T, round(MLM_PROBABILITY * T), rt.precision, rt.device)
 
     flops = model_flops(config, B, T)
     executed = pretraining_flops(config, B, T, T)  # transformers' MLM head runs at every position
@@ -336,6 +378,14 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     summary["ceiling_gflops_before_after"] = [_r(c / 1e9) for c in ceilings]
     summary["fraction_of_ceiling"] = _r(gflops(ours) * 1e9 / ceiling) if ours else None
     summary["transformers_fraction_of_ceiling"] = _r(gflops(theirs) * 1e9 / ceiling) if theirs else None
+    summary["model_shape_ceiling_s_per_step"] = _r(shape_ceiling["seconds_per_step"])
+    summary["model_shape_ceiling_tokens_per_s"] = _r(shape_ceiling["tokens_per_s"], 5)
+    summary["model_shape_ceiling_gflops"] = _r(shape_ceiling["gflops"])
+    summary["model_shape_ceiling_s_by_matmul"] = {k: _r(v) for k, v in shape_ceiling["seconds_by_matmul"].items()}
+    summary["fraction_of_model_shape_ceiling"] = (
+        _r(ours.tokens_per_s / shape_ceiling["tokens_per_s"]) if ours else None)
+    summary["transformers_fraction_of_model_shape_ceiling"] = (
+        _r(theirs.tokens_per_s / shape_ceiling["tokens_per_s"]) if theirs else None)
     summary["mfu"] = _r(ours.mfu) if ours else None  # vs the GPU's data-sheet peak; None on a CPU
     summary["transformers_mfu"] = _r(theirs.mfu) if theirs else None
 
@@ -345,6 +395,9 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     for impl, m in rows.items():
         extra = f", first step {m.first_step_s:.2f} s" if m.first_step_s is not None else ""
         print(f"{impl}: {gflops(m):.1f} model GFLOP/s = {100 * gflops(m) * 1e9 / ceiling:.1f}% of the ceiling{extra}")
+    print(f"model-shape ceiling: the step's matmuls alone take {1000 * shape_ceiling['seconds_per_step']:.1f} ms "
+          f"({shape_ceiling['tokens_per_s']:,.0f} tokens/s, {shape_ceiling['gflops']:.1f} GFLOP/s); bertlab "
+          f"reaches {100 * (summary['fraction_of_model_shape_ceiling'] or 0):.1f}% of it")
     print(f"ceiling: {summary['ceiling_matmul']} matmul, best {ceiling / 1e9:.1f} GFLOP/s "
           f"(before {ceilings[0] / 1e9:.1f}, after {ceilings[1] / 1e9:.1f}); {summary['cpu']}, "
           f"{summary['threads']} threads, load average {summary['loadavg']} at the start")

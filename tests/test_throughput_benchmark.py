@@ -71,6 +71,16 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
     assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3)
     assert r["fraction_of_ceiling"] == pytest.approx(r["bertlab_gflops"] / r["ceiling_gflops"], rel=1e-3)
     assert r["ceiling_gflops"] == max(r["ceiling_gflops_before_after"])
+    # the model-shape ceiling: the step's own matmuls, timed alone, and bertlab's share of its speed
+    assert r["model_shape_ceiling_tokens_per_s"] == pytest.approx(4 * 32 / r["model_shape_ceiling_s_per_step"],
+                                                                  rel=1e-3)
+    assert r["model_shape_ceiling_gflops"] == pytest.approx(
+        hand_count_flops() / r["model_shape_ceiling_s_per_step"] / 1e9, rel=1e-3)
+    assert r["fraction_of_model_shape_ceiling"] == pytest.approx(
+        r["bertlab_tokens_per_s"] / r["model_shape_ceiling_tokens_per_s"], rel=1e-3)
+    assert r["fraction_of_model_shape_ceiling"] > 0
+    assert sum(r["model_shape_ceiling_s_by_matmul"].values()) == pytest.approx(r["model_shape_ceiling_s_per_step"],
+                                                                               rel=1e-2)
     # transformers' MLM head runs at all 32 positions: 4 x 27 more predictions than bertlab's
     assert r["transformers_executed_flops_per_step"] - r["model_flops_per_step"] == 6 * 4 * 27 * (64 * 64 + 64 * 512)
 
@@ -123,3 +133,15 @@ def test_dropout_reaches_both_models(monkeypatch, dropout):
 def test_dropout_out_of_range_is_a_clear_error(capsys):
     assert load_benchmark().main(["--device", "cpu", "--preset", "tiny", "--dropout", "1.5"]) == 2
     assert "--dropout" in capsys.readouterr().err
+
+
+def test_step_matmuls_add_up_to_the_model_flops():
+    """The shapes the model-shape ceiling times are exactly the FLOPs the benchmark counts."""
+    from bertlab import BertConfig
+    from bertlab.flops import pretraining_flops, step_matmuls
+    for cfg, B, T, P in ((BertConfig.preset("mini", vocab_size=8192), 64, 128, 19),
+                         (BertConfig(vocab_size=1000, num_layers=3, hidden_size=96, num_heads=4), 8, 64, 10)):
+        shapes = step_matmuls(cfg, B, T, P)
+        total = sum(2 * b * m * k * n * t for _, b, m, k, n, t in shapes)
+        assert total == pretraining_flops(cfg, B, T, P)
+        assert len(shapes) == 30 and all(min(s[1:]) >= 1 for s in shapes)
