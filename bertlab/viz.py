@@ -260,3 +260,29 @@ def table(title: str, m, rows: Sequence, cols: Sequence, digits: int = 2) -> Tab
     """One part of a `Table`: the (len(rows), len(cols)) matrix `m` (a tensor, array or nested
     list) under `title`, each number shown with `digits` digits after the point."""
     return (title, m, rows, cols, digits)
+
+
+def lever_chart(levers, ax=None, title: str | None = None):
+    """What each one-change pilot did to held-out MLM accuracy at equal training tokens
+    (bertlab.pilot_study.lever_effects): one horizontal bar per change, in points against its
+    baseline, largest gain on top; gains and losses in two colours, the value beside each bar."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(7.5, 0.38 * len(levers) + 1.2), layout="tight")
+    levers = list(levers)
+    y = np.arange(len(levers))[::-1]
+    points = [lv.points for lv in levers]
+    ax.barh(y, points, color=["tab:green" if p > 0 else "tab:red" for p in points], height=0.6)
+    ax.set_yticks(y, [lv.label + (f" (scored on {lv.scored_on})" if lv.scored_on else "") for lv in levers])
+    ax.axvline(0, color="black", lw=0.8)
+    span = max((abs(p) for p in points), default=1.0)
+    for yi, p in zip(y, points):
+        ax.text(p + (0.02 if p >= 0 else -0.02) * span, yi, f"{p:+.1f}", va="center",
+                ha="left" if p >= 0 else "right", fontsize=8)
+    ax.set_xlim(-1.25 * span, 1.25 * span)
+    ax.set_xlabel("held-out MLM accuracy against the baseline (points)")
+    if title:
+        ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    return ax
