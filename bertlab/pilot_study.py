@@ -91,9 +91,14 @@ def pilot_series(pilots: Sequence[Pilot] | None = None) -> list[Series]:
     return out
 
 
-def _prefix(series_name: str) -> str:
-    parts = series_name.split("-")
-    return "-".join(parts[:2]) + "-" if len(parts) > 2 else parts[0] + "-"
+def short_label(pilot_name: str, baseline_name: str) -> str:
+    """A pilot's name without the leading parts it shares with its baseline's: "cpu-mini-mask-30"
+    under "cpu-mini-8k" is "mask-30", "cpu-post-ln" under "cpu-tiny-16k" is "post-ln"."""
+    mine, base = pilot_name.split("-"), baseline_name.split("-")
+    k = 0
+    while k < min(len(mine) - 1, len(base)) and mine[k] == base[k]:
+        k += 1
+    return "-".join(mine[k:])
 
 
 def lever_effects(series: Sequence[Series]) -> list[Lever]:
@@ -112,10 +117,8 @@ def lever_effects(series: Sequence[Series]) -> list[Lever]:
                 a, b_here, scored_on = mine[base_len], theirs[base_len], base_len
             else:
                 b_here = b
-            prefix = _prefix(s.name)
-            label = p["name"][len(prefix):] if p["name"].startswith(prefix) else p["name"]
-            levers.append(Lever(s.name, p["name"], label, p["change"], round(100 * (a - b_here), 1), s.tokens,
-                                scored_on))
+            levers.append(Lever(s.name, p["name"], short_label(p["name"], s.name), p["change"],
+                                round(100 * (a - b_here), 1), s.tokens, scored_on))
     return sorted(levers, key=lambda lv: -lv.points)
 
 
@@ -189,3 +192,17 @@ def levers_reading(levers: Sequence[Lever], level: float = 0.5) -> str:
              (("raised it:", up), ("lowered it:", down), (f"moved it less than {level:g} of a point:", even)) if x]
     return (f"Against `{levers[0].series}` at {tokens_text(levers[0].tokens)}, in points of held-out "
             f"accuracy, these changes " + "; ".join(parts) + ".")
+
+
+def machines_table(pilots: Sequence[Pilot]) -> str:
+    """Where and with what code each pilot ran, as a Markdown table: CPU, runtime (precision,
+    compiled or not), median training tokens/s, and the commit of the code (timings compare only
+    within one machine)."""
+    lines = ["| run | CPU | runtime | median tokens/s | code |", "|---|---|---|---|---|"]
+    for p in sorted(pilots, key=lambda p: p["name"]):
+        m = p.get("machine") or {}
+        speed = m.get("median_tokens_per_s")
+        commit = p.get("git_commit")
+        lines.append(f"| {p['name']} | {m.get('cpu') or 'not recorded'} | {m.get('runtime') or 'not recorded'} | "
+                     f"{f'{speed:,.0f}' if speed else 'not recorded'} | {commit[:7] if commit else 'not recorded'} |")
+    return "\n".join(lines)

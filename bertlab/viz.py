@@ -262,10 +262,11 @@ def table(title: str, m, rows: Sequence, cols: Sequence, digits: int = 2) -> Tab
     return (title, m, rows, cols, digits)
 
 
-def lever_chart(levers, ax=None, title: str | None = None):
+def lever_chart(levers, ax=None, title: str | None = None, limit: float | None = None):
     """What each one-change pilot did to held-out MLM accuracy at equal training tokens
     (bertlab.pilot_study.lever_effects): one horizontal bar per change, in points against its
-    baseline, largest gain on top; gains and losses in two colours, the value beside each bar."""
+    baseline, largest gain on top; gains and losses in two colours, the value beside each bar.
+    `limit`: the x axis runs from -limit to +limit points (give several charts the same one)."""
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -276,13 +277,34 @@ def lever_chart(levers, ax=None, title: str | None = None):
     ax.barh(y, points, color=["tab:green" if p > 0 else "tab:red" for p in points], height=0.6)
     ax.set_yticks(y, [lv.label + (f" (scored on {lv.scored_on})" if lv.scored_on else "") for lv in levers])
     ax.axvline(0, color="black", lw=0.8)
-    span = max((abs(p) for p in points), default=1.0)
+    span = limit if limit is not None else max((abs(p) for p in points), default=1.0) * 1.25
     for yi, p in zip(y, points):
-        ax.text(p + (0.02 if p >= 0 else -0.02) * span, yi, f"{p:+.1f}", va="center",
+        ax.text(p + (0.015 if p >= 0 else -0.015) * span, yi, f"{p:+.1f}", va="center",
                 ha="left" if p >= 0 else "right", fontsize=8)
-    ax.set_xlim(-1.25 * span, 1.25 * span)
+    ax.set_xlim(-span, span)
     ax.set_xlabel("held-out MLM accuracy against the baseline (points)")
     if title:
         ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def pilot_curves(series, ax=None, title: str | None = None, threshold: float | None = None):
+    """Held-out MLM accuracy against training tokens for every run of a pilot series
+    (bertlab.pilot_study.Series): up to the series' common tokens, or whole for a timed series;
+    `threshold` (a fraction, e.g. 0.2) draws a dotted line there."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(7, 3.6), layout="tight")
+    for run in series.runs:
+        pts = [q for q in run["heldout"] if series.minutes or q["tokens"] <= series.tokens]
+        ax.plot([q["tokens"] / 1e6 for q in pts], [100 * q["mlm_acc"] for q in pts], "o-", ms=3,
+                label=run["name"], lw=2.2 if run is series.baseline else 1.2)
+    if threshold is not None:
+        ax.axhline(100 * threshold, color="grey", ls=":", lw=1)
+    ax.set(xlabel="training tokens (millions)", ylabel="held-out MLM accuracy (%)",
+           title=title or f"{series.name} and one change at a time")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return ax

@@ -50,6 +50,14 @@ def test_series_compare_at_equal_tokens():
         accuracy_at(s.baseline["heldout"], 15_000)
 
 
+def test_short_labels_drop_what_a_pilot_shares_with_its_baseline():
+    from bertlab.pilot_study import short_label
+    assert short_label("cpu-mini-mask-30", "cpu-mini-8k") == "mask-30"
+    assert short_label("cpu-post-ln", "cpu-tiny-16k") == "post-ln"
+    assert short_label("cpu-size-tiny-10min", "cpu-size-mini-10min") == "tiny-10min"
+    assert short_label("p1", "base") == "p1" and short_label("cpu-mini", "cpu-mini-8k") == "mini"
+
+
 def test_lever_effects_are_sorted_and_use_the_baselines_window_length():
     levers = lever_effects(pilot_series(PILOTS))
     assert [(lv.label, lv.points) for lv in levers] == [("good", 10.0), ("short", 2.0), ("stall", 0.2),
@@ -81,7 +89,8 @@ def test_a_timed_series_is_also_read_by_where_each_run_ended():
 
 def test_the_lever_chart_draws_one_bar_per_change():
     levers = lever_effects(pilot_series(PILOTS))
-    ax = lever_chart(levers, title="levers")
+    ax = lever_chart(levers, title="levers", limit=12)
+    assert ax.get_xlim() == (-12, 12)
     assert len(ax.patches) == 4 and [t.get_text() for t in ax.get_yticklabels()][1] == "short (scored on 128)"
     assert ax.patches[0].get_width() == pytest.approx(10.0)
 
@@ -93,3 +102,20 @@ def test_the_recorded_pilots_form_series():
     mini = series["cpu-mini-8k"]
     assert mini.tokens == 1250 * 64 * 128  # every run of the series was scored after 10.2M tokens
     assert all(lv.series == "cpu-mini-8k" for lv in lever_effects([mini]))
+
+
+def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
+    from bertlab.viz import pilot_curves
+    [s] = pilot_series(PILOTS)
+    ax = pilot_curves(s, threshold=0.2)
+    assert len(ax.lines) == 5 + 1  # five runs and the threshold
+    assert max(max(line.get_xdata()) for line in ax.lines[:5]) == pytest.approx(0.02)  # 20,000 tokens
+
+
+def test_machines_table_says_where_each_pilot_ran():
+    from bertlab.pilot_study import machines_table
+    pilots = [dict(PILOTS[1], machine={"cpu": "AMD EPYC", "runtime": "cpu (2 cores), bf16", "median_tokens_per_s":
+                                       17401.7}, git_commit="0123456789abcdef"), PILOTS[0]]
+    lines = machines_table(pilots).splitlines()
+    assert lines[2] == "| cpu-x-base | not recorded | not recorded | not recorded | not recorded |"
+    assert lines[3] == "| cpu-x-good | AMD EPYC | cpu (2 cores), bf16 | 17,402 | 0123456 |"
