@@ -106,6 +106,8 @@ else
         --mlm-probability 0.2
     pilot cpu-mini-post-ln "the baseline run ($BASE), with post-LN layers (the paper's; the baseline is pre-LN)" \
         --norm-position post
+    pilot cpu-mini-post-ln-warmup-10 "the baseline run ($BASE), with post-LN layers and a warm-up of 10% of the steps (the baseline: pre-LN, 3%)" \
+        --norm-position post --warmup 0.1
     pilot cpu-mini-nsp "the baseline run ($BASE), with two segments per sequence (A/B segment ids) and the NSP loss" \
         --nsp
     pilot cpu-mini-pairs "the baseline run ($BASE), with two segments per sequence (A/B segment ids, B the text after A) and no NSP loss" \

@@ -1,0 +1,74 @@
+"""Where a compiled bertlab pretraining step spends its time on this machine: torch.profiler over
+a few of the benchmark's own steps (benchmarks/throughput.py: Trainer.train_step, random batch,
+bf16 where native), the operators sorted by their own time, matmuls apart from the rest.
+
+    python benchmarks/profile_step.py --preset mini --vocab-size 8192 --dropout 0.1
+    python benchmarks/profile_step.py --dropout 0 --rows 30
+
+Inductor's generated C++ kernels are named in the profile (cpp_fused_...: one per fusion of
+elementwise work, a softmax, a LayerNorm, a dropout mask, a dtype cast) when
+`torch._inductor.config.cpp.enable_kernel_profile` is on, which this script sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import throughput  # noqa: E402  (the benchmark's batch and step, measured the same way)
+
+from bertlab import BertConfig, BertForPreTraining  # noqa: E402
+from bertlab.config import PRESETS  # noqa: E402
+from bertlab.pretrain import PretrainConfig, Trainer, zero_stats  # noqa: E402
+from bertlab.runtime import make_runtime  # noqa: E402
+
+MATMUL_OPS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::linear", "aten::matmul", "mkldnn", "onednn")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="mini", choices=list(PRESETS))
+    p.add_argument("--vocab-size", type=int, default=8192)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--steps", type=int, default=3, help="profiled steps (after 2 warm-up steps)")
+    p.add_argument("--rows", type=int, default=25)
+    p.add_argument("--no-compile", action="store_true")
+    a = p.parse_args(argv)
+    import torch._inductor.config as inductor_config
+    inductor_config.cpp.enable_kernel_profile = True
+    rt = make_runtime("cpu", "auto", compile=not a.no_compile, distributed=False)
+    L, H, A = PRESETS[a.preset]
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=a.vocab_size, num_layers=L, hidden_size=H, num_heads=A,
+                        hidden_dropout=a.dropout, attention_dropout=a.dropout)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = PretrainConfig(steps=100, batch_size=a.batch_size, seq_len=a.seq_len, nsp=True, out=out,
+                             compile=not a.no_compile, progress=False)
+        trainer = Trainer(cfg, BertForPreTraining(config), source=None, eval_batches=None, rt=rt)
+        batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, torch.Generator().manual_seed(0))
+        stats, bad = zero_stats(rt.device), torch.full((), -1, dtype=torch.long)
+        for _ in range(2):
+            trainer.train_step([batch], stats, bad)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(a.steps):
+                trainer.train_step([batch], stats, bad)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    mm = sum(e.self_cpu_time_total for e in events if any(k in e.key for k in MATMUL_OPS))
+    print(f"{a.preset} ({L}/{H}/{A}), vocab {a.vocab_size:,}, batch {a.batch_size} x {a.seq_len}, dropout "
+          f"{a.dropout:g}, {rt.describe()}")
+    print(f"self time per step {total / a.steps / 1e3:.1f} ms: matmuls {mm / a.steps / 1e3:.1f} ms "
+          f"({100 * mm / total:.0f}%), everything else {(total - mm) / a.steps / 1e3:.1f} ms")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=a.rows, max_name_column_width=60))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
