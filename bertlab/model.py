@@ -86,6 +86,44 @@ class SpanOutput:
 # ------------------------------------------------------------------------------------------------
 # The encoder
 # ------------------------------------------------------------------------------------------------
+@torch.library.custom_op("bertlab::random_bits", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
+def random_bits(like: torch.Tensor) -> torch.Tensor:
+    """16 random bits (int16) for each element of `like`, from the default generator: ATen's
+    generator fills one 64-bit integer per four elements. Drawn outside the compiled graph (a
+    custom op), so that torch.compile keeps the fast generator instead of one Philox draw per
+    element; tagged as seeded randomness, so that the compiler never merges or recomputes it."""
+    n = like.numel()
+    words = torch.empty((n + 3) // 4, dtype=torch.int64, device=like.device).random_()
+    return words.view(torch.int16)[:n].view(like.shape)
+
+
+@random_bits.register_fake
+def _random_bits_shape(like: torch.Tensor) -> torch.Tensor:
+    return torch.empty(like.shape, dtype=torch.int16, device=like.device)
+
+
+class Dropout(nn.Dropout):
+    """Dropout (Srivastava et al.): in training, zero each element with probability p and scale
+    the others by 1 / (1 - p), so that the expected output is the input; in eval mode, nothing.
+
+    On a CPU the keep-mask comes from `random_bits`, 15 of its bits per element: p is rounded to
+    a multiple of 1/32768 (0.1 becomes 0.100006) and the survivors are scaled by the exact
+    1 / (1 - p_rounded). Drawing the mask this way costs a fraction of what torch.compile's own
+    per-element random numbers cost on a CPU; on a GPU, where those are cheap, it is
+    torch.nn.functional.dropout."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if self.p >= 1.0:
+            return x * 0.0
+        if x.device.type != "cpu":
+            return F.dropout(x, self.p, True)
+        threshold = round(self.p * 32768)  # drop when the 15-bit number is below it
+        keep = (random_bits(x) & 0x7FFF) >= threshold
+        return x * keep * (32768 / (32768 - threshold))
+
+
 class Embeddings(nn.Module):
     """The input representation: token + segment + position embeddings (the paper's Figure 2)."""
 
@@ -96,7 +134,7 @@ class Embeddings(nn.Module):
         self.segment = nn.Embedding(config.type_vocab_size, H)  # sentence A = 0, sentence B = 1
         self.position = nn.Embedding(config.max_position_embeddings, H)  # learned, not sinusoidal
         self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
         self.register_buffer("position_ids", torch.arange(config.max_position_embeddings), persistent=False)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
@@ -121,7 +159,7 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout_p = config.attention_dropout
-        self.attention_dropout = nn.Dropout(config.attention_dropout)
+        self.attention_dropout = Dropout(config.attention_dropout)
 
     def fused_for(self, device: torch.device) -> bool:
         """Whether attention on `device` runs in the fused kernel (else: the formula written out)."""
@@ -176,7 +214,7 @@ class EncoderLayer(nn.Module):
         self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.ffn = FeedForward(config)
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
         self.pre_norm = config.norm_position == "pre"
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
@@ -422,7 +460,7 @@ class BertForSequenceClassification(_BertBase):
         self.config = config
         self.num_labels = num_labels
         self.bert = BertModel(config)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_labels)  # W (and a bias)
         self.classifier.apply(self._init_weights)
 
@@ -449,7 +487,7 @@ class BertForTokenClassification(_BertBase):
         self.config = config
         self.num_labels = num_labels
         self.bert = BertModel(config, add_pooler=False)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         self.classifier.apply(self._init_weights)
 
@@ -504,7 +542,7 @@ class BertForMultipleChoice(_BertBase):
         super().__init__()
         self.config = config
         self.bert = BertModel(config)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
         self.classifier = nn.Linear(config.hidden_size, 1)  # V (and a bias)
         self.classifier.apply(self._init_weights)
 

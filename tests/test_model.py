@@ -389,3 +389,44 @@ def test_pre_ln_has_one_more_layernorm_and_no_transformers_export():
     with pytest.raises(ValueError, match="norm_position must be 'post'"):
         BertConfig(norm_position="sandwich")
     assert BertConfig.from_dict(pre.config.to_dict()).norm_position == "pre"
+
+
+# --- dropout with cheap masks on a CPU ------------------------------------------------------------
+def test_dropout_drops_at_its_rate_and_keeps_the_expectation():
+    from bertlab.model import Dropout
+    torch.manual_seed(0)
+    x = torch.ones(1_000_000)
+    drop = Dropout(0.1).train()
+    y = drop(x)
+    dropped = (y == 0).float().mean().item()
+    assert abs(dropped - 0.1) < 0.002
+    assert abs(y.mean().item() - 1.0) < 0.004  # survivors scaled by 1 / (1 - p)
+    assert torch.unique(y[y != 0]).numel() == 1 and y.max().item() == pytest.approx(32768 / (32768 - 3277))
+    assert not torch.equal(drop(x), y)  # a new mask every call
+    torch.manual_seed(0)
+    assert torch.equal(drop(x), y)  # from the default generator: seeded runs repeat
+    assert torch.equal(drop.eval()(x), x) and torch.equal(Dropout(0.0).train()(x), x)
+    assert (Dropout(1.0).train()(x) == 0).all()
+    assert isinstance(drop, torch.nn.Dropout) and drop.p == 0.1
+
+
+def test_dropout_gradient_uses_the_forward_mask_when_compiled():
+    """Under torch.compile the mask must be drawn once: the backward pass multiplies by the same
+    mask as the forward (the op is tagged as seeded randomness, so it is saved, not recomputed)."""
+    from bertlab.model import Dropout
+    drop = Dropout(0.5).train()
+
+    def f(x):
+        return drop(x.sin() + 2.0)  # never 0 where kept
+
+    compiled = torch.compile(f, backend="inductor")
+    torch.manual_seed(1)
+    x = torch.randn(64, 33, requires_grad=True)
+    y = compiled(x)
+    y.sum().backward()
+    kept = y != 0
+    assert 0.35 < kept.float().mean().item() < 0.65
+    scale = 32768 / (32768 - 16384)
+    assert torch.equal(x.grad != 0, kept)  # the gradient flows exactly where the forward kept
+    assert torch.allclose(x.grad[kept], x.detach().cos()[kept] * scale)
+    assert torch.allclose(y[kept], (x.detach().sin() + 2.0)[kept] * scale)
