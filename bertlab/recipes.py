@@ -15,7 +15,7 @@ Three recipes, side by side so the book can compare them:
 `budget` -- for runs of minutes on one GPU, where 1M steps are out of reach: the same model and
     objective, but a much higher peak lr (7e-4) so the loss leaves the early "predict the frequent
     words" plateau sooner, warm-up as a fraction (6%) of the run (10,000 steps would be the whole
-    run), beta2 0.98 (the RoBERTa paper's stabiliser for large learning rates), and no NSP
+    run), beta2 0.98 (which the RoBERTa paper sets for stability with large batches), and no NSP
     (RoBERTa found it unnecessary; the book still teaches and tests it: pass --nsp to switch it on).
 
 `cpu` -- an hour on a CPU of two cores (the book's own model): what lets a small model leave the
