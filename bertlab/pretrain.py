@@ -379,20 +379,32 @@ class StopSignals:
 # Evaluation
 # ------------------------------------------------------------------------------------------------
 @torch.no_grad()
-def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime
-                         ) -> dict[str, float]:
-    """Held-out MLM loss / accuracy (over all masked tokens) and NSP loss / accuracy (over all
-    pairs) on fixed, already-masked batches. For left-to-right batches (lm_labels): ltr_loss and
+def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime,
+                         mask_id: int | None = None) -> dict[str, float]:
+    """Held-out MLM loss / accuracy and NSP loss / accuracy (over all pairs) on fixed,
+    already-masked batches. `mlm_acc` counts every chosen position: those replaced by [MASK] (80%),
+    by a random piece (10%) and those left unchanged (10%), where the answer is in plain sight.
+    Given the tokenizer's `mask_id`, `mlm_acc_mask` is the accuracy at the [MASK] positions only,
+    the harder and more telling number. For left-to-right batches (lm_labels): ltr_loss and
     next_token_acc over every next-token prediction."""
     loss_key, acc_key = OBJECTIVES["ltr" if batches and "lm_labels" in batches[0] else "mlm"]
     was_training = model.training
     model.eval()
     objective = PretrainingObjective(model)
     tot = torch.zeros(6, dtype=torch.float64, device=rt.device)
+    at_mask = torch.zeros(2, dtype=torch.float64, device=rt.device)  # right at [MASK] positions, of how many
     for b in batches:
         b = rt.to_device(b)
         with rt.autocast():
             lm_sum, nsp_loss, lm_correct, nsp_correct = objective(**b)
+            if mask_id is not None and "mlm_positions" in b:
+                with torch.no_grad():
+                    logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"],
+                                   mlm_positions=b["mlm_positions"]).mlm_logits  # (b, P, V)
+                shown = b["input_ids"].gather(1, b["mlm_positions"])  # what the model saw there
+                masked = (shown == mask_id) & (b["mlm_labels"] != IGNORE_INDEX)
+                right = (logits.argmax(-1) == b["mlm_labels"]) & masked
+                at_mask += torch.stack([right.sum().double(), masked.sum().double()])
         n = (target_labels(b) != IGNORE_INDEX).sum()
         rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
         tot += torch.stack([lm_sum.double(), n.double(), lm_correct.double(), nsp_loss.double() * rows,
@@ -400,6 +412,9 @@ def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torc
     model.train(was_training)
     lm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
     out = {loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
+    if mask_id is not None and loss_key == "mlm_loss":
+        right, masked = at_mask.tolist()
+        out["mlm_acc_mask"] = right / max(masked, 1)
     if rows:
         out.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
     out["loss"] = out[loss_key] + out.get("nsp_loss", 0.0)
@@ -466,8 +481,10 @@ class Trainer:
 
     def __init__(self, cfg: PretrainConfig, model: BertForPreTraining, source: BatchSource,
                  eval_batches: list[dict[str, torch.Tensor]] | None, rt: Runtime,
-                 vocab_fingerprint: str | None = None, tokenizer_file: str | Path | None = None):
+                 vocab_fingerprint: str | None = None, tokenizer_file: str | Path | None = None,
+                 mask_id: int | None = None):
         self.cfg, self.rt, self.source = cfg, rt, source
+        self.mask_id = mask_id  # the [MASK] id: held-out accuracy at [MASK] positions too
         self.recipe = cfg.resolved_recipe()
         self.eval_batches = eval_batches or []
         self.tokenizer_file = tokenizer_file
@@ -789,7 +806,7 @@ class Trainer:
 
     def evaluate(self, logger: logs.MetricsLogger, last: bool) -> None:
         """Score the held-out batches and log them (the final scores are kept)."""
-        ev = evaluate_pretraining(self.model, self.eval_batches, self.rt)
+        ev = evaluate_pretraining(self.model, self.eval_batches, self.rt, self.mask_id)
         logger.log({"step": self.step, "split": "eval", **ev, "elapsed_s": self.elapsed()})
         if last:
             self.final_eval = ev
@@ -1002,7 +1019,7 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
             "runtime": rt.describe(), "world_size": rt.dist.world_size, "torch": torch.__version__,
             "git_commit": git_commit(), "vocab_fingerprint": fingerprint})
     trainer = Trainer(cfg, model, source, eval_batches, rt, vocab_fingerprint=fingerprint,
-                      tokenizer_file=tokenizer_file)
+                      tokenizer_file=tokenizer_file, mask_id=getattr(tokenizer, "mask_id", None))
     result = trainer.run()
     if result.stopped_by is None and rt.dist.is_main:
         ckpt.save_model(out / "final", model, tokenizer_file=tokenizer_file)
@@ -1027,7 +1044,7 @@ def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len:
         ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
                                       seed=EVAL_SEED)
         eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
-    return evaluate_pretraining(model.to(rt.device), eval_batches, rt)
+    return evaluate_pretraining(model.to(rt.device), eval_batches, rt, tokenizer.mask_id)
 
 
 def _nsp_was_trained(folder: str | Path) -> bool:

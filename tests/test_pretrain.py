@@ -432,3 +432,32 @@ def test_segment_pairs_train_both_segment_rows(tmp_path, tokenizer_file):
     pairs = moved(nsp=False, segment_pairs=True)
     assert single[0] > 0 and single[1] == 0
     assert pairs[0] > 0 and pairs[1] > 0
+
+
+def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
+    """mlm_acc counts every chosen position, the 10% left unchanged included; mlm_acc_mask only
+    those the model saw as [MASK]. A 'model' that predicts the piece it sees is right exactly at
+    the unchanged positions: about a tenth of mlm_acc, and never at a [MASK]."""
+    from types import SimpleNamespace
+
+    import torch.nn.functional as F
+
+    from bertlab.pretrain import evaluate_pretraining
+    from bertlab.tokenizer import WordPieceTokenizer
+    tok = WordPieceTokenizer.load(tokenizer_file)
+    rt = make_runtime("cpu", "fp32", distributed=False)
+    data = prepare_data(tiny(tmp_path / "e", tokenizer_file, eval_batches=4), rt)
+
+    class SeesOnly(torch.nn.Module):
+        def forward(self, input_ids, token_type_ids, attention_mask, mlm_positions=None):
+            shown = input_ids.gather(1, mlm_positions)
+            return SimpleNamespace(mlm_logits=10.0 * F.one_hot(shown, tok.vocab_size).float(), nsp_logits=None)
+
+    scores = evaluate_pretraining(SeesOnly(), data.eval_batches, rt, mask_id=tok.mask_id)
+    assert scores["mlm_acc_mask"] == 0.0
+    assert 0.06 < scores["mlm_acc"] < 0.14  # the unchanged tenth
+    assert "mlm_acc_mask" not in evaluate_pretraining(SeesOnly(), data.eval_batches, rt)
+    # and a real run logs both at every evaluation
+    pretrain(tiny(tmp_path / "r", tokenizer_file, steps=4))
+    evals = read_metrics(tmp_path / "r" / "metrics.jsonl", split="eval")
+    assert evals and all(0.0 <= e["mlm_acc_mask"] <= 1.0 for e in evals)
