@@ -225,8 +225,9 @@ RECIPES: dict[str, Recipe] = {
     "paper": Recipe(
         name="paper", lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, warmup=10_000,
         schedule="linear", batch_size=256, seq_len=128, steps=1_000_000, nsp=True, dropout=0.1,
-        notes="Devlin et al. 2018, A.2. 90% of steps at seq 128 then 10% at 512 (run the 512 phase "
-              "as a second run). eps, decoupled decay, exclusions and clipping from the released code."),
+        phases=(Phase(0.9, 128, 256), Phase(0.1, 512, 256)),
+        notes="Devlin et al. 2018, A.2: 90% of the steps at 128 tokens, then 10% at 512 (the recipe's "
+              "phases). eps, decoupled decay, exclusions and clipping from the released code."),
     "budget": Recipe(
         name="budget", lr=7e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, warmup=0.06,
         schedule="linear", batch_size=256, seq_len=128, steps=None, nsp=False, dropout=0.1,
@@ -240,6 +241,18 @@ RECIPES: dict[str, Recipe] = {
               "no dropout let a small model leave the frequent-word plateau within minutes; the pilots "
               "that chose it are in data/pilots/ and the book's appendix."),
 }
+
+
+def token_positions(recipe: Recipe, steps: int | None = None) -> float:
+    """Token positions a run of `recipe` reads (padding included): steps x batch x length, summed
+    over its phases. For the paper's recipe, 1M steps of 256 sequences, 90% at 128 tokens and 10%
+    at 512: 42.6 billion. (The paper also calls its run "approximately 40 epochs over the 3.3
+    billion word corpus", which would be over 130 billion words: the two statements disagree, and
+    the book uses the schedule's count.)"""
+    steps = steps if steps is not None else recipe.steps
+    if steps is None:
+        raise ValueError(f"the {recipe.name!r} recipe has no default length: give steps")
+    return float(sum(ph.fraction * steps * ph.batch_size * ph.seq_len for ph in recipe.training_phases()))
 
 
 def get_recipe(name: str, **overrides: Any) -> Recipe:

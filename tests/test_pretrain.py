@@ -461,3 +461,12 @@ def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
     pretrain(tiny(tmp_path / "r", tokenizer_file, steps=4))
     evals = read_metrics(tmp_path / "r" / "metrics.jsonl", split="eval")
     assert evals and all(0.0 <= e["mlm_acc_mask"] <= 1.0 for e in evals)
+
+
+def test_the_paper_recipe_follows_the_papers_two_phases():
+    from bertlab.recipes import Phase, token_positions
+    paper = RECIPES["paper"]
+    assert paper.training_phases() == (Phase(0.9, 128, 256), Phase(0.1, 512, 256))
+    assert token_positions(paper) == pytest.approx(1_000_000 * 256 * (0.9 * 128 + 0.1 * 512))
+    assert round(token_positions(paper) / 1e9, 1) == 42.6
+    assert token_positions(RECIPES["cpu"], steps=1000) == 1000 * 64 * 128
