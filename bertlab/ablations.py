@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.files import write_json
+from bertlab.records import records_dir
 from bertlab.runtime import cpu_model, device_name, make_runtime
 
-ABLATIONS_DIR = Path(__file__).resolve().parent.parent / "data" / "ablations"
+ABLATIONS_DIR = records_dir("ablations")
 RECORD_FILE = "ablations.json"
 
 # One budget for every model: the same corpus, vocabulary, recipe, batch and number of steps.
@@ -91,7 +92,7 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
     out, work = Path(out), Path(work)
     if tokenizer is None:
         # the vocabulary the record was made with: the book's second reference run's (kept with the pilots)
-        tokenizer = Path(__file__).resolve().parent.parent / "data/pilots/cpu-mini-8k-vocabulary/tokenizer.json"
+        tokenizer = records_dir("pilots", "cpu-mini-8k-vocabulary", "tokenizer.json")
     if not Path(tokenizer).exists():
         raise FileNotFoundError(f"no vocabulary at {tokenizer}: the ablations use the 8,192-piece vocabulary of "
                                 f"data/pilots/cpu-mini-8k-vocabulary/; pass tokenizer= to use another")

@@ -59,12 +59,13 @@ from typing import Any
 
 from bertlab.config import BertConfig
 from bertlab.model import BertForPreTraining
+from bertlab.records import records_dir
 from bertlab.reference import PLATEAU_EXIT_ACC
 from bertlab.tokenizer import WordPieceTokenizer
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # what the model solution scored, graded by this module (scripts/record_capstone_solution.py)
-SOLUTION_RECORD = Path(__file__).resolve().parent.parent / "data" / "capstone" / "model_solution.json"
+SOLUTION_RECORD = records_dir("capstone", "model_solution.json")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 FIX = ("copy config.json, model.safetensors and tokenizer.json from your run's final folder (<out>/final, "
        "written by pretrain) into the submission folder")

@@ -47,6 +47,7 @@ from bertlab.logs import read_metrics
 from bertlab.model import BertForPreTraining
 from bertlab.notebook import minilm_path
 from bertlab.recipes import RECIPES
+from bertlab.records import records_dir
 from bertlab.runtime import cpu_model, device_name, make_runtime
 from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for
 
@@ -61,10 +62,7 @@ class IncompleteReferenceRun(FileNotFoundError):
 
 
 def _default_places() -> list[Path]:
-    root = Path(__file__).resolve().parents[1]  # the checkout (editable install)
-    here = Path.cwd()
-    return [root / "data" / "reference_run", here / "data" / "reference_run",
-            here.parent / "data" / "reference_run"]  # chapters run from book/
+    return [records_dir("reference_run")]  # bertlab.records says where the records folder is
 
 
 @dataclass(frozen=True)
@@ -260,7 +258,7 @@ def pending(what: str = "its results") -> str:
 # ------------------------------------------------------------------------------------------------
 # Pilots: short pretraining runs that compare one change at a time, recorded under data/pilots/
 # ------------------------------------------------------------------------------------------------
-PILOTS_DIR = Path(__file__).resolve().parents[1] / "data" / "pilots"
+PILOTS_DIR = records_dir("pilots")
 PLATEAU_EXIT_ACC = 0.20  # held-out MLM accuracy that counts as "left the frequent-word plateau"
 
 
