@@ -37,6 +37,7 @@ import torch
 from bertlab import checkpoint as ckpt
 from bertlab.hf import is_hf_folder
 from bertlab.model import BertModel
+from bertlab.prose import count
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
@@ -193,6 +194,35 @@ def top_heads(scores: torch.Tensor, k: int = 5, largest: bool = True) -> list[tu
     L, A = scores.shape
     values, flat = scores.flatten().topk(min(k, L * A), largest=largest)
     return [(int(i) // A, int(i) % A, float(v)) for v, i in zip(values, flat)]
+
+
+def sink_heads(share: torch.Tensor, expected: float, factor: float = 3.0, floor: float = 0.1
+               ) -> list[tuple[int, int, float]]:
+    """The heads that use a token as a sink: those whose average attention on it (`share`, an
+    (L, A) table) is at least `factor` times what a head blind to token types would give it
+    (`expected`, its share of the tokens) and at least `floor`; heaviest first, as (layer, head,
+    share)."""
+    bar = max(factor * expected, floor)
+    return [t for t in top_heads(share, share.numel()) if t[2] >= bar]
+
+
+def sink_reading(shares: dict[str, torch.Tensor], expected: dict[str, float], factor: float = 3.0,
+                 floor: float = 0.1) -> str:
+    """One or two sentences, from the numbers, on whether this model's heads park attention on
+    always-present tokens: which of them (labels are the keys of `shares`) get at least `factor`
+    times their share of the tokens (and `floor`) from some head, and from how many heads."""
+    found = {label: sink_heads(share, expected[label], factor, floor) for label, share in shares.items()}
+    used = {label: heads for label, heads in found.items() if heads}
+    if not used:
+        heaviest = max(((label, top_heads(s, 1)[0][2]) for label, s in shares.items()), key=lambda x: x[1])
+        return (f"No head of this model parks its attention on {' or '.join(shares)}: the "
+                f"heaviest, on {heaviest[0]}, gives it {heaviest[1]:.0%} on average, less than {factor:g} "
+                f"times its share of the tokens. Sinks are learned, and in BERT-Base they are strong; a "
+                f"model trained for minutes may not have needed one yet.")
+    parts = [f"{count(len(heads), 'head')} on {label} (the heaviest {heads[0][2]:.0%}, against "
+             f"{expected[label]:.0%} of the tokens)" for label, heads in used.items()]
+    return (f"Some heads of this model use a sink, giving a token at least {factor:g} times its share: "
+            + "; ".join(parts) + ".")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -262,3 +262,16 @@ def test_sentence_pairs_are_consecutive_reproducible_and_long_enough():
     assert len(aa.sentence_pairs(docs, 4, min_words=1)) == 4
     with pytest.raises(ValueError, match="only 3"):
         aa.sentence_pairs(docs, 4)
+
+
+def test_sink_reading_is_generated_from_the_shares():
+    from bertlab.attention_analysis import sink_heads, sink_reading
+    expected = {"[CLS]": 0.03, "[SEP]": 0.06}
+    none = {"[CLS]": torch.full((2, 2), 0.04), "[SEP]": torch.tensor([[0.05, 0.08], [0.06, 0.07]])}
+    text = sink_reading(none, expected)
+    assert text.startswith("No head of this model parks its attention on [CLS] or [SEP]: the heaviest, on [SEP], gives it 8%")
+    some = {"[CLS]": torch.tensor([[0.04, 0.5], [0.04, 0.04]]), "[SEP]": torch.tensor([[0.3, 0.6], [0.06, 0.07]])}
+    assert sink_heads(some["[SEP]"], 0.06) == [(0, 1, pytest.approx(0.6)), (0, 0, pytest.approx(0.3))]
+    text = sink_reading(some, expected)
+    assert "one head on [CLS] (the heaviest 50%, against 3% of the tokens)" in text
+    assert "two heads on [SEP] (the heaviest 60%" in text
