@@ -269,7 +269,8 @@ def test_sink_reading_is_generated_from_the_shares():
     expected = {"[CLS]": 0.03, "[SEP]": 0.06}
     none = {"[CLS]": torch.full((2, 2), 0.04), "[SEP]": torch.tensor([[0.05, 0.08], [0.06, 0.07]])}
     text = sink_reading(none, expected)
-    assert text.startswith("No head of this model parks its attention on [CLS] or [SEP]: the heaviest, on [SEP], gives it 8%")
+    assert text.startswith("No head of this model parks its attention on [CLS] or [SEP]: the heaviest, "
+                           "on [SEP], gives it 8%")
     some = {"[CLS]": torch.tensor([[0.04, 0.5], [0.04, 0.04]]), "[SEP]": torch.tensor([[0.3, 0.6], [0.06, 0.07]])}
     assert sink_heads(some["[SEP]"], 0.06) == [(0, 1, pytest.approx(0.6)), (0, 0, pytest.approx(0.3))]
     text = sink_reading(some, expected)
