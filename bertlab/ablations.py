@@ -162,6 +162,20 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
     return rec
 
 
+def nsp_accuracy(record_: dict[str, Any], model: str = "MLM + NSP") -> dict[str, Any] | None:
+    """The NSP accuracy a model of the record reached on held-out pairs at its last evaluation:
+    {"nsp_acc", "step", "tokens"}; None if that model did not train NSP."""
+    m = record_["models"].get(model)
+    if m is None:
+        raise KeyError(f"no model {model!r} in the ablation record; it has {', '.join(record_['models'])}")
+    points = [c for c in m.get("curve", []) if c.get("nsp_acc") is not None]
+    if not points:
+        return None
+    last = points[-1]
+    tokens = m["tokens"] * last["step"] // m["steps"] if m.get("steps") else None
+    return {"nsp_acc": last["nsp_acc"], "step": last["step"], "tokens": tokens}
+
+
 def gap(record_: dict[str, Any], task: str, a: str, b: str) -> float:
     """Median fine-tuning score of model `a` minus model `b` on `task` (SCRATCH names the control)."""
     def median(name: str) -> float:

@@ -67,3 +67,16 @@ def test_incomplete_or_missing_record(tmp_path, monkeypatch):
         ablations.load(tmp_path)
     with pytest.raises(FileNotFoundError, match="no vocabulary"):
         ablations.record(tmp_path, tmp_path / "w", tokenizer=tmp_path / "missing.json")
+
+
+def test_nsp_accuracy_is_the_last_evaluation_of_the_nsp_model():
+    rec = {"models": {"MLM + NSP": {"steps": 1500, "tokens": 12_288_000, "curve": [
+        {"step": 250, "nsp_acc": 0.74}, {"step": 1500, "nsp_acc": 0.838}]},
+        "MLM, no NSP": {"steps": 1500, "tokens": 12_288_000, "curve": [{"step": 1500, "mlm_acc": 0.25}]}}}
+    assert ablations.nsp_accuracy(rec) == {"nsp_acc": 0.838, "step": 1500, "tokens": 12_288_000}
+    assert ablations.nsp_accuracy(rec, "MLM, no NSP") is None
+    with pytest.raises(KeyError, match="no model 'LTR'"):
+        ablations.nsp_accuracy(rec, "LTR")
+    recorded = ablations.load()
+    if recorded is not None:  # the book's record: the NSP model learned its task
+        assert 0.5 < ablations.nsp_accuracy(recorded)["nsp_acc"] <= 1.0
