@@ -24,13 +24,17 @@ BOOK = ROOT / "book"
 # The chapters and the exercise notebooks (book/exercises/), under the same rules.
 NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
-SETUP_CELL = '''# On Colab or a fresh machine, install bertlab (Colab already has torch).
-try:
-    import bertlab
-except ImportError:
-    %pip install -q "bertlab[book] @ git+https://github.com/bertlab/bertlab"
-from bertlab.notebook import setup
-device = setup()'''
+def _install_line_script():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("set_install_line", ROOT / "scripts" / "set_install_line.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+INSTALL = _install_line_script()
+# the setup cell, its install line written from the repository URL in _config.yml
+SETUP_CELL = INSTALL.setup_cell(INSTALL.repository_url())
 
 
 def _toc_files(entries) -> list[str]:
@@ -92,7 +96,30 @@ def test_first_code_cell_is_the_setup_cell(path: Path):
     first = code[0].source.strip()
     assert first == SETUP_CELL, (
         f"{path.name}: the first code cell must be exactly the agreed setup cell:\n{SETUP_CELL}\n"
-        f"--- found ---\n{first}")
+        f"--- found ---\n{first}\n(python scripts/set_install_line.py writes it from _config.yml)")
+
+
+def test_the_install_line_follows_the_repository_setting(tmp_path):
+    """A fork changes the repository URL in _config.yml once; the script rewrites every notebook's
+    install line, and --check fails until it has."""
+    config = tmp_path / "_config.yml"
+    config.write_text("repository:\n  url: https://github.com/someone/fork/\n")
+    url = INSTALL.repository_url(config)
+    assert url == "https://github.com/someone/fork"
+    copies = []
+    for path in NOTEBOOKS[:3]:
+        copies.append(tmp_path / path.name)
+        copies[-1].write_text(path.read_text())
+    differ, missing = INSTALL.apply(copies, url, write=False)
+    assert differ == copies and not missing
+    differ, _ = INSTALL.apply(copies, url, write=True)
+    for path in copies:
+        first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        assert 'git+https://github.com/someone/fork"' in first.source
+    assert INSTALL.apply(copies, url, write=False) == ([], [])
+    config.write_text("title: no repository\n")
+    with pytest.raises(ValueError, match="repository url"):
+        INSTALL.repository_url(config)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
