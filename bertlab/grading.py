@@ -1,6 +1,6 @@
 """Grade submitted exercise notebooks: the checks run again, in a fresh kernel, on the code.
 
-    python -m bertlab.exercises grade submissions/            # grades.csv and grades.json there
+    python -m bertlab.exercises grade submissions/            # grades.csv, grades.json, gradescope/ there
     python -m bertlab.exercises grade submissions/ --timeout 60
 
 For each notebook the grader
@@ -76,6 +76,23 @@ class NotebookGrade:
     @property
     def of(self) -> int:
         return sum(e.of for e in self.exercises)
+
+    def gradescope(self) -> dict[str, Any]:
+        """This grade in Gradescope's autograder format (its results.json): the total score, one
+        test per exercise (name, score, max_score, output: what failed, visibility) and the
+        notebook's own cell errors as the top-level output."""
+        tests = []
+        for e in self.exercises:
+            failed = [p for p in e.parts if not p["passed"]]
+            lines = [e.error] if e.error else []
+            lines += [f"failed: {p['message']}" for p in failed]
+            passed = len(e.parts) - len(failed)
+            lines.append(f"{passed} of {len(e.parts)} parts passed" if e.parts else "no part was checked")
+            tests.append({"name": e.exercise, "score": e.points, "max_score": e.of,
+                          "output": "\n".join(lines), "visibility": "visible"})
+        output = "\n".join(self.cell_errors) or "graded in a fresh kernel; every exercise is listed below"
+        return {"score": self.points, "output": output, "visibility": "visible",
+                "stdout_visibility": "hidden", "tests": tests}
 
     def to_dict(self) -> dict[str, Any]:
         return {"notebook": self.notebook, "assignment": self.assignment, "points": self.points,
@@ -259,7 +276,13 @@ def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int
         raise FileNotFoundError(f"no .ipynb files in {folder}: collect the submitted notebooks there")
     grades = []
     for p in paths:
-        g = grade_notebook(p, assignment=assignment, timeout=timeout)
+        try:
+            g = grade_notebook(p, assignment=assignment, timeout=timeout)
+        except (ValueError, OSError, UnicodeDecodeError, nbformat.ValidationError) as err:
+            # not JSON, not a notebook, unreadable: reported in its own row; the others are graded
+            g = NotebookGrade(p.name, None, cell_errors=[
+                f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
+                f"as saved by Jupyter"])
         grades.append(g)
         if verbose:
             print(f"{p.name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
@@ -276,8 +299,12 @@ def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int
                         g.points, g.of, " | ".join(g.cell_errors)[:500],
                         " | ".join(e.feedback for e in g.exercises if e.feedback)[:1000]])
     target.with_suffix(".json").write_text(json.dumps([g.to_dict() for g in grades], indent=1) + "\n")
+    gradescope = target.parent / "gradescope"  # one results.json per submission, Gradescope's format
+    for g in grades:
+        (gradescope / Path(g.notebook).stem).mkdir(parents=True, exist_ok=True)
+        (gradescope / Path(g.notebook).stem / "results.json").write_text(json.dumps(g.gradescope(), indent=1) + "\n")
     if verbose:
-        print(f"wrote {target} and {target.with_suffix('.json')}")
+        print(f"wrote {target}, {target.with_suffix('.json')} and {gradescope}/<notebook>/results.json")
     return grades
 
 

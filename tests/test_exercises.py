@@ -580,6 +580,7 @@ def graded(student, tmp_path_factory) -> dict:
     _variant(src, folder, "cat_02_attention.ipynb", {"attention": ("d_k = q.shape[-1]", "while True:\n        pass")})
     _variant(student / "02_attention.ipynb", folder, "dan_attention.ipynb", extra=FAKE_PASS)
     shutil.copy(student / "01_tokens_and_positions.ipynb", folder / "eve_homework1.ipynb")
+    (folder / "fay_02_attention.ipynb").write_text("this is not a notebook {")  # saved as text by mistake
     grades = grade_folder(folder, timeout=20, verbose=False)
     return {"folder": folder, **{g.notebook.split("_")[0]: g for g in grades}}
 
@@ -634,6 +635,31 @@ def test_grader_writes_csv_and_json(graded):
     data = {d["notebook"]: d for d in json.loads((graded["folder"] / "grades.json").read_text())}
     assert [p["name"] for p in data["bob_02_attention.ipynb"]["exercises"][0]["parts"]] == \
         ["case 0", "case 1", "case 2", "case 3"]
+
+
+def test_grader_reports_an_unreadable_notebook_and_grades_the_others(graded):
+    fay = graded["fay"]
+    assert fay.exercises == [] and fay.points == 0
+    assert fay.cell_errors and fay.cell_errors[0].startswith("not a readable notebook") and ".ipynb" in \
+        fay.cell_errors[0]
+    assert graded["ann"].points == 15  # graded all the same
+
+
+def test_grader_writes_a_gradescope_results_json_per_submission(graded):
+    import json
+    for name in ("ann_02_attention", "bob_02_attention", "fay_02_attention"):
+        r = json.loads((graded["folder"] / "gradescope" / name / "results.json").read_text())
+        assert set(r) >= {"score", "output", "tests"}
+        for t in r["tests"]:
+            assert set(t) >= {"name", "score", "max_score", "output", "visibility"}
+            assert t["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
+        assert r["score"] == sum(t["score"] for t in r["tests"])
+    bob = json.loads((graded["folder"] / "gradescope" / "bob_02_attention" / "results.json").read_text())
+    att = next(t for t in bob["tests"] if t["name"] == "attention")
+    assert (att["score"], att["max_score"]) == (5.0, 10) and "2 of 4 parts passed" in att["output"]
+    assert "attends to padding position" in att["output"]
+    fay = json.loads((graded["folder"] / "gradescope" / "fay_02_attention" / "results.json").read_text())
+    assert fay["score"] == 0 and fay["tests"] == [] and "not a readable notebook" in fay["output"]
 
 
 def test_grader_cells_and_assignments():
