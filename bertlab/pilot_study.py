@@ -54,7 +54,7 @@ class Lever:
     change: str  # the pilot's own description
     points: float  # held-out accuracy minus the baseline's, in percentage points
     tokens: int
-    scored_on: int | None = None  # the held-out window length when it was scored again on the baseline's
+    scored_on: str | None = None  # the baseline's held-out windows, when the pilot was scored again on them
 
 
 def tokens_text(n: int) -> str:
@@ -111,10 +111,11 @@ def lever_effects(series: Sequence[Series]) -> list[Lever]:
         for p in s.pilots:
             a, scored_on = accuracy_at(p["heldout"], s.tokens), None
             rows = p.get("cross_eval", {}).get("rows", [])
-            mine = {r["seq_len"]: r["mlm_acc"] for r in rows if r["run"] == p["name"]}
-            theirs = {r["seq_len"]: r["mlm_acc"] for r in rows if r["run"] == s.name}
+            mine = {r["seq_len"]: r for r in rows if r["run"] == p["name"]}
+            theirs = {r["seq_len"]: r for r in rows if r["run"] == s.name}
             if base_len in mine and base_len in theirs:  # the same windows for both
-                a, b_here, scored_on = mine[base_len], theirs[base_len], base_len
+                a, b_here = mine[base_len]["mlm_acc"], theirs[base_len]["mlm_acc"]
+                scored_on = mine[base_len].get("windows") or f"{base_len}-token windows"
             else:
                 b_here = b
             levers.append(Lever(s.name, p["name"], short_label(p["name"], s.name), p["change"],

@@ -275,7 +275,7 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
     y = np.arange(len(levers))[::-1]
     points = [lv.points for lv in levers]
     ax.barh(y, points, color=["tab:green" if p > 0 else "tab:red" for p in points], height=0.6)
-    ax.set_yticks(y, [lv.label + (f" (scored on {lv.scored_on})" if lv.scored_on else "") for lv in levers])
+    ax.set_yticks(y, [lv.label + (f"\n(on {lv.scored_on})" if lv.scored_on else "") for lv in levers])
     ax.axvline(0, color="black", lw=0.8)
     span = limit if limit is not None else max((abs(p) for p in points), default=1.0) * 1.25
     for yi, p in zip(y, points):

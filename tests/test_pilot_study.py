@@ -62,7 +62,7 @@ def test_lever_effects_are_sorted_and_use_the_baselines_window_length():
     levers = lever_effects(pilot_series(PILOTS))
     assert [(lv.label, lv.points) for lv in levers] == [("good", 10.0), ("short", 2.0), ("stall", 0.2),
                                                        ("batch", -2.0)]
-    assert levers[1].scored_on == 128 and levers[0].scored_on is None  # cross_eval: 17% vs 15% on 128 tokens
+    assert levers[1].scored_on == "128-token windows" and levers[0].scored_on is None  # cross_eval: 17% vs 15%
     text = levers_reading(levers)
     assert "raised it: good (+10.0), short (+2.0)" in text and "lowered it: batch (-2.0)" in text
     assert "less than 0.5 of a point: stall" in text and "at 20,000 tokens" in text
@@ -91,7 +91,7 @@ def test_the_lever_chart_draws_one_bar_per_change():
     levers = lever_effects(pilot_series(PILOTS))
     ax = lever_chart(levers, title="levers", limit=12)
     assert ax.get_xlim() == (-12, 12)
-    assert len(ax.patches) == 4 and [t.get_text() for t in ax.get_yticklabels()][1] == "short (scored on 128)"
+    assert len(ax.patches) == 4 and [t.get_text() for t in ax.get_yticklabels()][1] == "short\n(on 128-token windows)"
     assert ax.patches[0].get_width() == pytest.approx(10.0)
 
 
