@@ -58,13 +58,15 @@ What is backed by a run and what is not (read before trusting a number):
     data/pilots/finetune_size_50min.jsonl), so the record stays BERT-Mini: held-out MLM accuracy
     alone does not choose the size.
     The record-2 pilots on the same schedule (compared at 10.2M token positions, baseline 18.0%):
-    post-LN layers 16.6% (-1.4, no divergence at lr 2e-3 with 3% warm-up; by the rule "keep pre-LN
-    if post-LN loses by more than a point" the recipe stays pre-LN unless a longer warm-up closes
-    the gap: cpu-mini-post-ln-warmup-10, where recorded); two segments with the NSP loss 13.8%
-    (-4.2); two segments without NSP (segment_pairs) 22.6% (+4.6; 22.4% on the baseline's own
+    post-LN layers 16.6% (-1.4, no divergence at lr 2e-3 with 3% warm-up) and 15.0% with a 10%
+    warm-up (-3.0): post-LN loses by more than a point, so the recipe stays pre-LN, and a record made
+    with it cannot be exported to transformers (export-hf refuses it with the reason); two segments
+    with the NSP loss 13.8% (-4.2); two segments without NSP (segment_pairs) 22.6% (+4.6; 22.4% on the baseline's own
     single-segment held-out windows), with sequences 97% full against 80% for single segments, so
     part of that lead is more real text per step, and both rows of the segment embedding train.
-    Sequence-length phases (cpu-mini-phases-64-128) are recorded where they finished.
+    Sequence-length phases, 90% of the steps on 64 tokens then 10% on 128 (cpu-mini-phases-64-128,
+    the same tokens per step, held out on 128-token windows): 20.9% (+2.9). Whole-word masking at
+    30% (cpu-mini-wwm-30) was not run: stopped for time.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
