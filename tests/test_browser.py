@@ -104,6 +104,10 @@ def pages_where(pattern: str) -> list[Path]:
     return [p for p in chapter_pages() if p.exists() and re.search(pattern, p.read_text(encoding="utf-8"))]
 
 
+# elements that have no end tag: they open no scope for the parsers below
+VOID_TAGS = ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr")
+
+
 class _MathText(HTMLParser):
     """Collects the text inside elements of class "math" (spans and divs MathJax should replace)."""
 
@@ -114,7 +118,7 @@ class _MathText(HTMLParser):
         self.texts: list[str] = []
 
     def handle_starttag(self, tag, attrs):
-        if tag in ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr"):
+        if tag in VOID_TAGS:
             return
         cls = dict(attrs).get("class") or ""
         is_math = "math" in cls.split() and tag in ("span", "div")
@@ -124,7 +128,7 @@ class _MathText(HTMLParser):
             self.texts.append("")
 
     def handle_endtag(self, tag):
-        if tag in ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr"):
+        if tag in VOID_TAGS:
             return
         if self.stack and self.stack.pop():
             self.depth -= 1
@@ -156,7 +160,6 @@ class _ProseText(HTMLParser):
 
     SKIP = ("pre", "code", "script", "style", "kbd", "samp")
     BLOCKS = ("p", "li", "td", "th", "dd", "dt")
-    VOID = ("br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "source", "wbr")
 
     def __init__(self):
         super().__init__()
@@ -168,7 +171,7 @@ class _ProseText(HTMLParser):
         return any(skip for _, skip in self.stack)
 
     def handle_starttag(self, tag, attrs):
-        if tag in self.VOID:
+        if tag in VOID_TAGS:
             return
         cls = (dict(attrs).get("class") or "").split()
         self.stack.append((tag, tag in self.SKIP or "math" in cls or "highlight" in cls))
@@ -177,7 +180,7 @@ class _ProseText(HTMLParser):
             self.open.append(len(self.blocks) - 1)
 
     def handle_endtag(self, tag):
-        if tag in self.VOID:
+        if tag in VOID_TAGS:
             return
         while self.stack:  # tolerate unclosed tags: pop to the matching one
             t, _ = self.stack.pop()
