@@ -233,7 +233,7 @@ def _run(args: argparse.Namespace) -> int:
                 st = run.provenance.get("settings", {})
                 model = str(run.model_folder())
                 kw = dict(corpus=st["corpus"], seq_len=st["seq_len"], nsp=RECIPES[st["recipe"]].nsp,
-                          batches=st["eval_batches"], batch_size=min(st["batch_size"], 64),
+                          pairs=bool(st.get("segment_pairs")), batches=st["eval_batches"], batch_size=min(st["batch_size"], 64),
                           max_documents=st.get("max_documents"))  # as pretrain's held-out batches
             scores = evaluate_checkpoint(model, device=args.device, precision=args.precision, **kw)
             print(json.dumps(scores))

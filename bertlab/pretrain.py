@@ -1027,30 +1027,36 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
 
 
 def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len: int = 128, nsp: bool | None = None,
-                        batches: int = 20, batch_size: int = 64, device: str = "auto", precision: str = "auto",
+                        pairs: bool | None = None, batches: int = 20, batch_size: int = 64, device: str = "auto", precision: str = "auto",
                         max_documents: int | None = None, work_dir: str | Path | None = None) -> dict[str, float]:
     """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
-    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). A
-    left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
+    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). The
+    held-out text is cut as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its
+    run.json): into NSP pairs, into two segments without NSP (segment_pairs), or into single
+    windows; pass them to choose (e.g. pairs=False scores a segment-pairs model on single windows).
+    A left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
     next_token_acc)."""
     model = ckpt.load_model(folder, BertForPreTraining)
     tokenizer = load_tokenizer_for(folder)
     objective = "ltr" if model.config.causal else "mlm"
     if nsp is None:
-        nsp = _nsp_was_trained(folder) and objective == "mlm"
+        nsp = bool(_run_recipe(folder).get("nsp", True)) and objective == "mlm"
+    if pairs is None:
+        pairs = bool(_run_recipe(folder).get("segment_pairs", False)) and objective == "mlm" and not nsp
     rt = make_runtime(device, precision, distributed=False)
     docs = load_corpus(corpus, "heldout")[:max_documents]
     with tempfile.TemporaryDirectory() as tmp:
         ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
-                                      seed=EVAL_SEED)
+                                      pairs=pairs, seed=EVAL_SEED)
         eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
     return evaluate_pretraining(model.to(rt.device), eval_batches, rt, tokenizer.mask_id)
 
 
-def _nsp_was_trained(folder: str | Path) -> bool:
-    """Whether the run that wrote `folder` trained NSP (from its run.json, when there is one)."""
+def _run_recipe(folder: str | Path) -> dict[str, Any]:
+    """The resolved recipe of the run that wrote `folder` (from its run.json; {} when there is
+    none, e.g. a model folder copied elsewhere)."""
     for cand in (Path(folder).parent / "run.json", Path(folder).parent.parent / "run.json"):
         if cand.exists():
-            return bool(json.loads(cand.read_text())["recipe"]["nsp"])
-    return True
+            return json.loads(cand.read_text())["recipe"]
+    return {}
 

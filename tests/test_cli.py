@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import conftest
+from bertlab import reference
 from bertlab.__main__ import main
 
 MIRROR = str(conftest.MIRROR)
@@ -151,6 +152,11 @@ def test_reference_run_smoke(tmp_path):
     assert config["norm_position"] == "pre" and config["hidden_dropout"] == 0.0  # the CPU recipe
     run = json.loads((out / "pretrain" / "run.json").read_text())
     assert run["recipe"]["mlm_probability"] == prov["settings"]["mlm_probability"] == 0.3
+    # two segments per sequence without NSP, and sequence-length phases, as the CPU record trains
+    assert run["recipe"]["segment_pairs"] and not run["recipe"]["nsp"] and len(run["recipe"]["phases"]) == 2
+    single = prov["pretraining"]["final_heldout_single_segment"]  # scored again on single windows
+    assert 0 < single["mlm_acc"] < 1 and single != prov["pretraining"]["final_heldout"]
+    assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()
     results = json.loads((out / "finetune_results.json").read_text())
     assert set(results) == {"pretrained", "scratch", "mrpc_pretrained", "mrpc_scratch"}
     assert results["mrpc_pretrained"]["task"] == "mrpc" and len(results["mrpc_scratch"]["scores"]) == 3
