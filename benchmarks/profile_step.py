@@ -24,8 +24,8 @@ import throughput  # noqa: E402  (the benchmark's batch and step, measured the s
 
 from bertlab import BertConfig, BertForPreTraining  # noqa: E402
 from bertlab.config import PRESETS  # noqa: E402
-from bertlab.pretrain import PretrainConfig, Trainer, zero_stats  # noqa: E402
 from bertlab.runtime import make_runtime  # noqa: E402
+from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats  # noqa: E402
 
 MATMUL_OPS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::linear", "aten::matmul", "mkldnn", "onednn")
 

@@ -10,7 +10,7 @@ precision: random tokens, 15% of the positions chosen for the MLM, fused AdamW (
 clipping, bf16 autocast (fp16 + loss scaling on GPUs without bf16; on a CPU fp32, bf16 only where
 it is native).
 
-    bertlab        bertlab.pretrain.Trainer.train_step itself: the objective compiled with
+    bertlab        bertlab.training.pretrain.Trainer.train_step itself: the objective compiled with
                    torch.compile, attention as bertlab's model runs it on the device (fused SDPA on
                    a GPU, the written-out formula on a CPU), the MLM head on the chosen positions only
     transformers   BertForPreTraining(attn_implementation="sdpa"), torch.compile'd, labels -100
@@ -18,7 +18,7 @@ it is native).
 
 Timing excludes the warm-up steps (compilation) and brackets the measured steps with
 torch.cuda.synchronize(). MFU = model FLOPs per second / the GPU's dense bf16 peak, with the same
-model-FLOPs count for both sides (bertlab.flops.pretraining_flops: matmuls, attention, and the MLM
+model-FLOPs count for both sides (bertlab.training.flops.pretraining_flops: matmuls, attention, and the MLM
 head on the chosen positions only), so the extra work transformers does at unchosen positions
 counts as waste, not as useful FLOPs.
 
@@ -40,7 +40,7 @@ and after the models (the best of both counts), so a loaded machine lowers both 
                    and compile_s = that step's time - the steady per-step time (the one-off cost)
     --dropout      the dropout of both models (default 0.1, the paper's; the CPU recipe trains
                    with 0, which --dropout 0 measures)
-    model FLOPs    bertlab.flops.pretraining_flops at round(0.15 * seq) predictions per sequence,
+    model FLOPs    bertlab.training.flops.pretraining_flops at round(0.15 * seq) predictions per sequence,
                    the same count for both sides; transformers_executed_gflops counts its MLM head
                    at every position instead (the work it actually does)
 
@@ -70,11 +70,11 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining
 from bertlab.config import PRESETS
-from bertlab.flops import pretraining_flops, step_matmuls
-from bertlab.masking import default_max_predictions
+from bertlab.data.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
-from bertlab.optim import adamw, optimizer_step
 from bertlab.runtime import Runtime, cpu_model, device_name, make_runtime
+from bertlab.training.flops import pretraining_flops, step_matmuls
+from bertlab.training.optim import adamw, optimizer_step
 
 CONFIGS = {
     # name: (L, H, A, vocab, seq_len, batch)
@@ -147,7 +147,7 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
 
 def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool,
                   dropout: float = 0.1) -> Measurement:
-    from bertlab.pretrain import PretrainConfig, Trainer, zero_stats
+    from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats
     torch.manual_seed(0)
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout,
                         attention_dropout=dropout)
@@ -263,7 +263,7 @@ def matmul_ceiling(n: int, precision: str, device: torch.device, repeats: int) -
 def model_shape_ceiling(config: BertConfig, B: int, T: int, P: int, precision: str, device: torch.device,
                         repeats: int = 3) -> dict:
     """The fastest this machine runs the step's own matrix products: every forward and backward
-    matmul of one training step (bertlab.flops.step_matmuls) at its own shape and in the run's
+    matmul of one training step (bertlab.training.flops.step_matmuls) at its own shape and in the run's
     precision, each timed alone (best of `repeats`, after one untimed run), times how often the
     step does it. What is left of a measured step beyond this sum is everything else: softmax,
     LayerNorm, GELU, dropout, the loss, the optimiser, dtype copies. Returns the seconds per step

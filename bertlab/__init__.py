@@ -10,6 +10,9 @@ from bertlab.model import (
     BertForTokenClassification,
     BertModel,
 )
+from bertlab.moved import install as _install_old_paths
+
+_install_old_paths()  # the old flat import paths still work, with a warning (bertlab.moved)
 
 __version__ = "0.1.0"
 __all__ = [

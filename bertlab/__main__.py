@@ -5,7 +5,7 @@
     evaluate       score a fine-tuned model on a task, or a pretrained one on held-out text
     plot           draw a run's metrics.jsonl (loss, MLM / NSP accuracy, tokens/s) into a PNG
     reference-run  the book's reference run, end to end (WordPiece, pretraining, SST-2 x 6);
-                   the function bertlab.reference.reference_run
+                   the function bertlab.experiments.reference.reference_run
 
 Examples:
     python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini
@@ -22,8 +22,8 @@ Examples:
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
 
-Every option of `pretrain` is a field of bertlab.pretrain.PretrainConfig, every option of `finetune`
-one of bertlab.finetune.FinetuneConfig: the notebooks call the same functions.
+Every option of `pretrain` is a field of bertlab.training.pretrain.PretrainConfig, every option of `finetune`
+one of bertlab.training.finetune.FinetuneConfig: the notebooks call the same functions.
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bertlab import checkpoint as ckpt
-from bertlab import reference
+from bertlab.analysis.fill_mask import fill_mask
+from bertlab.data.tokenizer import load_tokenizer_for
+from bertlab.experiments import reference
 from bertlab.export import export_hf
-from bertlab.fill_mask import fill_mask
-from bertlab.finetune import FinetuneConfig, evaluate_folder, finetune
-from bertlab.logs import plot_metrics
 from bertlab.model import BertForPreTraining
-from bertlab.pretrain import NonFiniteLossError, PretrainConfig, evaluate_checkpoint, pretrain
-from bertlab.recipes import RECIPES
 from bertlab.runtime import shutdown_distributed
-from bertlab.tokenizer import load_tokenizer_for
+from bertlab.training.finetune import FinetuneConfig, evaluate_folder, finetune
+from bertlab.training.logs import plot_metrics
+from bertlab.training.pretrain import NonFiniteLossError, PretrainConfig, evaluate_checkpoint, pretrain
+from bertlab.training.recipes import RECIPES
 
 HELP = {
     "preset": "model size: tiny, mini, small, medium, base, large",
@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
                         "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
                         "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
-                        "split of dev, bertlab.reference.SQUAD_CPU)")
+                        "split of dev, bertlab.experiments.reference.SQUAD_CPU)")
     r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
     r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
     return parser
@@ -233,7 +233,8 @@ def _run(args: argparse.Namespace) -> int:
                 st = run.provenance.get("settings", {})
                 model = str(run.model_folder())
                 kw = dict(corpus=st["corpus"], seq_len=st["seq_len"], nsp=RECIPES[st["recipe"]].nsp,
-                          pairs=bool(st.get("segment_pairs")), batches=st["eval_batches"], batch_size=min(st["batch_size"], 64),
+                          pairs=bool(st.get("segment_pairs")), batches=st["eval_batches"],
+                          batch_size=min(st["batch_size"], 64),
                           max_documents=st.get("max_documents"))  # as pretrain's held-out batches
             scores = evaluate_checkpoint(model, device=args.device, precision=args.precision, **kw)
             print(json.dumps(scores))

@@ -27,9 +27,9 @@ from safetensors.torch import save_file
 
 from bertlab import checkpoint as ckpt
 from bertlab import hf
+from bertlab.data.tokenizer import CLS, MASK, PAD, SEP, UNK, load_tokenizer_for
 from bertlab.files import remove_dir, replace_dir, write_json
 from bertlab.model import BertForPreTraining
-from bertlab.tokenizer import CLS, MASK, PAD, SEP, UNK, load_tokenizer_for
 
 # transformers' BertForPreTraining weights that its BertForMaskedLM does not have
 _NOT_IN_MASKED_LM = ("bert.pooler.", "cls.seq_relationship.")

@@ -402,7 +402,7 @@ class BertForPreTraining(_BertBase):
     positions + mean NSP cross-entropy, as in the paper (appendix A.2).
 
     A causal config (the paper's "LTR & No NSP" ablation) uses the same head as a left-to-right
-    LM: run at every position t (no mlm_positions), its logits score token t+1 (bertlab.pretrain,
+    LM: run at every position t (no mlm_positions), its logits score token t+1 (bertlab.training.pretrain,
     objective="ltr", computes that loss)."""
 
     def __init__(self, config: BertConfig):

@@ -146,7 +146,7 @@ def compare_states(a: Path, b: Path) -> dict[str, Any]:
 
 
 def logged_losses(run: Path) -> list[tuple]:
-    from bertlab.logs import read_metrics
+    from bertlab.training.logs import read_metrics
     return [(r.get("split"), r.get("step"), r.get("loss"), r.get("mlm_acc"))
             for r in read_metrics(run / "metrics.jsonl")]
 

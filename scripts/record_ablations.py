@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record the paper's section 5 ablations on this machine (bertlab.ablations): pre-training tasks
+"""Record the paper's section 5 ablations on this machine (bertlab.experiments.ablations): pre-training tasks
 (MLM + NSP, MLM, LTR) and model sizes, one fixed budget each, then one fine-tuning recipe, into
 data/ablations/ablations.json. About an hour on 2 CPU cores; run it again to resume.
 
@@ -8,7 +8,7 @@ data/ablations/ablations.json. About an hour on 2 CPU cores; run it again to res
 """
 import argparse
 
-from bertlab.ablations import ABLATIONS_DIR, MODELS, STEPS, record
+from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, STEPS, record
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--steps", type=int, default=STEPS, help=f"optimizer steps per model (default {STEPS})")

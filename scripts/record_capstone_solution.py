@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from bertlab.capstone import GRADING, SOLUTION_RECORD, grade_capstone, summary
+from bertlab.course.capstone import GRADING, SOLUTION_RECORD, grade_capstone, summary
 from bertlab.files import write_json
-from bertlab.pretrain import PretrainConfig, git_commit, pretrain
 from bertlab.runtime import cpu_model
+from bertlab.training.pretrain import PretrainConfig, git_commit, pretrain
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--run", default=None, help="an existing pretraining folder (with final/): grade it")
@@ -42,7 +42,7 @@ info = json.loads((run / "run.json").read_text())
 evals = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"eval"' in line]
 record = {
     "about": "The capstone's model solution, pretrained as book/exercises/09_capstone.ipynb's solution "
-             "cell does, then graded by bertlab.capstone (the weights measured again; nothing printed is "
+             "cell does, then graded by bertlab.course.capstone (the weights measured again; nothing printed is "
              "read) on each task with the grader's recipe, seeds and thresholds.",
     "command": " ".join(["python", *sys.argv]),
     "pretraining": {"config": info["config"], "runtime": info["runtime"], "torch": info["torch"],

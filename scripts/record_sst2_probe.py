@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Record what the book's pretrained BERT knows about sentiment before any fine-tuning: a linear
-probe (bertlab.probe) on its frozen sentence vectors, against the same probe on randomly
+probe (bertlab.analysis.linear_probe) on its frozen sentence vectors, against the same probe on randomly
 initialised twins of the same size, on the first 500 / 2,000 / 8,000 SST-2 training sentences
 (the subsets of the fine-tuning curve), scored on all of SST-2 dev. Writes data/pilots/sst2_probe.json.
 
@@ -12,14 +12,15 @@ import time
 
 import torch
 
-from bertlab import BertForPreTraining, BertModel, reference
+from bertlab import BertForPreTraining, BertModel
 from bertlab import checkpoint as ckpt
+from bertlab.analysis.linear_probe import linear_probe, sentence_vectors
+from bertlab.data.task_data import read_sst2
+from bertlab.data.tokenizer import load_tokenizer_for
+from bertlab.experiments import reference
 from bertlab.files import write_json
-from bertlab.pretrain import git_commit
-from bertlab.probe import linear_probe, sentence_vectors
 from bertlab.runtime import cpu_model
-from bertlab.task_data import read_sst2
-from bertlab.tokenizer import load_tokenizer_for
+from bertlab.training.pretrain import git_commit
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
@@ -56,7 +57,7 @@ for (init, seed), (x_train, x_dev) in vectors.items():
             print(rows[-1], flush=True)
 c = pretrained.config
 write_json(args.out, {
-    "about": "A linear probe (bertlab.probe: logistic regression, L2 penalty chosen on a fifth of the "
+    "about": "A linear probe (bertlab.analysis.linear_probe: logistic regression, L2 penalty chosen on a fifth of the "
              "training vectors) on frozen mean-pooled sentence vectors at every hidden state (layer 0 = "
              "the embedding output), the first N SST-2 training sentences, scored on all of SST-2 dev: "
              "the book's pretrained BERT against randomly initialised twins of the same size.",

@@ -7,7 +7,7 @@
 #   and articles, fill-mask asked of every checkpoint, then fine-tuned from the pretrained weights
 #   and from scratch, 3 seeds each: SST-2 on 500, 2,000 and 8,000 labelled sentences, MRPC, RTE,
 #   CoNLL-2003 and SQuAD v1.1 (chapter 13's by-article split of dev). The settings are
-#   bertlab.reference.REFERENCE["cpu"]; the record's provenance.json holds the wall time of every
+#   bertlab.experiments.reference.REFERENCE["cpu"]; the record's provenance.json holds the wall time of every
 #   stage.
 # On a GPU: a BERT-medium (8/512/8) for a 9-minute budget with the "budget" recipe (bf16,
 #   torch.compile); those settings have not been run (no GPU was at hand), so report what you see.

@@ -44,5 +44,5 @@ def one_thread():
 @pytest.fixture(scope="session")
 def bert_tokenizer():
     """The bert-base-uncased WordPiece vocabulary (offline, from the MiniLM package)."""
-    from bertlab.tokenizer import bert_uncased_tokenizer
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
     return bert_uncased_tokenizer()

@@ -1,4 +1,4 @@
-"""bertlab.ablations on a miniature: every model pretrained, evaluated and fine-tuned as the plan
+"""bertlab.experiments.ablations on a miniature: every model pretrained, evaluated and fine-tuned as the plan
 says, the record written and read back, nothing trained twice when it is run again, and an
 incomplete record refused with the command that completes it."""
 
@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from bertlab import ablations
+from bertlab.experiments import ablations
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture
 def miniature(monkeypatch, tmp_path):
-    from bertlab.corpus import load_corpus
-    from bertlab.tokenizer import train_wordpiece
+    from bertlab.data.corpus import load_corpus
+    from bertlab.data.tokenizer import train_wordpiece
     docs = load_corpus("books", "train")[:2]
     tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=600)
     tok_file = tok.save(tmp_path / "tok") / "tokenizer.json"
@@ -54,8 +54,8 @@ def test_record_trains_scores_and_resumes(miniature, monkeypatch):
     # run again: nothing is trained or fine-tuned twice
     def refuse(*a, **k):
         raise AssertionError("trained again")
-    monkeypatch.setattr("bertlab.pretrain.pretrain", refuse)
-    monkeypatch.setattr("bertlab.finetune.finetune", refuse)
+    monkeypatch.setattr("bertlab.training.pretrain.pretrain", refuse)
+    monkeypatch.setattr("bertlab.training.finetune.finetune", refuse)
     again = ablations.record(out, work, steps=4, tokenizer=tok_file, compile=False, precision="fp32")
     assert again["models"] == saved["models"] and again["scratch"] == saved["scratch"]
 

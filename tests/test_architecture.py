@@ -1,8 +1,9 @@
-"""The package's shape: bertlab's modules import each other without cycles, none reaches into
-another's private names, and a bertlab module is imported inside a function only where that buys
-start-up time, with a comment saying so.
+"""The package's shape: bertlab's modules sit in folders by layer and import only downward (the
+group map below), they import each other without cycles, none reaches into another's private
+names, and a bertlab module is imported inside a function only where that buys start-up time,
+with a comment saying so.
 
-Every bertlab/*.py is parsed with `ast` (nothing is imported), and every import of a bertlab
+Every .py file under bertlab/ is parsed with `ast` (nothing is imported), and every import of a bertlab
 module counts, the ones inside functions included: a function-local import only delays a cycle
 to the first call, it does not remove it."""
 
@@ -18,10 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 
 def module_name(path: Path) -> str:
-    return PACKAGE if path.stem == "__init__" else f"{PACKAGE}.{path.stem}"
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join((PACKAGE, *parts))
 
 
-MODULES = {module_name(p): p for p in sorted(ROOT.glob("*.py"))}
+MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
 
 
 def is_private(name: str) -> bool:
@@ -72,7 +76,7 @@ def scan(name: str, source: str, modules: set[str] | dict = MODULES) -> ModuleIm
                 continue
             for a in node.names:
                 submodule = f"{source}.{a.name}"
-                if submodule in modules:  # from bertlab import squad
+                if submodule in modules:  # from bertlab.tasks import squad
                     edge(submodule, node.lineno)
                     aliases[a.asname or a.name] = submodule
                     continue
@@ -165,9 +169,58 @@ def describe(cycle: list[str]) -> str:
     return " -> ".join(steps + [cycle[-1]])
 
 
+# The layers, bottom to top. A module's layer is its folder; the modules at the top of the package
+# are the core (config, model, checkpoint, runtime, files, ...), except the entry points, which
+# may import any layer below the course.
+LAYERS = ("core", "data", "tasks", "training", "analysis", "experiments", "course", "exercises", "entry")
+ENTRY = {"bertlab.__main__", "bertlab.export"}
+# What each layer never imports. Analysis sits beside tasks and training, not above them: a model
+# is looked into without its training loop or a task's data.
+NEVER = {
+    "core": set(LAYERS) - {"core"},
+    "data": {"tasks", "training", "analysis", "experiments", "course", "exercises", "entry"},
+    "tasks": {"training", "analysis", "experiments", "course", "exercises", "entry"},
+    "training": {"analysis", "experiments", "course", "exercises", "entry"},
+    "analysis": {"tasks", "training", "experiments", "course", "exercises", "entry"},
+    "experiments": {"course", "exercises", "entry"},
+    "course": {"exercises", "entry"},
+    "exercises": {"entry"},
+    "entry": {"course", "exercises"},
+}
+
+
+def layer(name: str) -> str:
+    """The layer of module `name`: its folder under bertlab/, "core" at the top, "entry" for ENTRY."""
+    if name in ENTRY:
+        return "entry"
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and (ROOT / parts[1]).is_dir() else "core"
+
+
 def test_every_module_is_scanned():
-    assert {"bertlab", "bertlab.model", "bertlab.tasks", "bertlab.task_inputs"} <= set(MODULES)
+    files = sorted(ROOT.rglob("*.py"))
+    assert len(SCANNED) == len(files) > 40  # every file under bertlab/, subfolders included
+    assert {"bertlab", "bertlab.model", "bertlab.tasks", "bertlab.tasks.inputs", "bertlab.training.pretrain",
+            "bertlab.exercises"} <= set(MODULES)
     assert "bertlab.model" in GRAPH["bertlab.tasks"]
+    unknown = sorted(name for name in MODULES if layer(name) not in LAYERS)
+    assert not unknown, f"modules in a folder the layer map does not know (add it to LAYERS and NEVER): {unknown}"
+    folders = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and any(p.glob("*.py")))
+    assert set(folders) <= set(LAYERS), folders
+
+
+def test_layers_import_only_downward():
+    wrong = [f"{name} ({layer(name)}) imports {target} ({layer(target)}), line {SCANNED[name].imports[target]}"
+             for name, targets in GRAPH.items() for target in targets if layer(target) in NEVER[layer(name)]]
+    assert not wrong, "imports against the layer map:\n  " + "\n  ".join(wrong)
+
+
+def test_the_layer_map_is_a_partial_order():
+    """No layer may import one that may import it back (the map itself has no cycle)."""
+    allowed = {a: [b for b in LAYERS if b != a and b not in NEVER[a]] for a in LAYERS}
+    assert find_cycles(allowed) == []
+    assert layer("bertlab.training.pretrain") == "training" and layer("bertlab.model") == "core"
+    assert layer("bertlab") == "core" and layer("bertlab.__main__") == "entry"
 
 
 def test_no_import_cycles():
@@ -269,8 +322,8 @@ def f():
     import json
     from bertlab import model
     # local: keeps the CLI light
-    from bertlab import pretrain
-    from bertlab.finetune import finetune
+    from bertlab.training import pretrain
+    from bertlab.training.finetune import finetune
     from bertlab.tasks import get_task  # local: a heavy table
     return model, pretrain, finetune, get_task, json
 """
@@ -280,6 +333,7 @@ def f():
 def test_the_task_modules_import_downward():
     """task_inputs <- squad, ner <- tasks: the shared inputs know no task, squad and ner know
     no task table."""
-    assert not {m for m in GRAPH["bertlab.task_inputs"] if m in ("bertlab.tasks", "bertlab.squad", "bertlab.ner")}
-    for name in ("bertlab.squad", "bertlab.ner", "bertlab.feature_based"):
+    tasks = ("bertlab.tasks", "bertlab.tasks.squad", "bertlab.tasks.ner")
+    assert not {m for m in GRAPH["bertlab.tasks.inputs"] if m in tasks}
+    for name in ("bertlab.tasks.squad", "bertlab.tasks.ner", "bertlab.tasks.feature_based"):
         assert "bertlab.tasks" not in GRAPH[name], f"{name} imports bertlab.tasks"

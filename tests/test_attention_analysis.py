@@ -1,4 +1,4 @@
-"""bertlab.attention_analysis on attention maps built by hand, where the right answer is known,
+"""bertlab.analysis.attention on attention maps built by hand, where the right answer is known,
 and on a small random BertModel (padding, loading)."""
 
 import math
@@ -7,7 +7,7 @@ import matplotlib
 import pytest
 import torch
 
-from bertlab import attention_analysis as aa
+from bertlab.analysis import attention as aa
 from bertlab.config import BertConfig
 from bertlab.model import BertForPreTraining, BertModel
 
@@ -236,7 +236,7 @@ def test_load_encoder_from_a_hugging_face_folder():
 def test_layer_head_heatmap_draws_one_cell_per_head():
     import matplotlib.pyplot as plt
 
-    from bertlab.viz import layer_head_heatmap
+    from bertlab.analysis.viz import layer_head_heatmap
 
     scores = torch.rand(3, 4)
     ax = layer_head_heatmap(scores, title="t", label="mass")
@@ -248,7 +248,7 @@ def test_layer_head_heatmap_draws_one_cell_per_head():
 
 
 def test_sentence_pairs_are_consecutive_reproducible_and_long_enough():
-    from bertlab.corpus import Document
+    from bertlab.data.corpus import Document
 
     docs = [Document("a", "A", ["One two three.", "Four five six.", "Hi.", "Seven eight nine.",
                                 "Ten eleven twelve."]),
@@ -265,7 +265,7 @@ def test_sentence_pairs_are_consecutive_reproducible_and_long_enough():
 
 
 def test_sink_reading_is_generated_from_the_shares():
-    from bertlab.attention_analysis import sink_heads, sink_reading
+    from bertlab.analysis.attention import sink_heads, sink_reading
     expected = {"[CLS]": 0.03, "[SEP]": 0.06}
     none = {"[CLS]": torch.full((2, 2), 0.04), "[SEP]": torch.tensor([[0.05, 0.08], [0.06, 0.07]])}
     text = sink_reading(none, expected)

@@ -1,4 +1,4 @@
-"""The capstone's grader (bertlab.capstone) on a real, tiny model folder made here: a few
+"""The capstone's grader (bertlab.course.capstone) on a real, tiny model folder made here: a few
 pretraining steps on two books of the mirror, then a grade with small settings (the same code
 path as the real grade, with fewer batches, examples and seeds). Broken submissions (a missing
 file, corrupt weights, a pickle) get a message naming the file; the points follow the thresholds."""
@@ -14,7 +14,7 @@ import nbformat
 import pytest
 import torch
 
-from bertlab.capstone import (
+from bertlab.course.capstone import (
     GRADING,
     SOLUTION_RECORD,
     Grading,
@@ -25,7 +25,7 @@ from bertlab.capstone import (
     score,
     validate_submission,
 )
-from bertlab.pretrain import PretrainConfig, evaluate_checkpoint, pretrain
+from bertlab.training.pretrain import PretrainConfig, evaluate_checkpoint, pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,4 +1,4 @@
-"""Tests of bertlab.corpus: cleaning real books, Wikipedia and WikiText into documents of sentences.
+"""Tests of bertlab.data.corpus: cleaning real books, Wikipedia and WikiText into documents of sentences.
 
 The corpus tests load the real mirror (``$BERTLAB_DATA_MIRROR``, or ``../shared/data`` beside the
 repository).  The first run cleans books+wiki (tens of seconds on a 2-core CPU) and caches the
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bertlab import corpus, download
-from bertlab.corpus import Document, load_corpus, split_sentences
+from bertlab.data import corpus, download
+from bertlab.data.corpus import Document, load_corpus, split_sentences
 from conftest import DEFAULT_MIRROR
 
 pytestmark = pytest.mark.usefixtures("mirror")
@@ -110,7 +110,7 @@ def test_books_keep_the_first_real_sentence_and_no_licence_text(books_and_wiki):
     assert [phrase for phrase in LICENCE_PHRASES if phrase in text] == []
     assert not [s for d in books for s in d.sentences if s.lower().startswith("produced by")]
     # cleaning keeps the text: over 95% of the words between the START and END markers
-    from bertlab.registry import BOOK_INFO
+    from bertlab.data.registry import BOOK_INFO
     kept = sum(d.num_words for d in books)
     assert kept > 0.95 * sum(info["words"] for info in BOOK_INFO.values())
 
@@ -247,7 +247,7 @@ def test_wikitext_103_train_works_once_downloaded(mirror, monkeypatch, tmp_path)
     import threading
     import zipfile
 
-    from bertlab.registry import FILES, Source
+    from bertlab.data.registry import FILES, Source
 
     served = tmp_path / "served"
     served.mkdir()

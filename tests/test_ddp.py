@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 import conftest
-from bertlab.pretrain import PretrainConfig, pretrain
+from bertlab.training.pretrain import PretrainConfig, pretrain
 
 MIRROR = str(conftest.MIRROR)
 
@@ -21,8 +21,8 @@ MIRROR = str(conftest.MIRROR)
 @pytest.fixture(scope="module")
 def tokenizer_file(tmp_path_factory):
     os.environ.setdefault("BERTLAB_DATA_MIRROR", MIRROR)
-    from bertlab.corpus import load_corpus
-    from bertlab.tokenizer import train_wordpiece
+    from bertlab.data.corpus import load_corpus
+    from bertlab.data.tokenizer import train_wordpiece
     docs = load_corpus("books", "train")[:2]
     tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
     return str(tok.save(tmp_path_factory.mktemp("tok")) / "tokenizer.json")

@@ -1,4 +1,4 @@
-"""Tests of bertlab.download: the registry, checksummed fetch from the mirror, the cache or a URL.
+"""Tests of bertlab.data.download: the registry, checksummed fetch from the mirror, the cache or a URL.
 
 They run on the real data mirror (``$BERTLAB_DATA_MIRROR``, or ``../shared/data`` beside the
 repository) and on small broken files written to a temporary folder.  Downloads are exercised
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from bertlab import download, task_data
-from bertlab.download import ChecksumMismatchError, DataUnavailableError, SplitNotAvailableError, fetch
-from bertlab.registry import FILES, Source
+from bertlab.data import download, task_data
+from bertlab.data.download import ChecksumMismatchError, DataUnavailableError, SplitNotAvailableError, fetch
+from bertlab.data.registry import FILES, Source
 
 pytestmark = pytest.mark.usefixtures("mirror")
 

@@ -31,7 +31,7 @@ from bertlab.exercises import ExerciseFailure, check
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "book" / "exercises"
 NOTEBOOKS = sorted(EXERCISES.glob("*.ipynb"))
-PROJECT_NOTEBOOKS = {"09_capstone"}  # graded from a submission folder (bertlab.capstone), no check calls
+PROJECT_NOTEBOOKS = {"09_capstone"}  # graded from a submission folder (bertlab.course.capstone), no check calls
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 ALL = {"wordpiece": ["wordpiece"], "sinusoids": ["sinusoidal_positions"], "attention": ["attention"],
@@ -88,7 +88,7 @@ def test_instructor_solution_passes(name, solutions, capsys):
 # Independent references: bertlab's and tokenizers' own implementations pass the checks
 # ------------------------------------------------------------------------------------------------
 def test_bertlab_masking_passes():
-    from bertlab.masking import mask_tokens
+    from bertlab.data.masking import mask_tokens
 
     def mask_batch(input_ids, special_ids, mask_id, vocab_size, generator):
         random_ids = torch.tensor(sorted(set(range(vocab_size)) - set(special_ids)))
@@ -99,7 +99,7 @@ def test_bertlab_masking_passes():
 
 
 def test_bertlab_best_spans_passes():
-    from bertlab.squad import best_spans
+    from bertlab.tasks.squad import best_spans
 
     def best_span(s, e, ok, max_answer_length=30):
         _, i, j = best_spans(s[None], e[None], ok[None], ok[None], max_answer_length)
@@ -572,7 +572,7 @@ def graded(student, tmp_path_factory) -> dict:
     ignored: 2 of 4 attention cases fail); one whose attention loops forever (timeout) while its
     heads are right; the student edition that prints fake pass lines and patches the checks;
     the untouched student edition of assignment 01 (renamed)."""
-    from bertlab.grading import grade_folder
+    from bertlab.course.grading import grade_folder
     folder = tmp_path_factory.mktemp("submissions")
     src = EXERCISES / "02_attention.ipynb"
     shutil.copy(src, folder / "ann_02_attention.ipynb")
@@ -663,7 +663,7 @@ def test_grader_writes_a_gradescope_results_json_per_submission(graded):
 
 
 def test_grader_cells_and_assignments():
-    from bertlab.grading import find_assignment, is_check_cell
+    from bertlab.course.grading import find_assignment, is_check_cell
     cell = nbformat.v4.new_code_cell
     assert is_check_cell(cell('check("attention", attention)')) and is_check_cell(cell("check_heads(a, b)  "))
     assert not is_check_cell(cell('def f():\n    pass\ncheck("attention", f)'))

@@ -12,10 +12,10 @@ transformers = pytest.importorskip("transformers")
 from bertlab import BertConfig, BertForPreTraining  # noqa: E402
 from bertlab import checkpoint as ckpt  # noqa: E402
 from bertlab.__main__ import main  # noqa: E402
-from bertlab.corpus import load_corpus  # noqa: E402
+from bertlab.analysis.fill_mask import fill_mask  # noqa: E402
+from bertlab.data.corpus import load_corpus  # noqa: E402
+from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece  # noqa: E402
 from bertlab.export import export_hf  # noqa: E402
-from bertlab.fill_mask import fill_mask  # noqa: E402
-from bertlab.tokenizer import WordPieceTokenizer, train_wordpiece  # noqa: E402
 
 TEXTS = ["the man went to the [MASK] . he bought a [MASK] of milk .",
          "It was a dark and stormy night; the rain fell in torrents.",
@@ -100,7 +100,7 @@ def test_cli_export_and_fill_mask(tmp_path, tokenizer_file, capsys):
 
 
 def test_fill_mask_answers_from_the_record_by_default(capsys):
-    from bertlab import reference
+    from bertlab.experiments import reference
     if reference.find() is None:
         pytest.skip("no recorded reference run in this checkout")
     assert main(["fill-mask", "he opened the [MASK] and went in ."]) == 0

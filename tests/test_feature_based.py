@@ -1,4 +1,4 @@
-"""bertlab.feature_based: the six layer combinations of the paper's Table 7 (identical to the book's
+"""bertlab.tasks.feature_based: the six layer combinations of the paper's Table 7 (identical to the book's
 exercise 8), hidden states extracted once and read at each word's first piece (checked against
 running the encoder on every window alone), the tagger (padding never leaks into a sentence),
 and training a tagger end to end."""
@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertModel, exercises
-from bertlab.feature_based import (
+from bertlab.tasks import CONLL_LABELS, get_task
+from bertlab.tasks.feature_based import (
     COMBINATIONS,
     DESCRIPTIONS,
     PAPER_DEV_F1,
@@ -19,9 +20,8 @@ from bertlab.feature_based import (
     predict_tags,
     train_tagger,
 )
-from bertlab.metrics import entity_f1
-from bertlab.ner import featurize_ner
-from bertlab.tasks import CONLL_LABELS, get_task
+from bertlab.tasks.metrics import entity_f1
+from bertlab.tasks.ner import featurize_ner
 
 
 def test_the_table_names_the_exercise_strategies_in_the_papers_order():
@@ -68,7 +68,7 @@ def test_bad_combinations():
 
 @pytest.fixture(scope="module")
 def dev():
-    from bertlab import download
+    from bertlab.data import download
     try:
         return get_task("conll2003").load("dev")
     except download.DataUnavailableError as err:
@@ -165,7 +165,7 @@ def test_predict_tags_in_batches_equals_one_batch(one_thread):
 
 
 def test_length_batches_cover_every_sentence_once():
-    from bertlab.feature_based import _length_batches
+    from bertlab.tasks.feature_based import _length_batches
     lengths = torch.randint(1, 40, (1000,), generator=torch.Generator().manual_seed(0))
     batches = _length_batches(lengths, 32, torch.Generator().manual_seed(1))
     assert sorted(torch.cat(batches).tolist()) == list(range(1000))

@@ -9,8 +9,8 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining
 from bertlab import checkpoint as ckpt
-from bertlab.finetune import FinetuneConfig, build_task_model, evaluate_folder, finetune
 from bertlab.tasks import get_task
+from bertlab.training.finetune import FinetuneConfig, build_task_model, evaluate_folder, finetune
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory):
     """A small bertlab model folder (random weights) with the bert-base-uncased vocabulary."""
-    from bertlab.tokenizer import bert_uncased_tokenizer
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
     tok = bert_uncased_tokenizer()
     folder = tmp_path_factory.mktemp("pre")
     tok.save(folder)
@@ -117,7 +117,7 @@ def test_examples_instead_of_splits(pretrained, tmp_path, bert_tokenizer):
     others (finetune(..., train_examples=, eval_examples=)), with the windows' doc_stride set."""
     import math
 
-    from bertlab.squad import featurize_squad, split_by_article
+    from bertlab.tasks.squad import featurize_squad, split_by_article
     folder, _ = pretrained
     task = get_task("squad")
     dev = task.load("dev")

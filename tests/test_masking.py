@@ -7,9 +7,15 @@ import pytest
 import torch
 
 from bertlab import IGNORE_INDEX, BertConfig, BertForPreTraining
-from bertlab.corpus import load_corpus
-from bertlab.masking import MaskedLMCollator, NextTokenCollator, default_max_predictions, mask_tokens, next_token_labels
-from bertlab.tokenizer import bert_uncased_tokenizer
+from bertlab.data.corpus import load_corpus
+from bertlab.data.masking import (
+    MaskedLMCollator,
+    NextTokenCollator,
+    default_max_predictions,
+    mask_tokens,
+    next_token_labels,
+)
+from bertlab.data.tokenizer import bert_uncased_tokenizer
 
 T = 128
 

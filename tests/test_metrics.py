@@ -1,4 +1,4 @@
-"""bertlab.metrics: hand-checked cases, the SQuAD gold answers against themselves, and entity-level
+"""bertlab.tasks.metrics: hand-checked cases, the SQuAD gold answers against themselves, and entity-level
 F1 against seqeval (the oracle) on the real CoNLL-2003 dev set with perturbed predictions."""
 
 import random
@@ -6,8 +6,8 @@ import random
 import pytest
 import torch
 
-from bertlab import metrics
-from bertlab.metrics import (
+from bertlab.tasks import metrics
+from bertlab.tasks.metrics import (
     accuracy,
     binary_f1,
     entity_f1,
@@ -20,7 +20,7 @@ from bertlab.metrics import (
 
 
 def _read(reader, split):
-    from bertlab import download
+    from bertlab.data import download
     try:
         return reader(split)[0]
     except download.DataUnavailableError as err:
@@ -88,7 +88,7 @@ def test_squad_scores_max_over_gold_and_missing():
 
 
 def test_squad_gold_answers_score_100_against_themselves():
-    from bertlab import task_data
+    from bertlab.data import task_data
     examples = _read(task_data.read_squad, "dev")
     assert len(examples) == 10570
     gold = {ex.id: [t for t, _ in ex.answers] for ex in examples}
@@ -160,7 +160,7 @@ def perturb(gold_sentences, rng, rate):
 @pytest.mark.parametrize("rate", [0.0, 0.02, 0.1, 0.3])
 def test_entity_f1_equals_seqeval_on_conll_dev(rate):
     sm = _seqeval()
-    from bertlab import task_data
+    from bertlab.data import task_data
     gold = [s.tags for s in _read(task_data.read_conll2003, "valid")]
     assert len(gold) == 3250
     pred = perturb(gold, random.Random(rate), rate)
@@ -195,7 +195,7 @@ def test_all_scores_are_percentages():
 
 
 def test_entity_errors_by_hand():
-    from bertlab.metrics import entity_errors
+    from bertlab.tasks.metrics import entity_errors
     gold = ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "O", "B-MISC", "O", "O"]
     pred = ["B-PER", "I-PER", "O", "B-ORG", "O", "B-ORG", "I-ORG", "O", "O", "B-LOC"]
     # PER right; LOC called ORG (same word); ORG one word too long; MISC not found; LOC invented
@@ -211,8 +211,8 @@ def test_entity_errors_by_hand():
 
 @pytest.mark.parametrize("rate", [0.02, 0.2])
 def test_entity_errors_add_up_to_entity_f1_counts_on_conll_dev(rate):
-    from bertlab import task_data
-    from bertlab.metrics import ERROR_KINDS, entity_errors
+    from bertlab.data import task_data
+    from bertlab.tasks.metrics import ERROR_KINDS, entity_errors
     gold = [s.tags for s in _read(task_data.read_conll2003, "valid")]
     pred = perturb(gold, random.Random(rate), rate)
     e = entity_errors(gold, pred)
@@ -225,7 +225,7 @@ def test_entity_errors_add_up_to_entity_f1_counts_on_conll_dev(rate):
 
 
 # --- CoLA and STS-B: Matthews correlation, Pearson, Spearman -----------------------------------
-from bertlab.metrics import average_ranks, matthews_corrcoef, pearson, spearman  # noqa: E402
+from bertlab.tasks.metrics import average_ranks, matthews_corrcoef, pearson, spearman  # noqa: E402
 
 
 def test_matthews_by_hand():

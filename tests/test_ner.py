@@ -1,4 +1,4 @@
-"""bertlab.ner on the real CoNLL-2003 dev set: first-sub-token alignment, the round trip
+"""bertlab.tasks.ner on the real CoNLL-2003 dev set: first-sub-token alignment, the round trip
 word labels -> sub-token labels -> word labels, windows for long sentences, entity F1 through the
 whole path against seqeval, a forward pass, and bad input."""
 
@@ -10,9 +10,9 @@ import torch
 from torch.utils.data import DataLoader
 
 from bertlab import IGNORE_INDEX, BertConfig
-from bertlab.ner import featurize_ner, split_into_windows, word_predictions
-from bertlab.task_inputs import stack_ragged
 from bertlab.tasks import CONLL_LABELS, get_task
+from bertlab.tasks.inputs import stack_ragged
+from bertlab.tasks.ner import featurize_ner, split_into_windows, word_predictions
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def tok(bert_tokenizer):
 
 @pytest.fixture(scope="module")
 def dev():
-    from bertlab import download
+    from bertlab.data import download
     try:
         return get_task("conll2003").load("dev")
     except download.DataUnavailableError as err:
@@ -178,7 +178,7 @@ def test_unlabelled_sentences(tok):
 
 @pytest.mark.parametrize("max_len", [64, 12])
 def test_predict_words_equals_reading_the_logits(tok, dev, max_len, one_thread):
-    from bertlab.ner import predict_words
+    from bertlab.tasks.ner import predict_words
     task = get_task("conll2003")
     f = task.featurize(dev[:50], tok, max_len=max_len)
     torch.manual_seed(0)

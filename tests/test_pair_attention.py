@@ -1,11 +1,11 @@
-"""bertlab.pair_attention: roles of a packed pair, attention mass by role on hand-made maps,
+"""bertlab.analysis.pair_attention: roles of a packed pair, attention mass by role on hand-made maps,
 padding, the uniform baseline, and a real model's maps."""
 
 import pytest
 import torch
 
 from bertlab import BertConfig, BertModel
-from bertlab.pair_attention import (
+from bertlab.analysis.pair_attention import (
     CLS,
     PAD,
     ROLES,
@@ -17,8 +17,8 @@ from bertlab.pair_attention import (
     token_roles,
     uniform_attention,
 )
-from bertlab.task_inputs import SpecialIds, collate, fast_tokenizer
 from bertlab.tasks import pack
+from bertlab.tasks.inputs import SpecialIds, collate, fast_tokenizer
 
 
 @pytest.fixture(scope="module")

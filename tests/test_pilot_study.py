@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from bertlab.pilot_study import (  # noqa: E402
+from bertlab.analysis.viz import lever_chart  # noqa: E402
+from bertlab.experiments.pilots import (  # noqa: E402
     accuracy_at,
     lever_effects,
     levers_reading,
@@ -15,7 +16,6 @@ from bertlab.pilot_study import (  # noqa: E402
     series_reading,
     series_table,
 )
-from bertlab.viz import lever_chart  # noqa: E402
 
 
 def curve(points, per_step=1000):
@@ -51,7 +51,7 @@ def test_series_compare_at_equal_tokens():
 
 
 def test_short_labels_drop_what_a_pilot_shares_with_its_baseline():
-    from bertlab.pilot_study import short_label
+    from bertlab.experiments.pilots import short_label
     assert short_label("cpu-mini-mask-30", "cpu-mini-8k") == "mask-30"
     assert short_label("cpu-post-ln", "cpu-tiny-16k") == "post-ln"
     assert short_label("cpu-size-tiny-10min", "cpu-size-mini-10min") == "tiny-10min"
@@ -105,7 +105,7 @@ def test_the_recorded_pilots_form_series():
 
 
 def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
-    from bertlab.viz import pilot_curves
+    from bertlab.analysis.viz import pilot_curves
     [s] = pilot_series(PILOTS)
     ax = pilot_curves(s, threshold=0.2)
     assert len(ax.lines) == 5 + 1  # five runs and the threshold
@@ -113,7 +113,7 @@ def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
 
 
 def test_machines_table_says_where_each_pilot_ran():
-    from bertlab.pilot_study import machines_table
+    from bertlab.experiments.pilots import machines_table
     pilots = [dict(PILOTS[1], machine={"cpu": "AMD EPYC", "runtime": "cpu (2 cores), bf16", "median_tokens_per_s":
                                        17401.7}, git_commit="0123456789abcdef"), PILOTS[0]]
     lines = machines_table(pilots).splitlines()

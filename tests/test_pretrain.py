@@ -11,11 +11,11 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining
 from bertlab import checkpoint as ckpt
-from bertlab.logs import plot_metrics, read_metrics
-from bertlab.optim import parameter_groups
-from bertlab.pretrain import NonFiniteLossError, PretrainConfig, Trainer, build_model, prepare_data, pretrain
-from bertlab.recipes import RECIPES, get_recipe, lr_multiplier
 from bertlab.runtime import make_runtime, resolve_precision, seed_everything
+from bertlab.training.logs import plot_metrics, read_metrics
+from bertlab.training.optim import parameter_groups
+from bertlab.training.pretrain import NonFiniteLossError, PretrainConfig, Trainer, build_model, prepare_data, pretrain
+from bertlab.training.recipes import RECIPES, get_recipe, lr_multiplier
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -25,8 +25,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def tokenizer_file(tmp_path_factory):
-    from bertlab.corpus import load_corpus
-    from bertlab.tokenizer import train_wordpiece
+    from bertlab.data.corpus import load_corpus
+    from bertlab.data.tokenizer import train_wordpiece
     docs = load_corpus("books", "train")[:2]
     tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
     return str(tok.save(tmp_path_factory.mktemp("tok")) / "tokenizer.json")
@@ -72,8 +72,8 @@ def test_resume_is_bit_identical(tmp_path, tokenizer_file):
         pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True, preset="mini"))
     with pytest.raises(ValueError, match="steps"):
         pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True, steps=12))
-    from bertlab.corpus import load_corpus
-    from bertlab.tokenizer import train_wordpiece
+    from bertlab.data.corpus import load_corpus
+    from bertlab.data.tokenizer import train_wordpiece
     docs = load_corpus("books", "train")[2:4]
     other = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
     other_file = str(other.save(tmp_path / "other") / "tokenizer.json")
@@ -195,8 +195,8 @@ def test_bad_settings_are_refused(tmp_path, tokenizer_file):
 
 
 def test_cpu_recipe_starts_pre_ln_with_the_unigram_bias(tmp_path, tokenizer_file):
-    from bertlab.pretraining_data import PretrainingDataset, unigram_log_probs
-    from bertlab.tokenizer import WordPieceTokenizer
+    from bertlab.data.pretraining_data import PretrainingDataset, unigram_log_probs
+    from bertlab.data.tokenizer import WordPieceTokenizer
     r = pretrain(tiny(tmp_path / "c", tokenizer_file, recipe="cpu", steps=1, lr=1e-12, warmup=0.0))
     model = r.model
     assert model.config.norm_position == "pre" and model.bert.final_norm is not None
@@ -269,7 +269,7 @@ def test_ltr_with_the_unigram_bias_can_predict_sep(tmp_path, tokenizer_file):
     """The cpu recipe's unigram MLM bias for a left-to-right LM: [SEP] follows the last piece of
     every segment, so it is a target and keeps its frequency (with -1e4, as for the masked LM that
     never predicts it, one [SEP] target per sequence would dominate the mean loss)."""
-    from bertlab.tokenizer import WordPieceTokenizer
+    from bertlab.data.tokenizer import WordPieceTokenizer
     tok = WordPieceTokenizer.load(tokenizer_file)
     r = pretrain(tiny(tmp_path / "l", tokenizer_file, recipe="cpu", objective="ltr", steps=1, lr=1e-12,
                       warmup=0.0))
@@ -283,9 +283,9 @@ def test_ltr_with_the_unigram_bias_can_predict_sep(tmp_path, tokenizer_file):
 
 def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, tokenizer_file):
     from bertlab import BertForSequenceClassification
-    from bertlab.finetune import FinetuneConfig, build_task_model
-    from bertlab.pretrain import evaluate_checkpoint
     from bertlab.tasks import get_task
+    from bertlab.training.finetune import FinetuneConfig, build_task_model
+    from bertlab.training.pretrain import evaluate_checkpoint
 
     straight = pretrain(tiny(tmp_path / "a", tokenizer_file, objective="ltr"))
     first = pretrain(tiny(tmp_path / "b", tokenizer_file, objective="ltr", stop_after=4))
@@ -361,8 +361,8 @@ def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, t
     held-out accuracy compares with a 15% run's (the masks are the very same ones)."""
     rt = make_runtime("cpu", "fp32", distributed=False)
 
+    from bertlab.data.tokenizer import WordPieceTokenizer
     from bertlab.model import IGNORE_INDEX
-    from bertlab.tokenizer import WordPieceTokenizer
     tok = WordPieceTokenizer.load(tokenizer_file)
 
     def masked_share(batch):  # masked tokens / tokens that can be masked (not padding, [CLS] or [SEP])
@@ -442,8 +442,8 @@ def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
 
     import torch.nn.functional as F
 
-    from bertlab.pretrain import evaluate_pretraining
-    from bertlab.tokenizer import WordPieceTokenizer
+    from bertlab.data.tokenizer import WordPieceTokenizer
+    from bertlab.training.pretrain import evaluate_pretraining
     tok = WordPieceTokenizer.load(tokenizer_file)
     rt = make_runtime("cpu", "fp32", distributed=False)
     data = prepare_data(tiny(tmp_path / "e", tokenizer_file, eval_batches=4), rt)
@@ -464,7 +464,7 @@ def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
 
 
 def test_the_paper_recipe_follows_the_papers_two_phases():
-    from bertlab.recipes import Phase, token_positions
+    from bertlab.training.recipes import Phase, token_positions
     paper = RECIPES["paper"]
     assert paper.training_phases() == (Phase(0.9, 128, 256), Phase(0.1, 512, 256))
     assert token_positions(paper) == pytest.approx(1_000_000 * 256 * (0.9 * 128 + 0.1 * 512))

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertForPreTraining
-from bertlab.corpus import Document, load_corpus
-from bertlab.masking import MaskedLMCollator
-from bertlab.pretraining_data import (
+from bertlab.data.corpus import Document, load_corpus
+from bertlab.data.masking import MaskedLMCollator
+from bertlab.data.pretraining_data import (
     IS_NEXT,
     NOT_NEXT,
     PretrainingBatches,
@@ -26,7 +26,7 @@ from bertlab.pretraining_data import (
     tokenize_corpus,
     unigram_log_probs,
 )
-from bertlab.tokenizer import bert_uncased_tokenizer, train_wordpiece
+from bertlab.data.tokenizer import bert_uncased_tokenizer, train_wordpiece
 
 IDS = ["pg11", "pg35", "pg43", "pg46", "pg16", "pg55", "pg105", "pg103"]
 
@@ -326,7 +326,7 @@ def test_segment_pairs_without_nsp(tok, built, tmp_path):
 def test_phased_batches_switch_and_resume(tok, built, tmp_path):
     """Two streams of different lengths and batch sizes, one after the other; a stream saved in
     the first phase and resumed gives the same batches across the boundary."""
-    from bertlab.pretraining_data import PhasedBatches
+    from bertlab.data.pretraining_data import PhasedBatches
     _, corpus, long = built
     short = build_examples(corpus, tmp_path / "short", 32, nsp=False, seed=0,
                            cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)

@@ -1,4 +1,4 @@
-"""bertlab.probe: sentence vectors are the mean of the real tokens' states (the same batched or
+"""bertlab.analysis.linear_probe: sentence vectors are the mean of the real tokens' states (the same batched or
 alone), and the linear probe finds a signal that is there and none that is not, choosing its
 penalty without looking at the evaluation set."""
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertModel
-from bertlab.probe import L2_GRID, linear_probe, sentence_vectors
+from bertlab.analysis.linear_probe import L2_GRID, linear_probe, sentence_vectors
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""bertlab.reference: finding, describing and loading the recorded reference run."""
+"""bertlab.experiments.reference: finding, describing and loading the recorded reference run."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
-from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification, files, reference
+from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification, files
 from bertlab import checkpoint as ckpt
+from bertlab.experiments import reference
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""bertlab.squad on the real SQuAD v1.1 dev set (10,570 questions): windows, labels, the round
+"""bertlab.tasks.squad on the real SQuAD v1.1 dev set (10,570 questions): windows, labels, the round
 trip characters -> tokens -> characters through decoding, decoding's constraints against a brute
 force, speed, a forward pass, and bad input."""
 
@@ -10,8 +10,9 @@ import torch
 from torch.utils.data import DataLoader
 
 from bertlab import BertConfig
-from bertlab.metrics import normalize_answer, squad_scores
-from bertlab.squad import (
+from bertlab.tasks import get_task
+from bertlab.tasks.metrics import normalize_answer, squad_scores
+from bertlab.tasks.squad import (
     best_spans,
     char_span_to_tokens,
     decode,
@@ -25,7 +26,6 @@ from bertlab.squad import (
     stack_span_logits,
     window_starts,
 )
-from bertlab.tasks import get_task
 
 # Dev answers that start or end inside a word piece ("8" in "20–18", "gold" in "golden"): a span
 # of whole tokens cannot reproduce them exactly. 32 of 10,570 with the bert-base-uncased vocabulary.
@@ -39,7 +39,7 @@ def tok(bert_tokenizer):
 
 @pytest.fixture(scope="module")
 def dev():
-    from bertlab import download
+    from bertlab.data import download
     try:
         return get_task("squad").load("dev")
     except download.DataUnavailableError as err:
@@ -236,7 +236,7 @@ def test_decoding_respects_constraints_on_random_logits(feats, dev):
             assert c["text"] == ex.context[c["start_char"]:c["end_char"]]  # a slice of the context
             assert c["start_char"] < c["end_char"]
     # max_answer_length=1: every answer is the text of exactly one word piece of the context
-    from bertlab.tokenizer import bert_uncased_tokenizer
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
     tok = bert_uncased_tokenizer()
     one = decode(s, e, feats, max_answer_length=1)
     for ex in dev[:300]:
@@ -359,7 +359,7 @@ def test_split_by_article_never_shares_an_article(dev):
 
 
 # --- SQuAD 2.0: the no-answer rule -------------------------------------------------------------
-from bertlab.squad import (  # noqa: E402
+from bertlab.tasks.squad import (  # noqa: E402
     answer_or_null,
     best_null_threshold,
     null_and_best_span,

@@ -1,4 +1,4 @@
-"""Tests of bertlab.task_data: the readers of the fine-tuning datasets, on the real files of the data
+"""Tests of bertlab.data.task_data: the readers of the fine-tuning datasets, on the real files of the data
 mirror (``$BERTLAB_DATA_MIRROR``, or ``../shared/data`` beside the repository) and on small broken
 files written to a temporary folder: everything skipped is reported with file and line.
 """
@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from bertlab import download, task_data
-from bertlab.task_data import DataFormatError
+from bertlab.data import download, task_data
+from bertlab.data.task_data import DataFormatError
 
 pytestmark = pytest.mark.usefixtures("mirror")
 

@@ -7,18 +7,18 @@ import torch
 from torch.utils.data import DataLoader
 
 from bertlab import BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
-from bertlab.task_inputs import Features, collate, fast_tokenizer, stack_ragged
 from bertlab.tasks import TASKS, featurize_classification, get_task, truncate_longest_first
+from bertlab.tasks.inputs import Features, collate, fast_tokenizer, stack_ragged
 
 
 @pytest.fixture(scope="module")
 def tok():
-    from bertlab.tokenizer import bert_uncased_tokenizer
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
     return bert_uncased_tokenizer()
 
 
 def load(name, split="dev"):
-    from bertlab import download
+    from bertlab.data import download
     try:
         return get_task(name).load(split)
     except download.DataUnavailableError as err:
@@ -31,7 +31,7 @@ def tiny(vocab_size):
 
 # --- the table -------------------------------------------------------------------------------
 def test_task_table():
-    from bertlab import task_data
+    from bertlab.data import task_data
     assert set(TASKS) == {"sst2", "mrpc", "rte", "squad", "conll2003"}
     expect = {"sst2": (2, BertForSequenceClassification, task_data.SST2_LABELS),
               "mrpc": (2, BertForSequenceClassification, task_data.MRPC_LABELS),

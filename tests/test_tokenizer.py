@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import conftest
-from bertlab.tokenizer import BERT_SPECIAL_IDS, WordPieceTokenizer, bert_uncased_tokenizer, train_wordpiece
+from bertlab.data.tokenizer import BERT_SPECIAL_IDS, WordPieceTokenizer, bert_uncased_tokenizer, train_wordpiece
 
 MIRROR = conftest.MIRROR
 BOOKS = ["pg11.txt.gz", "pg35.txt.gz", "pg43.txt.gz", "pg46.txt.gz", "pg16.txt.gz"]
@@ -22,7 +22,7 @@ BOOKS = ["pg11.txt.gz", "pg35.txt.gz", "pg43.txt.gz", "pg46.txt.gz", "pg16.txt.g
 
 def book_paragraphs(name: str) -> list[str]:
     """The paragraphs of one mirrored Gutenberg book, header and licence cut off (a private reader
-    for these tests; bertlab.corpus is the package's reader)."""
+    for these tests; bertlab.data.corpus is the package's reader)."""
     text = gzip.open(MIRROR / "books" / name, "rt", encoding="utf-8").read().replace("\r\n", "\n")
     start = re.search(r"\*\*\* ?START OF (THIS|THE) PROJECT GUTENBERG.*\n", text)
     end = re.search(r"\*\*\* ?END OF (THIS|THE) PROJECT GUTENBERG", text)

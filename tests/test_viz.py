@@ -1,10 +1,10 @@
-"""bertlab.viz.Table: the labelled tables of chapter 4, as HTML (the book) and as text (a terminal)."""
+"""bertlab.analysis.viz.Table: the labelled tables of chapter 4, as HTML (the book) and as text (a terminal)."""
 
 import numpy as np
 import pytest
 import torch
 
-from bertlab.viz import Table, table
+from bertlab.analysis.viz import Table, table
 
 
 def test_table_html_has_escaped_labels_and_rounded_numbers():

@@ -264,7 +264,7 @@ def table(title: str, m, rows: Sequence, cols: Sequence, digits: int = 2) -> Tab
 
 def lever_chart(levers, ax=None, title: str | None = None, limit: float | None = None):
     """What each one-change pilot did to held-out MLM accuracy at equal training tokens
-    (bertlab.pilot_study.lever_effects): one horizontal bar per change, in points against its
+    (bertlab.experiments.pilots.lever_effects): one horizontal bar per change, in points against its
     baseline, largest gain on top; gains and losses in two colours, the value beside each bar.
     `limit`: the x axis runs from -limit to +limit points (give several charts the same one)."""
     if ax is None:
@@ -291,7 +291,7 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
 
 def pilot_curves(series, ax=None, title: str | None = None, threshold: float | None = None):
     """Held-out MLM accuracy against training tokens for every run of a pilot series
-    (bertlab.pilot_study.Series): up to the series' common tokens, or whole for a timed series;
+    (bertlab.experiments.pilots.Series): up to the series' common tokens, or whole for a timed series;
     `threshold` (a fraction, e.g. 0.2) draws a dotted line there."""
     if ax is None:
         import matplotlib.pyplot as plt

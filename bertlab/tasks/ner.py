@@ -24,9 +24,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from bertlab.metrics import entity_f1
 from bertlab.model import IGNORE_INDEX
-from bertlab.task_inputs import (
+from bertlab.tasks.inputs import (
     Features,
     SpecialIds,
     detach_cpu,
@@ -35,6 +34,7 @@ from bertlab.task_inputs import (
     predict_batches,
     stack_ragged,
 )
+from bertlab.tasks.metrics import entity_f1
 
 
 def word_pieces(backend: Any, sentences: Sequence[Sequence[str]]) -> list[list[list[int]]]:

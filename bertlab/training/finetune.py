@@ -44,14 +44,15 @@ import torch
 from torch import nn
 
 from bertlab import checkpoint as ckpt
-from bertlab import files, logs
+from bertlab import files
 from bertlab.config import BertConfig
+from bertlab.data.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer, load_tokenizer_for
 from bertlab.hf import folder_config, is_hf_folder
-from bertlab.optim import adamw, optimizer_step
-from bertlab.recipes import FINETUNE_DEFAULTS, lr_multiplier
 from bertlab.runtime import Runtime, make_runtime, seed_everything
 from bertlab.tasks import TASKS, get_task
-from bertlab.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer, load_tokenizer_for
+from bertlab.training import logs
+from bertlab.training.optim import adamw, optimizer_step
+from bertlab.training.recipes import FINETUNE_DEFAULTS, lr_multiplier
 
 
 @dataclass

@@ -9,7 +9,7 @@ several GPUs the same command after `torchrun --nproc_per_node N`.
 
 One optimiser step, as the paper describes it (section 3.1 and appendix A.2):
 
-    1. take the next batch of sequences, already masked (bertlab.masking: 15% of the tokens chosen,
+    1. take the next batch of sequences, already masked (bertlab.data.masking: 15% of the tokens chosen,
        80% [MASK] / 10% random / 10% unchanged) and move it to the device;
     2. run BertForPreTraining on it; the MLM head only at the P chosen positions (mlm_positions);
     3. loss = mean cross-entropy over the chosen tokens + mean NSP cross-entropy (when NSP is on);
@@ -18,7 +18,7 @@ One optimiser step, as the paper describes it (section 3.1 and appendix A.2):
 The paper's ablation of the pre-training task (section 5.1, Table 5) is the same loop with
 objective="ltr": a left-to-right LM ("LTR & No NSP", like OpenAI GPT). The model is built with
 causal attention (BertConfig.causal, kept at fine-tuning); batches are unmasked
-(bertlab.masking.NextTokenCollator); every position t predicts token t+1 with the MLM head's
+(bertlab.data.masking.NextTokenCollator); every position t predicts token t+1 with the MLM head's
 tied decoder; loss = mean next-token cross-entropy over the real tokens; no NSP. Its accuracy is
 logged as next_token_acc (and its loss as ltr_loss), never under the MLM's names.
 
@@ -64,16 +64,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab import checkpoint as ckpt
-from bertlab import files, flops, logs
+from bertlab import files
 from bertlab.config import PRESETS, BertConfig
-from bertlab.corpus import load_corpus
-from bertlab.masking import MaskedLMCollator, NextTokenCollator
+from bertlab.data.corpus import load_corpus
+from bertlab.data.masking import MaskedLMCollator, NextTokenCollator
+from bertlab.data.pretraining_data import PhasedBatches, PretrainingBatches, prepare_pretraining_data, unigram_log_probs
+from bertlab.data.tokenizer import WordPieceTokenizer, load_tokenizer_for, train_wordpiece
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
-from bertlab.optim import adamw, optimizer_step
-from bertlab.pretraining_data import PhasedBatches, PretrainingBatches, prepare_pretraining_data, unigram_log_probs
-from bertlab.recipes import RECIPES, Recipe, get_recipe, lr_multiplier, parse_phases, phase_ends
 from bertlab.runtime import Runtime, make_runtime, seed_everything
-from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for, train_wordpiece
+from bertlab.training import flops, logs
+from bertlab.training.optim import adamw, optimizer_step
+from bertlab.training.recipes import RECIPES, Recipe, get_recipe, lr_multiplier, parse_phases, phase_ends
 
 
 # ------------------------------------------------------------------------------------------------
@@ -88,7 +89,7 @@ class PretrainConfig:
     hidden: int | None = None  # as in the paper's model-size study, Table 6); the FFN stays 4H
     heads: int | None = None
     # the data
-    corpus: str = "books+wiki"  # a corpus name understood by bertlab.corpus.load_corpus
+    corpus: str = "books+wiki"  # a corpus name understood by bertlab.data.corpus.load_corpus
     tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
     vocab_size: int = 16384  # size of the WordPiece vocabulary to train (ignored with `tokenizer`)
     max_documents: int | None = None  # only the first N training (and held-out) documents: quick runs
@@ -562,7 +563,7 @@ class Trainer:
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def plan_phases(self) -> None:
-        """Tell a phased batch source (bertlab.pretraining_data.PhasedBatches) at which steps its
+        """Tell a phased batch source (bertlab.data.pretraining_data.PhasedBatches) at which steps its
         phases end, once the run's length is known (a time budget re-estimates it as it goes)."""
         if self.total_steps is not None and hasattr(self.source, "set_ends"):
             self.source.set_ends(phase_ends(self.recipe.training_phases(), self.total_steps))
@@ -849,12 +850,12 @@ def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
 def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     """Corpus -> WordPiece vocabulary -> memory-mapped examples -> masked batches.
 
-    Documents of `cfg.corpus` (bertlab.corpus: "train" split for training, "heldout" for
+    Documents of `cfg.corpus` (bertlab.data.corpus: "train" split for training, "heldout" for
     evaluation, whole documents never on both sides); the vocabulary trained on the training
     documents only (or read from `cfg.tokenizer`); examples cut and stored under <out>/data
-    (bertlab.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
-    on the fly (bertlab.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
-    unmasked with next-token labels (bertlab.masking.NextTokenCollator)."""
+    (bertlab.data.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
+    on the fly (bertlab.data.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
+    unmasked with next-token labels (bertlab.data.masking.NextTokenCollator)."""
     r = cfg.resolved_recipe()
     out = Path(cfg.out)
     docs = load_corpus(cfg.corpus, "train")
@@ -978,7 +979,7 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
              eval_batches: list[dict[str, torch.Tensor]] | None = None, tokenizer: Any = None,
              runtime: Runtime | None = None) -> PretrainResult:
     """Pretrain a BERT as `cfg` says and return the result (metrics history, final held-out
-    scores, the model). By default the data is built from `cfg.corpus` (bertlab.pretraining_data);
+    scores, the model). By default the data is built from `cfg.corpus` (bertlab.data.pretraining_data);
     pass `source` (and `tokenizer`, `eval_batches`) to train on batches of your own."""
     cfg.validate()
     rt = runtime or make_runtime(cfg.device, cfg.precision, cfg.compile)
@@ -1027,8 +1028,9 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
 
 
 def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len: int = 128, nsp: bool | None = None,
-                        pairs: bool | None = None, batches: int = 20, batch_size: int = 64, device: str = "auto", precision: str = "auto",
-                        max_documents: int | None = None, work_dir: str | Path | None = None) -> dict[str, float]:
+                        pairs: bool | None = None, batches: int = 20, batch_size: int = 64, device: str = "auto",
+                        precision: str = "auto", max_documents: int | None = None,
+                        work_dir: str | Path | None = None) -> dict[str, float]:
     """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
     documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). The
     held-out text is cut as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its

@@ -9,10 +9,10 @@ fine-tuned with one recipe (SST-2 on 2,000 labelled sentences) with three seeds,
 architecture from random weights.
 
     python scripts/record_ablations.py            # about an hour on 2 CPU cores; resumable
-    from bertlab import ablations; ablations.load()   # the record, as chapter 17 reads it
+    from bertlab.experiments import ablations; ablations.load()   # the record, as chapter 17 reads it
 
 The record is data/ablations/ablations.json: the settings, the machine, and per model its size,
-steps, tokens, training time, held-out scores (bertlab.pretrain.evaluate_checkpoint: the masked
+steps, tokens, training time, held-out scores (bertlab.training.pretrain.evaluate_checkpoint: the masked
 LM on the fixed held-out masks, the LTR model on next-token prediction of the same sequences)
 and fine-tuning scores per seed with their median.
 """
@@ -86,8 +86,8 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
     one resumes from its newest checkpoint), and a fine-tuning result already in the record is
     kept. `only` limits the work to some models (the record still lists the others it had)."""
     # local: the training stack (pretraining data, tasks); chapter 17 only reads the record
-    from bertlab.finetune import FinetuneConfig, finetune
-    from bertlab.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain
+    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain
 
     out, work = Path(out), Path(work)
     if tokenizer is None:

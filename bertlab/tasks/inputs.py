@@ -1,7 +1,7 @@
 """The inputs every fine-tuning task shares: tokenizer, examples, features, batches, outputs.
 
-bertlab.tasks (sentence classification and the task table), bertlab.squad (span QA) and
-bertlab.ner (token classification) all turn examples into model inputs the same way and read the
+bertlab.tasks (sentence classification and the task table), bertlab.tasks.squad (span QA) and
+bertlab.tasks.ner (token classification) all turn examples into model inputs the same way and read the
 model's outputs back the same way. The shared pieces live here, below all three (task_inputs <-
 squad, ner <- tasks), so that none of them has to reach up into another:
 

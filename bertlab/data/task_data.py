@@ -1,7 +1,7 @@
 """Reading the fine-tuning datasets into plain records: SST-2, MRPC, RTE, QNLI, SQuAD, CoNLL-2003.
 
 ``read_sst2``, ``read_mrpc``, ``read_rte``, ``read_qnli``, ``read_squad``, ``read_conll2003``
-take a split name ("dev", fetched checked by `bertlab.download.fetch`) or a path, and return
+take a split name ("dev", fetched checked by `bertlab.data.download.fetch`) or a path, and return
 ``(examples, report)``: a list of small dataclasses and a `LoadReport` that lists every row that
 was skipped, with file, line (or example id) and reason.  ``strict=True`` raises
 `DataFormatError` on the first bad row instead.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from bertlab.download import DataError, fetch
+from bertlab.data.download import DataError, fetch
 
 # ----------------------------------------------------------------------------------------------
 # Reading helpers

@@ -1,5 +1,5 @@
 """The pilot study behind the `cpu` recipe, read from its records (`data/pilots/`, through
-`bertlab.reference.pilots`): which change to a baseline run moved held-out MLM accuracy, by how
+`bertlab.experiments.reference.pilots`): which change to a baseline run moved held-out MLM accuracy, by how
 much, compared at the same number of training tokens.
 
 A *series* is a baseline run and the pilots that each change one thing of it (same data,
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from bertlab import reference
+from bertlab.experiments import reference
 from bertlab.prose import count
 
 Pilot = dict[str, Any]

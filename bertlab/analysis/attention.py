@@ -48,7 +48,7 @@ SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 def load_encoder(folder: str | Path):
     """A bertlab BertModel (eval mode, CPU) from a model folder: a Hugging Face folder such as
     all-MiniLM-L6-v2's, or a bertlab folder (the reference run's, a checkpoint) whatever head
-    class it was saved with. `bertlab.reference.pretrained_encoder().folder` is either kind."""
+    class it was saved with. `bertlab.experiments.reference.pretrained_encoder().folder` is either kind."""
     folder = Path(folder)
     if is_hf_folder(folder):  # transformers' layout and names
         return BertModel.from_hf(folder).eval()

@@ -30,8 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from bertlab.metrics import squad_scores
-from bertlab.task_inputs import (
+from bertlab.tasks.inputs import (
     Features,
     SpecialIds,
     detach_cpu,
@@ -41,6 +40,7 @@ from bertlab.task_inputs import (
     predict_batches,
     stack_ragged,
 )
+from bertlab.tasks.metrics import squad_scores
 
 
 def _answers(example: Any) -> list[tuple[str, int]]:

@@ -1,13 +1,13 @@
 """The course around the book: its assignments, their exercises and open questions, with the
 points, difficulty, expected student time and hardware of each.
 
-One table feeds the grader (bertlab.grading: which functions each check takes, the points, the
+One table feeds the grader (bertlab.course.grading: which functions each check takes, the points, the
 time limit), the tables at the top of the exercise notebooks and the instructor page (tests
 check that they agree with it), and the student edition.
 
     from bertlab.course import EXERCISES, QUESTIONS, ASSIGNMENTS, PROJECTS
     EXERCISES["attention"].points      # 10
-    PROJECTS["capstone"].points        # the capstone's measured points (bertlab.capstone grades it)
+    PROJECTS["capstone"].points        # the capstone's measured points (bertlab.course.capstone grades it)
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ PROJECTS: dict[str, Project] = {p.name: p for p in [
     Project("capstone", "Your own BERT: pretrain, fine-tune, beat the control", "09_capstone",
             ("10_pretraining", "14_named_entities", "17_ablations"), 50, "hard", (240, 360),
             "CPU, under 30 min: 8-15 min of pretraining, about 10 min of fine-tuning",
-            "python -m bertlab.capstone SUBMISSION"),
+            "python -m bertlab.course.capstone SUBMISSION"),
 ]}
 
 ASSIGNMENTS: dict[str, str] = {

@@ -34,7 +34,7 @@ CheckResult of each check, which is what the grader scores (partial credit).
 
 `python -m bertlab.exercises grade <folder>` grades every submitted notebook in <folder>: it runs
 the notebook's code in a fresh kernel, then the checks on the functions it defined, with a time
-limit per exercise, and writes grades.csv and grades.json (bertlab.grading; book/instructor.md).
+limit per exercise, and writes grades.csv and grades.json (bertlab.course.grading; book/instructor.md).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ import torch
 
 from bertlab.config import PRESETS
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
+from bertlab.data.masking import mask_tokens
 from bertlab.files import write_text
-from bertlab.masking import mask_tokens
 from bertlab.model import (
     IGNORE_INDEX,
     BertConfig,
@@ -64,9 +64,9 @@ from bertlab.model import (
 )
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
 from bertlab.notebook import minilm_path
-from bertlab.optim import adamw, optimizer_step
 from bertlab.prose import count
-from bertlab.recipes import RECIPES, Recipe, get_recipe
+from bertlab.training.optim import adamw, optimizer_step
+from bertlab.training.recipes import RECIPES, Recipe, get_recipe
 
 _NOT_RUN = object()  # what a check holds before the student's function has returned
 PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
@@ -225,7 +225,7 @@ def _same(name: str, got: torch.Tensor, expected: torch.Tensor, what: str, atol:
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.tokenizer import bert_uncased_tokenizer
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
     return bert_uncased_tokenizer()
 
 
@@ -240,7 +240,7 @@ def _squad_dev():
 def _documents() -> list[list[str]]:
     """Documents of real sentences: the SQuAD dev paragraphs of each Wikipedia article."""
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.corpus import split_sentences
+    from bertlab.data.corpus import split_sentences
     docs: dict[str, list[str]] = {}
     seen: set[str] = set()
     for ex in _squad_dev():
@@ -662,7 +662,7 @@ def check_nsp(make_nsp_pairs: Callable) -> None:
 @functools.lru_cache(maxsize=1)
 def _squad_features():
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.squad import featurize_squad
+    from bertlab.tasks.squad import featurize_squad
     return featurize_squad(_squad_dev()[:40], _tokenizer(), max_len=128, doc_stride=64, max_query_len=32)
 
 
@@ -673,7 +673,7 @@ def check_span(best_span: Callable) -> None:
     __tracebackhide__ = True
     name = "span"
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.squad import best_spans, oracle_logits
+    from bertlab.tasks.squad import best_spans, oracle_logits
     f = _squad_features()
     in_context = torch.as_tensor(f.meta["token_to_char"][..., 0] >= 0)
     N, T = in_context.shape
@@ -714,7 +714,7 @@ def check_span(best_span: Callable) -> None:
                                 f"{int(ends[w, 0])}) scores {best:.4f}; search every allowed (i, j) pair")
                 n_checked += 1
     parts.done(f"{n_checked} windows of {len(f.examples)} real SQuAD dev questions (random and oracle "
-                      "logits, two max_answer_length) against bertlab.squad.best_spans")
+                      "logits, two max_answer_length) against bertlab.tasks.squad.best_spans")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1084,7 +1084,7 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
                  (sgd_variant("clip_value"), "each gradient entry was clipped to +-max_grad_norm (clip_grad_value_); "
                                              "BERT clips the global NORM of all gradients (clip_grad_norm_)")]
         _params_differ(name, sgd_mine, sgd_ref, f"one SGD step with max_grad_norm={max_norm}", hints)
-    parts.done("the loss, the parameters after one and two AdamW steps (bertlab.optim.optimizer_step) and "
+    parts.done("the loss, the parameters after one and two AdamW steps (bertlab.training.optim.optimizer_step) and "
                "after an SGD step with clipping, on real masked sentence pairs; gradients cleared")
 
 
@@ -1251,11 +1251,11 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
 @functools.lru_cache(maxsize=1)
 def _conll_cases() -> tuple[list[tuple[list[str], list[int | None], list[int], list[int]]], tuple[str, ...]]:
     """Real CoNLL-2003 dev sentences: (words, word_ids of [CLS] pieces [SEP], tag ids, the labels
-    bertlab.ner.featurize_ner gives each piece)."""
+    bertlab.tasks.ner.featurize_ner gives each piece)."""
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.ner import featurize_ner
-    from bertlab.task_inputs import fast_tokenizer
     from bertlab.tasks import get_task
+    from bertlab.tasks.inputs import fast_tokenizer
+    from bertlab.tasks.ner import featurize_ner
     task = get_task("conll2003")
     sentences = [s for s in task.load("dev")[:400] if len(s.words) > 1][:120]
     tok = _tokenizer()
@@ -1297,7 +1297,7 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             return ": [CLS] and [SEP] (word id None) must get -100, not a label"
         return ""
 
-    with parts(f"{len(cases)} real CoNLL-2003 dev sentences against bertlab.ner.featurize_ner"):
+    with parts(f"{len(cases)} real CoNLL-2003 dev sentences against bertlab.tasks.ner.featurize_ner"):
         for n, (words, word_ids, tags, expected) in enumerate(cases):
             got = _call(name, align_labels, list(word_ids), list(tags))
             got = [int(x) for x in got] if isinstance(got, (list, tuple, torch.Tensor)) else got
@@ -1340,7 +1340,7 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             if back != tags:
                 _fail(name, f"sentence {n}: word_predictions(align_labels(...)) gave {back}, not the tags {tags}")
     parts.done(f"{len(cases)} real CoNLL-2003 sentences ({n_split} with words of several pieces) against "
-               "bertlab.ner.featurize_ner, edge cases, and the way back to one prediction per word")
+               "bertlab.tasks.ner.featurize_ner, edge cases, and the way back to one prediction per word")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1578,7 +1578,7 @@ def check(name: str, *functions: Callable) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Grading: what the grader runs inside the kernel of a submitted notebook (see bertlab.grading)
+# Grading: what the grader runs inside the kernel of a submitted notebook (see bertlab.course.grading)
 # ------------------------------------------------------------------------------------------------
 def grade_in_kernel(name: str, functions: Sequence[str], namespace: dict[str, Any], out: str) -> None:
     """Run check `name` on the functions called `functions` in `namespace` (the notebook's
@@ -1633,9 +1633,9 @@ def require_part(name: str, index: int, *functions: Callable) -> None:
 
 
 def grade(folder: str, out: str | None = None, timeout: int | None = None) -> list:
-    """Grade every notebook in `folder` in fresh kernels: see bertlab.grading.grade_folder."""
+    """Grade every notebook in `folder` in fresh kernels: see bertlab.course.grading.grade_folder."""
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.grading import grade_folder
+    from bertlab.course.grading import grade_folder
     return grade_folder(folder, out, timeout)
 
 
@@ -1647,7 +1647,7 @@ def main(argv: Sequence[str] | None = None) -> None:
               file=sys.stderr)
         raise SystemExit(2)
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.grading import main as grading_main
+    from bertlab.course.grading import main as grading_main
     grading_main(argv[1:])
 
 

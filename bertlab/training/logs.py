@@ -9,7 +9,7 @@ Every `log_every` optimiser steps the training loop writes one JSON object per l
 and every `eval_every` steps a line with "split": "eval" (held-out loss and accuracies). JSON
 lines survive a crash (each line is flushed), are appended to on resume, and read back with
 `read_metrics`. `plot_metrics` draws the curves the book shows.
-FLOP counts and MFU are in `bertlab.flops`.
+FLOP counts and MFU are in `bertlab.training.flops`.
 """
 
 from __future__ import annotations

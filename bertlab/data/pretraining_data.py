@@ -51,7 +51,7 @@ costs nothing to open and a batch is one fancy-indexing read):
                                       B or a single segment from its end)
         meta.json             everything above plus max_len, nsp, seed, short_seq_prob, counts
 
-Epochs. Masking is dynamic: `bertlab.masking.MaskedLMCollator` draws new masks for every batch,
+Epochs. Masking is dynamic: `bertlab.data.masking.MaskedLMCollator` draws new masks for every batch,
 so a second pass over the same examples sees different masks. The *pairings* (where A ends,
 which document a NotNext B comes from) are fixed when the arrays are built; `dupe_factor` > 1
 builds that many differently-cut copies up front (Google's released pipeline used 10, giving
@@ -72,8 +72,8 @@ from typing import Any, Iterator, Mapping, Protocol, Sequence
 import numpy as np
 import torch
 
+from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.files import write_json
-from bertlab.tokenizer import WordPieceTokenizer
 
 FORMAT_VERSION = 1
 IS_NEXT, NOT_NEXT = 0, 1

@@ -109,7 +109,7 @@ def assignments() -> dict[str, list[Exercise]]:
 
 
 def checks_file() -> str:
-    """The path of bertlab/exercises.py, found without importing it (the kernel loads a private
+    """The path of bertlab/exercises/__init__.py, found without importing it (the kernel loads a private
     copy of it)."""
     import importlib.util
     spec = importlib.util.find_spec("bertlab.exercises")

@@ -11,9 +11,9 @@ labels) and the *metric* change from task to task. This module holds
 
 The pieces every task shares (the tokenizer interface `fast_tokenizer`, `Features`: a dataset of
 featurized examples plus a report of what was cut, skipped or repaired, `collate`: dynamic
-padding, the forward loop `predict_batches`) are in bertlab.task_inputs. Span QA (SQuAD) lives in
-bertlab.squad and token classification (CoNLL-2003 NER) in bertlab.ner; the scores are in
-bertlab.metrics. The imports go one way: task_inputs <- squad, ner <- tasks.
+padding, the forward loop `predict_batches`) are in bertlab.tasks.inputs. Span QA (SQuAD) lives in
+bertlab.tasks.squad and token classification (CoNLL-2003 NER) in bertlab.tasks.ner; the scores are in
+bertlab.tasks.metrics. The imports go one way: task_inputs <- squad, ner <- tasks.
 
 A training loop uses a task like this:
 
@@ -36,16 +36,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from bertlab import metrics, task_data
+from bertlab.data import task_data
 from bertlab.model import (
     IGNORE_INDEX,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
 )
-from bertlab.ner import evaluate_ner, featurize_ner
-from bertlab.squad import evaluate_squad, featurize_squad, gather_span_logits, stack_span_logits
-from bertlab.task_inputs import (
+from bertlab.tasks import metrics
+from bertlab.tasks.inputs import (
     Features,
     SpecialIds,
     collate,
@@ -56,6 +55,8 @@ from bertlab.task_inputs import (
     predict_batches,
     stack_ragged,
 )
+from bertlab.tasks.ner import evaluate_ner, featurize_ner
+from bertlab.tasks.squad import evaluate_squad, featurize_squad, gather_span_logits, stack_span_logits
 
 
 # ------------------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ class Task:
 
     # --- data ---------------------------------------------------------------------------------
     def load(self, split: str, with_report: bool = False) -> Any:
-        """The examples of one split ("train", "dev", "test"), read by bertlab.task_data from the
+        """The examples of one split ("train", "dev", "test"), read by bertlab.data.task_data from the
         dataset mirror (or cache). with_report=True returns (examples, LoadReport): the rows the
         reader skipped, with file, line and reason."""
         split = _SPLIT_ALIASES.get(split, split)
@@ -301,7 +302,7 @@ _FILE_SPLITS = {"conll2003": {"dev": "valid"}}
 
 
 def _reader(name: str) -> Callable[[str], tuple[list, Any]]:
-    """Read a split with bertlab.task_data (checksummed files from the local mirror, the cache or
+    """Read a split with bertlab.data.task_data (checksummed files from the local mirror, the cache or
     the network): returns (examples, LoadReport)."""
     def read(split: str) -> tuple[list, Any]:
         fn = {"sst2": task_data.read_sst2, "mrpc": task_data.read_mrpc, "rte": task_data.read_rte,

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from bertlab import download
+from bertlab.data import download
+from bertlab.data.registry import BOOK_INFO
 from bertlab.files import atomic_path
-from bertlab.registry import BOOK_INFO
 
 CLEANER_VERSION = 2  # bump when cleaning or splitting changes: it invalidates the cache
 HELDOUT_FRACTION = 0.03

@@ -1,10 +1,10 @@
 """Getting dataset files, checked: the mirror, the download cache, the canonical URLs.
 
 BERT is pre-trained on books and Wikipedia and fine-tuned on GLUE, SQuAD and CoNLL-2003.  This
-module gets those files (`bertlab.task_data` reads the fine-tuning ones, `bertlab.corpus` the
+module gets those files (`bertlab.data.task_data` reads the fine-tuning ones, `bertlab.data.corpus` the
 pretraining text):
 
-* `fetch(name)` returns a local path to a registered file (`bertlab.registry`).  It looks first in
+* `fetch(name)` returns a local path to a registered file (`bertlab.data.registry`).  It looks first in
   a local mirror (env ``BERTLAB_DATA_MIRROR``, a folder laid out like the project's offline
   mirror), then in the download cache (env ``BERTLAB_CACHE``, default ``~/.cache/bertlab``), and
   only then downloads with `pooch`.  Every byte is checked against the registry's sha256: a
@@ -29,8 +29,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
+from bertlab.data.registry import DATASETS, FILES, DataFile, Source
 from bertlab.files import sha256_file, write_bytes, write_text
-from bertlab.registry import DATASETS, FILES, DataFile, Source
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ DOWNLOAD_TIMEOUT_S = 60
 # ----------------------------------------------------------------------------------------------
 
 class DataError(Exception):
-    """Base class of every error bertlab.download and bertlab.task_data raise on purpose."""
+    """Base class of every error bertlab.data.download and bertlab.data.task_data raise on purpose."""
 
 
 class DataUnavailableError(DataError):

@@ -42,14 +42,14 @@ from typing import Any, Sequence
 
 from bertlab import checkpoint as ckpt
 from bertlab.config import PRESETS, BertConfig
+from bertlab.data.tokenizer import WordPieceTokenizer, load_tokenizer_for
 from bertlab.files import fsync_file, replace_dir, sha256_file, write_json
-from bertlab.logs import read_metrics
 from bertlab.model import BertForPreTraining
 from bertlab.notebook import minilm_path
-from bertlab.recipes import RECIPES
 from bertlab.records import records_dir
 from bertlab.runtime import cpu_model, device_name, make_runtime
-from bertlab.tokenizer import WordPieceTokenizer, load_tokenizer_for
+from bertlab.training.logs import read_metrics
+from bertlab.training.recipes import RECIPES
 
 ENV_VAR = "BERTLAB_REFERENCE_RUN"
 WEIGHTS = "model.fp16.safetensors"
@@ -439,12 +439,13 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     checksums, versions), and the full pretraining run folder under pretrain/."""
     import torch
 
-    # local: the training stack (corpus, pretraining data, tasks); `import bertlab.reference` stays
+    from bertlab.analysis.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
+
+    # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference` stays
     # light for the chapters that only read the record
-    from bertlab.corpus import load_corpus
-    from bertlab.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
-    from bertlab.finetune import FinetuneConfig, finetune
-    from bertlab.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain
+    from bertlab.data.corpus import load_corpus
+    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain
 
     rt = make_runtime("auto", "auto", distributed=False)
     kind = "smoke" if smoke else rt.device.type if rt.device.type in REFERENCE else "gpu"
@@ -641,8 +642,8 @@ def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[
     "<task>_pretrained" / "<task>_scratch" in finetune_results.json, the settings, code and wall time
     under provenance["added_tasks"][task]. max_train / max_eval: the first N examples (a quick run)."""
     # local: the training stack; the chapters that only read the record stay light
-    from bertlab.finetune import FinetuneConfig, finetune
-    from bertlab.pretrain import git_commit
+    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.pretrain import git_commit
 
     if task not in ADDABLE_CLASSIFICATION:
         raise ValueError(f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE_CLASSIFICATION)} "
@@ -678,15 +679,15 @@ SQUAD_CPU = dict(eval_fraction=0.25, split_seed=0, max_len=256, doc_stride=128, 
 def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[str, Any]:
     """Fine-tune SQuAD v1.1 from the record's weights and from scratch (the same architecture and
     vocabulary), with one recipe and the same seeds, on the by-article split of dev that chapter 13
-    uses (`bertlab.squad.split_by_article`), and add the results to the record: "squad_pretrained"
+    uses (`bertlab.tasks.squad.split_by_article`), and add the results to the record: "squad_pretrained"
     and "squad_scratch" in finetune_results.json, the settings, code and wall time under
     provenance["added_tasks"]["squad"]. `overrides` change SQUAD_CPU's settings (max_train /
     max_eval: the first N questions of each side, for a quick run). Returns the two results."""
     # local: the training stack and SQuAD's data; the chapters that only read the record stay light
-    from bertlab.finetune import FinetuneConfig, finetune
-    from bertlab.pretrain import git_commit
-    from bertlab.squad import split_by_article
     from bertlab.tasks import get_task
+    from bertlab.tasks.squad import split_by_article
+    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.pretrain import git_commit
 
     unknown = set(overrides) - set(SQUAD_CPU)
     if unknown:

@@ -1,7 +1,7 @@
 """The capstone's grader: it measures the submitted mini-BERT again, from its weights.
 
-    python -m bertlab.capstone submissions/alice_capstone/              # one submission
-    python -m bertlab.capstone submissions/*/ --out capstone_grades.csv  # several: .csv and .json
+    python -m bertlab.course.capstone submissions/alice_capstone/              # one submission
+    python -m bertlab.course.capstone submissions/*/ --out capstone_grades.csv  # several: .csv and .json
 
 or, from Python, `grade_capstone("submissions/alice_capstone")`, a dict.
 
@@ -19,11 +19,11 @@ The grader never reads a number the student reports. It
      opened), the weights finite and of the shapes config.json says, the vocabulary of the size
      config.json says, a bidirectional model within the size limit. A broken folder scores 0 with
      a message naming the file and the fix;
-  2. measures the held-out masked-LM accuracy with `bertlab.pretrain.evaluate_checkpoint`, the
+  2. measures the held-out masked-LM accuracy with `bertlab.training.pretrain.evaluate_checkpoint`, the
      function that scores every pretraining checkpoint: the corpus's held-out documents (never in
      the training split), sequences of 128, the fixed masks of EVAL_SEED, MLM only;
   3. fine-tunes on a fixed slice of CoNLL-2003 named-entity recognition (the first 2,000 training
-     sentences) with a fixed recipe (`bertlab.finetune`: lr 5e-4, batch 32, 5 epochs, warm-up
+     sentences) with a fixed recipe (`bertlab.training.finetune`: lr 5e-4, batch 32, 5 epochs, warm-up
      10%), from the submitted weights and from scratch (the same architecture and vocabulary,
      random weights), seed by seed, the two arms paired; both are scored by entity F1 on the whole
      CoNLL-2003 validation set;
@@ -58,10 +58,10 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.config import BertConfig
+from bertlab.data.tokenizer import WordPieceTokenizer
+from bertlab.experiments.reference import PLATEAU_EXIT_ACC
 from bertlab.model import BertForPreTraining
 from bertlab.records import records_dir
-from bertlab.reference import PLATEAU_EXIT_ACC
-from bertlab.tokenizer import WordPieceTokenizer
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # what the model solution scored, graded by this module (scripts/record_capstone_solution.py)
@@ -79,13 +79,13 @@ class SubmissionError(ValueError):
 class Grading:
     """How the grader measures and scores a submission. The defaults are the capstone's; the
     small settings the tests use come from overriding them."""
-    # held-out masked LM (bertlab.pretrain.evaluate_checkpoint)
+    # held-out masked LM (bertlab.training.pretrain.evaluate_checkpoint)
     corpus: str = "books+wiki"
     seq_len: int = 128
     eval_batches: int = 20
     eval_batch_size: int = 64
     max_documents: int | None = None  # the first N held-out documents (None: all of them)
-    # fine-tuning (bertlab.finetune), the same recipe for both arms
+    # fine-tuning (bertlab.training.finetune), the same recipe for both arms
     task: str = "conll2003"  # any task of bertlab.tasks; its main metric is the one graded
     train_examples: int = 2000  # the first N training sentences
     eval_examples: int | None = None  # the first N evaluation sentences (None: all of them)
@@ -213,8 +213,8 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
     import torch
 
     # local: the training stack is imported by the child process that measures, not by the grader's own
-    from bertlab.finetune import FinetuneConfig, finetune
-    from bertlab.pretrain import evaluate_checkpoint
+    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.pretrain import evaluate_checkpoint
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
@@ -266,7 +266,7 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
     with tempfile.TemporaryDirectory(prefix="bertlab-capstone-") as tmp:
         spec, out, log = Path(tmp) / "settings.json", Path(tmp) / "measured.json", Path(tmp) / "log.txt"
         spec.write_text(json.dumps(settings.to_dict()))
-        code = "import sys; from bertlab.capstone import _child_main; _child_main(sys.argv[1:])"
+        code = "import sys; from bertlab.course.capstone import _child_main; _child_main(sys.argv[1:])"
         error = ""
         with open(log, "w") as fh:
             # the child runs in tmp: a folder given relative to this process's directory is resolved first
@@ -403,7 +403,7 @@ def _round(x: float | None, digits: int) -> float | str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
-    p = argparse.ArgumentParser(prog="python -m bertlab.capstone",
+    p = argparse.ArgumentParser(prog="python -m bertlab.course.capstone",
                                 description="grade capstone submissions: the model is measured again from its weights")
     p.add_argument("submissions", nargs="+", help="submission folders (config.json, model.safetensors, "
                                                   "tokenizer.json, the notebook)")

@@ -17,7 +17,7 @@ each of the L Transformer layers) into one vector per token:
 
 Because the encoder is frozen its hidden states never change, so they are computed ONCE per
 sentence and kept in memory; each combination then trains only its small tagger. One vector per
-word: as in fine-tuning (bertlab.ner), a word is represented by its first WordPiece.
+word: as in fine-tuning (bertlab.tasks.ner), a word is represented by its first WordPiece.
 
     train_states = extract_word_states(encoder, task.featurize(train, tok), batch_size=64)
     dev_states = extract_word_states(encoder, task.featurize(dev, tok))
@@ -37,9 +37,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
-from bertlab.metrics import entity_f1
 from bertlab.model import IGNORE_INDEX
-from bertlab.task_inputs import Features, collate
+from bertlab.tasks.inputs import Features, collate
+from bertlab.tasks.metrics import entity_f1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ class WordStates:
 def extract_word_states(encoder: nn.Module, features: Features, batch_size: int = 64,
                         device: str | torch.device | None = None,
                         dtype: torch.dtype = torch.float32) -> WordStates:
-    """Run the frozen encoder once over featurized NER windows (bertlab.ner.featurize_ner) and
+    """Run the frozen encoder once over featurized NER windows (bertlab.tasks.ner.featurize_ner) and
     keep, for every word, its first piece's vector at each of the L + 1 hidden states.
 
     `encoder` is a BertModel or a model holding one as `.bert` (BertForTokenClassification,
@@ -288,7 +288,7 @@ def train_tagger(train: WordStates, dev: WordStates, combination: str, hidden: i
                  dropout: float = 0.1, weight_decay: float = 0.0, seed: int = 0,
                  device: str | torch.device = "cpu") -> TaggerResult:
     """Train a Tagger on one combination of the frozen states, score it on dev after every
-    epoch (entity-level F1, bertlab.metrics.entity_f1). Adam, constant lr, cross-entropy over
+    epoch (entity-level F1, bertlab.tasks.metrics.entity_f1). Adam, constant lr, cross-entropy over
     every word, batches of sentences of similar lengths; the encoder is not involved any more:
     only its stored states are read."""
     torch.manual_seed(seed)

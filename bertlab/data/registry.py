@@ -8,7 +8,7 @@ offline mirror (``wikitext-2-raw/``, ``glue/``, ``squad-v1.1/``, ``conll2003/``,
   *is* the dataset: a source that now serves different bytes is reported as a checksum
   mismatch, never accepted (see data/README.md, "Checksum policy").
 * ``url`` -- the canonical public address (the page or download that a paper would cite).
-* ``sources`` -- where `bertlab.download.fetch` may download the bytes from, in order.  A source
+* ``sources`` -- where `bertlab.data.download.fetch` may download the bytes from, in order.  A source
   may be a zip archive (``member`` names the file inside it) with its own pinned hash.
 * ``licence`` and ``in_mirror`` (whether the offline mirror holds the file).
 
