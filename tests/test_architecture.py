@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -307,7 +308,7 @@ def _marked(lines: list[str], lineno: int) -> bool:
 def test_function_local_imports_say_why():
     """A bertlab module imported inside a function (bertlab's own __init__ loads torch anyway) is
     there for start-up time only: `# local: <why>` says so, on its line or just above its block."""
-    bare = [f"bertlab/{MODULES[name].name}:{line}" for name, path in MODULES.items()
+    bare = [f"{MODULES[name].relative_to(ROOT.parent)}:{line}" for name, path in MODULES.items()
             for line, commented in function_local_imports(path.read_text(encoding="utf-8"), name=name)
             if not commented]
     assert not bare, ("function-local imports of bertlab modules without a `# local: <why>` comment (import "
@@ -337,3 +338,20 @@ def test_the_task_modules_import_downward():
     assert not {m for m in GRAPH["bertlab.tasks.inputs"] if m in tasks}
     for name in ("bertlab.tasks.squad", "bertlab.tasks.ner", "bertlab.tasks.feature_based"):
         assert "bertlab.tasks" not in GRAPH[name], f"{name} imports bertlab.tasks"
+
+
+def test_the_readme_lists_every_module_in_its_folder():
+    """The README's package table names each folder's modules, and no module it names is missing."""
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    listed: dict[str, set[str]] = {}
+    for row in readme.splitlines():
+        found = re.match(r"\| `bertlab/(\w*)/?`[^|]*\| (.*)\|$", row)
+        if found and row.count("|") == 3:
+            listed[found.group(1)] = set(re.findall(r"`(\w+\.py)`", found.group(2))) - {"__init__.py"}
+    assert listed, "the README has no package table (rows starting with | `bertlab/...` |)"
+    for folder in sorted({p.parent for p in ROOT.rglob("*.py")}):
+        key = "" if folder == ROOT else folder.name
+        files = {p.name for p in folder.glob("*.py")} - {"__init__.py"}
+        assert key in listed, f"the README's package table has no row for bertlab/{key}"
+        assert files - listed[key] == set(), f"bertlab/{key}: not in the README: {sorted(files - listed[key])}"
+        assert listed[key] - files == set(), f"bertlab/{key}: in the README, not on disk: {sorted(listed[key] - files)}"

@@ -439,10 +439,9 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     checksums, versions), and the full pretraining run folder under pretrain/."""
     import torch
 
+    # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference`
+    # stays light for the chapters that only read the record
     from bertlab.analysis.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
-
-    # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference` stays
-    # light for the chapters that only read the record
     from bertlab.data.corpus import load_corpus
     from bertlab.training.finetune import FinetuneConfig, finetune
     from bertlab.training.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain

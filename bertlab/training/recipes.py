@@ -73,7 +73,7 @@ What is backed by a run and what is not (read before trusting a number):
   - a 2-core CPU study (tiny 2/128/2 model, WordPiece 8,192 trained on 30 books, seq 64, batch 32,
     warm-up 6% then linear decay, MLM only; held-out MLM accuracy on 16 fixed batches of the held-out
     books) compared peak learning rates; the numbers are in `CPU_LR_STUDY` below (read from
-    bertlab/measured/cpu_lr_study.json). Over 300 and
+    bertlab/training/measured/cpu_lr_study.json). Over 300 and
     1,000 steps the ordering was 2e-3 > 5e-4 > 1e-4 (the paper's lr barely leaves the "frequent
     words" plateau in a short run). It supports "much higher than 1e-4 for short runs" at tiny scale
     only: small models tolerate larger learning rates, so 2e-3 does not transfer to medium/base.
@@ -276,7 +276,7 @@ def get_recipe(name: str, **overrides: Any) -> Recipe:
 FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "weight_decay": 0.01,
                      "max_len": 128}
 
-# Measured results live in data files beside the package (bertlab/measured/), not in code.
+# Measured results live in data files beside the package (bertlab/training/measured/), not in code.
 MEASURED_DIR = Path(__file__).resolve().parent / "measured"
 
 
