@@ -4,8 +4,11 @@
     finetune       fine-tune on sst2 / mrpc / rte / squad / conll2003, several seeds
     evaluate       score a fine-tuned model on a task, or a pretrained one on held-out text
     plot           draw a run's metrics.jsonl (loss, MLM / NSP accuracy, tokens/s) into a PNG
-    reference-run  the book's reference run, end to end (WordPiece, pretraining, SST-2 x 6);
+    reference-run  the book's reference run, end to end (WordPiece, pretraining, fine-tuning
+                   from the record and from scratch on SST-2, MRPC, RTE, CoNLL-2003 and SQuAD);
                    the function bertlab.experiments.reference.reference_run
+    fill-mask      the masked LM's guesses for each [MASK] (the book's own BERT by default)
+    export-hf      a model as a folder transformers loads (AutoModelForMaskedLM, pipeline)
 
 Examples:
     python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini
@@ -17,7 +20,7 @@ Examples:
     python -m bertlab finetune --task mrpc --init bert-base-uncased      # online only
     python -m bertlab evaluate --task sst2 --model runs/ft/seed-0
     python -m bertlab evaluate --task mlm --model runs/mini/final --corpus books+wiki
-    python -m bertlab reference-run --out data/reference_run             # one H100, ~15 min
+    python -m bertlab reference-run --out data/reference_run             # 2 CPU cores, ~2 hours
     python -m bertlab reference-run --smoke --out /tmp/ref               # CPU, a few minutes
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
@@ -39,7 +42,7 @@ from typing import Any, Sequence
 from bertlab import checkpoint as ckpt
 from bertlab.analysis.fill_mask import fill_mask
 from bertlab.data.tokenizer import load_tokenizer_for
-from bertlab.experiments import reference
+from bertlab.experiments import reference, reference_run
 from bertlab.export import export_hf
 from bertlab.model import BertForPreTraining
 from bertlab.runtime import shutdown_distributed
@@ -267,14 +270,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"[MASK] {n}: " + "  ".join(f"{piece} {p:.3f}" for piece, p in top))
         return 0
     if args.command == "reference-run" and args.add == "squad":
-        reference.add_squad(args.out, max_train=args.max_train, max_eval=args.max_eval,
+        reference_run.add_squad(args.out, max_train=args.max_train, max_eval=args.max_eval,
                             **({"seeds": tuple(args.seeds)} if args.seeds else {}))
         return 0
     if args.command == "reference-run" and args.add:
-        reference.add_task(args.add, args.out, seeds=args.seeds, max_train=args.max_train, max_eval=args.max_eval)
+        reference_run.add_task(args.add, args.out, seeds=args.seeds, max_train=args.max_train, max_eval=args.max_eval)
         return 0
     if args.command == "reference-run":
-        reference.reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,
+        reference_run.reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,
                       seeds=args.seeds, compile=args.compile, resume=args.resume)
         return 0
     raise AssertionError(args.command)

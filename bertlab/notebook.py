@@ -37,11 +37,6 @@ from bertlab.runtime import seed_everything
 HUB_HOST = "huggingface.co"
 
 
-def on_colab() -> bool:
-    """True inside Google Colab."""
-    return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
-
-
 def has_gpu() -> bool:
     """True when PyTorch sees a CUDA GPU."""
     return torch.cuda.is_available()

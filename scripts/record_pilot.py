@@ -6,7 +6,7 @@
 """
 import argparse
 
-from bertlab.experiments.reference import PILOTS_DIR, record_pilot
+from bertlab.experiments.pilots import PILOTS_DIR, record_pilot
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("run", help="a run folder of `python -m bertlab pretrain` (run.json + metrics.jsonl)")

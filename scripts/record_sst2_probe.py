@@ -17,7 +17,7 @@ from bertlab import checkpoint as ckpt
 from bertlab.analysis.linear_probe import linear_probe, sentence_vectors
 from bertlab.data.task_data import read_sst2
 from bertlab.data.tokenizer import load_tokenizer_for
-from bertlab.experiments import reference
+from bertlab.experiments import pilots, reference
 from bertlab.files import write_json
 from bertlab.runtime import cpu_model
 from bertlab.training.pretrain import git_commit
@@ -25,7 +25,7 @@ from bertlab.training.pretrain import git_commit
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
 parser.add_argument("--twins", type=int, default=3, help="randomly initialised twins (seeds 0..N-1)")
-parser.add_argument("--out", default=str(reference.PILOTS_DIR / "sst2_probe.json"))
+parser.add_argument("--out", default=str(pilots.PILOTS_DIR / "sst2_probe.json"))
 args = parser.parse_args()
 
 run = reference.find()

@@ -24,7 +24,7 @@ def miniature(monkeypatch, tmp_path):
     models = {"MLM + NSP": dict(preset="tiny", nsp=True), "MLM, no NSP": dict(preset="tiny", nsp=False),
               "LTR, no NSP": dict(preset="tiny", nsp=False, objective="ltr")}
     monkeypatch.setattr(ablations, "MODELS", models)
-    monkeypatch.setattr(ablations, "TASKS", {
+    monkeypatch.setattr(ablations, "FINETUNE_TASKS", {
         "sst2": dict(max_train_examples=48, max_eval_examples=40, epochs=1,
                      models=("MLM, no NSP", "LTR, no NSP", ablations.SCRATCH)),
         "mrpc": dict(max_train_examples=24, max_eval_examples=24, epochs=1, models=("MLM + NSP",))})

@@ -9,7 +9,7 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification, files
 from bertlab import checkpoint as ckpt
-from bertlab.experiments import reference
+from bertlab.experiments import pilots, reference, reference_run
 
 
 @pytest.fixture
@@ -126,20 +126,20 @@ def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     lines += [{"step": s, "split": "eval", "mlm_loss": 6.5 - s / 500, "mlm_acc": a, "elapsed_s": s / 2}
               for s, a in ((250, 0.11), (500, 0.21), (750, 0.26))]
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    path = reference.record_pilot(run, "b-pre-ln", "pre-LN instead of post-LN", out_dir=tmp_path / "pilots")
+    path = pilots.record_pilot(run, "b-pre-ln", "pre-LN instead of post-LN", out_dir=tmp_path / "pilots")
     rec = json.loads(path.read_text())
     assert [p["tokens"] for p in rec["heldout"]] == [250 * 8192, 500 * 8192, 750 * 8192]
     assert rec["plateau_exit"]["step"] == 500  # the first evaluation at >= 20% accuracy
     assert rec["model"]["norm_position"] == "pre" and rec["machine"]["median_tokens_per_s"] == 10500
     files.write_json(tmp_path / "pilots" / "a-probe.json", {"rows": []})  # another check, not a pilot
-    assert [p["name"] for p in reference.pilots(tmp_path / "pilots")] == ["b-pre-ln"]
-    assert reference.plateau_exit(rec["heldout"], threshold=0.5) is None
+    assert [p["name"] for p in pilots.load(tmp_path / "pilots")] == ["b-pre-ln"]
+    assert pilots.plateau_exit(rec["heldout"], threshold=0.5) is None
     assert "baseline" not in rec
-    path = reference.record_pilot(run, "b-post-ln", "post-LN", out_dir=tmp_path / "pilots", baseline="b-pre-ln")
+    path = pilots.record_pilot(run, "b-post-ln", "post-LN", out_dir=tmp_path / "pilots", baseline="b-pre-ln")
     assert json.loads(path.read_text())["baseline"] == "b-pre-ln"  # what chapter 10 compares it with
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
     with pytest.raises(ValueError, match="no held-out MLM evaluation"):
-        reference.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")
+        pilots.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")
 
 
 def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
@@ -169,14 +169,14 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     assert rows["conll2003"]["scratch_scores"] == [63.0, 62.0, 64.0]
 
 
-def test_finetune_checks_reads_the_recorded_table(tmp_path):
-    assert reference.finetune_checks(tmp_path / "absent.jsonl") == ({}, [])
+def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
+    assert pilots.finetune_sweeps(tmp_path / "absent.jsonl") == ({}, [])
     f = tmp_path / "checks.jsonl"
     f.write_text('{"meta": {"machine": "cpu"}}\n{"task": "sst2", "lr": 0.0005, "median": 71.1}\n\n'
                  '{"task": "conll2003", "lr": 0.0005, "median": 74.4}\n')
-    meta, rows = reference.finetune_checks(f)
+    meta, rows = pilots.finetune_sweeps(f)
     assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
-    _, shipped = reference.finetune_checks()  # the table in data/pilots/
+    _, shipped = pilots.finetune_sweeps()  # the table in data/pilots/
     assert {r["task"] for r in shipped} >= {"sst2", "conll2003"} and all("median" in r for r in shipped)
 
 
@@ -232,7 +232,7 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # model_folder() writes there
     out, _ = record
     small = dict(max_train=12, max_eval=6, seeds=(0,), epochs=1, max_len=96, doc_stride=48, batch_size=4)
-    results = reference.add_squad(out, **small)
+    results = reference_run.add_squad(out, **small)
     assert set(results) == {"squad_pretrained", "squad_scratch"}
     assert results["squad_pretrained"]["init"] != results["squad_scratch"]["init"] == "scratch"
     run = reference.find(out)
@@ -240,12 +240,12 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
     assert stored["squad_pretrained"]["median"] == results["squad_pretrained"]["median"]
     added = run.provenance["added_tasks"]["squad"]
     assert added["train_questions"] == 12 and added["eval_questions"] == 6
-    assert added["settings"]["eval_fraction"] == reference.SQUAD_CPU["eval_fraction"]
+    assert added["settings"]["eval_fraction"] == reference_run.SQUAD_CPU["eval_fraction"]
     rows = [g for g in run.gains() if g["task"] == "squad"]
     assert len(rows) == 1 and rows[0]["metric"] == "f1" and rows[0]["train_examples"] == 12
     assert rows[0]["gain"] == pytest.approx(rows[0]["pretrained"] - rows[0]["scratch"])
     with pytest.raises(ValueError, match="unknown SQuAD settings"):
-        reference.add_squad(out, max_questions=5)
+        reference_run.add_squad(out, max_questions=5)
 
 
 def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tmp_path):
@@ -255,11 +255,11 @@ def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tm
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     out, _ = record
     with pytest.raises(ValueError, match="names no fine-tuning recipe"):
-        reference.add_task("rte", out)  # the fixture's provenance has no settings yet
+        reference_run.add_task("rte", out)  # the fixture's provenance has no settings yet
     prov = json.loads((out / "provenance.json").read_text())
     prov["settings"] = {"ft_epochs": 1, "ft_lr": 1e-4, "ft_batch": 4, "seeds": [0, 1]}
     files.write_json(out / "provenance.json", prov)
-    results = reference.add_task("rte", out, seeds=(0,), max_train=8, max_eval=6)
+    results = reference_run.add_task("rte", out, seeds=(0,), max_train=8, max_eval=6)
     assert set(results) == {"rte_pretrained", "rte_scratch"}
     assert results["rte_scratch"]["init"] == "scratch" != results["rte_pretrained"]["init"]
     assert results["rte_pretrained"]["config"]["lr"] == 1e-4
@@ -270,4 +270,4 @@ def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tm
     rows = [g for g in run.gains() if g["task"] == "rte"]
     assert len(rows) == 1 and rows[0]["metric"] == "accuracy" and len(rows[0]["pretrained_scores"]) == 1
     with pytest.raises(ValueError, match="cannot add 'sst2'"):
-        reference.add_task("sst2", out)
+        reference_run.add_task("sst2", out)

@@ -59,7 +59,7 @@ from typing import Any
 
 from bertlab.config import BertConfig
 from bertlab.data.tokenizer import WordPieceTokenizer
-from bertlab.experiments.reference import PLATEAU_EXIT_ACC
+from bertlab.experiments.pilots import PLATEAU_EXIT_ACC
 from bertlab.model import BertForPreTraining
 from bertlab.records import records_dir
 

@@ -93,7 +93,6 @@ assn est e.g i.e a.m p.m u.s u.k u.n d.c b.c a.d
 """.split())
 
 _OPENERS = "\"'“‘([{«"
-_CLOSERS = "\"'”’)]}»"
 # a run of sentence-final punctuation, any closing quotes/brackets, then whitespace
 _CANDIDATE = re.compile(r"([.!?…]+)([\"'”’)\]}»]*)\s+")
 _DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")  # U.S, e.g, i.e (the final period is the candidate)

@@ -58,7 +58,7 @@ SCRATCH = "scratch (no pre-training)"  # the mini architecture from random weigh
 # at this size its F1 stays under the all-"paraphrase" classifier's (the reference run: 75.6
 # pretrained, 74.8 from scratch, against 81.2), so it could not rank the models.
 FINETUNE = dict(lr=5e-4, batch_size=32, seeds=(0, 1, 2), eval_every_epoch=False, progress=False)
-TASKS: dict[str, dict[str, Any]] = {
+FINETUNE_TASKS: dict[str, dict[str, Any]] = {
     "sst2": dict(max_train_examples=2000, epochs=5, models=TASK_MODELS + SIZE_MODELS[:2] + (SCRATCH,)),
 }
 
@@ -80,7 +80,7 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
            tokenizer: str | Path | None = None, compile: bool = True, precision: str = "auto",
            only: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Pretrain every model of MODELS for `steps` steps, evaluate it on the held-out text, fine-tune
-    it (and the scratch control) as TASKS say, and write the record to <out>/ablations.json.
+    it (and the scratch control) as FINETUNE_TASKS say, and write the record to <out>/ablations.json.
 
     Resumable at every level: a model whose run has finished is not trained again (an interrupted
     one resumes from its newest checkpoint), and a fine-tuning result already in the record is
@@ -102,7 +102,7 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
     rec.update(pretraining={**PRETRAIN, "steps": steps, "tokenizer": Path(tokenizer).name},
                finetuning={**FINETUNE, "seeds": list(FINETUNE["seeds"]),
                            "tasks": {t: {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec.items()}
-                                     for t, spec in TASKS.items()}},
+                                     for t, spec in FINETUNE_TASKS.items()}},
                machine={"device": device_name(rt.device), "cpu": cpu_model(), "precision": rt.precision,
                         "compile": compile}, git_commit=git_commit())
     models = rec.setdefault("models", {})
@@ -142,7 +142,7 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
         save()
 
     results = rec.setdefault("scratch", {})
-    for task, spec in TASKS.items():
+    for task, spec in FINETUNE_TASKS.items():
         for name in spec["models"]:
             if only and name not in only and name != SCRATCH:
                 continue
@@ -190,5 +190,5 @@ def _slug(name: str) -> str:
     return keep.strip("-")
 
 
-__all__ = ["ABLATIONS_DIR", "MODELS", "TASK_MODELS", "SIZE_MODELS", "SCRATCH", "TASKS", "STEPS", "load", "record",
-           "gap"]
+__all__ = ["ABLATIONS_DIR", "MODELS", "TASK_MODELS", "SIZE_MODELS", "SCRATCH", "FINETUNE_TASKS", "STEPS", "load",
+           "record", "gap"]

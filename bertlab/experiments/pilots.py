@@ -1,12 +1,14 @@
-"""The pilot study behind the `cpu` recipe, read from its records (`data/pilots/`, through
-`bertlab.experiments.reference.pilots`): which change to a baseline run moved held-out MLM accuracy, by how
-much, compared at the same number of training tokens.
+"""The pretraining pilots behind the `cpu` recipe: recording one (`record_pilot`), reading them
+all (`load`, from `data/pilots/`), and which change to a baseline run moved held-out MLM accuracy,
+by how much, compared at the same number of training tokens.
 
 A *series* is a baseline run and the pilots that each change one thing of it (same data,
 vocabulary, seed and learning-rate schedule). Runs of a series are compared at the most tokens
 every one of them was scored at: a pilot with twice the batch takes half the steps, so steps would
 not compare. A series under a time budget (`minutes`) is also read by where each run ended.
 
+    record_pilot(run_dir, name, change)     # a finished pretraining run -> data/pilots/<name>.json
+    load()                                  # every recorded pilot
     series = pilot_series()                 # every series, baselines first by name
     lever_effects(series)                   # each change's effect in points, largest first
     series_table(s), series_reading(s)      # Markdown for the book
@@ -17,13 +19,87 @@ also scored on the baseline's length (`cross_eval`), that score is the one compa
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
-from bertlab.experiments import reference
+from bertlab.files import write_json
 from bertlab.prose import count
+from bertlab.records import records_dir
+from bertlab.runtime import cpu_model
+from bertlab.training.logs import read_metrics
 
 Pilot = dict[str, Any]
+
+PILOTS_DIR = records_dir("pilots")
+PLATEAU_EXIT_ACC = 0.20  # held-out MLM accuracy that counts as "left the frequent-word plateau"
+
+
+def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Path = PILOTS_DIR,
+                 baseline: str | None = None) -> Path:
+    """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
+    size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
+    MLM loss and accuracy). `change` says in words what this pilot changes from its baseline, and
+    `baseline` names that baseline's pilot file (chapter 10 compares the two step by step)."""
+    run_dir = Path(run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    records = read_metrics(run_dir / "metrics.jsonl")
+    tokens_at = {r["step"]: r.get("tokens") for r in records if r.get("split") == "train"}
+    per_step = run["recipe"]["batch_size"] * run["recipe"]["seq_len"]
+    curve = [{"step": r["step"], "tokens": tokens_at.get(r["step"]) or r["step"] * per_step,
+              "elapsed_s": round(r.get("elapsed_s", 0.0), 1), "mlm_loss": round(r["mlm_loss"], 4),
+              "mlm_acc": round(r["mlm_acc"], 4)}
+             for r in records if r.get("split") == "eval" and "mlm_acc" in r]
+    if not curve:
+        raise ValueError(f"{run_dir}/metrics.jsonl has no held-out MLM evaluation; run with eval_every "
+                         f"smaller than the number of steps")
+    train = [r for r in records if r.get("split") == "train"]
+    mc = run["model_config"]
+    out = Path(out_dir) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, {
+        "name": name, "change": change,
+        "model": {"L": mc["num_layers"], "H": mc["hidden_size"], "A": mc["num_heads"],
+                  "vocab_size": mc["vocab_size"], "norm_position": mc.get("norm_position", "post"),
+                  "parameters": run["parameters"]},
+        "recipe": run["recipe"], "minutes": run["config"]["minutes"], "steps": run["config"]["steps"],
+        "corpus": run["config"]["corpus"], "seed": run["config"]["seed"],
+        "machine": {"runtime": run["runtime"], "torch": run["torch"], "cpu": cpu_model(),
+                    "median_tokens_per_s": round(sorted(r["tokens_per_s"] for r in train)[len(train) // 2])
+                    if train else None},
+        "git_commit": run.get("git_commit"), "heldout": curve,
+        "plateau_exit": plateau_exit(curve), **({"baseline": baseline} if baseline else {})})
+    return out
+
+
+def plateau_exit(curve: list[dict[str, Any]], threshold: float = PLATEAU_EXIT_ACC) -> dict[str, Any] | None:
+    """The first held-out evaluation at or above `threshold` accuracy, or None if never reached."""
+    for point in curve:
+        if point["mlm_acc"] >= threshold:
+            return point
+    return None
+
+
+def finetune_sweeps(path: str | Path = PILOTS_DIR / "finetune_lr.jsonl") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The fine-tuning sweeps (learning rate, pooling, size) that chose the reference run's
+    fine-tuning recipe: (shared settings and machine, one row per setting: task, train_examples,
+    lr, pooling, init, seeds, scores, median). Empty when the file is absent."""
+    path = Path(path)
+    if not path.exists():
+        return {}, []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    meta = lines[0]["meta"] if lines and "meta" in lines[0] else {}
+    return meta, [r for r in lines if "meta" not in r]
+
+
+def load(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:
+    """Every recorded pilot (the data/pilots/*.json files with a held-out curve; the folder also
+    holds other checks), sorted by name."""
+    folder = Path(folder)
+    found = [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return [p for p in found if "heldout" in p and "name" in p]
+
 
 
 @dataclass(frozen=True)
@@ -75,7 +151,7 @@ def pilot_series(pilots: Sequence[Pilot] | None = None) -> list[Series]:
     """The series among `pilots` (default: every recorded one): each baseline that some pilot
     names, with those pilots, in the order of the baselines' names."""
     if pilots is None:
-        pilots = reference.pilots()
+        pilots = load()
     by_name = {p["name"]: p for p in pilots}
     grouped: dict[str, list[Pilot]] = {}
     for p in pilots:

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -110,17 +109,6 @@ def format_postfix(record: dict[str, Any]) -> dict[str, str]:
     if record.get("mfu") is not None:
         out["mfu"] = f"{100 * record['mfu']:.1f}%"
     return out
-
-
-class Stopwatch:
-    """Wall time of the run so far, continuing across resumes (`offset` = time of earlier attempts)."""
-
-    def __init__(self, offset: float = 0.0):
-        self.offset = offset
-        self.start = time.perf_counter()
-
-    def elapsed(self) -> float:
-        return self.offset + time.perf_counter() - self.start
 
 
 # ------------------------------------------------------------------------------------------------

@@ -273,8 +273,7 @@ def get_recipe(name: str, **overrides: Any) -> Recipe:
 
 # Fine-tuning: the paper's grid (section A.3): batch 16 or 32, lr 5e-5 / 3e-5 / 2e-5, 2-4 epochs,
 # dropout 0.1, warm-up over the first 10% of steps then linear decay.
-FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "weight_decay": 0.01,
-                     "max_len": 128}
+FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "weight_decay": 0.01}
 
 # Measured results live in data files beside the package (bertlab/training/measured/), not in code.
 MEASURED_DIR = Path(__file__).resolve().parent / "measured"
