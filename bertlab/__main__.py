@@ -6,7 +6,7 @@
     plot           draw a run's metrics.jsonl (loss, MLM / NSP accuracy, tokens/s) into a PNG
     reference-run  the book's reference run, end to end (WordPiece, pretraining, fine-tuning
                    from the record and from scratch on SST-2, MRPC, RTE, CoNLL-2003 and SQuAD);
-                   the function bertlab.experiments.reference.reference_run
+                   the function bertlab.experiments.reference_run.reference_run
     fill-mask      the masked LM's guesses for each [MASK] (the book's own BERT by default)
     export-hf      a model as a folder transformers loads (AutoModelForMaskedLM, pipeline)
 
