@@ -47,8 +47,9 @@ from bertlab.export import export_hf
 from bertlab.model import BertForPreTraining
 from bertlab.runtime import shutdown_distributed
 from bertlab.training.finetune import FinetuneConfig, evaluate_folder, finetune
+from bertlab.training.heldout import evaluate_checkpoint
 from bertlab.training.logs import plot_metrics
-from bertlab.training.pretrain import NonFiniteLossError, PretrainConfig, evaluate_checkpoint, pretrain
+from bertlab.training.pretrain import NonFiniteLossError, PretrainConfig, pretrain
 from bertlab.training.recipes import RECIPES
 
 HELP = {

@@ -26,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -289,3 +291,12 @@ def make_runtime(device: str = "auto", precision: str = "auto", compile: bool = 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     return Runtime(device=dev, precision=prec, compile=compile, fused_adamw=fused_adamw, dist=info)
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout bertlab runs from (None outside a git checkout)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).resolve().parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -20,8 +20,8 @@ import torch
 
 from bertlab.course.capstone import GRADING, SOLUTION_RECORD, grade_capstone, summary
 from bertlab.files import write_json
-from bertlab.runtime import cpu_model
-from bertlab.training.pretrain import PretrainConfig, git_commit, pretrain
+from bertlab.runtime import cpu_model, git_commit
+from bertlab.training.pretrain import PretrainConfig, pretrain
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--run", default=None, help="an existing pretraining folder (with final/): grade it")

@@ -19,8 +19,7 @@ from bertlab.data.task_data import read_sst2
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.experiments import pilots, reference
 from bertlab.files import write_json
-from bertlab.runtime import cpu_model
-from bertlab.training.pretrain import git_commit
+from bertlab.runtime import cpu_model, git_commit
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])

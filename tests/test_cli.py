@@ -58,8 +58,8 @@ def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
     assert scores["accuracy"] == pytest.approx(results["runs"][1]["metrics"]["accuracy"])
 
     # held-out evaluation of the pretrained folder = the run's own final evaluation (same text, masks, model)
+    from bertlab.training.heldout import evaluate_checkpoint
     from bertlab.training.logs import read_metrics
-    from bertlab.training.pretrain import evaluate_checkpoint
     final_eval = read_metrics(tmp_path / "p" / "metrics.jsonl", split="eval")[-1]
     again = evaluate_checkpoint(final, corpus="books", seq_len=32, batches=1, batch_size=8, max_documents=2,
                                 device="cpu")

@@ -285,7 +285,7 @@ def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, toke
     from bertlab import BertForSequenceClassification
     from bertlab.tasks import get_task
     from bertlab.training.finetune import FinetuneConfig, build_task_model
-    from bertlab.training.pretrain import evaluate_checkpoint
+    from bertlab.training.heldout import evaluate_checkpoint
 
     straight = pretrain(tiny(tmp_path / "a", tokenizer_file, objective="ltr"))
     first = pretrain(tiny(tmp_path / "b", tokenizer_file, objective="ltr", stop_after=4))
@@ -443,7 +443,7 @@ def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
     import torch.nn.functional as F
 
     from bertlab.data.tokenizer import WordPieceTokenizer
-    from bertlab.training.pretrain import evaluate_pretraining
+    from bertlab.training.heldout import evaluate_pretraining
     tok = WordPieceTokenizer.load(tokenizer_file)
     rt = make_runtime("cpu", "fp32", distributed=False)
     data = prepare_data(tiny(tmp_path / "e", tokenizer_file, eval_batches=4), rt)

@@ -214,7 +214,7 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
 
     # local: the training stack is imported by the child process that measures, not by the grader's own
     from bertlab.training.finetune import FinetuneConfig, finetune
-    from bertlab.training.pretrain import evaluate_checkpoint
+    from bertlab.training.heldout import evaluate_checkpoint
 
     if settings.threads:
         torch.set_num_threads(settings.threads)

@@ -266,3 +266,11 @@ class NextTokenCollator:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         pass
+
+
+def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False,
+                  seed: int = 0):
+    """The batch maker of an objective: masked (80/10/10) for "mlm", next-token labels for "ltr"."""
+    if objective == "ltr":
+        return NextTokenCollator(tokenizer)
+    return MaskedLMCollator(tokenizer, mlm_probability=mlm_probability, whole_word=whole_word, seed=seed)

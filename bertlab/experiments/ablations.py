@@ -26,7 +26,7 @@ from typing import Any
 
 from bertlab.files import write_json
 from bertlab.records import records_dir
-from bertlab.runtime import cpu_model, device_name, make_runtime
+from bertlab.runtime import cpu_model, device_name, git_commit, make_runtime
 
 ABLATIONS_DIR = records_dir("ablations")
 RECORD_FILE = "ablations.json"
@@ -87,7 +87,8 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
     kept. `only` limits the work to some models (the record still lists the others it had)."""
     # local: the training stack (pretraining data, tasks); chapter 17 only reads the record
     from bertlab.training.finetune import FinetuneConfig, finetune
-    from bertlab.training.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain
+    from bertlab.training.heldout import evaluate_checkpoint
+    from bertlab.training.pretrain import PretrainConfig, pretrain
 
     out, work = Path(out), Path(work)
     if tokenizer is None:

@@ -18,7 +18,7 @@ from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.experiments.reference import REPRODUCE, ReferenceRun, find
 from bertlab.files import sha256_file, write_json
-from bertlab.runtime import cpu_model, device_name, make_runtime
+from bertlab.runtime import cpu_model, device_name, git_commit, make_runtime
 
 REFERENCE = {
     # One H100, about 15 minutes end to end. Never run: no GPU was available to this project.
@@ -76,7 +76,8 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     from bertlab.analysis.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
     from bertlab.data.corpus import load_corpus
     from bertlab.training.finetune import FinetuneConfig, finetune
-    from bertlab.training.pretrain import PretrainConfig, evaluate_checkpoint, git_commit, pretrain
+    from bertlab.training.heldout import evaluate_checkpoint
+    from bertlab.training.pretrain import PretrainConfig, pretrain
 
     rt = make_runtime("auto", "auto", distributed=False)
     kind = "smoke" if smoke else rt.device.type if rt.device.type in REFERENCE else "gpu"
@@ -274,7 +275,6 @@ def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[
     under provenance["added_tasks"][task]. max_train / max_eval: the first N examples (a quick run)."""
     # local: the training stack; the chapters that only read the record stay light
     from bertlab.training.finetune import FinetuneConfig, finetune
-    from bertlab.training.pretrain import git_commit
 
     if task not in ADDABLE_CLASSIFICATION:
         raise ValueError(f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE_CLASSIFICATION)} "
@@ -318,7 +318,6 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
     from bertlab.tasks import get_task
     from bertlab.tasks.squad import split_by_article
     from bertlab.training.finetune import FinetuneConfig, finetune
-    from bertlab.training.pretrain import git_commit
 
     unknown = set(overrides) - set(SQUAD_CPU)
     if unknown:

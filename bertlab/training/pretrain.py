@@ -47,11 +47,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import json
 import queue
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -60,19 +57,26 @@ from typing import Any, Callable, Protocol
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 
 from bertlab import checkpoint as ckpt
 from bertlab import files
 from bertlab.config import PRESETS, BertConfig
 from bertlab.data.corpus import load_corpus
-from bertlab.data.masking import MaskedLMCollator, NextTokenCollator
+from bertlab.data.masking import make_collator
 from bertlab.data.pretraining_data import PhasedBatches, PretrainingBatches, prepare_pretraining_data, unigram_log_probs
-from bertlab.data.tokenizer import WordPieceTokenizer, load_tokenizer_for, train_wordpiece
+from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
-from bertlab.runtime import Runtime, make_runtime, seed_everything
+from bertlab.runtime import Runtime, git_commit, make_runtime, seed_everything
 from bertlab.training import flops, logs
+from bertlab.training.heldout import (  # noqa: F401  (evaluate_checkpoint, EVAL_SEED: re-exported)
+    EVAL_SEED,
+    HELDOUT_MLM_PROBABILITY,
+    evaluate_checkpoint,
+    evaluate_pretraining,
+    heldout_batches,
+)
+from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_labels
 from bertlab.training.optim import adamw, optimizer_step
 from bertlab.training.recipes import RECIPES, Recipe, get_recipe, lr_multiplier, parse_phases, phase_ends
 
@@ -213,13 +217,6 @@ class PretrainResult:
         return [r for r in self.history if r.get("split") == "eval"]
 
 
-# objective: (the name its loss is logged under, the name its accuracy is logged under)
-OBJECTIVES: dict[str, tuple[str, str]] = {
-    "mlm": ("mlm_loss", "mlm_acc"),  # accuracy over the masked (chosen) tokens
-    "ltr": ("ltr_loss", "next_token_acc"),  # accuracy of predicting the next token, at every position
-}
-
-
 class NonFiniteLossError(RuntimeError):
     """The loss or the gradient became NaN or infinite; training cannot continue from there."""
 
@@ -303,46 +300,6 @@ class Prefetcher:
 # ------------------------------------------------------------------------------------------------
 # The objective
 # ------------------------------------------------------------------------------------------------
-def target_labels(batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The labels of a batch's language-model loss: the masked tokens' mlm_labels (B, P), or the
-    left-to-right LM's lm_labels (B, T), the next token at every position. IGNORE_INDEX = none."""
-    return batch["lm_labels"] if "lm_labels" in batch else batch["mlm_labels"]
-
-
-class PretrainingObjective(nn.Module):
-    """BertForPreTraining plus its two losses, as sums and counts (see the module docstring).
-    This module is what gets compiled and wrapped in DistributedDataParallel.
-
-    Masked LM: the head runs at the P chosen positions and scores the original tokens there.
-    Left-to-right LM (lm_labels given, a causal model): the same head runs at every position t
-    and scores token t+1; the LM "sum" and "correct" below are then over next-token predictions."""
-
-    def __init__(self, model: BertForPreTraining):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, token_type_ids, attention_mask, mlm_positions=None, mlm_labels=None,
-                nsp_labels=None, lm_labels=None):
-        if lm_labels is not None:  # left to right: predictions at all T positions
-            out = self.model(input_ids, token_type_ids, attention_mask)
-            labels = lm_labels  # (b, T)
-        else:  # masked LM: predictions at the P chosen positions only
-            out = self.model(input_ids, token_type_ids, attention_mask, mlm_positions=mlm_positions)
-            labels = mlm_labels  # (b, P)
-        logits = out.mlm_logits.float()  # (b, P or T, V)
-        valid = labels != IGNORE_INDEX
-        lm_sum = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX,
-                                 reduction="sum")
-        lm_correct = ((logits.argmax(-1) == labels) & valid).sum()
-        if nsp_labels is None:
-            zero = lm_sum.new_zeros(())
-            return lm_sum, zero, lm_correct, zero
-        nsp_logits = out.nsp_logits.float()
-        nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)  # mean over this micro-batch's rows
-        nsp_correct = (nsp_logits.argmax(-1) == nsp_labels).sum()
-        return lm_sum, nsp_loss, lm_correct, nsp_correct
-
-
 def make_optimizer(model: nn.Module, recipe: Recipe, rt: Runtime) -> torch.optim.AdamW:
     return adamw(model, recipe.lr, recipe.betas, recipe.eps, recipe.weight_decay, fused=rt.fused_adamw)
 
@@ -374,52 +331,6 @@ class StopSignals:
         for s, h in self._old.items():
             signal.signal(s, h)
         return False
-
-
-# ------------------------------------------------------------------------------------------------
-# Evaluation
-# ------------------------------------------------------------------------------------------------
-@torch.no_grad()
-def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime,
-                         mask_id: int | None = None) -> dict[str, float]:
-    """Held-out MLM loss / accuracy and NSP loss / accuracy (over all pairs) on fixed,
-    already-masked batches. `mlm_acc` counts every chosen position: those replaced by [MASK] (80%),
-    by a random piece (10%) and those left unchanged (10%), where the answer is in plain sight.
-    Given the tokenizer's `mask_id`, `mlm_acc_mask` is the accuracy at the [MASK] positions only,
-    the harder and more telling number. For left-to-right batches (lm_labels): ltr_loss and
-    next_token_acc over every next-token prediction."""
-    loss_key, acc_key = OBJECTIVES["ltr" if batches and "lm_labels" in batches[0] else "mlm"]
-    was_training = model.training
-    model.eval()
-    objective = PretrainingObjective(model)
-    tot = torch.zeros(6, dtype=torch.float64, device=rt.device)
-    at_mask = torch.zeros(2, dtype=torch.float64, device=rt.device)  # right at [MASK] positions, of how many
-    for b in batches:
-        b = rt.to_device(b)
-        with rt.autocast():
-            lm_sum, nsp_loss, lm_correct, nsp_correct = objective(**b)
-            if mask_id is not None and "mlm_positions" in b:
-                with torch.no_grad():
-                    logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"],
-                                   mlm_positions=b["mlm_positions"]).mlm_logits  # (b, P, V)
-                shown = b["input_ids"].gather(1, b["mlm_positions"])  # what the model saw there
-                masked = (shown == mask_id) & (b["mlm_labels"] != IGNORE_INDEX)
-                right = (logits.argmax(-1) == b["mlm_labels"]) & masked
-                at_mask += torch.stack([right.sum().double(), masked.sum().double()])
-        n = (target_labels(b) != IGNORE_INDEX).sum()
-        rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
-        tot += torch.stack([lm_sum.double(), n.double(), lm_correct.double(), nsp_loss.double() * rows,
-                            nsp_correct.double(), torch.tensor(float(rows), device=rt.device, dtype=torch.float64)])
-    model.train(was_training)
-    lm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
-    out = {loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
-    if mask_id is not None and loss_key == "mlm_loss":
-        right, masked = at_mask.tolist()
-        out["mlm_acc_mask"] = right / max(masked, 1)
-    if rows:
-        out.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
-    out["loss"] = out[loss_key] + out.get("nsp_loss", 0.0)
-    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -833,11 +744,6 @@ class PretrainingData:
     unigram_log_probs: torch.Tensor | None = None  # (V,) log frequencies of the training tokens
 
 
-EVAL_SEED = 1234  # the held-out batches' masks: the same in every run, so runs compare
-HELDOUT_MLM_PROBABILITY = 0.15  # the paper's rate: held-out accuracy is measured at it whatever rate a run
-# trains at, so that a run masking 30% compares with one masking 15%
-
-
 def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
     """Run fn on rank 0 first (it builds and caches), then on the others (they read the cache)."""
     if not rt.dist.enabled:
@@ -937,25 +843,6 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
                            prior)
 
 
-def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False,
-                  seed: int = 0):
-    """The batch maker of an objective: masked (80/10/10) for "mlm", next-token labels for "ltr"."""
-    if objective == "ltr":
-        return NextTokenCollator(tokenizer)
-    return MaskedLMCollator(tokenizer, mlm_probability=mlm_probability, whole_word=whole_word, seed=seed)
-
-
-def heldout_batches(dataset: Any, tokenizer: Any, objective: str, batch_size: int, batches: int,
-                    mlm_probability: float = HELDOUT_MLM_PROBABILITY, whole_word: bool = False
-                    ) -> list[dict[str, torch.Tensor]]:
-    """The fixed held-out batches a model is evaluated on: the first `batches` batches (at most) of
-    `batch_size` sequences (at most the dataset's size) of a held-out dataset, in the order and with
-    the masks that EVAL_SEED draws, so that every run and every later evaluation sees the same ones."""
-    collator = make_collator(objective, tokenizer, mlm_probability, whole_word, seed=EVAL_SEED)
-    stream = PretrainingBatches(dataset, min(batch_size, len(dataset)), collator, seed=EVAL_SEED)
-    return [next(stream) for _ in range(min(batches, len(stream)))]
-
-
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
     """The model a run trains: the preset's size (or its L/H/A overrides); causal (left-to-right)
     attention for the "ltr" objective."""
@@ -965,14 +852,6 @@ def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertFo
                         attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr",
                         norm_position=r.norm_position)
     return BertForPreTraining(config)
-
-
-def git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=Path(__file__).resolve().parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
@@ -1026,39 +905,4 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
         ckpt.save_model(out / "final", model, tokenizer_file=tokenizer_file)
     return result
 
-
-def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len: int = 128, nsp: bool | None = None,
-                        pairs: bool | None = None, batches: int = 20, batch_size: int = 64, device: str = "auto",
-                        precision: str = "auto", max_documents: int | None = None,
-                        work_dir: str | Path | None = None) -> dict[str, float]:
-    """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
-    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). The
-    held-out text is cut as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its
-    run.json): into NSP pairs, into two segments without NSP (segment_pairs), or into single
-    windows; pass them to choose (e.g. pairs=False scores a segment-pairs model on single windows).
-    A left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
-    next_token_acc)."""
-    model = ckpt.load_model(folder, BertForPreTraining)
-    tokenizer = load_tokenizer_for(folder)
-    objective = "ltr" if model.config.causal else "mlm"
-    if nsp is None:
-        nsp = bool(_run_recipe(folder).get("nsp", True)) and objective == "mlm"
-    if pairs is None:
-        pairs = bool(_run_recipe(folder).get("segment_pairs", False)) and objective == "mlm" and not nsp
-    rt = make_runtime(device, precision, distributed=False)
-    docs = load_corpus(corpus, "heldout")[:max_documents]
-    with tempfile.TemporaryDirectory() as tmp:
-        ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
-                                      pairs=pairs, seed=EVAL_SEED)
-        eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
-    return evaluate_pretraining(model.to(rt.device), eval_batches, rt, tokenizer.mask_id)
-
-
-def _run_recipe(folder: str | Path) -> dict[str, Any]:
-    """The resolved recipe of the run that wrote `folder` (from its run.json; {} when there is
-    none, e.g. a model folder copied elsewhere)."""
-    for cand in (Path(folder).parent / "run.json", Path(folder).parent.parent / "run.json"):
-        if cand.exists():
-            return json.loads(cand.read_text())["recipe"]
-    return {}
 

@@ -1,0 +1,118 @@
+"""Held-out evaluation of pretraining: the fixed held-out batches every run is scored on (the
+same documents, order and masks, drawn by EVAL_SEED, masked at the paper's 15% whatever rate a
+run trains at), the scores on them (`evaluate_pretraining`: MLM accuracy over every chosen
+position and at [MASK] only, NSP accuracy, or next-token accuracy for a left-to-right model), and
+the same for a saved model folder (`evaluate_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bertlab import checkpoint as ckpt
+from bertlab.data.corpus import load_corpus
+from bertlab.data.masking import make_collator
+from bertlab.data.pretraining_data import PretrainingBatches, prepare_pretraining_data
+from bertlab.data.tokenizer import load_tokenizer_for
+from bertlab.model import IGNORE_INDEX, BertForPreTraining
+from bertlab.runtime import Runtime, make_runtime
+from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_labels
+
+EVAL_SEED = 1234  # the held-out batches' masks: the same in every run, so runs compare
+HELDOUT_MLM_PROBABILITY = 0.15  # the paper's rate: held-out accuracy is measured at it whatever rate a run
+# trains at, so that a run masking 30% compares with one masking 15%
+
+
+@torch.no_grad()
+def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime,
+                         mask_id: int | None = None) -> dict[str, float]:
+    """Held-out MLM loss / accuracy and NSP loss / accuracy (over all pairs) on fixed,
+    already-masked batches. `mlm_acc` counts every chosen position: those replaced by [MASK] (80%),
+    by a random piece (10%) and those left unchanged (10%), where the answer is in plain sight.
+    Given the tokenizer's `mask_id`, `mlm_acc_mask` is the accuracy at the [MASK] positions only,
+    the harder and more telling number. For left-to-right batches (lm_labels): ltr_loss and
+    next_token_acc over every next-token prediction."""
+    loss_key, acc_key = OBJECTIVES["ltr" if batches and "lm_labels" in batches[0] else "mlm"]
+    was_training = model.training
+    model.eval()
+    objective = PretrainingObjective(model)
+    tot = torch.zeros(6, dtype=torch.float64, device=rt.device)
+    at_mask = torch.zeros(2, dtype=torch.float64, device=rt.device)  # right at [MASK] positions, of how many
+    for b in batches:
+        b = rt.to_device(b)
+        with rt.autocast():
+            lm_sum, nsp_loss, lm_correct, nsp_correct = objective(**b)
+            if mask_id is not None and "mlm_positions" in b:
+                with torch.no_grad():
+                    logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"],
+                                   mlm_positions=b["mlm_positions"]).mlm_logits  # (b, P, V)
+                shown = b["input_ids"].gather(1, b["mlm_positions"])  # what the model saw there
+                masked = (shown == mask_id) & (b["mlm_labels"] != IGNORE_INDEX)
+                right = (logits.argmax(-1) == b["mlm_labels"]) & masked
+                at_mask += torch.stack([right.sum().double(), masked.sum().double()])
+        n = (target_labels(b) != IGNORE_INDEX).sum()
+        rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
+        tot += torch.stack([lm_sum.double(), n.double(), lm_correct.double(), nsp_loss.double() * rows,
+                            nsp_correct.double(), torch.tensor(float(rows), device=rt.device, dtype=torch.float64)])
+    model.train(was_training)
+    lm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
+    out = {loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
+    if mask_id is not None and loss_key == "mlm_loss":
+        right, masked = at_mask.tolist()
+        out["mlm_acc_mask"] = right / max(masked, 1)
+    if rows:
+        out.update(nsp_loss=nsp_sum / rows, nsp_acc=nsp_correct / rows)
+    out["loss"] = out[loss_key] + out.get("nsp_loss", 0.0)
+    return out
+
+
+def heldout_batches(dataset: Any, tokenizer: Any, objective: str, batch_size: int, batches: int,
+                    mlm_probability: float = HELDOUT_MLM_PROBABILITY, whole_word: bool = False
+                    ) -> list[dict[str, torch.Tensor]]:
+    """The fixed held-out batches a model is evaluated on: the first `batches` batches (at most) of
+    `batch_size` sequences (at most the dataset's size) of a held-out dataset, in the order and with
+    the masks that EVAL_SEED draws, so that every run and every later evaluation sees the same ones."""
+    collator = make_collator(objective, tokenizer, mlm_probability, whole_word, seed=EVAL_SEED)
+    stream = PretrainingBatches(dataset, min(batch_size, len(dataset)), collator, seed=EVAL_SEED)
+    return [next(stream) for _ in range(min(batches, len(stream)))]
+
+
+def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len: int = 128, nsp: bool | None = None,
+                        pairs: bool | None = None, batches: int = 20, batch_size: int = 64, device: str = "auto",
+                        precision: str = "auto", max_documents: int | None = None,
+                        work_dir: str | Path | None = None) -> dict[str, float]:
+    """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
+    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). The
+    held-out text is cut as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its
+    run.json): into NSP pairs, into two segments without NSP (segment_pairs), or into single
+    windows; pass them to choose (e.g. pairs=False scores a segment-pairs model on single windows).
+    A left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
+    next_token_acc)."""
+    model = ckpt.load_model(folder, BertForPreTraining)
+    tokenizer = load_tokenizer_for(folder)
+    objective = "ltr" if model.config.causal else "mlm"
+    if nsp is None:
+        nsp = bool(run_recipe(folder).get("nsp", True)) and objective == "mlm"
+    if pairs is None:
+        pairs = bool(run_recipe(folder).get("segment_pairs", False)) and objective == "mlm" and not nsp
+    rt = make_runtime(device, precision, distributed=False)
+    docs = load_corpus(corpus, "heldout")[:max_documents]
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
+                                      pairs=pairs, seed=EVAL_SEED)
+        eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
+    return evaluate_pretraining(model.to(rt.device), eval_batches, rt, tokenizer.mask_id)
+
+
+def run_recipe(folder: str | Path) -> dict[str, Any]:
+    """The resolved recipe of the run that wrote `folder` (from its run.json; {} when there is
+    none, e.g. a model folder copied elsewhere)."""
+    for cand in (Path(folder).parent / "run.json", Path(folder).parent.parent / "run.json"):
+        if cand.exists():
+            return json.loads(cand.read_text())["recipe"]
+    return {}
