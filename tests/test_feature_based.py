@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertModel, exercises
+from bertlab.exercises import using_bert
 from bertlab.tasks import CONLL_LABELS, get_task
 from bertlab.tasks.feature_based import (
     COMBINATIONS,
@@ -32,10 +33,10 @@ def test_the_table_names_the_exercise_strategies_in_the_papers_order():
 
 
 def test_combinations_equal_the_exercise_definitions_on_real_hidden_states(one_thread):
-    hs = exercises._hidden_states()  # all-MiniLM-L6-v2 on real sentences: 7 tensors (B, T, 384)
+    hs = using_bert.minilm_hidden_states()  # all-MiniLM-L6-v2 on real sentences: 7 tensors (B, T, 384)
     assert len(hs) == 7
     for name in COMBINATIONS:
-        want = exercises._combine(hs, name)
+        want = using_bert.combine_layers_reference(hs, name)
         assert torch.equal(combine(hs, name), want), name  # bit for bit
         assert torch.equal(combine(torch.stack(hs), name), want), name  # a stacked tensor too
     assert combine(hs, "concat_last_four").shape[-1] == 4 * hs[0].shape[-1]

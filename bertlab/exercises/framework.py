@@ -1,0 +1,200 @@
+"""The exercises' checking machinery: a check is made of parts that pass or fail on their own
+(partial credit), `RESULTS` holds the latest result of each, and the helpers every check uses
+(calling the student's function, comparing tensors with hints at known mistakes, the real data
+the checks share). The checks themselves are one module per assignment beside this one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+
+from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
+
+NOT_RUN = object()  # what a check holds before the student's function has returned
+PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
+
+
+class ExerciseFailure(AssertionError):
+    """A check failed. The message names the exercise, the input and what is wrong; `result`
+    (when the whole check ran) is its CheckResult, part by part."""
+
+    def __init__(self, name: str, message: str, result: "CheckResult | None" = None):
+        self.exercise = name
+        self.detail = message
+        self.result = result
+        super().__init__(f"[{name}] {message}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Parts: each check is made of parts that pass or fail on their own (partial credit)
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class PartResult:
+    """One part of a check: what it tested, whether it passed, and the failure message."""
+    name: str
+    passed: bool
+    message: str = ""
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check, part by part; `fraction` is the share of parts passed."""
+    exercise: str
+    parts: list[PartResult] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.parts) and all(p.passed for p in self.parts)
+
+    @property
+    def fraction(self) -> float:
+        return sum(p.passed for p in self.parts) / len(self.parts) if self.parts else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"exercise": self.exercise, "fraction": self.fraction,
+                "parts": [dataclasses.asdict(p) for p in self.parts]}
+
+
+RESULTS: dict[str, CheckResult] = {}  # the latest result of each check run in this process
+
+
+class Parts:
+    """with parts("case 0"): ... runs one part; an ExerciseFailure inside it marks the part failed
+    and the check goes on with the next part. parts.done(summary) records the CheckResult in
+    RESULTS, then prints the confirmation or raises the first failure (with the tally)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.result = CheckResult(name)
+
+    @contextlib.contextmanager
+    def __call__(self, label: str):
+        __tracebackhide__ = True
+        try:
+            yield
+        except ExerciseFailure as err:
+            self.result.parts.append(PartResult(label, False, err.detail))
+        except Exception as err:
+            if any(not p.passed for p in self.result.parts):  # it needed what an earlier part lacked
+                self.result.parts.append(PartResult(label, False, "not checked: an earlier part failed "
+                                                    f"({type(err).__name__}: {err})"[:300]))
+            else:
+                raise
+        else:
+            self.result.parts.append(PartResult(label, True))
+
+    def done(self, summary: str) -> None:
+        __tracebackhide__ = True
+        RESULTS[self.name] = self.result
+        failed = [p for p in self.result.parts if not p.passed]
+        if failed:
+            n_ok = len(self.result.parts) - len(failed)
+            tally = f"\n({n_ok} of {len(self.result.parts)} parts of this check passed)" if n_ok else ""
+            raise ExerciseFailure(self.name, failed[0].message + tally, self.result)
+        report_pass(self.name, summary)
+
+
+def fail_check(name: str, message: str):
+    raise ExerciseFailure(name, message)
+
+
+def call_student(name: str, fn: Callable, *args, **kwargs):
+    """Call the student's function; a stub or a crash becomes an ExerciseFailure."""
+    __tracebackhide__ = True
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        fname = student_fn_name(fn)
+        raise ExerciseFailure(name, f"not implemented yet: replace the `raise NotImplementedError` in "
+                                    f"{fname} with your code") from None
+    except ExerciseFailure:
+        raise
+    except Exception as err:
+        raise ExerciseFailure(name, f"{student_fn_name(fn)} raised {type(err).__name__}: {err}") from err
+
+
+def student_fn_name(fn: Any) -> str:
+    """The name to show for what the student wrote: a function, a class, or a module's forward."""
+    if hasattr(fn, "__name__"):
+        return fn.__name__
+    if isinstance(fn, torch.nn.Module):
+        return f"{type(fn).__name__}.forward"
+    return "your function"
+
+
+def report_pass(name: str, what: str) -> None:
+    import textwrap
+    print(f"{PASS_MARK.format(name=name)} passed:\n" + textwrap.fill(what, width=84, initial_indent="  ",
+                                                                  subsequent_indent="  "))
+
+
+def shape_hint(expected: tuple, got: tuple) -> str:
+    if len(expected) == len(got) and sorted(expected) == sorted(got):
+        diff = [i for i, (a, b) in enumerate(zip(expected, got)) if a != b]
+        return f": axes {diff} are in the wrong order (a transpose missing or applied to the wrong axes?)"
+    return ""
+
+
+def expect_tensor(name: str, value: Any, what: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        fail_check(name, f"{what}: expected a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def expect_same(name: str, got: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5,
+          hints: Sequence[tuple[torch.Tensor, str]] = ()) -> None:
+    """got == expected (shape, then values); on a value mismatch, name the first wrong entry and
+    say which known mistake (hints: (the result that mistake gives, its explanation)) it matches."""
+    got = expect_tensor(name, got, what)
+    if tuple(got.shape) != tuple(expected.shape):
+        fail_check(name, f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+                    f"{shape_hint(tuple(expected.shape), tuple(got.shape))}")
+    got_f, exp_f = got.detach().double(), expected.detach().double()
+    if torch.allclose(got_f, exp_f, atol=atol, rtol=1e-4):
+        return
+    for wrong, why in hints:
+        if wrong.shape == got.shape and torch.allclose(got_f, wrong.detach().double(), atol=atol, rtol=1e-4):
+            fail_check(name, f"{what}: wrong values; {why}")
+    bad = ((got_f - exp_f).abs() > atol + 1e-4 * exp_f.abs()).nonzero()
+    idx = tuple(bad[0].tolist())
+    fail_check(name, f"{what}: {len(bad)} of {got.numel()} values differ; first at index {idx}: "
+                f"expected {exp_f[idx].item():.6g}, got {got_f[idx].item():.6g}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Real data shared by the checks (loaded once, from the data mirror or downloaded on Colab)
+# ------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def bert_tokenizer():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
+    return bert_uncased_tokenizer()
+
+
+@functools.lru_cache(maxsize=1)
+def squad_dev_examples():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
+    from bertlab.tasks import get_task
+    return get_task("squad").load("dev")
+
+
+@functools.lru_cache(maxsize=1)
+def sentence_documents() -> list[list[str]]:
+    """Documents of real sentences: the SQuAD dev paragraphs of each Wikipedia article."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
+    from bertlab.data.corpus import split_sentences
+    docs: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for ex in squad_dev_examples():
+        if ex.context in seen:
+            continue
+        seen.add(ex.context)
+        docs.setdefault(ex.title, []).extend(split_sentences(ex.context))
+    return [d for d in docs.values() if len(d) >= 2]
+
