@@ -42,15 +42,29 @@ def main(argv=None) -> int:
     p.add_argument("--no-compile", action="store_true")
     a = p.parse_args(argv)
     import torch._inductor.config as inductor_config
+
     inductor_config.cpp.enable_kernel_profile = True
     rt = make_runtime("cpu", "auto", compile=not a.no_compile, distributed=False)
     L, H, A = PRESETS[a.preset]
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=a.vocab_size, num_layers=L, hidden_size=H, num_heads=A,
-                        hidden_dropout=a.dropout, attention_dropout=a.dropout)
+    config = BertConfig(
+        vocab_size=a.vocab_size,
+        num_layers=L,
+        hidden_size=H,
+        num_heads=A,
+        hidden_dropout=a.dropout,
+        attention_dropout=a.dropout,
+    )
     with tempfile.TemporaryDirectory() as out:
-        cfg = PretrainConfig(steps=100, batch_size=a.batch_size, seq_len=a.seq_len, nsp=True, out=out,
-                             compile=not a.no_compile, progress=False)
+        cfg = PretrainConfig(
+            steps=100,
+            batch_size=a.batch_size,
+            seq_len=a.seq_len,
+            nsp=True,
+            out=out,
+            compile=not a.no_compile,
+            progress=False,
+        )
         trainer = Trainer(cfg, BertForPreTraining(config), source=None, eval_batches=None, rt=rt)
         batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, torch.Generator().manual_seed(0))
         stats, bad = zero_stats(rt.device), torch.full((), -1, dtype=torch.long)
@@ -62,10 +76,14 @@ def main(argv=None) -> int:
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
     mm = sum(e.self_cpu_time_total for e in events if any(k in e.key for k in MATMUL_OPS))
-    print(f"{a.preset} ({L}/{H}/{A}), vocab {a.vocab_size:,}, batch {a.batch_size} x {a.seq_len}, dropout "
-          f"{a.dropout:g}, {rt.describe()}")
-    print(f"self time per step {total / a.steps / 1e3:.1f} ms: matmuls {mm / a.steps / 1e3:.1f} ms "
-          f"({100 * mm / total:.0f}%), everything else {(total - mm) / a.steps / 1e3:.1f} ms")
+    print(
+        f"{a.preset} ({L}/{H}/{A}), vocab {a.vocab_size:,}, batch {a.batch_size} x {a.seq_len}, dropout "
+        f"{a.dropout:g}, {rt.describe()}"
+    )
+    print(
+        f"self time per step {total / a.steps / 1e3:.1f} ms: matmuls {mm / a.steps / 1e3:.1f} ms "
+        f"({100 * mm / total:.0f}%), everything else {(total - mm) / a.steps / 1e3:.1f} ms"
+    )
     print(events.table(sort_by="self_cpu_time_total", row_limit=a.rows, max_name_column_width=60))
     return 0
 

@@ -117,9 +117,14 @@ def random_batch(B: int, T: int, V: int, generator: torch.Generator, mlm_probabi
     positions[:, :n] = chosen
     labels = torch.full((B, P), IGNORE_INDEX, dtype=torch.long)
     labels[:, :n] = ids.gather(1, chosen)
-    return {"input_ids": ids, "token_type_ids": (torch.arange(T) >= T // 2).long().expand(B, T).contiguous(),
-            "attention_mask": torch.ones(B, T, dtype=torch.long), "mlm_positions": positions,
-            "mlm_labels": labels, "nsp_labels": torch.randint(0, 2, (B,), generator=generator)}
+    return {
+        "input_ids": ids,
+        "token_type_ids": (torch.arange(T) >= T // 2).long().expand(B, T).contiguous(),
+        "attention_mask": torch.ones(B, T, dtype=torch.long),
+        "mlm_positions": positions,
+        "mlm_labels": labels,
+        "nsp_labels": torch.randint(0, 2, (B,), generator=generator),
+    }
 
 
 def _sync(rt: Runtime) -> None:
@@ -145,16 +150,20 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
     return first, (time.perf_counter() - t) / steps
 
 
-def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool,
-                  dropout: float = 0.1) -> Measurement:
+def bench_bertlab(
+    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1
+) -> Measurement:
     from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats
+
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout,
-                        attention_dropout=dropout)
+    config = BertConfig(
+        vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
+    )
     model = BertForPreTraining(config)
     with tempfile.TemporaryDirectory() as out:
-        cfg = PretrainConfig(steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, compile=compile, out=out,
-                             progress=False)
+        cfg = PretrainConfig(
+            steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, compile=compile, out=out, progress=False
+        )
         trainer = Trainer(cfg, model, source=None, eval_batches=None, rt=rt)  # the real training step
         batch = rt.to_device(random_batch(B, T, V, torch.Generator().manual_seed(0)))
         stats = zero_stats(rt.device)
@@ -166,13 +175,21 @@ def bench_bertlab(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, 
     return _measurement(name, "bertlab", config, B, T, rt, compile, sec, first)
 
 
-def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool,
-                       dropout: float = 0.1) -> Measurement:
+def bench_transformers(
+    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1
+) -> Measurement:
     import transformers
+
     torch.manual_seed(0)
-    hf_config = transformers.BertConfig(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
-                                        intermediate_size=4 * H, hidden_dropout_prob=dropout,
-                                        attention_probs_dropout_prob=dropout)
+    hf_config = transformers.BertConfig(
+        vocab_size=V,
+        hidden_size=H,
+        num_hidden_layers=L,
+        num_attention_heads=A,
+        intermediate_size=4 * H,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
     model = transformers.BertForPreTraining._from_config(hf_config, attn_implementation="sdpa").to(rt.device)
     model.train()
     opt = adamw(model, lr=1e-4, eps=1e-6, weight_decay=0.01, fused=rt.fused_adamw)
@@ -181,9 +198,15 @@ def bench_transformers(name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: 
     b = random_batch(B, T, V, torch.Generator().manual_seed(0))
     labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long)  # transformers' format: one label per token
     labels.scatter_(1, b["mlm_positions"], b["mlm_labels"])  # unused slots write -100 at [CLS]
-    inputs = rt.to_device({"input_ids": b["input_ids"], "token_type_ids": b["token_type_ids"],
-                           "attention_mask": b["attention_mask"], "labels": labels,
-                           "next_sentence_label": b["nsp_labels"]})
+    inputs = rt.to_device(
+        {
+            "input_ids": b["input_ids"],
+            "token_type_ids": b["token_type_ids"],
+            "attention_mask": b["attention_mask"],
+            "labels": labels,
+            "next_sentence_label": b["nsp_labels"],
+        }
+    )
 
     def step():
         with rt.autocast():
@@ -211,21 +234,36 @@ def _measurement(name, impl, config, B, T, rt, compile, sec, first=None) -> Meas
     flops = model_flops(config, B, T)
     peak = rt.peak_flops
     mem = torch.cuda.max_memory_allocated(rt.device) / 1e9 if rt.device.type == "cuda" else None
-    return Measurement(name, impl, B, T, rt.precision, compile, sec, B * T / sec,
-                       None if peak is None else flops / sec / peak, mem, first)
+    return Measurement(
+        name,
+        impl,
+        B,
+        T,
+        rt.precision,
+        compile,
+        sec,
+        B * T / sec,
+        None if peak is None else flops / sec / peak,
+        mem,
+        first,
+    )
 
 
 def print_table(rows: list[Measurement], device: str) -> None:
     print(f"\nPretraining step throughput on {device} (MLM + NSP, AdamW{' fused' if 'cpu' not in device else ''})")
-    head = f"{'config':<10} {'impl':<13} {'batch':>5} {'seq':>4} {'prec':>5} {'compiled':>8} " \
-           f"{'ms/step':>9} {'tokens/s':>12} {'MFU':>7} {'mem GB':>7}"
+    head = (
+        f"{'config':<10} {'impl':<13} {'batch':>5} {'seq':>4} {'prec':>5} {'compiled':>8} "
+        f"{'ms/step':>9} {'tokens/s':>12} {'MFU':>7} {'mem GB':>7}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         mfu = f"{100 * r.mfu:.1f}%" if r.mfu is not None else "n/a"
         mem = f"{r.peak_memory_gb:.1f}" if r.peak_memory_gb is not None else "n/a"
-        print(f"{r.config:<10} {r.impl:<13} {r.batch:>5} {r.seq_len:>4} {r.precision:>5} {str(r.compiled):>8} "
-              f"{1e3 * r.seconds_per_step:>9.1f} {r.tokens_per_s:>12,.0f} {mfu:>7} {mem:>7}")
+        print(
+            f"{r.config:<10} {r.impl:<13} {r.batch:>5} {r.seq_len:>4} {r.precision:>5} {str(r.compiled):>8} "
+            f"{1e3 * r.seconds_per_step:>9.1f} {r.tokens_per_s:>12,.0f} {mfu:>7} {mem:>7}"
+        )
     for name in dict.fromkeys(r.config for r in rows):
         ours = [r for r in rows if r.config == name and r.impl == "bertlab"]
         theirs = [r for r in rows if r.config == name and r.impl == "transformers"]
@@ -257,11 +295,12 @@ def matmul_ceiling(n: int, precision: str, device: torch.device, repeats: int) -
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         best = min(best, time.perf_counter() - t)
-    return 2.0 * n ** 3 / best
+    return 2.0 * n**3 / best
 
 
-def model_shape_ceiling(config: BertConfig, B: int, T: int, P: int, precision: str, device: torch.device,
-                        repeats: int = 3) -> dict:
+def model_shape_ceiling(
+    config: BertConfig, B: int, T: int, P: int, precision: str, device: torch.device, repeats: int = 3
+) -> dict:
     """The fastest this machine runs the step's own matrix products: every forward and backward
     matmul of one training step (bertlab.training.flops.step_matmuls) at its own shape and in the run's
     precision, each timed alone (best of `repeats`, after one untimed run), times how often the
@@ -293,8 +332,12 @@ def model_shape_ceiling(config: BertConfig, B: int, T: int, P: int, precision: s
         part = what.split(" forward")[0].split(" backward")[0]
         parts[part] = parts.get(part, 0.0) + timed[key] * times
     flops = pretraining_flops(config, B, T, P)
-    return {"seconds_per_step": total, "tokens_per_s": B * T / total, "gflops": flops / total / 1e9,
-            "seconds_by_matmul": parts}
+    return {
+        "seconds_per_step": total,
+        "tokens_per_s": B * T / total,
+        "gflops": flops / total / 1e9,
+        "seconds_by_matmul": parts,
+    }
 
 
 def _r(x: float | None, digits: int = 4) -> float | None:
@@ -318,8 +361,10 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     if T > 512:
         raise ValueError(f"--seq-len {T} is longer than the models' 512 positions")
     if min(steps, warmup, B, V - 5, mm_n) < 1 or T < 2:
-        raise ValueError("--steps, --warmup-steps, --batch-size and --matmul-size must be at least 1, "
-                         "--seq-len at least 2 and --vocab-size at least 6")
+        raise ValueError(
+            "--steps, --warmup-steps, --batch-size and --matmul-size must be at least 1, "
+            "--seq-len at least 2 and --vocab-size at least 6"
+        )
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)  # checks H % A == 0
     name = preset if (L, H, A) == PRESETS[preset] else f"{L}/{H}/{A}"
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -331,8 +376,10 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     ceilings = [matmul_ceiling(mm_n, rt.precision, rt.device, mm_reps)]
     rows = {}
     for impl in args.impl:
-        log(f"{impl}: {name} ({L}/{H}/{A}, vocab {V}), batch {B} x seq {T}, {rt.precision}, "
-            f"{'compiled' if compile else 'eager'}, {warmup} warm-up + {steps} measured steps ...")
+        log(
+            f"{impl}: {name} ({L}/{H}/{A}, vocab {V}), batch {B} x seq {T}, {rt.precision}, "
+            f"{'compiled' if compile else 'eager'}, {warmup} warm-up + {steps} measured steps ..."
+        )
         fn = bench_bertlab if impl == "bertlab" else bench_transformers
         rows[impl] = fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout)
         if rt.device.type == "cuda":
@@ -355,16 +402,34 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
         return max(0.0, m.first_step_s - m.seconds_per_step)
 
     import transformers
+
     summary = {
-        "device": device_name(rt.device), "cpu": (cpu_model() or "unknown"), "threads": torch.get_num_threads(),
-        "loadavg": _r(loadavg, 3), "torch": torch.__version__, "transformers": transformers.__version__,
-        "preset": preset if name == preset else None, "layers": L, "hidden": H, "heads": A,
-        "intermediate_size": config.intermediate_size, "vocab_size": V, "seq_len": T, "batch_size": B,
-        "mlm_predictions": round(MLM_PROBABILITY * T), "mlm_slots": default_max_predictions(T, MLM_PROBABILITY),
-        "nsp": True, "dropout": args.dropout, "precision": rt.precision, "compiled": compile,
-        "compile_s": _r(compile_s(ours)), "transformers_compile_s": _r(compile_s(theirs)),
-        "steps": steps, "warmup_steps": warmup,
-        "model_flops_per_step": flops, "transformers_executed_flops_per_step": executed,
+        "device": device_name(rt.device),
+        "cpu": (cpu_model() or "unknown"),
+        "threads": torch.get_num_threads(),
+        "loadavg": _r(loadavg, 3),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "preset": preset if name == preset else None,
+        "layers": L,
+        "hidden": H,
+        "heads": A,
+        "intermediate_size": config.intermediate_size,
+        "vocab_size": V,
+        "seq_len": T,
+        "batch_size": B,
+        "mlm_predictions": round(MLM_PROBABILITY * T),
+        "mlm_slots": default_max_predictions(T, MLM_PROBABILITY),
+        "nsp": True,
+        "dropout": args.dropout,
+        "precision": rt.precision,
+        "compiled": compile,
+        "compile_s": _r(compile_s(ours)),
+        "transformers_compile_s": _r(compile_s(theirs)),
+        "steps": steps,
+        "warmup_steps": warmup,
+        "model_flops_per_step": flops,
+        "transformers_executed_flops_per_step": executed,
     }
     for impl, m in (("bertlab", ours), ("transformers", theirs)):
         summary[f"{impl}_s_per_step"] = _r(None if m is None else m.seconds_per_step)
@@ -382,60 +447,103 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     summary["model_shape_ceiling_tokens_per_s"] = _r(shape_ceiling["tokens_per_s"], 5)
     summary["model_shape_ceiling_gflops"] = _r(shape_ceiling["gflops"])
     summary["model_shape_ceiling_s_by_matmul"] = {k: _r(v) for k, v in shape_ceiling["seconds_by_matmul"].items()}
-    summary["fraction_of_model_shape_ceiling"] = (
-        _r(ours.tokens_per_s / shape_ceiling["tokens_per_s"]) if ours else None)
+    summary["fraction_of_model_shape_ceiling"] = _r(ours.tokens_per_s / shape_ceiling["tokens_per_s"]) if ours else None
     summary["transformers_fraction_of_model_shape_ceiling"] = (
-        _r(theirs.tokens_per_s / shape_ceiling["tokens_per_s"]) if theirs else None)
+        _r(theirs.tokens_per_s / shape_ceiling["tokens_per_s"]) if theirs else None
+    )
     summary["mfu"] = _r(ours.mfu) if ours else None  # vs the GPU's data-sheet peak; None on a CPU
     summary["transformers_mfu"] = _r(theirs.mfu) if theirs else None
 
     print_table(list(rows.values()), device_name(rt.device))
-    print(f"model FLOPs per step {flops / 1e9:.2f} G (transformers executes {executed / 1e9:.2f} G: its MLM head "
-          f"runs at all {T} positions, bertlab's at {summary['mlm_predictions']})")
+    print(
+        f"model FLOPs per step {flops / 1e9:.2f} G (transformers executes {executed / 1e9:.2f} G: its MLM head "
+        f"runs at all {T} positions, bertlab's at {summary['mlm_predictions']})"
+    )
     for impl, m in rows.items():
         extra = f", first step {m.first_step_s:.2f} s" if m.first_step_s is not None else ""
         print(f"{impl}: {gflops(m):.1f} model GFLOP/s = {100 * gflops(m) * 1e9 / ceiling:.1f}% of the ceiling{extra}")
-    print(f"model-shape ceiling: the step's matmuls alone take {1000 * shape_ceiling['seconds_per_step']:.1f} ms "
-          f"({shape_ceiling['tokens_per_s']:,.0f} tokens/s, {shape_ceiling['gflops']:.1f} GFLOP/s); bertlab "
-          f"reaches {100 * (summary['fraction_of_model_shape_ceiling'] or 0):.1f}% of it")
-    print(f"ceiling: {summary['ceiling_matmul']} matmul, best {ceiling / 1e9:.1f} GFLOP/s "
-          f"(before {ceilings[0] / 1e9:.1f}, after {ceilings[1] / 1e9:.1f}); {summary['cpu']}, "
-          f"{summary['threads']} threads, load average {summary['loadavg']} at the start")
+    print(
+        f"model-shape ceiling: the step's matmuls alone take {1000 * shape_ceiling['seconds_per_step']:.1f} ms "
+        f"({shape_ceiling['tokens_per_s']:,.0f} tokens/s, {shape_ceiling['gflops']:.1f} GFLOP/s); bertlab "
+        f"reaches {100 * (summary['fraction_of_model_shape_ceiling'] or 0):.1f}% of it"
+    )
+    print(
+        f"ceiling: {summary['ceiling_matmul']} matmul, best {ceiling / 1e9:.1f} GFLOP/s "
+        f"(before {ceilings[0] / 1e9:.1f}, after {ceilings[1] / 1e9:.1f}); {summary['cpu']}, "
+        f"{summary['threads']} threads, load average {summary['loadavg']} at the start"
+    )
     return summary
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--configs", nargs="+", default=None, choices=sorted(CONFIGS),
-                   help="default: base and reference (tiny with --quick)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--configs",
+        nargs="+",
+        default=None,
+        choices=sorted(CONFIGS),
+        help="default: base and reference (tiny with --quick)",
+    )
     p.add_argument("--quick", action="store_true", help="tiny config, few steps: runs on a CPU in seconds")
     p.add_argument("--impl", nargs="+", default=["bertlab", "transformers"], choices=["bertlab", "transformers"])
-    p.add_argument("--batch", "--batch-size", dest="batch", type=int, default=None,
-                   help="override the batch size (one configuration: 64 on a CPU, 256 on a GPU)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="measured steps (default 20; quick: 3; one configuration on a CPU: 15)")
-    p.add_argument("--warmup", "--warmup-steps", dest="warmup", type=int, default=None,
-                   help="steps before timing, the first timed alone (default 5; quick and CPU: 1)")
+    p.add_argument(
+        "--batch",
+        "--batch-size",
+        dest="batch",
+        type=int,
+        default=None,
+        help="override the batch size (one configuration: 64 on a CPU, 256 on a GPU)",
+    )
+    p.add_argument(
+        "--steps", type=int, default=None, help="measured steps (default 20; quick: 3; one configuration on a CPU: 15)"
+    )
+    p.add_argument(
+        "--warmup",
+        "--warmup-steps",
+        dest="warmup",
+        type=int,
+        default=None,
+        help="steps before timing, the first timed alone (default 5; quick and CPU: 1)",
+    )
     p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16")
-    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                   help="torch.compile both (default: on for GPUs, off on CPUs)")
+    p.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="torch.compile both (default: on for GPUs, off on CPUs)",
+    )
     p.add_argument("--device", default="auto")
-    p.add_argument("--dropout", type=float, default=0.1,
-                   help="dropout of both models (default 0.1, the paper's; the CPU recipe's is 0)")
-    p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
-                   help="print the numbers as one JSON object, the last line of stdout; with FILE, "
-                        "also write them there")
+    p.add_argument(
+        "--dropout",
+        type=float,
+        default=0.1,
+        help="dropout of both models (default 0.1, the paper's; the CPU recipe's is 0)",
+    )
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="FILE",
+        help="print the numbers as one JSON object, the last line of stdout; with FILE, also write them there",
+    )
     one = p.add_argument_group("one configuration (the default on a CPU)")
-    one.add_argument("--preset", default=None, choices=list(PRESETS),
-                     help="L/H/A from bertlab.config.PRESETS (default mini)")
+    one.add_argument(
+        "--preset", default=None, choices=list(PRESETS), help="L/H/A from bertlab.config.PRESETS (default mini)"
+    )
     one.add_argument("--layers", type=int, default=None, help="override the preset's L")
     one.add_argument("--hidden", type=int, default=None, help="override the preset's H (the FFN is 4H)")
     one.add_argument("--heads", type=int, default=None, help="override the preset's A")
     one.add_argument("--vocab-size", type=int, default=None, help="default 16384")
     one.add_argument("--seq-len", type=int, default=None, help="default 128")
-    one.add_argument("--matmul-size", type=int, default=None,
-                     help="n of the n^3 ceiling matmul (default 2048 on a CPU, 8192 on a GPU)")
+    one.add_argument(
+        "--matmul-size",
+        type=int,
+        default=None,
+        help="n of the n^3 ceiling matmul (default 2048 on a CPU, 8192 on a GPU)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = p.parse_args(argv)
 
@@ -454,15 +562,17 @@ def main(argv=None) -> int:
         return 2
     compile = args.compile if args.compile is not None else rt.device.type == "cuda"
     rt.compile = compile
-    single_flags = (args.preset, args.layers, args.hidden, args.heads, args.vocab_size, args.seq_len,
-                    args.matmul_size)
+    single_flags = (args.preset, args.layers, args.hidden, args.heads, args.vocab_size, args.seq_len, args.matmul_size)
     single = any(x is not None for x in single_flags) or (
-        rt.device.type == "cpu" and not args.quick and args.configs is None)
+        rt.device.type == "cpu" and not args.quick and args.configs is None
+    )
     if single:
         if args.configs or args.quick:
-            print("error: --configs/--quick choose the table of named configs; --preset, --layers, --hidden, "
-                  "--heads, --vocab-size, --seq-len and --matmul-size choose one configuration: not both",
-                  file=sys.stderr)
+            print(
+                "error: --configs/--quick choose the table of named configs; --preset, --layers, --hidden, "
+                "--heads, --vocab-size, --seq-len and --matmul-size choose one configuration: not both",
+                file=sys.stderr,
+            )
             return 2
         try:
             summary = run_single(args, rt, compile)

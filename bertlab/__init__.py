@@ -16,7 +16,13 @@ _install_old_paths()  # the old flat import paths still work, with a warning (be
 
 __version__ = "0.1.0"
 __all__ = [
-    "PRESETS", "BertConfig", "IGNORE_INDEX", "BertModel", "BertForPreTraining",
-    "BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering",
+    "PRESETS",
+    "BertConfig",
+    "IGNORE_INDEX",
+    "BertModel",
+    "BertForPreTraining",
+    "BertForSequenceClassification",
+    "BertForTokenClassification",
+    "BertForQuestionAnswering",
     "BertForMultipleChoice",
 ]

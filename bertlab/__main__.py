@@ -74,11 +74,11 @@ HELP = {
     "dropout": "dropout on every layer (default 0.1)",
     "nsp": "next-sentence prediction on/off (default: the recipe's)",
     "segment_pairs": "without NSP, still two segments per sequence ([CLS] A [SEP] B [SEP], B the text after A), "
-                     "so the masked LM trains both segment embeddings",
+    "so the masked LM trains both segment embeddings",
     "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH separated by commas (e.g. 0.9:64:128,0.1:128:64: "
-              "90%% of the steps at 64 tokens, then 128); --seq-len is then the held-out length",
+    "90%% of the steps at 64 tokens, then 128); --seq-len is then the held-out length",
     "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM with causal attention, the paper's "
-                 "'LTR & No NSP' ablation; needs NSP off)",
+    "'LTR & No NSP' ablation; needs NSP off)",
     "whole_word": "mask whole words instead of single word pieces",
     "mlm_probability": "fraction of tokens chosen for the MLM (0.15)",
     "norm_position": "post (BERT's LayerNorm after each residual sum) or pre (pre-LN, for high learning rates)",
@@ -132,8 +132,7 @@ def _add_dataclass_args(parser: argparse.ArgumentParser, cls: type, skip: Sequen
 
 
 def _config_from(cls: type, args: argparse.Namespace, **extra: Any):
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
-              if getattr(args, f.name, None) is not None}
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name, None) is not None}
     values.update(extra)
     if "seeds" in values:
         values["seeds"] = tuple(values["seeds"])
@@ -141,9 +140,12 @@ def _config_from(cls: type, args: argparse.Namespace, **extra: Any):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bertlab", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("Examples:")[1].split("Every option")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bertlab",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("Examples:")[1].split("Every option")[0],
+    )
     sub = parser.add_subparsers(dest="command", metavar="command")
     sub.required = True
 
@@ -153,11 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("finetune", help="fine-tune on a task, several seeds")
     _add_dataclass_args(f, FinetuneConfig)
 
-    e = sub.add_parser("evaluate", help="score a model folder: a fine-tuned one on a task, or a pretrained "
-                                        "one on held-out text (--task mlm)")
+    e = sub.add_parser(
+        "evaluate",
+        help="score a model folder: a fine-tuned one on a task, or a pretrained one on held-out text (--task mlm)",
+    )
     e.add_argument("--task", required=True, help=HELP["task"] + "; or mlm: held-out MLM/NSP of a pretrained model")
-    e.add_argument("--model", required=True, help="a model folder (finetune --save-models, or <run>/final); with "
-                   "--task mlm also a recorded reference run (data/reference_run), scored as it was recorded")
+    e.add_argument(
+        "--model",
+        required=True,
+        help="a model folder (finetune --save-models, or <run>/final); with "
+        "--task mlm also a recorded reference run (data/reference_run), scored as it was recorded",
+    )
     e.add_argument("--corpus", default="books+wiki", help="with --task mlm: whose held-out documents")
     e.add_argument("--seq-len", type=int, default=128, help="with --task mlm")
     e.add_argument("--split", default="dev")
@@ -171,8 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default=None, help="PNG path (default: next to the metrics)")
 
     x = sub.add_parser("export-hf", help="write a model as a folder transformers loads (from_pretrained, pipeline)")
-    x.add_argument("--model", required=True, help="a model folder (<run>/final, a checkpoint) or a recorded "
-                   "reference run (data/reference_run)")
+    x.add_argument(
+        "--model",
+        required=True,
+        help="a model folder (<run>/final, a checkpoint) or a recorded reference run (data/reference_run)",
+    )
     x.add_argument("--out", required=True, help="the folder to write (replaced if it exists)")
 
     fm = sub.add_parser("fill-mask", help="a masked LM's top guesses for each [MASK] of a text")
@@ -183,17 +194,25 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("reference-run", help="the book's reference run, end to end")
     r.add_argument("--out", default="data/reference_run")
     r.add_argument("--smoke", action="store_true", help="a CPU-sized version that runs in minutes")
-    r.add_argument("--minutes", type=float, default=None,
-                   help="pretraining time budget in minutes (default: 50 on a CPU, 9 on a GPU; smoke: 40 steps)")
+    r.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="pretraining time budget in minutes (default: 50 on a CPU, 9 on a GPU; smoke: 40 steps)",
+    )
     r.add_argument("--preset", default=None)
     r.add_argument("--seeds", type=int, nargs="+", default=None)
     r.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None)
     r.add_argument("--resume", action="store_true", help="resume an interrupted pretraining")
-    r.add_argument("--add", choices=["squad", "rte", "mrpc"], default=None,
-                   help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
-                        "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
-                        "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
-                        "split of dev, bertlab.experiments.reference.SQUAD_CPU)")
+    r.add_argument(
+        "--add",
+        choices=["squad", "rte", "mrpc"],
+        default=None,
+        help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
+        "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
+        "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
+        "split of dev, bertlab.experiments.reference.SQUAD_CPU)",
+    )
     r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
     r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
     return parser
@@ -236,19 +255,26 @@ def _run(args: argparse.Namespace) -> int:
                 run = reference.find(model)
                 st = run.provenance.get("settings", {})
                 model = str(run.model_folder())
-                kw = dict(corpus=st["corpus"], seq_len=st["seq_len"], nsp=RECIPES[st["recipe"]].nsp,
-                          pairs=bool(st.get("segment_pairs")), batches=st["eval_batches"],
-                          batch_size=min(st["batch_size"], 64),
-                          max_documents=st.get("max_documents"))  # as pretrain's held-out batches
+                kw = dict(
+                    corpus=st["corpus"],
+                    seq_len=st["seq_len"],
+                    nsp=RECIPES[st["recipe"]].nsp,
+                    pairs=bool(st.get("segment_pairs")),
+                    batches=st["eval_batches"],
+                    batch_size=min(st["batch_size"], 64),
+                    max_documents=st.get("max_documents"),
+                )  # as pretrain's held-out batches
             scores = evaluate_checkpoint(model, device=args.device, precision=args.precision, **kw)
             print(json.dumps(scores))
             return 0
-        scores = evaluate_folder(args.model, args.task, args.split, args.max_len, args.device, args.precision,
-                                 max_examples=args.max_examples)
+        scores = evaluate_folder(
+            args.model, args.task, args.split, args.max_len, args.device, args.precision, max_examples=args.max_examples
+        )
         print(json.dumps(scores))
         return 0
     if args.command == "plot":
         import matplotlib
+
         matplotlib.use("Agg")
         path = Path(args.metrics)
         if path.is_dir():
@@ -271,17 +297,29 @@ def _run(args: argparse.Namespace) -> int:
             print(f"[MASK] {n}: " + "  ".join(f"{piece} {p:.3f}" for piece, p in top))
         return 0
     if args.command == "reference-run" and args.add == "squad":
-        reference_run.add_squad(args.out, max_train=args.max_train, max_eval=args.max_eval,
-                            **({"seeds": tuple(args.seeds)} if args.seeds else {}))
+        reference_run.add_squad(
+            args.out,
+            max_train=args.max_train,
+            max_eval=args.max_eval,
+            **({"seeds": tuple(args.seeds)} if args.seeds else {}),
+        )
         return 0
     if args.command == "reference-run" and args.add:
         reference_run.add_task(args.add, args.out, seeds=args.seeds, max_train=args.max_train, max_eval=args.max_eval)
         return 0
     if args.command == "reference-run":
-        reference_run.reference_run(out=args.out, smoke=args.smoke, minutes=args.minutes, preset=args.preset,
-                      seeds=args.seeds, compile=args.compile, resume=args.resume)
+        reference_run.reference_run(
+            out=args.out,
+            smoke=args.smoke,
+            minutes=args.minutes,
+            preset=args.preset,
+            seeds=args.seeds,
+            compile=args.compile,
+            resume=args.resume,
+        )
         return 0
     raise AssertionError(args.command)
+
 
 def _model_folder(model: str | None) -> Path:
     """A model folder from --model: a folder as it is, a recorded reference run's weights, or (None)
@@ -290,8 +328,10 @@ def _model_folder(model: str | None) -> Path:
         return Path(model)
     run = reference.find(model)
     if run is None:
-        raise FileNotFoundError("no recorded reference run here (data/reference_run); give --model FOLDER, a "
-                                "pretrained model folder such as runs/pretrain/final")
+        raise FileNotFoundError(
+            "no recorded reference run here (data/reference_run); give --model FOLDER, a "
+            "pretrained model folder such as runs/pretrain/final"
+        )
     return run.model_folder()
 
 

@@ -46,8 +46,9 @@ STEP_DIR = re.compile(r"^step-(\d+)$")
 # ------------------------------------------------------------------------------------------------
 # Python objects <-> (JSON, tensors), without pickle
 # ------------------------------------------------------------------------------------------------
-def encode_state(obj: Any, tensors: dict[str, torch.Tensor] | None = None, path: str = "s"
-                 ) -> tuple[Any, dict[str, torch.Tensor]]:
+def encode_state(
+    obj: Any, tensors: dict[str, torch.Tensor] | None = None, path: str = "s"
+) -> tuple[Any, dict[str, torch.Tensor]]:
     """Split a nested structure of dicts / lists / tuples / tensors / arrays / scalars into a JSON
     value and a flat {name: tensor} dict. Tensors are replaced by {"__tensor__": name}."""
     if tensors is None:
@@ -61,8 +62,9 @@ def encode_state(obj: Any, tensors: dict[str, torch.Tensor] | None = None, path:
         return obj.item(), tensors
     if isinstance(obj, dict):
         if obj and all(isinstance(k, int) for k in obj):  # optimizer state is keyed by int
-            return {"__intkeys__": {str(k): encode_state(v, tensors, f"{path}.{k}")[0]
-                                    for k, v in obj.items()}}, tensors
+            return {
+                "__intkeys__": {str(k): encode_state(v, tensors, f"{path}.{k}")[0] for k, v in obj.items()}
+            }, tensors
         for k in obj:
             if not isinstance(k, str):
                 raise TypeError(f"cannot store a dict key of type {type(k).__name__} at {path}")
@@ -73,8 +75,10 @@ def encode_state(obj: Any, tensors: dict[str, torch.Tensor] | None = None, path:
         return [encode_state(v, tensors, f"{path}.{i}")[0] for i, v in enumerate(obj)], tensors
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj, tensors
-    raise TypeError(f"cannot store a {type(obj).__name__} in a checkpoint (at {path}); "
-                    f"only tensors, arrays, numbers, strings, lists, tuples and dicts")
+    raise TypeError(
+        f"cannot store a {type(obj).__name__} in a checkpoint (at {path}); "
+        f"only tensors, arrays, numbers, strings, lists, tuples and dicts"
+    )
 
 
 def decode_state(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
@@ -130,16 +134,19 @@ def unwrap(model: nn.Module) -> nn.Module:
 
 def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None = None) -> None:
     model = unwrap(model)
-    sd = {k: v.detach().to("cpu", dtype=dtype if (dtype and v.is_floating_point()) else v.dtype).contiguous()
-          for k, v in model.state_dict().items()}
+    sd = {
+        k: v.detach().to("cpu", dtype=dtype if (dtype and v.is_floating_point()) else v.dtype).contiguous()
+        for k, v in model.state_dict().items()
+    }
     save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt", "bertlab_class": type(model).__name__})
     fsync_file(folder / "model.safetensors")
     (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
     fsync_file(folder / "config.json")
 
 
-def save_model(folder: str | Path, model: nn.Module, dtype: torch.dtype | None = None,
-               tokenizer_file: str | Path | None = None) -> Path:
+def save_model(
+    folder: str | Path, model: nn.Module, dtype: torch.dtype | None = None, tokenizer_file: str | Path | None = None
+) -> Path:
     """Save weights (safetensors, optionally cast, e.g. to fp16 for a small download) and
     config.json into `folder`, atomically."""
     folder = Path(folder)
@@ -169,12 +176,15 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     its initialisation; any other missing or unexpected weight is an error."""
     folder = Path(folder)
     if not (folder / "model.safetensors").exists() or not (folder / "config.json").exists():
-        raise FileNotFoundError(f"{folder} is not a bertlab model folder (it needs model.safetensors and "
-                                f"config.json); pass a checkpoint folder such as <run>/checkpoints/step-N "
-                                f"or <run>/final")
+        raise FileNotFoundError(
+            f"{folder} is not a bertlab model folder (it needs model.safetensors and "
+            f"config.json); pass a checkpoint folder such as <run>/checkpoints/step-N "
+            f"or <run>/final"
+        )
     config = BertConfig.load(folder / "config.json")
     if model_cls is None:
         from safetensors import safe_open
+
         with safe_open(str(folder / "model.safetensors"), "pt") as f:
             name = (f.metadata() or {}).get("bertlab_class", "BertForPreTraining")
         model_cls = getattr(models, name)
@@ -186,8 +196,10 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     bad_missing = [k for k in missing if not k.startswith(_TASK_HEADS + _PRETRAINING_HEADS)]
     bad_unexpected = [k for k in unexpected if not k.startswith(_PRETRAINING_HEADS + _TASK_HEADS)]
     if bad_missing or bad_unexpected:
-        raise ValueError(f"the weights in {folder} do not fit {model_cls.__name__}: missing "
-                         f"{bad_missing[:5]}, unexpected {bad_unexpected[:5]}")
+        raise ValueError(
+            f"the weights in {folder} do not fit {model_cls.__name__}: missing "
+            f"{bad_missing[:5]}, unexpected {bad_unexpected[:5]}"
+        )
     return model
 
 
@@ -197,6 +209,7 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
 @dataclass
 class Checkpoint:
     """What load_checkpoint returns: the folder, the model weights and every piece of state."""
+
     path: Path
     step: int
     model_state: dict[str, torch.Tensor]
@@ -204,8 +217,14 @@ class Checkpoint:
     state: dict[str, Any] = field(default_factory=dict)  # optimizer, rng, data, scaler, trainer, run
 
 
-def save_checkpoint(ckpt_root: str | Path, step: int, model: nn.Module, state: dict[str, Any],
-                    tokenizer_file: str | Path | None = None, keep_last: int | None = None) -> Path:
+def save_checkpoint(
+    ckpt_root: str | Path,
+    step: int,
+    model: nn.Module,
+    state: dict[str, Any],
+    tokenizer_file: str | Path | None = None,
+    keep_last: int | None = None,
+) -> Path:
     """Write `<ckpt_root>/step-<step>/` atomically and prune to the newest `keep_last`.
     `state` is any nested structure of tensors / arrays / scalars (optimizer.state_dict(),
     rng_state(), the data iterator's state_dict(), counters, the run's settings)."""
@@ -261,17 +280,26 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
             raise FileNotFoundError(f"{path} is not a complete training checkpoint: {name} is missing")
     meta = json.loads((path / "state.json").read_text())
     tensors = load_file(str(path / "state.safetensors"))
-    return Checkpoint(path=path, step=int(meta["step"]), model_state=load_file(str(path / "model.safetensors")),
-                      config=BertConfig.load(path / "config.json"),
-                      state=decode_state(meta["state"], tensors))
+    return Checkpoint(
+        path=path,
+        step=int(meta["step"]),
+        model_state=load_file(str(path / "model.safetensors")),
+        config=BertConfig.load(path / "config.json"),
+        state=decode_state(meta["state"], tensors),
+    )
 
 
 def check_compatible(saved: dict[str, Any], current: dict[str, Any], where: str | Path) -> None:
     """Raise a clear error if a checkpoint was written by a run with different settings (a
     different model, vocabulary, sequence length, ...) than the one trying to resume it."""
-    diffs = [f"  {k}: checkpoint has {saved.get(k)!r}, this run has {current.get(k)!r}"
-             for k in sorted(set(saved) | set(current)) if saved.get(k) != current.get(k)]
+    diffs = [
+        f"  {k}: checkpoint has {saved.get(k)!r}, this run has {current.get(k)!r}"
+        for k in sorted(set(saved) | set(current))
+        if saved.get(k) != current.get(k)
+    ]
     if diffs:
-        raise ValueError(f"cannot resume from {where}: it was written by a run with different settings:\n"
-                         + "\n".join(diffs)
-                         + "\nResume with the same settings, or start a new run in another --out folder.")
+        raise ValueError(
+            f"cannot resume from {where}: it was written by a run with different settings:\n"
+            + "\n".join(diffs)
+            + "\nResume with the same settings, or start a new run in another --out folder."
+        )

@@ -55,8 +55,15 @@ class BertConfig:
     def __post_init__(self):
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
-        for name in ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "num_layers",
+            "hidden_size",
+            "num_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
@@ -64,7 +71,8 @@ class BertConfig:
             raise ValueError(
                 f"hidden size H={self.hidden_size} is not divisible by the number of heads "
                 f"A={self.num_heads}: each head gets H/A dimensions, so choose A among the "
-                f"divisors of H (BERT-Base uses H=768, A=12, 64 per head)")
+                f"divisors of H (BERT-Base uses H=768, A=12, 64 per head)"
+            )
         if self.hidden_act not in ("gelu", "relu"):
             raise ValueError(f"hidden_act must be 'gelu' or 'relu', got {self.hidden_act!r}")
         if self.norm_position not in ("post", "pre"):
@@ -145,8 +153,9 @@ class BertConfig:
             raise ValueError(f"expected a BERT config, got model_type={d.get('model_type')!r}")
         if d.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("only absolute (learned) position embeddings are supported, as in BERT")
-        missing = [hf for hf in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads")
-                   if hf not in d]
+        missing = [
+            hf for hf in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads") if hf not in d
+        ]
         if missing:
             raise ValueError(f"the config has no {missing}; is it a BERT config.json?")
         kwargs = {ours: d[hf] for ours, hf in cls._HF_NAMES.items() if hf in d and d[hf] is not None}
@@ -157,8 +166,10 @@ class BertConfig:
     def to_hf_dict(self) -> dict[str, Any]:
         """The config.json fields transformers' BertConfig expects."""
         if self.norm_position != "post":
-            raise ValueError("transformers' BERT is post-LN; a pre-LN model (norm_position='pre') has no "
-                             "transformers equivalent. Save it with bertlab.checkpoint.save_model instead")
+            raise ValueError(
+                "transformers' BERT is post-LN; a pre-LN model (norm_position='pre') has no "
+                "transformers equivalent. Save it with bertlab.checkpoint.save_model instead"
+            )
         d = {hf: getattr(self, ours) for ours, hf in self._HF_NAMES.items()}
         d["model_type"] = "bert"
         return d

@@ -81,8 +81,7 @@ class CrossAttention(nn.Module):
         self.dropout_p = config.attention_dropout
         self.attention_dropout = nn.Dropout(config.attention_dropout)
 
-    def forward(self, y: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None,
-                need_weights: bool = False):
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
         B, T, H = y.shape
         S = memory.size(1)
         A, d = self.num_heads, self.head_size
@@ -99,7 +98,8 @@ class CrossAttention(nn.Module):
             z = self.attention_dropout(weights) @ v  # (B, A, T, d)
         else:
             z = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0)
+                q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0
+            )
         z = z.transpose(1, 2).reshape(B, T, H)  # concatenate the heads: (B, T, H)
         return self.out(z), weights
 
@@ -120,8 +120,14 @@ class DecoderLayer(nn.Module):
         self.ffn_norm = nn.LayerNorm(H, eps=eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
 
-    def forward(self, y: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None,
-                cross_mask: torch.Tensor | None, need_weights: bool = False):
+    def forward(
+        self,
+        y: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None,
+        cross_mask: torch.Tensor | None,
+        need_weights: bool = False,
+    ):
         """y (B, T, H): the target so far; memory (B, S, H): the encoder output. self_mask
         (B or 1, 1, T, T) is causal: position t sees targets 1..t only. cross_mask (B, 1, 1, S)
         hides the source padding. Returns y (B, T, H) and the two attention maps (or None)."""
@@ -154,16 +160,18 @@ class EncoderDecoder(nn.Module):
     def __init__(self, config: BertConfig, num_decoder_layers: int | None = None):
         super().__init__()
         if config.norm_position != "post":
-            raise ValueError("the Transformer is post-LN; EncoderDecoder needs "
-                             f"norm_position='post', got {config.norm_position!r}")
+            raise ValueError(
+                f"the Transformer is post-LN; EncoderDecoder needs norm_position='post', got {config.norm_position!r}"
+            )
         if config.causal:
-            raise ValueError("the encoder of an encoder-decoder reads the source in both "
-                             "directions; use causal=False (the decoder is causal anyway)")
+            raise ValueError(
+                "the encoder of an encoder-decoder reads the source in both "
+                "directions; use causal=False (the decoder is causal anyway)"
+            )
         self.config = config
         H = config.hidden_size
         self.embedding = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
-        self.register_buffer("positions", sinusoidal_positions(config.max_position_embeddings, H),
-                             persistent=False)
+        self.register_buffer("positions", sinusoidal_positions(config.max_position_embeddings, H), persistent=False)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.encoder = nn.ModuleList([EncoderLayer(config) for _ in range(config.num_layers)])
         n_dec = config.num_layers if num_decoder_layers is None else num_decoder_layers
@@ -177,7 +185,7 @@ class EncoderDecoder(nn.Module):
             nn.init.xavier_uniform_(module.weight)
             nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=module.embedding_dim ** -0.5)
+            nn.init.normal_(module.weight, mean=0.0, std=module.embedding_dim**-0.5)
             with torch.no_grad():
                 module.weight[module.padding_idx].zero_()
         elif isinstance(module, nn.LayerNorm):
@@ -192,16 +200,16 @@ class EncoderDecoder(nn.Module):
         """Token embeddings x sqrt(H) + sinusoidal positions, then dropout: (B, T) -> (B, T, H)."""
         T = ids.size(1)
         if T > self.positions.size(0):
-            raise ValueError(f"a sequence of {T} tokens is longer than max_position_embeddings="
-                             f"{self.positions.size(0)}")
+            raise ValueError(
+                f"a sequence of {T} tokens is longer than max_position_embeddings={self.positions.size(0)}"
+            )
         x = self.embedding(ids) * math.sqrt(self.config.hidden_size) + self.positions[:T]
         return self.dropout(x)
 
     def _pad_mask(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         return (ids != self.config.pad_token_id).long() if mask is None else mask
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None,
-               output_attentions: bool = False):
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None, output_attentions: bool = False):
         """The source sentence through the encoder: memory (B, S, H), and the attention maps."""
         src_mask = self._pad_mask(src, src_mask)
         mask = attention_mask_for(src_mask, src.size(1), causal=False)  # (B, 1, 1, S)
@@ -212,8 +220,14 @@ class EncoderDecoder(nn.Module):
             attentions.append(w)
         return x, (tuple(attentions) if output_attentions else None)
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               tgt_mask: torch.Tensor | None = None, output_attentions: bool = False):
+    def decode(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ):
         """The target so far through the decoder, given the encoder output: logits (B, T, V),
         then the self-attention and the cross-attention maps of every layer (or None)."""
         T, S = tgt_in.size(1), memory.size(1)
@@ -230,26 +244,31 @@ class EncoderDecoder(nn.Module):
             return logits, None, None
         return logits, tuple(self_attentions), tuple(cross_attentions)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, src_mask: torch.Tensor | None = None,
-                tgt_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                output_attentions: bool = False) -> EncoderDecoderOutput:
+    def forward(
+        self,
+        src: torch.Tensor,
+        tgt_in: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ) -> EncoderDecoderOutput:
         """Teacher forcing: the decoder reads the reference target shifted right, tgt_in =
         [BOS] w1 .. wn, and predicts at every position the next token, labels = w1 .. wn [EOS]
         (IGNORE_INDEX on padding). Masks (B, S) and (B, T) are 1 for real tokens; by default,
         every token that is not pad_token_id."""
         src_mask = self._pad_mask(src, src_mask)
         memory, encoder_attentions = self.encode(src, src_mask, output_attentions)
-        logits, self_att, cross_att = self.decode(tgt_in, memory, src_mask, tgt_mask,
-                                                  output_attentions)
+        logits, self_att, cross_att = self.decode(tgt_in, memory, src_mask, tgt_mask, output_attentions)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
-                                   ignore_index=IGNORE_INDEX)
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX)
         return EncoderDecoderOutput(logits, loss, encoder_attentions, self_att, cross_att)
 
     @torch.no_grad()
-    def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int = 50,
-                      src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def greedy_decode(
+        self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int = 50, src_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Inference: encode the source once, then start from [BOS] and append, again and again,
         the single most probable next token, until every sentence has produced [EOS] or max_len
         tokens. Returns (B, 1 + n) ids starting with [BOS]; after a sentence's [EOS], padding.

@@ -42,12 +42,14 @@ def exportable(model: BertForPreTraining) -> None:
         raise ValueError(
             "this model is pre-LN (LayerNorm before each sublayer, norm_position='pre'); transformers' BERT "
             "is post-LN, the paper's layer, so no transformers class computes what this model computes. "
-            "Pretrain with --norm-position post to get a model that can be exported.")
+            "Pretrain with --norm-position post to get a model that can be exported."
+        )
     if cfg.causal:
         raise ValueError(
             "this model attends left to right (causal attention, the paper's 'LTR & No NSP' ablation); "
             "transformers' BERT attends in both directions and would compute something else with these "
-            "weights. Only masked-LM models (--objective mlm) can be exported.")
+            "weights. Only masked-LM models (--objective mlm) can be exported."
+        )
 
 
 def export_hf(model_folder: str | Path, out: str | Path) -> Path:
@@ -58,10 +60,11 @@ def export_hf(model_folder: str | Path, out: str | Path) -> Path:
     exportable(model)
     tokenizer = load_tokenizer_for(model_folder)
     if tokenizer.vocab_size != model.config.vocab_size:
-        raise ValueError(f"the tokenizer beside {model_folder} has {tokenizer.vocab_size} pieces but the model "
-                         f"{model.config.vocab_size}: the folder mixes two runs")
-    weights = {k: v.contiguous() for k, v in hf.to_hf_state_dict(model).items()
-               if not k.startswith(_NOT_IN_MASKED_LM)}
+        raise ValueError(
+            f"the tokenizer beside {model_folder} has {tokenizer.vocab_size} pieces but the model "
+            f"{model.config.vocab_size}: the folder mixes two runs"
+        )
+    weights = {k: v.contiguous() for k, v in hf.to_hf_state_dict(model).items() if not k.startswith(_NOT_IN_MASKED_LM)}
     lowercase = bool(json.loads(tokenizer.backend.to_str()).get("normalizer", {}).get("lowercase", True))
     tmp = out.with_name(out.name + ".partial")
     if tmp.exists():  # left by an export that was interrupted
@@ -72,9 +75,17 @@ def export_hf(model_folder: str | Path, out: str | Path) -> Path:
     tokenizer.save(tmp)
     specials = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
     write_json(tmp / "special_tokens_map.json", specials, indent=2)
-    write_json(tmp / "tokenizer_config.json", {
-        "tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "strip_accents": None,
-        "tokenize_chinese_chars": True, "model_max_length": model.config.max_position_embeddings,
-        **specials}, indent=2)
+    write_json(
+        tmp / "tokenizer_config.json",
+        {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": lowercase,
+            "strip_accents": None,
+            "tokenize_chinese_chars": True,
+            "model_max_length": model.config.max_position_embeddings,
+            **specials,
+        },
+        indent=2,
+    )
     replace_dir(tmp, out)
     return out

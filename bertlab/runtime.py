@@ -72,6 +72,7 @@ def cpu_model() -> str | None:
     except OSError:
         pass
     import platform
+
     return platform.processor() or None
 
 
@@ -203,8 +204,9 @@ def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> t
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise RuntimeError(f"device {device!r} was requested but no CUDA GPU is available; "
-                               f"use --device cpu (or auto)")
+            raise RuntimeError(
+                f"device {device!r} was requested but no CUDA GPU is available; use --device cpu (or auto)"
+            )
         if dev.index is None:
             dev = torch.device("cuda", dist_info.local_rank if dist_info else torch.cuda.current_device())
     elif dev.type != "cpu":
@@ -255,12 +257,16 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if device.type != "cuda":
         native = cpu_bf16_feature() is not None
         if precision == "fp16":
-            raise ValueError(f"--precision fp16 needs a CUDA GPU, but this run is on {device}; use "
-                             f"--precision {'bf16' if native else 'fp32'} (or auto) on this CPU")
+            raise ValueError(
+                f"--precision fp16 needs a CUDA GPU, but this run is on {device}; use "
+                f"--precision {'bf16' if native else 'fp32'} (or auto) on this CPU"
+            )
         if precision == "bf16" and not native:
-            raise ValueError("--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX) or a "
-                             "CUDA GPU; this CPU has neither, so bf16 would be emulated and slower than "
-                             "fp32. Use --precision fp32 (or auto)")
+            raise ValueError(
+                "--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX) or a "
+                "CUDA GPU; this CPU has neither, so bf16 would be emulated and slower than "
+                "fp32. Use --precision fp32 (or auto)"
+            )
         if precision == "auto":
             return "bf16" if native else "fp32"
         return precision
@@ -268,13 +274,20 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if precision == "auto":
         return "bf16" if bf16_ok else "fp16"
     if precision == "bf16" and not bf16_ok:
-        raise ValueError(f"{torch.cuda.get_device_name(device)} does not support bf16; use "
-                         f"--precision fp16 (autocast with loss scaling) or auto")
+        raise ValueError(
+            f"{torch.cuda.get_device_name(device)} does not support bf16; use "
+            f"--precision fp16 (autocast with loss scaling) or auto"
+        )
     return precision
 
 
-def make_runtime(device: str = "auto", precision: str = "auto", compile: bool = False,
-                 fused_adamw: bool | None = None, distributed: bool = True) -> Runtime:
+def make_runtime(
+    device: str = "auto",
+    precision: str = "auto",
+    compile: bool = False,
+    fused_adamw: bool | None = None,
+    distributed: bool = True,
+) -> Runtime:
     """Resolve every hardware choice once, with clear errors for impossible combinations.
     fused_adamw=None means: fused on CUDA, the default (foreach) implementation elsewhere."""
     want = None if device == "auto" else torch.device(device).type
@@ -284,8 +297,7 @@ def make_runtime(device: str = "auto", precision: str = "auto", compile: bool = 
     if fused_adamw is None:
         fused_adamw = dev.type == "cuda"
     elif fused_adamw and dev.type != "cuda":
-        raise ValueError("the fused AdamW kernel needs a CUDA GPU; drop --fused (it is chosen "
-                         "automatically on GPUs)")
+        raise ValueError("the fused AdamW kernel needs a CUDA GPU; drop --fused (it is chosen automatically on GPUs)")
     if dev.type == "cuda":
         # TF32: fp32 matmuls on tensor cores with a 10-bit mantissa (Ampere+); harmless elsewhere.
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -296,7 +308,15 @@ def make_runtime(device: str = "auto", precision: str = "auto", compile: bool = 
 def git_commit() -> str | None:
     """The commit of the checkout bertlab runs from (None outside a git checkout)."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=Path(__file__).resolve().parent).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None

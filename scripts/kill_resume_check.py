@@ -115,8 +115,12 @@ def verify_checkpoints(root: Path, expect_keys: set[str] | None = None) -> dict[
         except CorruptCheckpoint as err:
             corrupt.append((p.name, str(err)))
     latest_ok = latest is None or latest.name not in {n for n, _ in corrupt}
-    return {"steps": steps, "latest": int(STEP_DIR.match(latest.name).group(1)) if latest else None,
-            "corrupt": corrupt, "latest_ok": latest_ok}
+    return {
+        "steps": steps,
+        "latest": int(STEP_DIR.match(latest.name).group(1)) if latest else None,
+        "corrupt": corrupt,
+        "latest_ok": latest_ok,
+    }
 
 
 def compare_weights(a: Path, b: Path) -> dict[str, Any]:
@@ -130,8 +134,13 @@ def compare_weights(a: Path, b: Path) -> dict[str, Any]:
         elif wa[k].shape != wb[k].shape:
             max_diff = float("inf")
     only = sorted(set(wa) ^ set(wb))
-    return {"identical": not differ and not only, "differ": differ, "only_in_one": only, "max_abs_diff": max_diff,
-            "tensors": len(wa)}
+    return {
+        "identical": not differ and not only,
+        "differ": differ,
+        "only_in_one": only,
+        "max_abs_diff": max_diff,
+        "tensors": len(wa),
+    }
 
 
 def compare_states(a: Path, b: Path) -> dict[str, Any]:
@@ -147,8 +156,10 @@ def compare_states(a: Path, b: Path) -> dict[str, Any]:
 
 def logged_losses(run: Path) -> list[tuple]:
     from bertlab.training.logs import read_metrics
-    return [(r.get("split"), r.get("step"), r.get("loss"), r.get("mlm_acc"))
-            for r in read_metrics(run / "metrics.jsonl")]
+
+    return [
+        (r.get("split"), r.get("step"), r.get("loss"), r.get("mlm_acc")) for r in read_metrics(run / "metrics.jsonl")
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -176,24 +187,75 @@ class Settings:
 
 def child_env(threads: int) -> dict[str, str]:
     env = dict(os.environ)
-    mirror = env.get("BERTLAB_DATA_MIRROR") or (str(REPO.parent / "shared" / "data")
-                                                if (REPO.parent / "shared" / "data").is_dir() else "")
+    mirror = env.get("BERTLAB_DATA_MIRROR") or (
+        str(REPO.parent / "shared" / "data") if (REPO.parent / "shared" / "data").is_dir() else ""
+    )
     if mirror:
         env["BERTLAB_DATA_MIRROR"] = mirror
     env.setdefault("HF_HUB_OFFLINE", "1")
-    env.update(TOKENIZERS_PARALLELISM="false", BERTLAB_PROGRESS="0", PYTHONUNBUFFERED="1",
-               OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    env.update(
+        TOKENIZERS_PARALLELISM="false",
+        BERTLAB_PROGRESS="0",
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+    )
     return env
 
 
 def pretrain_args(s: Settings, out: Path, tokenizer: Path | None, steps: int) -> list[str]:
-    args = ["-m", "bertlab", "pretrain", "--preset", "tiny", "--layers", "1", "--hidden", "64", "--heads", "2",
-            "--corpus", s.corpus, "--max-documents", str(s.max_documents),
-            "--seq-len", "32", "--batch-size", "8", "--steps", str(steps), "--recipe", "budget",
-            "--lr", "1e-3", "--warmup", "0.1", "--dropout", "0.1", "--seed", str(s.seed),
-            "--device", "cpu", "--precision", "fp32", "--no-compile",
-            "--checkpoint-every", "1", "--keep-last", str(s.keep_last), "--log-every", "1",
-            "--eval-every", "100000", "--eval-batches", "1", "--no-progress", "--out", str(out), "--resume"]
+    args = [
+        "-m",
+        "bertlab",
+        "pretrain",
+        "--preset",
+        "tiny",
+        "--layers",
+        "1",
+        "--hidden",
+        "64",
+        "--heads",
+        "2",
+        "--corpus",
+        s.corpus,
+        "--max-documents",
+        str(s.max_documents),
+        "--seq-len",
+        "32",
+        "--batch-size",
+        "8",
+        "--steps",
+        str(steps),
+        "--recipe",
+        "budget",
+        "--lr",
+        "1e-3",
+        "--warmup",
+        "0.1",
+        "--dropout",
+        "0.1",
+        "--seed",
+        str(s.seed),
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32",
+        "--no-compile",
+        "--checkpoint-every",
+        "1",
+        "--keep-last",
+        str(s.keep_last),
+        "--log-every",
+        "1",
+        "--eval-every",
+        "100000",
+        "--eval-batches",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+        "--resume",
+    ]
     args += ["--tokenizer", str(tokenizer)] if tokenizer else ["--vocab-size", str(s.vocab_size)]
     args += ["--phases", s.phases] if s.phases else []
     return args
@@ -239,13 +301,11 @@ class Check:
         logf.parent.mkdir(parents=True, exist_ok=True)
         with open(logf, "w") as f:
             args = pretrain_args(self.s, out, tokenizer, steps or self.steps)
-            p = subprocess.Popen([self.s.python, *args], cwd=REPO, env=self.env,
-                                 stdout=f, stderr=subprocess.STDOUT)
+            p = subprocess.Popen([self.s.python, *args], cwd=REPO, env=self.env, stdout=f, stderr=subprocess.STDOUT)
         p.t_start = time.monotonic()  # type: ignore[attr-defined]
         return p, logf
 
-    def poll(self, p: subprocess.Popen, cond: Callable[[], bool], interval: Callable[[], float] | float = SLOW
-             ) -> bool:
+    def poll(self, p: subprocess.Popen, cond: Callable[[], bool], interval: Callable[[], float] | float = SLOW) -> bool:
         """Wait until cond() (True) or the process exits (False)."""
         while True:
             if cond():
@@ -296,8 +356,10 @@ class Check:
         train = [r for r in m if r.get("split") == "train"]
         if len(train) >= 2 and train[-1]["step"] > train[0]["step"]:
             self.step_est = (train[-1]["elapsed_s"] - train[0]["elapsed_s"]) / (train[-1]["step"] - train[0]["step"])
-        self.say(f"reference: {self.steps} steps uninterrupted in {time.monotonic() - t:.1f} s "
-                 f"(start-up ~{self.startup_est:.1f} s, ~{self.step_est * 1000:.0f} ms/step with its checkpoint)")
+        self.say(
+            f"reference: {self.steps} steps uninterrupted in {time.monotonic() - t:.1f} s "
+            f"(start-up ~{self.startup_est:.1f} s, ~{self.step_est * 1000:.0f} ms/step with its checkpoint)"
+        )
         return out
 
     # --- one killed session ---------------------------------------------------------------------
@@ -384,8 +446,13 @@ class Check:
         plan = []
         for _ in range(self.s.kills):
             u = self.rng.random()
-            plan.append("write" if u < self.s.write_share else
-                        "startup" if u < self.s.write_share + self.s.startup_share else "step")
+            plan.append(
+                "write"
+                if u < self.s.write_share
+                else "startup"
+                if u < self.s.write_share + self.s.startup_share
+                else "step"
+            )
         if self.s.final_kill:
             plan.append("final")
         attempts = 0
@@ -421,11 +488,14 @@ class Check:
                     self.corrupt.append(f"after kill {self.kills}: final/: {type(err).__name__}: {err}")
             new_latest = v["latest"] or 0
             if new_latest < latest:
-                self.problems.append(f"after kill {self.kills}: the newest checkpoint went back from {latest} "
-                                     f"to {new_latest}")
+                self.problems.append(
+                    f"after kill {self.kills}: the newest checkpoint went back from {latest} to {new_latest}"
+                )
             history.append(new_latest)
-            self.say(f"kill {self.kills:3d} [{mode:7s}] {aim}; checkpoints {v['steps']}"
-                     + (f"  CORRUPT {v['corrupt']}" if v["corrupt"] else ""))
+            self.say(
+                f"kill {self.kills:3d} [{mode:7s}] {aim}; checkpoints {v['steps']}"
+                + (f"  CORRUPT {v['corrupt']}" if v["corrupt"] else "")
+            )
             latest = new_latest
         # let it finish
         p, logf = self.launch(out, tokenizer)
@@ -447,13 +517,21 @@ class Check:
         if not losses_same:
             self.problems.append("the logged losses differ from the reference's")
         return {
-            "kills": self.kills, "kills_during_write": self.kills_during_write,
-            "kills_during_prune": self.kills_during_prune, "kills_by_mode": self.kills_by_mode,
-            "resumes": self.resumes, "sessions": self.launches - 1, "steps": self.steps,
-            "corrupt_checkpoints": len(self.corrupt), "identical": w["identical"],
-            "max_abs_diff": w["max_abs_diff"], "tensors_compared": w["tensors"],
-            "state_identical": st["identical"], "losses_identical": losses_same,
-            "problems": self.problems, "corrupt": self.corrupt[:20],
+            "kills": self.kills,
+            "kills_during_write": self.kills_during_write,
+            "kills_during_prune": self.kills_during_prune,
+            "kills_by_mode": self.kills_by_mode,
+            "resumes": self.resumes,
+            "sessions": self.launches - 1,
+            "steps": self.steps,
+            "corrupt_checkpoints": len(self.corrupt),
+            "identical": w["identical"],
+            "max_abs_diff": w["max_abs_diff"],
+            "tensors_compared": w["tensors"],
+            "state_identical": st["identical"],
+            "losses_identical": losses_same,
+            "problems": self.problems,
+            "corrupt": self.corrupt[:20],
             "wall_s": round(time.monotonic() - self.t0, 1),
         }
 
@@ -469,10 +547,19 @@ def run_check(settings: Settings, work: Path | None = None, keep: bool = False) 
         summary = check.run()
         summary["ok"] = passed(summary, settings)
     except Aborted as err:
-        summary = {"kills": check.kills, "kills_during_write": check.kills_during_write, "resumes": check.resumes,
-                   "corrupt_checkpoints": len(check.corrupt), "identical": False, "max_abs_diff": None,
-                   "wall_s": round(time.monotonic() - check.t0, 1), "error": str(err)[-2000:],
-                   "corrupt": check.corrupt[:20], "problems": check.problems, "ok": False}
+        summary = {
+            "kills": check.kills,
+            "kills_during_write": check.kills_during_write,
+            "resumes": check.resumes,
+            "corrupt_checkpoints": len(check.corrupt),
+            "identical": False,
+            "max_abs_diff": None,
+            "wall_s": round(time.monotonic() - check.t0, 1),
+            "error": str(err)[-2000:],
+            "corrupt": check.corrupt[:20],
+            "problems": check.problems,
+            "ok": False,
+        }
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -481,21 +568,38 @@ def run_check(settings: Settings, work: Path | None = None, keep: bool = False) 
 
 
 def passed(summary: dict[str, Any], s: Settings) -> bool:
-    return (summary["identical"] and summary["corrupt_checkpoints"] == 0 and not summary.get("problems")
-            and summary["kills"] >= s.kills and summary.get("state_identical", False)
-            and summary.get("losses_identical", False))
+    return (
+        summary["identical"]
+        and summary["corrupt_checkpoints"] == 0
+        and not summary.get("problems")
+        and summary["kills"] >= s.kills
+        and summary.get("state_identical", False)
+        and summary.get("losses_identical", False)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--kills", type=int, default=25, help="SIGKILLs before the run may finish (default 25)")
-    ap.add_argument("--steps", type=int, default=None,
-                    help="optimiser steps of each run (default: sized by time on this machine, at least 60)")
-    ap.add_argument("--seconds-per-kill", type=float, default=0.25,
-                    help="without --steps: training time per kill the runs are sized for (default 0.25)")
-    ap.add_argument("--phases", default="0.5:16:16,0.5:32:8",
-                    help='sequence-length phases of the runs (FRACTION:SEQ_LEN:BATCH,...; "" for none)')
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="optimiser steps of each run (default: sized by time on this machine, at least 60)",
+    )
+    ap.add_argument(
+        "--seconds-per-kill",
+        type=float,
+        default=0.25,
+        help="without --steps: training time per kill the runs are sized for (default 0.25)",
+    )
+    ap.add_argument(
+        "--phases",
+        default="0.5:16:16,0.5:32:8",
+        help='sequence-length phases of the runs (FRACTION:SEQ_LEN:BATCH,...; "" for none)',
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of the kill schedule and of the runs")
     ap.add_argument("--write-share", type=float, default=0.5, help="share of kills aimed at checkpoint writes")
     ap.add_argument("--startup-share", type=float, default=0.15, help="share of kills during start-up")
@@ -508,9 +612,19 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.kills < 0 or (a.steps is not None and a.steps < 3):
         ap.error("--kills must be >= 0 and --steps >= 3")
-    s = Settings(kills=a.kills, steps=a.steps, seconds_per_kill=a.seconds_per_kill, phases=a.phases, seed=a.seed,
-                 write_share=a.write_share, startup_share=a.startup_share,
-                 final_kill=not a.no_final_kill, threads=a.threads, timeout=a.timeout, verbose=not a.quiet)
+    s = Settings(
+        kills=a.kills,
+        steps=a.steps,
+        seconds_per_kill=a.seconds_per_kill,
+        phases=a.phases,
+        seed=a.seed,
+        write_share=a.write_share,
+        startup_share=a.startup_share,
+        final_kill=not a.no_final_kill,
+        threads=a.threads,
+        timeout=a.timeout,
+        verbose=not a.quiet,
+    )
     summary = run_check(s, a.work, a.keep)
     if summary.get("error"):
         print(f"ERROR: {summary['error']}", flush=True)
@@ -518,10 +632,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CORRUPT: {line}")
     for line in summary.get("problems") or []:
         print(f"PROBLEM: {line}")
-    print(f"{summary['kills']} kills ({summary['kills_during_write']} during checkpoint writes), "
-          f"{summary['resumes']} resumes, {summary['corrupt_checkpoints']} corrupt checkpoints; final weights "
-          f"{'IDENTICAL to' if summary['identical'] else 'DIFFERENT from'} the uninterrupted run "
-          f"(max |diff| {summary['max_abs_diff']}); {'PASS' if summary['ok'] else 'FAIL'}")
+    print(
+        f"{summary['kills']} kills ({summary['kills_during_write']} during checkpoint writes), "
+        f"{summary['resumes']} resumes, {summary['corrupt_checkpoints']} corrupt checkpoints; final weights "
+        f"{'IDENTICAL to' if summary['identical'] else 'DIFFERENT from'} the uninterrupted run "
+        f"(max |diff| {summary['max_abs_diff']}); {'PASS' if summary['ok'] else 'FAIL'}"
+    )
     keys = ("kills", "kills_during_write", "resumes", "corrupt_checkpoints", "identical", "max_abs_diff", "wall_s")
     extra = ("kills_during_prune", "kills_by_mode", "sessions", "steps", "state_identical", "losses_identical", "ok")
     print(json.dumps({**{k: summary.get(k) for k in keys}, **{k: summary[k] for k in extra if k in summary}}))

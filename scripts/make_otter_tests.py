@@ -29,6 +29,7 @@ def part_names(assignment: str) -> dict[str, list[str]]:
     solution (its imports cell and solution cells, executed here)."""
     from bertlab.course import exercises_of
     from bertlab.exercises import CHECKS, RESULTS, ExerciseFailure
+
     nb = nbformat.read(ROOT / "book" / "exercises" / f"{assignment}.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     ns: dict = {}
@@ -46,18 +47,32 @@ def part_names(assignment: str) -> dict[str, list[str]]:
 
 def test_file(name: str, points: int, functions: tuple[str, ...], parts: list[str]) -> str:
     args = ", ".join(functions)
-    lines = ['"""otter-grader tests, written by scripts/make_otter_tests.py: one case per part."""',
-             "", "from otter.test_files import test_case", "", "OK_FORMAT = False", "",
-             f"name = {name!r}", f"points = {points}  # shared equally by the cases", ""]
+    lines = [
+        '"""otter-grader tests, written by scripts/make_otter_tests.py: one case per part."""',
+        "",
+        "from otter.test_files import test_case",
+        "",
+        "OK_FORMAT = False",
+        "",
+        f"name = {name!r}",
+        f"points = {points}  # shared equally by the cases",
+        "",
+    ]
     for k, part in enumerate(parts):
-        lines += ["", f"@test_case(hidden=False, name={part!r})", f"def part_{k}({args}):",
-                  "    from bertlab.exercises import require_part",
-                  f"    require_part({name!r}, {k}, {args})", ""]
+        lines += [
+            "",
+            f"@test_case(hidden=False, name={part!r})",
+            f"def part_{k}({args}):",
+            "    from bertlab.exercises import require_part",
+            f"    require_part({name!r}, {k}, {args})",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     from bertlab.course import ASSIGNMENTS, EXERCISES
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("assignment", choices=sorted(ASSIGNMENTS))
     p.add_argument("--out", required=True, help="folder for the test files (created)")

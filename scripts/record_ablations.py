@@ -6,6 +6,7 @@ data/ablations/ablations.json. About an hour on 2 CPU cores; run it again to res
     python scripts/record_ablations.py
     python scripts/record_ablations.py --steps 1000 --only "MLM, no NSP"
 """
+
 import argparse
 
 from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, STEPS, record

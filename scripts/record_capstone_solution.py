@@ -9,6 +9,7 @@ its grades on the graded task (CoNLL-2003) and on SST-2, the task the capstone m
 
 About 30 minutes on 2 CPU cores. The grader runs with torch's default threads.
 """
+
 import argparse
 import dataclasses
 import json
@@ -30,9 +31,18 @@ parser.add_argument("--tasks", nargs="+", default=[GRADING.task, "sst2"], help="
 args = parser.parse_args()
 
 if args.run is None:  # the solution cell of the capstone notebook, run as written there
-    cfg = PretrainConfig(preset="tiny", recipe="cpu", corpus="books+wiki", vocab_size=8192, minutes=12,
-                         eval_every=200, eval_batches=20, log_every=50, out="runs/capstone_solution",
-                         device="cpu")
+    cfg = PretrainConfig(
+        preset="tiny",
+        recipe="cpu",
+        corpus="books+wiki",
+        vocab_size=8192,
+        minutes=12,
+        eval_every=200,
+        eval_batches=20,
+        log_every=50,
+        out="runs/capstone_solution",
+        device="cpu",
+    )
     torch.manual_seed(0)
     pretrain(cfg)
     run = Path(cfg.out)
@@ -42,14 +52,22 @@ info = json.loads((run / "run.json").read_text())
 evals = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"eval"' in line]
 record = {
     "about": "The capstone's model solution, pretrained as book/exercises/09_capstone.ipynb's solution "
-             "cell does, then graded by bertlab.course.capstone (the weights measured again; nothing printed is "
-             "read) on each task with the grader's recipe, seeds and thresholds.",
+    "cell does, then graded by bertlab.course.capstone (the weights measured again; nothing printed is "
+    "read) on each task with the grader's recipe, seeds and thresholds.",
     "command": " ".join(["python", *sys.argv]),
-    "pretraining": {"config": info["config"], "runtime": info["runtime"], "torch": info["torch"],
-                    "git_commit": info["git_commit"], "parameters": info.get("parameters"),
-                    "steps": evals[-1]["step"], "minutes": round(evals[-1]["elapsed_s"] / 60, 1),
-                    "heldout": [{k: r[k] for k in ("step", "mlm_acc", "mlm_loss", "elapsed_s")} for r in evals]},
-    "machine": cpu_model(), "grading_git_commit": git_commit(), "grades": {},
+    "pretraining": {
+        "config": info["config"],
+        "runtime": info["runtime"],
+        "torch": info["torch"],
+        "git_commit": info["git_commit"],
+        "parameters": info.get("parameters"),
+        "steps": evals[-1]["step"],
+        "minutes": round(evals[-1]["elapsed_s"] / 60, 1),
+        "heldout": [{k: r[k] for k in ("step", "mlm_acc", "mlm_loss", "elapsed_s")} for r in evals],
+    },
+    "machine": cpu_model(),
+    "grading_git_commit": git_commit(),
+    "grades": {},
 }
 for task in args.tasks:
     t = time.perf_counter()

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Record a pretraining run as a pilot in data/pilots/<name>.json (its settings and held-out curve).
 
-    python -m bertlab pretrain --preset tiny --recipe budget --steps 1200 --out runs/pilot-budget ...
-    python scripts/record_pilot.py runs/pilot-budget --name budget-tiny --change "the budget recipe"
+python -m bertlab pretrain --preset tiny --recipe budget --steps 1200 --out runs/pilot-budget ...
+python scripts/record_pilot.py runs/pilot-budget --name budget-tiny --change "the budget recipe"
 """
+
 import argparse
 
 from bertlab.experiments.pilots import PILOTS_DIR, record_pilot

@@ -7,6 +7,7 @@ initialised twins of the same size, on the first 500 / 2,000 / 8,000 SST-2 train
     python scripts/record_sst2_probe.py                 # the committed record, 3 random twins
     python scripts/record_sst2_probe.py --sizes 500 2000 --twins 1
 """
+
 import argparse
 import time
 
@@ -44,25 +45,54 @@ for seed in range(args.twins):
     encoders.append(("random", seed, BertModel(pretrained.config)))
 rows = []
 t0 = time.perf_counter()
-vectors = {(init, seed): (sentence_vectors(m, tokenizer, [e.sentence for e in train]),
-                          sentence_vectors(m, tokenizer, [e.sentence for e in dev]))
-           for init, seed, m in encoders}
+vectors = {
+    (init, seed): (
+        sentence_vectors(m, tokenizer, [e.sentence for e in train]),
+        sentence_vectors(m, tokenizer, [e.sentence for e in dev]),
+    )
+    for init, seed, m in encoders
+}
 for (init, seed), (x_train, x_dev) in vectors.items():
     for layer in range(x_train.shape[0]):
         for n in args.sizes:
             r = linear_probe(x_train[layer, :n], y_train[:n], x_dev[layer], y_dev)
-            rows.append({"init": init, "seed": seed, "layer": layer, "train_examples": n,
-                         "accuracy": round(r.accuracy, 2), "l2": r.l2})
+            rows.append(
+                {
+                    "init": init,
+                    "seed": seed,
+                    "layer": layer,
+                    "train_examples": n,
+                    "accuracy": round(r.accuracy, 2),
+                    "l2": r.l2,
+                }
+            )
             print(rows[-1], flush=True)
 c = pretrained.config
-write_json(args.out, {
-    "about": "A linear probe (bertlab.analysis.linear_probe: logistic regression, L2 penalty chosen on a fifth of the "
-             "training vectors) on frozen mean-pooled sentence vectors at every hidden state (layer 0 = "
-             "the embedding output), the first N SST-2 training sentences, scored on all of SST-2 dev: "
-             "the book's pretrained BERT against randomly initialised twins of the same size.",
-    "encoder": {"L": c.num_layers, "H": c.hidden_size, "A": c.num_heads, "vocab_size": c.vocab_size,
-                "record": run.label()},
-    "dev_examples": len(dev), "machine": {"cpu": cpu_model(), "threads": torch.get_num_threads(),
-                                          "torch": torch.__version__, "precision": "fp32"},
-    "seconds": round(time.perf_counter() - t0, 1), "git_commit": git_commit(), "rows": rows})
+write_json(
+    args.out,
+    {
+        "about": "A linear probe (bertlab.analysis.linear_probe: logistic regression, L2 penalty chosen on a "
+        "fifth of the "
+        "training vectors) on frozen mean-pooled sentence vectors at every hidden state (layer 0 = "
+        "the embedding output), the first N SST-2 training sentences, scored on all of SST-2 dev: "
+        "the book's pretrained BERT against randomly initialised twins of the same size.",
+        "encoder": {
+            "L": c.num_layers,
+            "H": c.hidden_size,
+            "A": c.num_heads,
+            "vocab_size": c.vocab_size,
+            "record": run.label(),
+        },
+        "dev_examples": len(dev),
+        "machine": {
+            "cpu": cpu_model(),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "precision": "fp32",
+        },
+        "seconds": round(time.perf_counter() - t0, 1),
+        "git_commit": git_commit(),
+        "rows": rows,
+    },
+)
 print(args.out)

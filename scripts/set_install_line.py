@@ -29,20 +29,25 @@ COMMENT = "# On Colab or a fresh machine, install bertlab (Colab already has tor
 def repository_url(config: Path = ROOT / "_config.yml") -> str:
     url = (yaml.safe_load(config.read_text()).get("repository") or {}).get("url")
     if not url or not url.startswith("https://"):
-        raise ValueError(f"{config} has no repository url (repository: url: https://github.com/OWNER/NAME); "
-                         f"the notebooks' install line is written from it")
+        raise ValueError(
+            f"{config} has no repository url (repository: url: https://github.com/OWNER/NAME); "
+            f"the notebooks' install line is written from it"
+        )
     return url.rstrip("/")
 
 
 def setup_cell(url: str) -> str:
     """The setup cell every notebook starts with, installing bertlab from `url`."""
-    return (f"{COMMENT}\n"
-            "try:\n"
-            "    import bertlab\n"
-            "except ImportError:\n"
-            f'    %pip install -q "bertlab[book] @ git+{url}"\n'
-            "from bertlab.notebook import setup\n"
-            "device = setup()")
+    return (
+        f"{COMMENT}\n"
+        "try:\n"
+        "    import bertlab\n"
+        "except ImportError:\n"
+        f'    %pip install -q "bertlab[book] @ git+{url}"\n'
+        "from bertlab.notebook import setup\n"
+        "\n"
+        "device = setup()"
+    )
 
 
 def notebooks(book: Path = ROOT / "book") -> list[Path]:

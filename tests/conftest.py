@@ -45,4 +45,5 @@ def one_thread():
 def bert_tokenizer():
     """The bert-base-uncased WordPiece vocabulary (offline, from the MiniLM package)."""
     from bertlab.data.tokenizer import bert_uncased_tokenizer
+
     return bert_uncased_tokenizer()

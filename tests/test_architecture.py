@@ -201,8 +201,14 @@ def layer(name: str) -> str:
 def test_every_module_is_scanned():
     files = sorted(ROOT.rglob("*.py"))
     assert len(SCANNED) == len(files) > 40  # every file under bertlab/, subfolders included
-    assert {"bertlab", "bertlab.model", "bertlab.tasks", "bertlab.tasks.inputs", "bertlab.training.pretrain",
-            "bertlab.exercises"} <= set(MODULES)
+    assert {
+        "bertlab",
+        "bertlab.model",
+        "bertlab.tasks",
+        "bertlab.tasks.inputs",
+        "bertlab.training.pretrain",
+        "bertlab.exercises",
+    } <= set(MODULES)
     assert "bertlab.model" in GRAPH["bertlab.tasks"]
     unknown = sorted(name for name in MODULES if layer(name) not in LAYERS)
     assert not unknown, f"modules in a folder the layer map does not know (add it to LAYERS and NEVER): {unknown}"
@@ -211,8 +217,12 @@ def test_every_module_is_scanned():
 
 
 def test_layers_import_only_downward():
-    wrong = [f"{name} ({layer(name)}) imports {target} ({layer(target)}), line {SCANNED[name].imports[target]}"
-             for name, targets in GRAPH.items() for target in targets if layer(target) in NEVER[layer(name)]]
+    wrong = [
+        f"{name} ({layer(name)}) imports {target} ({layer(target)}), line {SCANNED[name].imports[target]}"
+        for name, targets in GRAPH.items()
+        for target in targets
+        if layer(target) in NEVER[layer(name)]
+    ]
     assert not wrong, "imports against the layer map:\n  " + "\n  ".join(wrong)
 
 
@@ -226,14 +236,17 @@ def test_the_layer_map_is_a_partial_order():
 
 def test_no_import_cycles():
     cycles = find_cycles(GRAPH)
-    assert not cycles, ("bertlab modules import each other in a cycle (function-local imports "
-                        "count):\n  " + "\n  ".join(describe(c) for c in cycles))
+    assert not cycles, "bertlab modules import each other in a cycle (function-local imports count):\n  " + "\n  ".join(
+        describe(c) for c in cycles
+    )
 
 
 def test_no_private_names_across_modules():
     found = [f"{name}, {what}" for name, m in SCANNED.items() for what in m.private]
-    assert not found, ("private names used from another bertlab module (make them public in "
-                       "their module, or keep them inside it):\n  " + "\n  ".join(found))
+    assert not found, (
+        "private names used from another bertlab module (make them public in "
+        "their module, or keep them inside it):\n  " + "\n  ".join(found)
+    )
 
 
 def test_the_checker_finds_cycles():
@@ -259,9 +272,14 @@ def f():
     found = scan("bertlab.a", source, modules)
     assert sorted(found.imports) == ["bertlab.b", "bertlab.c"]
     assert [p.split(": ", 1)[1] for p in found.private] == [
-        "from bertlab.b import _private", "bertlab.b._hidden", "bertlab.c._also", "bertlab.c._too"]
+        "from bertlab.b import _private",
+        "bertlab.b._hidden",
+        "bertlab.c._also",
+        "bertlab.c._too",
+    ]
     assert scan("bertlab.b", "from . import a\nfrom .c import _x\n", modules).private == [
-        "line 2: from bertlab.c import _x"]
+        "line 2: from bertlab.c import _x"
+    ]
 
 
 LOCAL_MARK = "# local:"
@@ -308,11 +326,16 @@ def _marked(lines: list[str], lineno: int) -> bool:
 def test_function_local_imports_say_why():
     """A bertlab module imported inside a function (bertlab's own __init__ loads torch anyway) is
     there for start-up time only: `# local: <why>` says so, on its line or just above its block."""
-    bare = [f"{MODULES[name].relative_to(ROOT.parent)}:{line}" for name, path in MODULES.items()
-            for line, commented in function_local_imports(path.read_text(encoding="utf-8"), name=name)
-            if not commented]
-    assert not bare, ("function-local imports of bertlab modules without a `# local: <why>` comment (import "
-                      "them at the top, or say what the delay buys):\n  " + "\n  ".join(bare))
+    bare = [
+        f"{MODULES[name].relative_to(ROOT.parent)}:{line}"
+        for name, path in MODULES.items()
+        for line, commented in function_local_imports(path.read_text(encoding="utf-8"), name=name)
+        if not commented
+    ]
+    assert not bare, (
+        "function-local imports of bertlab modules without a `# local: <why>` comment (import "
+        "them at the top, or say what the delay buys):\n  " + "\n  ".join(bare)
+    )
 
 
 def test_the_local_import_check_can_fail():

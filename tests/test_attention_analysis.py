@@ -78,11 +78,9 @@ def test_sequence_measures_and_head_averages_weigh_every_query_alike():
         sink, sep = torch.zeros(T, T), torch.zeros(T, T)
         sink[:, 0] = 1.0
         sep[:, -1] = 1.0
-        return torch.stack([torch.stack([previous_token_head(T), uniform_head(T)]),
-                            torch.stack([sink, sep])])
+        return torch.stack([torch.stack([previous_token_head(T), uniform_head(T)]), torch.stack([sink, sep])])
 
-    seqs = [(maps(4), ["[CLS]", "hi", ".", "[SEP]"]),
-            (maps(6), ["[CLS]", "a", ",", "b", "c", "[SEP]"])]
+    seqs = [(maps(4), ["[CLS]", "hi", ".", "[SEP]"]), (maps(6), ["[CLS]", "a", ",", "b", "c", "[SEP]"])]
     avg = aa.HeadAverages()
     for att, tokens in seqs:
         m = aa.sequence_measures(att, tokens)
@@ -118,18 +116,26 @@ def test_word_groups_keep_specials_alone_and_join_pieces():
 
 def test_word_level_attention_sums_to_words_and_averages_from_words():
     # [CLS] play ##ing ball [SEP]
-    att = torch.tensor([[0.1, 0.2, 0.3, 0.4, 0.0],
-                        [0.0, 0.5, 0.5, 0.0, 0.0],
-                        [0.2, 0.0, 0.0, 0.6, 0.2],
-                        [0.0, 0.3, 0.3, 0.0, 0.4],
-                        [1.0, 0.0, 0.0, 0.0, 0.0]])
+    att = torch.tensor(
+        [
+            [0.1, 0.2, 0.3, 0.4, 0.0],
+            [0.0, 0.5, 0.5, 0.0, 0.0],
+            [0.2, 0.0, 0.0, 0.6, 0.2],
+            [0.0, 0.3, 0.3, 0.0, 0.4],
+            [1.0, 0.0, 0.0, 0.0, 0.0],
+        ]
+    )
     groups = aa.word_groups([None, 0, 0, 1, None])
     w = aa.word_level_attention(att, groups)
     assert w.shape == (4, 4)
-    want = torch.tensor([[0.1, 0.5, 0.4, 0.0],  # to "playing": 0.2 + 0.3
-                         [0.1, 0.5, 0.3, 0.1],  # from "playing": mean of its two rows
-                         [0.0, 0.6, 0.0, 0.4],
-                         [1.0, 0.0, 0.0, 0.0]])
+    want = torch.tensor(
+        [
+            [0.1, 0.5, 0.4, 0.0],  # to "playing": 0.2 + 0.3
+            [0.1, 0.5, 0.3, 0.1],  # from "playing": mean of its two rows
+            [0.0, 0.6, 0.0, 0.4],
+            [1.0, 0.0, 0.0, 0.0],
+        ]
+    )
     assert torch.allclose(w, want)
     assert torch.allclose(w.sum(-1), torch.ones(4))
     # one piece per word: nothing changes; leading (L, A) dimensions are kept
@@ -158,10 +164,7 @@ def test_chunk_relations_on_a_tagged_sentence():
 
 
 def test_most_attended_other_skips_itself_and_non_candidates():
-    w = torch.tensor([[0.9, 0.05, 0.05, 0.0],
-                      [0.1, 0.6, 0.2, 0.1],
-                      [0.0, 0.3, 0.7, 0.0],
-                      [0.5, 0.2, 0.1, 0.2]])
+    w = torch.tensor([[0.9, 0.05, 0.05, 0.0], [0.1, 0.6, 0.2, 0.1], [0.0, 0.3, 0.7, 0.0], [0.5, 0.2, 0.1, 0.2]])
     pred = aa.most_attended_other(w, candidates=[1, 2])
     assert pred.tolist() == [1, 2, 1, 1]
 
@@ -191,14 +194,16 @@ def test_probe_relations_scores_a_head_that_attends_to_the_phrase_head():
 @pytest.fixture
 def tiny_model():
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2,
-                     max_position_embeddings=32)
+    cfg = BertConfig(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2, max_position_embeddings=32)
     return BertModel(cfg).eval()
 
 
 def test_attention_maps_cut_padding_and_match_one_by_one(tiny_model):
-    seqs = [dict(input_ids=[2, 5, 6, 7, 3]), dict(input_ids=[2, 9, 3], token_type_ids=[0, 0, 0]),
-            dict(input_ids=[2, 8, 8, 3, 4, 4, 3], token_type_ids=[0, 0, 0, 0, 1, 1, 1])]
+    seqs = [
+        dict(input_ids=[2, 5, 6, 7, 3]),
+        dict(input_ids=[2, 9, 3], token_type_ids=[0, 0, 0]),
+        dict(input_ids=[2, 8, 8, 3, 4, 4, 3], token_type_ids=[0, 0, 0, 0, 1, 1, 1]),
+    ]
     batched = list(aa.attention_maps(tiny_model, seqs, batch_size=3))
     assert [m.shape for m in batched] == [(2, 2, 5, 5), (2, 2, 3, 3), (2, 2, 7, 7)]
     for m, s in zip(batched, seqs):
@@ -211,8 +216,7 @@ def test_load_encoder_from_a_bertlab_folder(tmp_path):
     from bertlab import checkpoint as ckpt
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2,
-                     max_position_embeddings=32)
+    cfg = BertConfig(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2, max_position_embeddings=32)
     full = BertForPreTraining(cfg)
     ckpt.save_model(tmp_path / "m", full)
     enc = aa.load_encoder(tmp_path / "m")
@@ -250,12 +254,16 @@ def test_layer_head_heatmap_draws_one_cell_per_head():
 def test_sentence_pairs_are_consecutive_reproducible_and_long_enough():
     from bertlab.data.corpus import Document
 
-    docs = [Document("a", "A", ["One two three.", "Four five six.", "Hi.", "Seven eight nine.",
-                                "Ten eleven twelve."]),
-            Document("b", "B", ["Ten eleven twelve.", "Thirteen fourteen fifteen."])]
+    docs = [
+        Document("a", "A", ["One two three.", "Four five six.", "Hi.", "Seven eight nine.", "Ten eleven twelve."]),
+        Document("b", "B", ["Ten eleven twelve.", "Thirteen fourteen fifteen."]),
+    ]
     # "Hi." is too short: the pairs around it do not qualify
-    usable = {("One two three.", "Four five six."), ("Seven eight nine.", "Ten eleven twelve."),
-              ("Ten eleven twelve.", "Thirteen fourteen fifteen.")}
+    usable = {
+        ("One two three.", "Four five six."),
+        ("Seven eight nine.", "Ten eleven twelve."),
+        ("Ten eleven twelve.", "Thirteen fourteen fifteen."),
+    }
     assert set(aa.sentence_pairs(docs, 3)) == usable
     two = aa.sentence_pairs(docs, 2, seed=1)
     assert two == aa.sentence_pairs(docs, 2, seed=1) and set(two) <= usable and len(set(two)) == 2
@@ -266,11 +274,13 @@ def test_sentence_pairs_are_consecutive_reproducible_and_long_enough():
 
 def test_sink_reading_is_generated_from_the_shares():
     from bertlab.analysis.attention import sink_heads, sink_reading
+
     expected = {"[CLS]": 0.03, "[SEP]": 0.06}
     none = {"[CLS]": torch.full((2, 2), 0.04), "[SEP]": torch.tensor([[0.05, 0.08], [0.06, 0.07]])}
     text = sink_reading(none, expected)
-    assert text.startswith("No head of this model parks its attention on [CLS] or [SEP]: the heaviest, "
-                           "on [SEP], gives it 8%")
+    assert text.startswith(
+        "No head of this model parks its attention on [CLS] or [SEP]: the heaviest, on [SEP], gives it 8%"
+    )
     some = {"[CLS]": torch.tensor([[0.04, 0.5], [0.04, 0.04]]), "[SEP]": torch.tensor([[0.3, 0.6], [0.06, 0.07]])}
     assert sink_heads(some["[SEP]"], 0.06) == [(0, 1, pytest.approx(0.6)), (0, 0, pytest.approx(0.3))]
     text = sink_reading(some, expected)

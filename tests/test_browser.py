@@ -53,8 +53,11 @@ def _need(condition: bool, message: str) -> None:
 
 def browser() -> str:
     found = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
-    _need(found is not None, "headless Chromium not found; install it (Debian/Ubuntu: "
-                             "`apt-get install chromium`) or run `make setup` as root")
+    _need(
+        found is not None,
+        "headless Chromium not found; install it (Debian/Ubuntu: "
+        "`apt-get install chromium`) or run `make setup` as root",
+    )
     return found
 
 
@@ -82,11 +85,22 @@ def chapter_pages() -> list[Path]:
 
 def _chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="bertlab-chromium-") as profile:
-        cmd = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
-               # no network at all: every host name fails to resolve
-               "--host-resolver-rules=MAP * ~NOTFOUND", *args]
+        cmd = [
+            browser(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            # no network at all: every host name fails to resolve
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            *args,
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -95,7 +109,8 @@ def rendered(page: Path) -> str:
     """The DOM of a page after its scripts ran (MathJax, require.js, widgets, bertviz)."""
     result = _chromium("--virtual-time-budget=20000", "--dump-dom", page.as_uri())
     assert result.returncode == 0 and "<html" in result.stdout, (
-        f"chromium could not render {page}: rc={result.returncode}\n{result.stderr[-2000:]}")
+        f"chromium could not render {page}: rc={result.returncode}\n{result.stderr[-2000:]}"
+    )
     return result.stdout
 
 
@@ -222,8 +237,10 @@ def test_unrendered_markdown_is_detected():
     assert len(unrendered_markdown(raw)) == 2
     tb = '<div class="cell_output docutils container"><div class="output traceback highlight-ipythontb">'
     assert unrendered_markdown(tb)
-    good = ('<table><tr><th>model</th></tr><tr><td>Base</td></tr></table><p>so <span class="math notranslate '
-            'nohighlight">\\(L = 12\\)</span> layers, for $5 or $10 a month</p><pre>| a | b |\n|---|---|</pre>')
+    good = (
+        '<table><tr><th>model</th></tr><tr><td>Base</td></tr></table><p>so <span class="math notranslate '
+        'nohighlight">\\(L = 12\\)</span> layers, for $5 or $10 a month</p><pre>| a | b |\n|---|---|</pre>'
+    )
     assert unrendered_markdown(good) == []
 
 
@@ -252,7 +269,8 @@ def test_bertviz_draws_its_svg_offline():
         assert views, f"{page.name}: bertviz container not found in the rendered page"
         for vis in views:
             assert "<svg" in vis and "<rect" in vis, (
-                f"{page.name}: bertviz drew nothing (were d3/jQuery/require.js reachable offline?)")
+                f"{page.name}: bertviz drew nothing (were d3/jQuery/require.js reachable offline?)"
+            )
         layers = re.findall(r'<select id="layer">(.*?)</select>', dom, re.S)
         assert layers and all("<option" in s for s in layers), f"{page.name}: bertviz layer menu is empty"
 
@@ -312,7 +330,8 @@ def test_launch_and_download_buttons():
         colab = f"https://colab.research.google.com/github/{repo}/blob/{branch}/{nb}"
         assert colab in html, f"{page.name}: no 'Open in Colab' link to {colab}"
         assert f"_sources/{nb}" in html and "btn-download-source-button" in html, (
-            f"{page.name}: no download button for the notebook")
+            f"{page.name}: no download button for the notebook"
+        )
         assert (built() / "_sources" / nb).exists(), f"{page.name}: the downloadable notebook is missing"
 
 
@@ -344,11 +363,11 @@ def code_overflow(page: Path) -> tuple[list[str], int]:
     Printed output is not checked here. The page
     is copied beside itself (so its relative links still work) with a measuring script added."""
     probe = page.with_name(f".measure-{page.name}")
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"),
-                     encoding="utf-8")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
     try:
-        result = _chromium("--virtual-time-budget=20000", f"--window-size={WINDOW[0]},{WINDOW[1]}",
-                           "--dump-dom", probe.as_uri())
+        result = _chromium(
+            "--virtual-time-budget=20000", f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom", probe.as_uri()
+        )
     finally:
         probe.unlink()
     wide = re.search(r'data-wide-code="([^"]*)"', result.stdout)
@@ -366,8 +385,10 @@ def test_code_fits_the_page_at_1280_px():
         offenders += [f"{page.name}: {w}" for w in wide]
         widths.append(width)
     print(f"\nnarrowest code cell: {min(widths)} px over {len(pages)} pages")
-    assert not offenders, (f"{len(offenders)} code blocks scroll sideways in a {WINDOW[0]}-pixel window "
-                           f"(shorten the lines):\n" + "\n".join(offenders[:30]))
+    assert not offenders, (
+        f"{len(offenders)} code blocks scroll sideways in a {WINDOW[0]}-pixel window "
+        f"(shorten the lines):\n" + "\n".join(offenders[:30])
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -379,8 +400,9 @@ def test_screenshots(tmp_path_factory):
     taken = []
     for page in chapter_pages():
         png = out / f"{page.stem}.png"
-        result = _chromium("--virtual-time-budget=20000", "--window-size=1280,4000",
-                           f"--screenshot={png}", page.as_uri())
+        result = _chromium(
+            "--virtual-time-budget=20000", "--window-size=1280,4000", f"--screenshot={png}", page.as_uri()
+        )
         assert result.returncode == 0 and png.exists(), f"no screenshot of {page.name}: {result.stderr[-1000:]}"
         assert png.stat().st_size > 20_000, f"{png} is suspiciously small (a blank page?)"
         taken.append(png)

@@ -31,21 +31,52 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 # the real grade's code path, with small data: two held-out books, 64 SST-2 sentences, two seeds
-SMALL = dict(corpus="books", seq_len=32, eval_batches=2, eval_batch_size=8, max_documents=2, train_examples=64,
-             eval_examples=64, seeds=(0, 1), epochs=1, batch_size=16, threads=1, timeout=120)
+SMALL = dict(
+    corpus="books",
+    seq_len=32,
+    eval_batches=2,
+    eval_batch_size=8,
+    max_documents=2,
+    train_examples=64,
+    eval_examples=64,
+    seeds=(0, 1),
+    epochs=1,
+    batch_size=16,
+    threads=1,
+    timeout=120,
+)
 
 
 @pytest.fixture(scope="module")
 def final(tmp_path_factory) -> Path:
     """A pretrained model folder as the capstone asks for: pretrain's <out>/final."""
     from tests.conftest import MIRROR
+
     if not (MIRROR / "SHA256SUMS").is_file():
         pytest.skip(f"no data mirror at {MIRROR}: set BERTLAB_DATA_MIRROR")
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("run")
-    pretrain(PretrainConfig(preset="tiny", recipe="cpu", corpus="books", max_documents=2, vocab_size=1000, seq_len=32,
-                            batch_size=8, steps=8, warmup=0.25, log_every=4, eval_every=8, eval_batches=1,
-                            checkpoint_every=8, out=str(out), progress=False, device="cpu", precision="fp32"))
+    pretrain(
+        PretrainConfig(
+            preset="tiny",
+            recipe="cpu",
+            corpus="books",
+            max_documents=2,
+            vocab_size=1000,
+            seq_len=32,
+            batch_size=8,
+            steps=8,
+            warmup=0.25,
+            log_every=4,
+            eval_every=8,
+            eval_batches=1,
+            checkpoint_every=8,
+            out=str(out),
+            progress=False,
+            device="cpu",
+            precision="fp32",
+        )
+    )
     return out / "final"
 
 
@@ -68,8 +99,17 @@ def graded(final, tmp_path_factory) -> dict:
 def test_grade_end_to_end_measures_the_weights(graded, final):
     assert graded["valid"] and graded["error"] == "" and graded["notes"] == []
     assert graded["model"]["layers"] == 2 and graded["model"]["vocab_size"] == 1000
-    again = evaluate_checkpoint(final, corpus="books", seq_len=32, nsp=False, batches=2, batch_size=8,
-                                max_documents=2, device="cpu", precision="fp32")
+    again = evaluate_checkpoint(
+        final,
+        corpus="books",
+        seq_len=32,
+        nsp=False,
+        batches=2,
+        batch_size=8,
+        max_documents=2,
+        device="cpu",
+        precision="fp32",
+    )
     assert graded["mlm_acc"] == pytest.approx(again["mlm_acc"]) and graded["mlm_acc"] < 0.9
     ft = graded["measured"]["finetune"]
     assert ft["seeds"] == [0, 1] and len(ft["pretrained"]) == len(ft["scratch"]) == 2
@@ -129,12 +169,14 @@ def test_corrupt_weights_are_named(final, tmp_path):
 
 def test_pickle_only_submission_is_refused_unopened(final, tmp_path, monkeypatch):
     from safetensors.torch import load_file
+
     folder = make_submission(final, tmp_path / "dan")
     torch.save(load_file(str(folder / "model.safetensors")), folder / "pytorch_model.bin")
     (folder / "model.safetensors").unlink()
 
     def never(*args, **kwargs):
         raise AssertionError("the grader must never unpickle a submission")
+
     monkeypatch.setattr(torch, "load", never)
     monkeypatch.setattr(pickle, "load", never)
     monkeypatch.setattr(pickle, "loads", never)
@@ -146,6 +188,7 @@ def test_pickle_only_submission_is_refused_unopened(final, tmp_path, monkeypatch
 
 def test_other_broken_models_are_refused(final, tmp_path):
     from safetensors.torch import load_file, save_file
+
     folder = make_submission(final, tmp_path / "eve")
     with pytest.raises(SubmissionError, match="over the capstone's limit of 1,000"):
         validate_submission(folder, max_parameters=1000)
@@ -184,6 +227,7 @@ def test_time_limit_keeps_what_was_measured(final, tmp_path):
 
 def test_cli_and_course_table(final, tmp_path, capsys):
     from bertlab.course import ASSIGNMENTS, PROJECTS, QUESTIONS, metadata_table, projects_of
+
     assert PROJECTS["capstone"].points == GRADING.points and projects_of("09_capstone") == [PROJECTS["capstone"]]
     assert PROJECTS["capstone"].difficulty == "hard" and PROJECTS["capstone"].device == "CPU"
     assert PROJECTS["capstone"].timeout == GRADING.timeout

@@ -28,8 +28,12 @@ def train_a_bit(model, opt, steps=3, seed=0):
 
 
 def test_encode_decode_round_trip_without_pickle():
-    state = {"a": torch.arange(5.0), "nested": {"t": (1, 2.5, "x", None, True), "arr": np.arange(3, dtype=np.uint32)},
-             "by_int": {0: {"step": torch.tensor(3.0)}, 7: {"m": torch.ones(2, 2)}}, "list": [1, torch.zeros(1)]}
+    state = {
+        "a": torch.arange(5.0),
+        "nested": {"t": (1, 2.5, "x", None, True), "arr": np.arange(3, dtype=np.uint32)},
+        "by_int": {0: {"step": torch.tensor(3.0)}, 7: {"m": torch.ones(2, 2)}},
+        "list": [1, torch.zeros(1)],
+    }
     value, tensors = ckpt.encode_state(state)
     json.dumps(value)  # the non-tensor part is plain JSON
     back = ckpt.decode_state(json.loads(json.dumps(value)), tensors)
@@ -47,10 +51,18 @@ def test_training_state_round_trip_is_exact(tmp_path):
     random.seed(5)
     np.random.seed(5)
     torch.manual_seed(5)
-    path = ckpt.save_checkpoint(tmp_path / "ck", 3, model, {"optimizer": opt.state_dict(), "rng": ckpt.rng_state(),
-                                                             "data": {"epoch": 1, "index": 9}})
-    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors", "state.json",
-                                                      "state.safetensors"]
+    path = ckpt.save_checkpoint(
+        tmp_path / "ck",
+        3,
+        model,
+        {"optimizer": opt.state_dict(), "rng": ckpt.rng_state(), "data": {"epoch": 1, "index": 9}},
+    )
+    assert sorted(p.name for p in path.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "state.json",
+        "state.safetensors",
+    ]
     # the reference: continue directly
     expect_draws = (random.random(), np.random.rand(), torch.rand(2))
     train_a_bit(model, opt, seed=1)
@@ -81,6 +93,7 @@ def test_writes_are_atomic_and_pruned(tmp_path, monkeypatch):
     # a crash in the middle of writing step 4 leaves no step-4 folder and step 3 intact
     def boom(*a, **k):
         raise OSError("disk full")
+
     monkeypatch.setattr(ckpt, "save_file", boom)
     with pytest.raises(OSError):
         ckpt.save_checkpoint(root, 4, model, {"x": 4}, keep_last=2)

@@ -17,8 +17,14 @@ from bertlab.__main__ import main
 from bertlab.experiments import reference
 
 MIRROR = str(conftest.MIRROR)
-ENV = {**os.environ, "BERTLAB_DATA_MIRROR": MIRROR, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
-       "HF_HUB_OFFLINE": "1", "BERTLAB_PROGRESS": "0"}
+ENV = {
+    **os.environ,
+    "BERTLAB_DATA_MIRROR": MIRROR,
+    "TOKENIZERS_PARALLELISM": "false",
+    "OMP_NUM_THREADS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "BERTLAB_PROGRESS": "0",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +38,35 @@ def env(monkeypatch):
 
 
 def tiny_args(out, *extra):
-    return ["pretrain", "--preset", "tiny", "--corpus", "books", "--max-documents", "2", "--vocab-size", "1000",
-            "--seq-len", "32", "--batch-size", "8", "--lr", "1e-3", "--warmup", "0.2", "--log-every", "1",
-            "--eval-batches", "1", "--device", "cpu", "--no-progress", "--out", str(out), *extra]
+    return [
+        "pretrain",
+        "--preset",
+        "tiny",
+        "--corpus",
+        "books",
+        "--max-documents",
+        "2",
+        "--vocab-size",
+        "1000",
+        "--seq-len",
+        "32",
+        "--batch-size",
+        "8",
+        "--lr",
+        "1e-3",
+        "--warmup",
+        "0.2",
+        "--log-every",
+        "1",
+        "--eval-batches",
+        "1",
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
@@ -44,29 +76,77 @@ def test_pretrain_finetune_evaluate_plot(tmp_path, capsys):
     assert "held-out:" in capsys.readouterr().out
 
     ft = tmp_path / "ft"
-    assert main(["finetune", "--task", "sst2", "--init", str(final), "--seeds", "0", "1", "--epochs", "1",
-                 "--max-train-examples", "64", "--max-eval-examples", "64", "--batch-size", "16",
-                 "--no-progress", "--save-models", "--out", str(ft), "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "finetune",
+                "--task",
+                "sst2",
+                "--init",
+                str(final),
+                "--seeds",
+                "0",
+                "1",
+                "--epochs",
+                "1",
+                "--max-train-examples",
+                "64",
+                "--max-eval-examples",
+                "64",
+                "--batch-size",
+                "16",
+                "--no-progress",
+                "--save-models",
+                "--out",
+                str(ft),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "sst2 accuracy" in out and "median" in out
     results = json.loads((ft / "results.json").read_text())
     assert [r["seed"] for r in results["runs"]] == [0, 1] and len(results["scores"]) == 2
 
-    assert main(["evaluate", "--task", "sst2", "--model", str(ft / "seed-1"), "--max-examples", "64",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(["evaluate", "--task", "sst2", "--model", str(ft / "seed-1"), "--max-examples", "64", "--device", "cpu"])
+        == 0
+    )
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["accuracy"] == pytest.approx(results["runs"][1]["metrics"]["accuracy"])
 
     # held-out evaluation of the pretrained folder = the run's own final evaluation (same text, masks, model)
     from bertlab.training.heldout import evaluate_checkpoint
     from bertlab.training.logs import read_metrics
+
     final_eval = read_metrics(tmp_path / "p" / "metrics.jsonl", split="eval")[-1]
-    again = evaluate_checkpoint(final, corpus="books", seq_len=32, batches=1, batch_size=8, max_documents=2,
-                                device="cpu")
+    again = evaluate_checkpoint(
+        final, corpus="books", seq_len=32, batches=1, batch_size=8, max_documents=2, device="cpu"
+    )
     assert again["mlm_loss"] == pytest.approx(final_eval["mlm_loss"], rel=1e-6)
     assert again["mlm_acc"] == pytest.approx(final_eval["mlm_acc"])
-    assert main(["evaluate", "--task", "mlm", "--model", str(final), "--corpus", "books", "--max-examples", "2",
-                 "--seq-len", "32", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--task",
+                "mlm",
+                "--model",
+                str(final),
+                "--corpus",
+                "books",
+                "--max-examples",
+                "2",
+                "--seq-len",
+                "32",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert "mlm_acc" in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
     assert main(["plot", str(tmp_path / "p"), "--out", str(tmp_path / "m.png")]) == 0
@@ -78,25 +158,46 @@ def test_pretrain_left_to_right(tmp_path, capsys):
     held_out = json.loads(capsys.readouterr().out.split("held-out:")[1].strip().splitlines()[0])
     assert set(held_out) == {"ltr_loss", "next_token_acc", "loss"}
     assert json.loads((tmp_path / "l" / "final" / "config.json").read_text())["causal"] is True
-    assert main(["evaluate", "--task", "mlm", "--model", str(tmp_path / "l" / "final"), "--corpus", "books",
-                 "--max-examples", "2", "--seq-len", "32", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--task",
+                "mlm",
+                "--model",
+                str(tmp_path / "l" / "final"),
+                "--corpus",
+                "books",
+                "--max-examples",
+                "2",
+                "--seq-len",
+                "32",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert "next_token_acc" in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["finetune", "--task", "sst5"], "unknown task 'sst5'; choose one of sst2, mrpc, rte, squad, conll2003"),
-    (["finetune", "--task", "squad"], "no 'train' split"),
-    (["pretrain", "--precision", "fp16", "--device", "cpu", "--steps", "1"], "needs a CUDA GPU"),
-    (["pretrain", "--steps", "5", "--minutes", "1"], "not both"),
-    (["pretrain", "--recipe", "paper", "--steps", "100"], "warm-up of 10,000 steps is longer than the run"),
-    (["pretrain", "--mlm-bias", "ones", "--steps", "1"], "mlm_bias must be one of zeros, unigram"),
-    (["pretrain", "--norm-position", "middle", "--steps", "1"], "norm_position must be 'post' or 'pre'"),
-    (["pretrain", "--preset", "giant", "--steps", "1"], "choose one of tiny, mini"),
-    (["pretrain", "--recipe", "fast", "--steps", "1"], "choose one of paper, budget"),
-    (["pretrain", "--objective", "ltr", "--nsp", "--steps", "1"], "'LTR & No NSP'"),
-    (["pretrain", "--objective", "gpt", "--steps", "1"], "unknown objective 'gpt'"),
-    (["evaluate", "--task", "sst2", "--model", "/nonexistent"], "not a bertlab model folder"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["finetune", "--task", "sst5"], "unknown task 'sst5'; choose one of sst2, mrpc, rte, squad, conll2003"),
+        (["finetune", "--task", "squad"], "no 'train' split"),
+        (["pretrain", "--precision", "fp16", "--device", "cpu", "--steps", "1"], "needs a CUDA GPU"),
+        (["pretrain", "--steps", "5", "--minutes", "1"], "not both"),
+        (["pretrain", "--recipe", "paper", "--steps", "100"], "warm-up of 10,000 steps is longer than the run"),
+        (["pretrain", "--mlm-bias", "ones", "--steps", "1"], "mlm_bias must be one of zeros, unigram"),
+        (["pretrain", "--norm-position", "middle", "--steps", "1"], "norm_position must be 'post' or 'pre'"),
+        (["pretrain", "--preset", "giant", "--steps", "1"], "choose one of tiny, mini"),
+        (["pretrain", "--recipe", "fast", "--steps", "1"], "choose one of paper, budget"),
+        (["pretrain", "--objective", "ltr", "--nsp", "--steps", "1"], "'LTR & No NSP'"),
+        (["pretrain", "--objective", "gpt", "--steps", "1"], "unknown objective 'gpt'"),
+        (["evaluate", "--task", "sst2", "--model", "/nonexistent"], "not a bertlab model folder"),
+    ],
+)
 def test_clear_errors(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
@@ -105,8 +206,9 @@ def test_clear_errors(argv, message, capsys):
 @pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_resume_continues(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "bertlab"] + tiny_args(out, "--steps", "100000", "--eval-every", "100000",
-                                                       "--checkpoint-every", "100000")
+    cmd = [sys.executable, "-m", "bertlab"] + tiny_args(
+        out, "--steps", "100000", "--eval-every", "100000", "--checkpoint-every", "100000"
+    )
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     metrics = out / "metrics.jsonl"
     deadline = time.time() + 180
@@ -120,6 +222,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_continues(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, output
     assert "stopped (SIGTERM)" in output
     from bertlab.checkpoint import latest_checkpoint, load_checkpoint
+
     saved = latest_checkpoint(out / "checkpoints")
     c = load_checkpoint(saved)
     assert c.step >= 3 and c.state["trainer"]["step"] == c.step
@@ -136,11 +239,25 @@ def test_sigterm_saves_a_checkpoint_and_resume_continues(tmp_path):
 @pytest.mark.slow
 def test_reference_run_smoke(tmp_path):
     out = tmp_path / "ref"
-    p = subprocess.run([sys.executable, "-m", "bertlab", "reference-run", "--smoke", "--out", str(out)],
-                       env=ENV, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [sys.executable, "-m", "bertlab", "reference-run", "--smoke", "--out", str(out)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    for name in ("metrics.jsonl", "config.json", "tokenizer.json", "vocab.txt", "model.fp16.safetensors",
-                 "finetune_results.json", "provenance.json", "fill_mask.json", "sst2_curve.json"):
+    for name in (
+        "metrics.jsonl",
+        "config.json",
+        "tokenizer.json",
+        "vocab.txt",
+        "model.fp16.safetensors",
+        "finetune_results.json",
+        "provenance.json",
+        "fill_mask.json",
+        "sst2_curve.json",
+    ):
         assert (out / name).exists(), name
     prov = json.loads((out / "provenance.json").read_text())
     for key in ("command", "git_commit", "device", "wall_time_s", "corpus", "torch", "weights"):
@@ -172,13 +289,31 @@ def test_reference_run_smoke(tmp_path):
     assert all(len(a["fills"]) == len(fills["texts"]) for a in fills["along"])
     assert fills["answers"][len(fills["texts"]) - 1]  # held-out probes carry their answer
     # the held-out accuracy, re-measured from the committed fp16 weights alone, as recorded
-    p = subprocess.run([sys.executable, "-m", "bertlab", "evaluate", "--task", "mlm", "--model", str(out),
-                        "--device", "cpu", "--precision", "fp32"], env=ENV, capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bertlab",
+            "evaluate",
+            "--task",
+            "mlm",
+            "--model",
+            str(out),
+            "--device",
+            "cpu",
+            "--precision",
+            "fp32",
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     again = json.loads(p.stdout.strip().splitlines()[-1])
     assert abs(again["mlm_acc"] - prov["pretraining"]["final_heldout"]["mlm_acc"]) < 0.01
     from safetensors.torch import load_file
+
     w = load_file(str(out / "model.fp16.safetensors"))
     assert all(v.dtype == torch.float16 for v in w.values() if v.is_floating_point())
 
@@ -186,8 +321,13 @@ def test_reference_run_smoke(tmp_path):
 def test_throughput_benchmark_runs_quick(tmp_path):
     """benchmarks/throughput.py --quick: both implementations, a table, the JSON (so it does not rot)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
-    p = subprocess.run([sys.executable, str(script), "--quick", "--steps", "2", "--json", str(tmp_path / "t.json")],
-                       env=ENV, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(script), "--quick", "--steps", "2", "--json", str(tmp_path / "t.json")],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "bertlab / transformers" in p.stdout
     rows = json.loads((tmp_path / "t.json").read_text())["rows"]

@@ -29,8 +29,7 @@ def books_and_wiki() -> dict[str, list[Document]]:
     old = os.environ.get("BERTLAB_DATA_MIRROR")
     os.environ["BERTLAB_DATA_MIRROR"] = path
     try:
-        return {(name, split): load_corpus(name, split)
-                for name in ("books", "wiki") for split in ("train", "heldout")}
+        return {(name, split): load_corpus(name, split) for name in ("books", "wiki") for split in ("train", "heldout")}
     finally:
         if old is None:
             del os.environ["BERTLAB_DATA_MIRROR"]
@@ -40,22 +39,29 @@ def books_and_wiki() -> dict[str, list[Document]]:
 # Sentence splitting
 # ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("Mr. Hyde met Dr. Jekyll. They talked.", ["Mr. Hyde met Dr. Jekyll.", "They talked."]),
-    ("H. G. Wells wrote it. J. R. R. Tolkien did not.", ["H. G. Wells wrote it.", "J. R. R. Tolkien did not."]),
-    ("It costs 3.50 dollars. Pi is 3.14159 or so.", ["It costs 3.50 dollars.", "Pi is 3.14159 or so."]),
-    ("Some fruit, e.g. Apples, keep. Others rot.", ["Some fruit, e.g. Apples, keep.", "Others rot."]),
-    ("He moved to the U.S. Army in 1990. Then he left.", ["He moved to the U.S. Army in 1990.", "Then he left."]),
-    ("‘Oh dear!’ said the Rabbit. ‘I shall be late!’", ["‘Oh dear!’ said the Rabbit.", "‘I shall be late!’"]),
-    ('"Is it?" he asked. "Yes." She smiled.', ['"Is it?" he asked.', '"Yes."', "She smiled."]),
-    ("Wait... What was that? Nothing!", ["Wait...", "What was that?", "Nothing!"]),
-    ("See p. 23 and Fig. 4 for details. Vol. 2 follows.", ["See p. 23 and Fig. 4 for details.", "Vol. 2 follows."]),
-    ("It ended in 1914. 1915 was worse.", ["It ended in 1914.", "1915 was worse."]),
-    ("He said (quietly.) Then left.", ["He said (quietly.)", "Then left."]),
-    ("The lobster , H. americanus , is blue . It is big .", ["The lobster , H. americanus , is blue .", "It is big ."]),
-    ("no capital after this. so one sentence", ["no capital after this. so one sentence"]),
-    ("   ", []),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Mr. Hyde met Dr. Jekyll. They talked.", ["Mr. Hyde met Dr. Jekyll.", "They talked."]),
+        ("H. G. Wells wrote it. J. R. R. Tolkien did not.", ["H. G. Wells wrote it.", "J. R. R. Tolkien did not."]),
+        ("It costs 3.50 dollars. Pi is 3.14159 or so.", ["It costs 3.50 dollars.", "Pi is 3.14159 or so."]),
+        ("Some fruit, e.g. Apples, keep. Others rot.", ["Some fruit, e.g. Apples, keep.", "Others rot."]),
+        ("He moved to the U.S. Army in 1990. Then he left.", ["He moved to the U.S. Army in 1990.", "Then he left."]),
+        ("‘Oh dear!’ said the Rabbit. ‘I shall be late!’", ["‘Oh dear!’ said the Rabbit.", "‘I shall be late!’"]),
+        ('"Is it?" he asked. "Yes." She smiled.', ['"Is it?" he asked.', '"Yes."', "She smiled."]),
+        ("Wait... What was that? Nothing!", ["Wait...", "What was that?", "Nothing!"]),
+        ("See p. 23 and Fig. 4 for details. Vol. 2 follows.", ["See p. 23 and Fig. 4 for details.", "Vol. 2 follows."]),
+        ("It ended in 1914. 1915 was worse.", ["It ended in 1914.", "1915 was worse."]),
+        ("He said (quietly.) Then left.", ["He said (quietly.)", "Then left."]),
+        (
+            "The lobster , H. americanus , is blue . It is big .",
+            ["The lobster , H. americanus , is blue .", "It is big ."],
+        ),
+        ("no capital after this. so one sentence", ["no capital after this. so one sentence"]),
+        ("   ", []),
+    ],
+)
 def test_split_sentences_tricky_cases(text, expected):
     assert split_sentences(text) == expected
 
@@ -95,8 +101,16 @@ def test_gutenberg_cleaning_on_a_synthetic_book():
 
 
 # Phrases of the Project Gutenberg header, licence and footer (lower-cased)
-LICENCE_PHRASES = ("project gutenberg", "gutenberg.org", "gutenberg-tm", "distributed proofread",
-                   "*** start of", "*** end of", "this ebook is for the use", "literary archive foundation")
+LICENCE_PHRASES = (
+    "project gutenberg",
+    "gutenberg.org",
+    "gutenberg-tm",
+    "distributed proofread",
+    "*** start of",
+    "*** end of",
+    "this ebook is for the use",
+    "literary archive foundation",
+)
 
 
 def test_books_keep_the_first_real_sentence_and_no_licence_text(books_and_wiki):
@@ -111,6 +125,7 @@ def test_books_keep_the_first_real_sentence_and_no_licence_text(books_and_wiki):
     assert not [s for d in books for s in d.sentences if s.lower().startswith("produced by")]
     # cleaning keeps the text: over 95% of the words between the START and END markers
     from bertlab.data.registry import BOOK_INFO
+
     kept = sum(d.num_words for d in books)
     assert kept > 0.95 * sum(info["words"] for info in BOOK_INFO.values())
 
@@ -178,6 +193,7 @@ def test_real_wiki_articles_are_clean(books_and_wiki):
 # WikiText
 # ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("split, first", [("valid", "Homarus gammarus"), ("test", "Robert Boulter")])
 def test_wikitext_has_60_articles(split, first):
     docs = load_corpus("wikitext-2", split)
@@ -208,6 +224,7 @@ def test_wikitext_train_is_absent_offline_and_says_what_to_do(monkeypatch, tmp_p
 # ----------------------------------------------------------------------------------------------
 # Held-out split and cache
 # ----------------------------------------------------------------------------------------------
+
 
 def test_heldout_is_disjoint_deterministic_and_whole_documents(books_and_wiki):
     for name in ("books", "wiki"):

@@ -23,22 +23,62 @@ def tokenizer_file(tmp_path_factory):
     os.environ.setdefault("BERTLAB_DATA_MIRROR", MIRROR)
     from bertlab.data.corpus import load_corpus
     from bertlab.data.tokenizer import train_wordpiece
+
     docs = load_corpus("books", "train")[:2]
     tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
     return str(tok.save(tmp_path_factory.mktemp("tok")) / "tokenizer.json")
 
 
 def cli_args(tokenizer_file, out):
-    return ["pretrain", "--preset", "tiny", "--corpus", "books", "--max-documents", "2", "--tokenizer",
-            tokenizer_file, "--seq-len", "32", "--batch-size", "8", "--steps", "4", "--lr", "1e-3", "--warmup",
-            "0.25", "--dropout", "0", "--nsp", "--log-every", "1", "--eval-every", "2", "--eval-batches", "2",
-            "--checkpoint-every", "2", "--device", "cpu", "--precision", "fp32",  # auto is bf16 on some CPUs
-            "--no-progress", "--out", str(out)]
+    return [
+        "pretrain",
+        "--preset",
+        "tiny",
+        "--corpus",
+        "books",
+        "--max-documents",
+        "2",
+        "--tokenizer",
+        tokenizer_file,
+        "--seq-len",
+        "32",
+        "--batch-size",
+        "8",
+        "--steps",
+        "4",
+        "--lr",
+        "1e-3",
+        "--warmup",
+        "0.25",
+        "--dropout",
+        "0",
+        "--nsp",
+        "--log-every",
+        "1",
+        "--eval-every",
+        "2",
+        "--eval-batches",
+        "2",
+        "--checkpoint-every",
+        "2",
+        "--device",
+        "cpu",
+        "--precision",
+        "fp32",  # auto is bf16 on some CPUs
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
 
 
 def run(cmd, **kw):
-    env = {**os.environ, "BERTLAB_DATA_MIRROR": MIRROR, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "BERTLAB_DATA_MIRROR": MIRROR,
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, **kw)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return p
@@ -49,8 +89,10 @@ def test_torchrun_two_processes_equal_one(tmp_path, tokenizer_file):
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
     assert torchrun, "torchrun (installed with torch) not found"
     run([sys.executable, "-m", "bertlab"] + cli_args(tokenizer_file, tmp_path / "one"))
-    p = run([torchrun, "--nproc_per_node", "2", "--master_port", "29517", "-m", "bertlab"]
-            + cli_args(tokenizer_file, tmp_path / "two"))
+    p = run(
+        [torchrun, "--nproc_per_node", "2", "--master_port", "29517", "-m", "bertlab"]
+        + cli_args(tokenizer_file, tmp_path / "two")
+    )
     assert p.stdout.count("held-out:") == 1  # only rank 0 reports
 
     a = load_file(str(tmp_path / "one" / "final" / "model.safetensors"))
@@ -74,10 +116,25 @@ def test_gradient_accumulation_equals_the_whole_batch(tmp_path, tokenizer_file):
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        base = dict(preset="tiny", corpus="books", max_documents=2, tokenizer=tokenizer_file, seq_len=32,
-                    batch_size=8, steps=3, lr=1e-3, warmup=0.3, dropout=0.0, log_every=1, eval_every=100,
-                    eval_batches=1, checkpoint_every=100, progress=False, device="cpu",
-                    precision="fp32")  # auto is bf16 on CPUs with avx512_bf16
+        base = dict(
+            preset="tiny",
+            corpus="books",
+            max_documents=2,
+            tokenizer=tokenizer_file,
+            seq_len=32,
+            batch_size=8,
+            steps=3,
+            lr=1e-3,
+            warmup=0.3,
+            dropout=0.0,
+            log_every=1,
+            eval_every=100,
+            eval_batches=1,
+            checkpoint_every=100,
+            progress=False,
+            device="cpu",
+            precision="fp32",
+        )  # auto is bf16 on CPUs with avx512_bf16
         whole = pretrain(PretrainConfig(**base, out=str(tmp_path / "w")))
         parts = pretrain(PretrainConfig(**base, grad_accum=4, out=str(tmp_path / "p")))
     finally:

@@ -45,6 +45,7 @@ def sha256sums(mirror: Path) -> dict[str, str]:
 # Registry and checksums
 # ----------------------------------------------------------------------------------------------
 
+
 def test_registry_covers_every_mirror_file_with_its_published_sha256(mirror):
     sums = sha256sums(mirror)
     in_mirror = {p: f for p, f in FILES.items() if f.in_mirror}
@@ -64,6 +65,7 @@ def test_books_and_wiki_pin_both_gz_and_raw_checksums(mirror):
     assert len(books) == 153 and len(wiki) == 15
     f = FILES["books/pg11.txt.gz"]
     import gzip
+
     raw = gzip.decompress((mirror / f.path).read_bytes())
     assert hashlib.sha256(raw).hexdigest() == f.raw_sha256
     # the first source serves the pinned bytes; gutenberg.org is listed second, with its caveat
@@ -110,6 +112,7 @@ def test_verification_record_notices_a_later_change(mirror, tmp_path, tmp_cache,
 # ----------------------------------------------------------------------------------------------
 # Downloads, against a server on the loopback interface
 # ----------------------------------------------------------------------------------------------
+
 
 class _Server:
     def __init__(self, root: Path):
@@ -177,14 +180,16 @@ def test_zip_member_download_and_changed_source_bytes(mirror, tmp_path, tmp_cach
     with zipfile.ZipFile(served / "changed.zip", "w") as z:
         z.writestr("SST-2/dev.tsv", good.replace(b"\t1\n", b"\t0\n", 1))
     with _Server(served) as server:
-        _without_mirror(monkeypatch, "glue/SST-2/dev.tsv",
-                        sources=(Source(server.url + "SST-2.zip", None, "SST-2/dev.tsv"),))
+        _without_mirror(
+            monkeypatch, "glue/SST-2/dev.tsv", sources=(Source(server.url + "SST-2.zip", None, "SST-2/dev.tsv"),)
+        )
         path = fetch("sst2:dev")
         assert path.read_bytes() == good
         # a source that now serves different bytes is an error that names the file and the mirror
         path.unlink()
-        _without_mirror(monkeypatch, "glue/SST-2/dev.tsv",
-                        sources=(Source(server.url + "changed.zip", None, "SST-2/dev.tsv"),))
+        _without_mirror(
+            monkeypatch, "glue/SST-2/dev.tsv", sources=(Source(server.url + "changed.zip", None, "SST-2/dev.tsv"),)
+        )
         with pytest.raises(ChecksumMismatchError) as err:
             fetch("sst2:dev")
         message = str(err.value)
@@ -206,6 +211,7 @@ def test_offline_without_mirror_or_cache_is_one_clear_error(tmp_cache, monkeypat
 
 def test_unreachable_url_names_the_url_and_the_fix(tmp_cache, monkeypatch):
     import socket
+
     with socket.socket() as s:  # a loopback port with nothing listening: connection refused at once
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -240,6 +246,7 @@ def test_regenerated_gutenberg_file_is_a_mismatch_not_a_new_version(mirror, tmp_
     bytes from gutenberg.org must be refused with a message that names the book and the mirror."""
     import gzip
     import socket
+
     served = tmp_path / "served"
     served.mkdir()
     raw = gzip.decompress((mirror / "books/pg11.txt.gz").read_bytes())
@@ -249,8 +256,11 @@ def test_regenerated_gutenberg_file_is_a_mismatch_not_a_new_version(mirror, tmp_
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/pinned/pg11.txt"
     pinned = FILES["books/pg11.txt.gz"].raw_sha256
     with _Server(served) as server:
-        _without_mirror(monkeypatch, "books/pg11.txt.gz", sources=(
-            Source(dead, "sha256:" + pinned), Source(server.url + "pg11.txt", "sha256:" + pinned)))
+        _without_mirror(
+            monkeypatch,
+            "books/pg11.txt.gz",
+            sources=(Source(dead, "sha256:" + pinned), Source(server.url + "pg11.txt", "sha256:" + pinned)),
+        )
         with pytest.raises(ChecksumMismatchError) as err:
             fetch("books:pg11")
     message = str(err.value)

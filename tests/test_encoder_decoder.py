@@ -19,9 +19,16 @@ from bertlab.model import EncoderLayer, attention_mask_for
 
 
 def small(**kw):
-    defaults = {"vocab_size": 23, "num_layers": 2, "hidden_size": 32, "num_heads": 4,
-                "max_position_embeddings": 16, "hidden_act": "relu", "hidden_dropout": 0.0,
-                "attention_dropout": 0.0}
+    defaults = {
+        "vocab_size": 23,
+        "num_layers": 2,
+        "hidden_size": 32,
+        "num_heads": 4,
+        "max_position_embeddings": 16,
+        "hidden_act": "relu",
+        "hidden_dropout": 0.0,
+        "attention_dropout": 0.0,
+    }
     return BertConfig(**{**defaults, **kw})
 
 
@@ -40,8 +47,7 @@ def copy_into_torch_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
         theirs.linear1.bias.copy_(ours.ffn.w1.bias)
         theirs.linear2.weight.copy_(ours.ffn.w2.weight)
         theirs.linear2.bias.copy_(ours.ffn.w2.bias)
-        norms = {"norm1": ours.self_attention_norm, "norm2": ours.cross_attention_norm,
-                 "norm3": ours.ffn_norm}
+        norms = {"norm1": ours.self_attention_norm, "norm2": ours.cross_attention_norm, "norm3": ours.ffn_norm}
         for name, norm in norms.items():
             getattr(theirs, name).weight.copy_(norm.weight)
             getattr(theirs, name).bias.copy_(norm.bias)
@@ -56,8 +62,15 @@ def test_decoder_layer_equals_torch_transformer_decoder_layer(act, need_weights)
     for p in ours.parameters():  # non-trivial LayerNorm gains and biases too
         nn.init.normal_(p, std=0.3)
     theirs = nn.TransformerDecoderLayer(
-        cfg.hidden_size, cfg.num_heads, dim_feedforward=cfg.intermediate_size, dropout=0.0,
-        activation=act, layer_norm_eps=1e-5, batch_first=True, norm_first=False).eval()
+        cfg.hidden_size,
+        cfg.num_heads,
+        dim_feedforward=cfg.intermediate_size,
+        dropout=0.0,
+        activation=act,
+        layer_norm_eps=1e-5,
+        batch_first=True,
+        norm_first=False,
+    ).eval()
     copy_into_torch_layer(ours, theirs)
 
     B, S, T = 3, 7, 5
@@ -66,10 +79,20 @@ def test_decoder_layer_equals_torch_transformer_decoder_layer(act, need_weights)
     src_mask[1, 4:] = 0  # padded sources
     src_mask[2, 6:] = 0
     with torch.no_grad():
-        got, self_w, cross_w = ours(y, memory, attention_mask_for(None, T, causal=True),
-                                    attention_mask_for(src_mask, S, causal=False), need_weights)
-        want = theirs(y, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(T),
-                      memory_key_padding_mask=~src_mask.bool(), tgt_is_causal=True)
+        got, self_w, cross_w = ours(
+            y,
+            memory,
+            attention_mask_for(None, T, causal=True),
+            attention_mask_for(src_mask, S, causal=False),
+            need_weights,
+        )
+        want = theirs(
+            y,
+            memory,
+            tgt_mask=nn.Transformer.generate_square_subsequent_mask(T),
+            memory_key_padding_mask=~src_mask.bool(),
+            tgt_is_causal=True,
+        )
     assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
     if need_weights:
         assert self_w.shape == (B, cfg.num_heads, T, T)
@@ -146,8 +169,7 @@ def test_padded_source_positions_change_nothing():
         assert torch.allclose(out, base.logits, atol=1e-6)
         real_changed = src.clone()
         real_changed[1, 5] = (real_changed[1, 5] - 3 + 1) % 20 + 3  # a real token does matter
-        assert not torch.allclose(model(real_changed, tgt, src_mask=src_mask).logits[1],
-                                  base.logits[1])
+        assert not torch.allclose(model(real_changed, tgt, src_mask=src_mask).logits[1], base.logits[1])
     for w in base.cross_attentions:
         assert (w[0, ..., 3:] == 0).all()
 
@@ -157,8 +179,7 @@ def test_a_tiny_transformer_learns_to_translate_the_toy_pairs(one_thread):
     src, tgt_in, labels = translation_batch(TOY_PAIRS, vocab)
     assert vocab.decode(tgt_in[0]) == "i am a student" and labels[0, 4] == vocab.eos_id
     torch.manual_seed(0)
-    cfg = small(vocab_size=len(vocab), num_layers=1, num_heads=2, hidden_dropout=0.1,
-                attention_dropout=0.1)
+    cfg = small(vocab_size=len(vocab), num_layers=1, num_heads=2, hidden_dropout=0.1, attention_dropout=0.1)
     model = EncoderDecoder(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
     model.eval()

@@ -34,17 +34,29 @@ NOTEBOOKS = sorted(EXERCISES.glob("*.ipynb"))
 PROJECT_NOTEBOOKS = {"09_capstone"}  # graded from a submission folder (bertlab.course.capstone), no check calls
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-ALL = {"wordpiece": ["wordpiece"], "sinusoids": ["sinusoidal_positions"], "attention": ["attention"],
-       "heads": ["split_heads", "merge_heads"], "masking": ["mask_batch"], "nsp": ["make_nsp_pairs"],
-       "span": ["best_span"], "features": ["combine_layers"], "encoder_layer": ["EncoderLayer"],
-       "param_count": ["bert_parameters"], "pretraining_step": ["pretraining_step"],
-       "finetune_loop": ["finetune", "accuracy"], "ner_labels": ["align_labels", "word_predictions"],
-       "head_probe": ["head_scores", "best_head"], "ablation_plan": ["ablation_plan"]}
+ALL = {
+    "wordpiece": ["wordpiece"],
+    "sinusoids": ["sinusoidal_positions"],
+    "attention": ["attention"],
+    "heads": ["split_heads", "merge_heads"],
+    "masking": ["mask_batch"],
+    "nsp": ["make_nsp_pairs"],
+    "span": ["best_span"],
+    "features": ["combine_layers"],
+    "encoder_layer": ["EncoderLayer"],
+    "param_count": ["bert_parameters"],
+    "pretraining_step": ["pretraining_step"],
+    "finetune_loop": ["finetune", "accuracy"],
+    "ner_labels": ["align_labels", "word_predictions"],
+    "head_probe": ["head_scores", "best_head"],
+    "ablation_plan": ["ablation_plan"],
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _need_mirror(request):
     from tests.conftest import MIRROR
+
     if not (MIRROR / "SHA256SUMS").is_file():
         pytest.skip(f"no data mirror at {MIRROR}: set BERTLAB_DATA_MIRROR")
 
@@ -92,9 +104,16 @@ def test_bertlab_masking_passes():
 
     def mask_batch(input_ids, special_ids, mask_id, vocab_size, generator):
         random_ids = torch.tensor(sorted(set(range(vocab_size)) - set(special_ids)))
-        m = mask_tokens(input_ids, mask_id=mask_id, special_ids=special_ids, random_ids=random_ids,
-                        max_predictions=input_ids.shape[1], generator=generator)
+        m = mask_tokens(
+            input_ids,
+            mask_id=mask_id,
+            special_ids=special_ids,
+            random_ids=random_ids,
+            max_predictions=input_ids.shape[1],
+            generator=generator,
+        )
         return m.input_ids, torch.where(m.selected, input_ids, -100)
+
     check("masking", mask_batch)
 
 
@@ -104,6 +123,7 @@ def test_bertlab_best_spans_passes():
     def best_span(s, e, ok, max_answer_length=30):
         _, i, j = best_spans(s[None], e[None], ok[None], ok[None], max_answer_length)
         return int(i[0, 0]), int(j[0, 0])
+
     check("span", best_span)
 
 
@@ -113,6 +133,7 @@ def test_tokenizers_wordpiece_passes():
     def wordpiece(word, vocab):
         model = WordPiece({v: i for i, v in enumerate(sorted(vocab))}, unk_token="[UNK]")
         return [t.value for t in model.tokenize(word)]
+
     check("wordpiece", wordpiece)
 
 
@@ -162,10 +183,11 @@ def _sinusoids(swap=False, concat=False):
         a, b = (torch.cos(ang), torch.sin(ang)) if swap else (torch.sin(ang), torch.cos(ang))
         pe = torch.zeros(L, d)
         if concat:
-            pe[:, :(d + 1) // 2], pe[:, (d + 1) // 2:] = a, b[:, :d // 2]
+            pe[:, : (d + 1) // 2], pe[:, (d + 1) // 2 :] = a, b[:, : d // 2]
         else:
-            pe[:, 0::2], pe[:, 1::2] = a, b[:, :d // 2]
+            pe[:, 0::2], pe[:, 1::2] = a, b[:, : d // 2]
         return pe
+
     return sinusoidal_positions
 
 
@@ -186,6 +208,7 @@ def _wordpiece(prefix="##", keep_prefix=True, partial_unk=False):
             pieces.append(prefix + piece if start and keep_prefix else piece)
             start = end
         return pieces
+
     return wordpiece
 
 
@@ -204,6 +227,7 @@ def _masking(select_specials=False, count_padding=False, always_mask=False, glob
             out[b, rnd] = torch.randint(1000, vocab_size, (len(rnd),), generator=g)
             labels[b, chosen] = (out if label_after else input_ids)[b, chosen]
         return out, labels
+
     return mask_batch
 
 
@@ -219,6 +243,7 @@ def _nsp(same_doc=False, skip_one=False, never_notnext=False):
                     o = d if same_doc else rng.choice([o for o in range(len(documents)) if o != d])
                     pairs.append((doc[s], rng.choice(documents[o]), 1))
         return pairs
+
     return make_nsp_pairs
 
 
@@ -235,16 +260,23 @@ def _span(allow_reverse=False, no_length=False, no_context=False):
                 if s[i] + e[j] > best:
                     best, ij = float(s[i] + e[j]), (i, j)
         return ij
+
     return best_span
 
 
 def _features(wrong):
     def combine_layers(hs, strategy):
-        good = {"first_layer": hs[0], "last_hidden": hs[-1], "sum_all": torch.stack(hs[1:]).sum(0),
-                "second_to_last": hs[-2], "sum_last_four": torch.stack(hs[-4:]).sum(0),
-                "concat_last_four": torch.cat(hs[-4:], -1)}
+        good = {
+            "first_layer": hs[0],
+            "last_hidden": hs[-1],
+            "sum_all": torch.stack(hs[1:]).sum(0),
+            "second_to_last": hs[-2],
+            "sum_last_four": torch.stack(hs[-4:]).sum(0),
+            "concat_last_four": torch.cat(hs[-4:], -1),
+        }
         good.update(wrong(hs))
         return good[strategy]
+
     return combine_layers
 
 
@@ -281,29 +313,38 @@ def _encoder(pre_ln=False, relu=False):
                 return h + self.ffn(self.norm2(h))
             h = self.norm1(x + self.attend(x, mask))
             return self.norm2(h + self.ffn(h))
+
     return EncoderLayer
 
 
 def _params(pooler_always=False, no_biases=False):
-    def bert_parameters(L, H, A, vocab_size=30522, max_positions=512, type_vocab_size=2,
-                        intermediate_size=None, pooler=True):
+    def bert_parameters(
+        L, H, A, vocab_size=30522, max_positions=512, type_vocab_size=2, intermediate_size=None, pooler=True
+    ):
         I, b = intermediate_size or 4 * H, 0 if no_biases else 1
         emb = (vocab_size + max_positions + type_vocab_size) * H + 2 * H
         layer = 4 * (H * H + b * H) + (2 * H * I + b * (I + H)) + 4 * H
         return emb + L * layer + ((H * H + b * H) if pooler or pooler_always else 0)
+
     return bert_parameters
 
 
 def _pretraining_step(clip=True, nsp=True):
     def pretraining_step(model, batch, optimizer, max_grad_norm=1.0):
-        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                    mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"] if nsp else None)
+        out = model(
+            batch["input_ids"],
+            batch["token_type_ids"],
+            batch["attention_mask"],
+            mlm_labels=batch["mlm_labels"],
+            nsp_labels=batch["nsp_labels"] if nsp else None,
+        )
         out.loss.backward()
         if clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
         optimizer.zero_grad()
         return out.loss.item()
+
     return pretraining_step
 
 
@@ -323,21 +364,29 @@ def _finetune(lr_shift=0, constant=False):
             optimizer.zero_grad()
             losses.append(loss.item())
         return losses
+
     return finetune
 
 
 def _accuracy(model, batches):
     model.eval()
     with torch.no_grad():
-        right = sum(int((model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).logits.argmax(-1)
-                         == b["labels"]).sum()) for b in batches)
+        right = sum(
+            int(
+                (model(b["input_ids"], b["token_type_ids"], b["attention_mask"]).logits.argmax(-1) == b["labels"]).sum()
+            )
+            for b in batches
+        )
     return right / sum(len(b["labels"]) for b in batches)
 
 
 def _align(every_piece=False):
     def align_labels(word_ids, labels):
-        return [-100 if w is None or (not every_piece and k and word_ids[k - 1] == w) else labels[w]
-                for k, w in enumerate(word_ids)]
+        return [
+            -100 if w is None or (not every_piece and k and word_ids[k - 1] == w) else labels[w]
+            for k, w in enumerate(word_ids)
+        ]
+
     return align_labels
 
 
@@ -352,6 +401,7 @@ def _head_scores(all_positions=False):
             return mass.mean((1, 3))
         real = attention_mask.bool()[None, :, None, :]
         return (mass * real).sum((1, 3)) / real.sum()
+
     return head_scores
 
 
@@ -360,19 +410,26 @@ def _best_head(transposed=False):
         flat = int(scores.argmax())
         ij = (flat // scores.shape[1], flat % scores.shape[1])
         return ij[::-1] if transposed else ij
+
     return best_head
 
 
 def _plan(**changes):
     def ablation_plan():
-        plan = {"question": "Does dropout hurt a short run?",
-                "hypothesis": "Dropout 0.1 gives a lower held-out accuracy after 20 minutes, because a short run "
-                              "does not overfit.",
-                "control": {"recipe": "cpu", "preset": "tiny"}, "change": {"dropout": 0.1},
-                "metric": "held-out MLM accuracy", "seeds": [0, 1, 2], "minutes_per_run": 20,
-                "decision": "Supported if the dropout median is at least 1 point below the control's."}
+        plan = {
+            "question": "Does dropout hurt a short run?",
+            "hypothesis": "Dropout 0.1 gives a lower held-out accuracy after 20 minutes, because a short run "
+            "does not overfit.",
+            "control": {"recipe": "cpu", "preset": "tiny"},
+            "change": {"dropout": 0.1},
+            "metric": "held-out MLM accuracy",
+            "seeds": [0, 1, 2],
+            "minutes_per_run": 20,
+            "decision": "Supported if the dropout median is at least 1 point below the control's.",
+        }
         plan.update(changes)
         return plan
+
     return ablation_plan
 
 
@@ -381,14 +438,23 @@ MISTAKES = {
     "attention, mask on the query axis": ("attention", [_attention_query_mask], "attends to padding position"),
     "attention, softmax over queries": ("attention", [_attention_wrong_softmax], "sum to"),
     "split_heads straight reshape": ("heads", [_split_reshape, _merge_reshape], "mixes tokens into heads"),
-    "split_heads without transpose": ("heads", [_split_no_transpose, _merge_reshape],
-                                      "expected shape (2, 4, 7, 16), got (2, 7, 4, 16): did you forget to transpose"),
-    "merge_heads straight reshape": ("heads", [lambda x, A: x.view(x.shape[0], x.shape[1], A, -1).transpose(1, 2),
-                                               _merge_reshape], "mixes heads and tokens"),
+    "split_heads without transpose": (
+        "heads",
+        [_split_no_transpose, _merge_reshape],
+        "expected shape (2, 4, 7, 16), got (2, 7, 4, 16): did you forget to transpose",
+    ),
+    "merge_heads straight reshape": (
+        "heads",
+        [lambda x, A: x.view(x.shape[0], x.shape[1], A, -1).transpose(1, 2), _merge_reshape],
+        "mixes heads and tokens",
+    ),
     "sinusoids sin/cos swapped": ("sinusoids", [_sinusoids(swap=True)], "sin and cos are swapped"),
     "sinusoids concatenated": ("sinusoids", [_sinusoids(concat=True)], "alternate"),
-    "wordpiece drops ##": ("wordpiece", [_wordpiece(keep_prefix=False)],
-                           "token 'unaffable': expected ['una', '##ffa', '##ble'], got ['una', 'ffa', 'ble']"),
+    "wordpiece drops ##": (
+        "wordpiece",
+        [_wordpiece(keep_prefix=False)],
+        "token 'unaffable': expected ['una', '##ffa', '##ble'], got ['una', 'ffa', 'ble']",
+    ),
     "wordpiece looks up without ##": ("wordpiece", [_wordpiece(prefix="")], "token 'unaffable': expected"),
     "wordpiece partial [UNK]": ("wordpiece", [_wordpiece(partial_unk=True)], "makes the WHOLE word"),
     "masking selects [CLS]": ("masking", [_masking(select_specials=True)], "holds the special token '["),
@@ -402,12 +468,21 @@ MISTAKES = {
     "span allows j < i": ("span", [_span(allow_reverse=True)], "ends before it starts"),
     "span without a length limit": ("span", [_span(no_length=True)], "more than max_answer_length"),
     "span outside the context": ("span", [_span(no_context=True)], "is not a context token"),
-    "features sum_all with embeddings": ("features", [_features(lambda hs: {"sum_all": torch.stack(hs).sum(0)})],
-                                         "strategy 'sum_all'"),
-    "features sum of last four off by one": ("features", [_features(
-        lambda hs: {"sum_last_four": torch.stack(hs[-5:-1]).sum(0)})], "hidden_states[-5:-1] (off by one)"),
-    "features concat reversed": ("features", [_features(lambda hs: {"concat_last_four": torch.cat(hs[-4:][::-1], -1)})],
-                                 "reverse order"),
+    "features sum_all with embeddings": (
+        "features",
+        [_features(lambda hs: {"sum_all": torch.stack(hs).sum(0)})],
+        "strategy 'sum_all'",
+    ),
+    "features sum of last four off by one": (
+        "features",
+        [_features(lambda hs: {"sum_last_four": torch.stack(hs[-5:-1]).sum(0)})],
+        "hidden_states[-5:-1] (off by one)",
+    ),
+    "features concat reversed": (
+        "features",
+        [_features(lambda hs: {"concat_last_four": torch.cat(hs[-4:][::-1], -1)})],
+        "reverse order",
+    ),
     "encoder layer pre-LN": ("encoder_layer", [_encoder(pre_ln=True)], "equals a PRE-LN layer"),
     "encoder layer with ReLU": ("encoder_layer", [_encoder(relu=True)], "uses ReLU"),
     "parameters, the pooler always": ("param_count", [_params(pooler_always=True)], "counted when pooler=True only"),
@@ -444,19 +519,23 @@ def test_sum_all_with_embeddings_says_what_it_computed():
 def test_stub_says_not_implemented(name):
     def stub(*args, **kwargs):
         raise NotImplementedError("x")
+
     stub.__name__ = ALL[name][0]
     with pytest.raises(ExerciseFailure) as err:
         check(name, *[stub] * len(ALL[name]))
-    assert str(err.value) == (f"[{name}] not implemented yet: replace the `raise NotImplementedError` in "
-                              f"{ALL[name][0]} with your code")
+    assert str(err.value) == (
+        f"[{name}] not implemented yet: replace the `raise NotImplementedError` in {ALL[name][0]} with your code"
+    )
 
 
 def test_unknown_exercise_and_crash():
     with pytest.raises(ValueError, match="unknown exercise 'atention'"):
         check("atention", _stub)
     with pytest.raises(ExerciseFailure, match=r"attention raised ZeroDivisionError"):
+
         def attention(q, k, v, mask=None):
             return 1 / 0
+
         check("attention", attention)
 
 
@@ -466,6 +545,7 @@ def test_unknown_exercise_and_crash():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_notebook_follows_the_chapter_rules(path):
     from tests.test_notebooks import SETUP_CELL, toc_files
+
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
@@ -484,11 +564,13 @@ def test_exercise_notebook_follows_the_chapter_rules(path):
 def test_exercise_notebook_agrees_with_the_course_table(path):
     """The table at the top, the nbgrader points and the rubrics match bertlab.course."""
     from bertlab.course import QUESTIONS, metadata_table, questions_of
+
     nb = nbformat.read(path, as_version=4)
     assert nb.metadata["bertlab"]["assignment"] == path.stem
     tables = [c.source for c in nb.cells if "assignment-table" in c.metadata.get("tags", [])]
-    assert len(tables) == 1 and metadata_table(path.stem) in tables[0], \
+    assert len(tables) == 1 and metadata_table(path.stem) in tables[0], (
         f"{path.name}: the table at the top differs from bertlab.course.metadata_table({path.stem!r})"
+    )
     graded = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
     for e in (e for e in TABLE.values() if e.notebook == path.stem):
         assert graded[f"{e.name}_check"].metadata["nbgrader"]["points"] == e.points
@@ -497,15 +579,19 @@ def test_exercise_notebook_agrees_with_the_course_table(path):
     for qid, c in answers.items():
         assert c.metadata["nbgrader"]["points"] == QUESTIONS[qid].points
         assert f"**Rubric ({QUESTIONS[qid].points} points).**" in c.source and "model-answer" in c.metadata["tags"]
-    assert [c for c in nb.cells if "instructor-only" in c.metadata.get("tags", [])], \
+    assert [c for c in nb.cells if "instructor-only" in c.metadata.get("tags", [])], (
         "no note for the instructor edition"
+    )
 
 
 @pytest.fixture(scope="module")
 def student(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("student")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -522,10 +608,24 @@ def test_student_edition_has_no_solutions(student, solutions):
         assert "BEGIN SOLUTION" not in text and "Model answer" not in text and "Rubric" not in text
         assert "Show code cell source" not in text
         # no line of any solution survives (blank lines and lone brackets aside)
-        solution_lines = {ln.strip() for c in inst.cells if "solution" in c.metadata.get("tags", [])
-                          for ln in c.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0].splitlines()
-                          if len(ln.strip()) > 12}
-        assert not solution_lines & {ln.strip() for ln in text.splitlines()}, path.name
+        solution_lines = {
+            ln.strip()
+            for c in inst.cells
+            if "solution" in c.metadata.get("tags", [])
+            for ln in c.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0].splitlines()
+            if len(ln.strip()) > 12
+        }
+        # (a line the instructor edition also has outside its solutions, such as `device="cpu",`, is
+        # not a solution's)
+        outside = {
+            ln.strip()
+            for c in inst.cells
+            for part in [c.source.split("### BEGIN SOLUTION")[0], c.source.split("### END SOLUTION")[-1]]
+            if "solution" in c.metadata.get("tags", []) or "### BEGIN SOLUTION" not in c.source
+            for ln in (part if "solution" in c.metadata.get("tags", []) else c.source).splitlines()
+        }
+        leaked = (solution_lines - outside) & {ln.strip() for ln in text.splitlines()}
+        assert solution_lines - outside and not leaked, (path.name, leaked)
         # every check call is still there, and so is every exercise's table row
         checks = [c.source for c in kept if c.cell_type == "code" and c.source.startswith("check(")]
         assert checks == [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("check(")]
@@ -545,8 +645,7 @@ def test_student_edition_has_no_solutions(student, solutions):
 # ------------------------------------------------------------------------------------------------
 # Grading: fresh kernels, partial credit, a time limit per exercise, no printed line trusted
 # ------------------------------------------------------------------------------------------------
-def _variant(src: Path, folder: Path, name: str, edits: dict[str, tuple[str, str]] = {},
-             extra: str = "") -> None:
+def _variant(src: Path, folder: Path, name: str, edits: dict[str, tuple[str, str]] = {}, extra: str = "") -> None:
     """A copy of notebook `src` as `name`, with the code cell defining each function `f` in
     `edits` changed by one (old, new) replacement, and an extra cell at the end."""
     nb = nbformat.read(src, as_version=4)
@@ -559,11 +658,13 @@ def _variant(src: Path, folder: Path, name: str, edits: dict[str, tuple[str, str
     nbformat.write(nb, folder / name)
 
 
-FAKE_PASS = ('print("\u2713 [attention] passed:\\n  4 cases")\n'
-             'print("\u2713 [heads] passed:\\n  4 shapes")\n'
-             'def check(*args, **kwargs):\n    print("\u2713 [" + args[0] + "] passed:")\n'
-             'import bertlab.exercises as bx\n'
-             'bx.CHECKS.update({k: (lambda *a: None) for k in bx.CHECKS})')
+FAKE_PASS = (
+    'print("\u2713 [attention] passed:\\n  4 cases")\n'
+    'print("\u2713 [heads] passed:\\n  4 shapes")\n'
+    'def check(*args, **kwargs):\n    print("\u2713 [" + args[0] + "] passed:")\n'
+    "import bertlab.exercises as bx\n"
+    "bx.CHECKS.update({k: (lambda *a: None) for k in bx.CHECKS})"
+)
 
 
 @pytest.fixture(scope="module")
@@ -573,6 +674,7 @@ def graded(student, tmp_path_factory) -> dict:
     heads are right; the student edition that prints fake pass lines and patches the checks;
     the untouched student edition of assignment 01 (renamed)."""
     from bertlab.course.grading import grade_folder
+
     folder = tmp_path_factory.mktemp("submissions")
     src = EXERCISES / "02_attention.ipynb"
     shutil.copy(src, folder / "ann_02_attention.ipynb")
@@ -629,24 +731,31 @@ def test_grader_student_edition_scores_zero_with_feedback(graded):
 def test_grader_writes_csv_and_json(graded):
     import csv
     import json
+
     rows = {r["notebook"]: r for r in csv.DictReader(open(graded["folder"] / "grades.csv"))}
     assert rows["ann_02_attention.ipynb"]["points"] == "15.0" and rows["ann_02_attention.ipynb"]["of"] == "15"
     assert rows["bob_02_attention.ipynb"]["attention"] == "5.0"
     data = {d["notebook"]: d for d in json.loads((graded["folder"] / "grades.json").read_text())}
-    assert [p["name"] for p in data["bob_02_attention.ipynb"]["exercises"][0]["parts"]] == \
-        ["case 0", "case 1", "case 2", "case 3"]
+    assert [p["name"] for p in data["bob_02_attention.ipynb"]["exercises"][0]["parts"]] == [
+        "case 0",
+        "case 1",
+        "case 2",
+        "case 3",
+    ]
 
 
 def test_grader_reports_an_unreadable_notebook_and_grades_the_others(graded):
     fay = graded["fay"]
     assert fay.exercises == [] and fay.points == 0
-    assert fay.cell_errors and fay.cell_errors[0].startswith("not a readable notebook") and ".ipynb" in \
-        fay.cell_errors[0]
+    assert (
+        fay.cell_errors and fay.cell_errors[0].startswith("not a readable notebook") and ".ipynb" in fay.cell_errors[0]
+    )
     assert graded["ann"].points == 15  # graded all the same
 
 
 def test_grader_writes_a_gradescope_results_json_per_submission(graded):
     import json
+
     for name in ("ann_02_attention", "bob_02_attention", "fay_02_attention"):
         r = json.loads((graded["folder"] / "gradescope" / name / "results.json").read_text())
         assert set(r) >= {"score", "output", "tests"}
@@ -664,6 +773,7 @@ def test_grader_writes_a_gradescope_results_json_per_submission(graded):
 
 def test_grader_cells_and_assignments():
     from bertlab.course.grading import find_assignment, is_check_cell
+
     cell = nbformat.v4.new_code_cell
     assert is_check_cell(cell('check("attention", attention)')) and is_check_cell(cell("check_heads(a, b)  "))
     assert not is_check_cell(cell('def f():\n    pass\ncheck("attention", f)'))
@@ -686,6 +796,7 @@ def test_check_records_parts_and_tallies_them():
 def test_require_part_gives_per_part_verdicts():
     """The bridge to otter-grader / nbgrader test cases: one verdict per part of a check."""
     from bertlab.exercises import require_part
+
     for k in (1, 3):  # the cases without padding pass
         require_part("attention", k, _attention_query_mask)
     for k in (0, 2):
@@ -697,8 +808,12 @@ def test_require_part_gives_per_part_verdicts():
 
 def test_otter_tests_have_one_case_per_part(tmp_path):
     import ast
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_otter_tests.py"), "02_attention", "--out",
-                    str(tmp_path)], check=True, capture_output=True)
+
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_otter_tests.py"), "02_attention", "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     for name, n_parts, points in (("attention", 4, 10), ("heads", 3, 5)):
         tree = ast.parse((tmp_path / f"{name}.py").read_text())
         cases = [f for f in tree.body if isinstance(f, ast.FunctionDef)]
@@ -713,18 +828,26 @@ def test_otter_tests_have_one_case_per_part(tmp_path):
 def _solution_lines() -> set[str]:
     """The lines of the instructor's solutions (longer than 12 characters) that no other cell has."""
     cells = [c for p in NOTEBOOKS for c in nbformat.read(p, as_version=4).cells]
-    solutions = {ln.strip() for c in cells if "solution" in c.metadata.get("tags", [])
-                 for ln in c.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0].splitlines()
-                 if len(ln.strip()) > 12}
-    return solutions - {ln.strip() for c in cells if "solution" not in c.metadata.get("tags", [])
-                        for ln in c.source.splitlines()}
+    solutions = {
+        ln.strip()
+        for c in cells
+        if "solution" in c.metadata.get("tags", [])
+        for ln in c.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0].splitlines()
+        if len(ln.strip()) > 12
+    }
+    return solutions - {
+        ln.strip() for c in cells if "solution" not in c.metadata.get("tags", []) for ln in c.source.splitlines()
+    }
 
 
 @pytest.fixture(scope="module")
 def student_book(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("student_book") / "src"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), "--book", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), "--book", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -732,16 +855,24 @@ def test_student_book_sources(student_book):
     import yaml
 
     from tests.test_notebooks import _toc_files
+
     toc = yaml.safe_load((student_book / "_toc.yml").read_text())
     files = [toc["root"]] + _toc_files(toc["parts"])
-    assert files == ["book/intro", "book/instructor"] + [f"book/exercises/{p.stem}" for p in NOTEBOOKS] + \
-        ["book/references"]
+    assert files == ["book/intro", "book/instructor"] + [f"book/exercises/{p.stem}" for p in NOTEBOOKS] + [
+        "book/references"
+    ]
     config = yaml.safe_load((student_book / "_config.yml").read_text())
     assert config["execute"] == {"execute_notebooks": "off"} and "launch_buttons" not in config
     texts = {p: p.read_text() for p in student_book.rglob("*") if p.suffix in (".md", ".ipynb", ".yml")}
     everything = "\n".join(texts.values())
-    for absent in ("BEGIN SOLUTION", "Model answer", "**Rubric", "Rubrics for the open questions", "otter generate",
-                   "In this book, the public one"):
+    for absent in (
+        "BEGIN SOLUTION",
+        "Model answer",
+        "**Rubric",
+        "Rubrics for the open questions",
+        "otter generate",
+        "In this book, the public one",
+    ):
         assert absent not in everything, absent
     assert not _solution_lines() & {ln.strip() for ln in everything.splitlines()}
     for path in NOTEBOOKS:
@@ -761,6 +892,7 @@ def test_student_book_html_has_no_solutions():
     if not (html / "book" / "instructor.html").is_file():
         pytest.skip("the student book is not built here: bash scripts/build_student_book.sh")
     import html as html_lib
+
     for page in sorted((html / "book").rglob("*.html")):
         text = html_lib.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
         assert "Model answer" not in text and "Rubric (" not in text and "BEGIN SOLUTION" not in text, page.name
@@ -772,22 +904,29 @@ def test_instructor_page_agrees_with_the_course():
     """The points tables and the rubrics of book/instructor.md are those of bertlab.course and of
     the model answers."""
     from bertlab.course import ASSIGNMENTS, QUESTIONS, exercises_of, projects_of, questions_of
+
     page = (ROOT / "book" / "instructor.md").read_text()
     flat = " ".join(page.split())
     for e in TABLE.values():
-        assert f"| {e.number} | {e.title} | `{e.name}` |" in page and \
-            f"| {e.difficulty} | {e.points} | {e.time} | {e.device} | {e.timeout} s |" in page, e.name
+        assert (
+            f"| {e.number} | {e.title} | `{e.name}` |" in page
+            and f"| {e.difficulty} | {e.points} | {e.time} | {e.device} | {e.timeout} s |" in page
+        ), e.name
     for q in QUESTIONS.values():
         assert f"| {q.title} (`{q.id}`) |" in page, q.id
     for stem in ASSIGNMENTS:
         exs, qs, projects = exercises_of(stem), questions_of(stem), projects_of(stem)
         names = [str(e.number) for e in exs] + [p.name for p in projects]
-        assert f"| {', '.join(names)} | {sum(e.points for e in exs) + sum(p.points for p in projects)} | {len(qs)} | " \
-               f"{sum(q.points for q in qs)} |" in page, stem
+        assert (
+            f"| {', '.join(names)} | {sum(e.points for e in exs) + sum(p.points for p in projects)} | {len(qs)} | "
+            f"{sum(q.points for q in qs)} |" in page
+        ), stem
         for cell in nbformat.read(EXERCISES / f"{stem}.ipynb", as_version=4).cells:
             if "model-answer" in cell.metadata.get("tags", []):
                 rubric = cell.source.split("**.", 1)[0] and cell.source.split("points).** ", 1)[1].rsplit(":::", 1)[0]
                 assert " ".join(rubric.split()) in flat, cell.metadata["nbgrader"]["grade_id"]
-    assert f"In all: {sum(e.points for e in TABLE.values())} points of checked exercises and " \
-           f"{sum(q.points for q in QUESTIONS.values())} points of open questions" in flat
+    assert (
+        f"In all: {sum(e.points for e in TABLE.values())} points of checked exercises and "
+        f"{sum(q.points for q in QUESTIONS.values())} points of open questions" in flat
+    )
     assert page.count("<!-- instructor-only -->") == page.count("<!-- /instructor-only -->") >= 1

@@ -17,9 +17,11 @@ from bertlab.data.corpus import load_corpus  # noqa: E402
 from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece  # noqa: E402
 from bertlab.export import export_hf  # noqa: E402
 
-TEXTS = ["the man went to the [MASK] . he bought a [MASK] of milk .",
-         "It was a dark and stormy night; the rain fell in torrents.",
-         "Émile's café, 42 rue du Bac — open?"]
+TEXTS = [
+    "the man went to the [MASK] . he bought a [MASK] of milk .",
+    "It was a dark and stormy night; the rain fell in torrents.",
+    "Émile's café, 42 rue du Bac — open?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +35,15 @@ def model_folder(tmp_path, tokenizer_file, **overrides):
     """A post-LN pretraining model with random weights (and a random MLM bias, so a wrong bias
     would show) saved as bertlab saves a run's final weights."""
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=600, num_layers=2, hidden_size=64, num_heads=4, intermediate_size=96,
-                     max_position_embeddings=128, **overrides)
+    cfg = BertConfig(
+        vocab_size=600,
+        num_layers=2,
+        hidden_size=64,
+        num_heads=4,
+        intermediate_size=96,
+        max_position_embeddings=128,
+        **overrides,
+    )
     model = BertForPreTraining(cfg)
     with torch.no_grad():
         model.mlm.bias.normal_(0, 1)
@@ -101,6 +110,7 @@ def test_cli_export_and_fill_mask(tmp_path, tokenizer_file, capsys):
 
 def test_fill_mask_answers_from_the_record_by_default(capsys):
     from bertlab.experiments import reference
+
     if reference.find() is None:
         pytest.skip("no recorded reference run in this checkout")
     assert main(["fill-mask", "he opened the [MASK] and went in ."]) == 0

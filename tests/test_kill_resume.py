@@ -28,8 +28,7 @@ def krc():
 
 @pytest.mark.slow
 def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(krc, mirror, tmp_path):
-    settings = krc.Settings(kills=3, steps=12, seed=1, write_share=0.67, startup_share=0.0, timeout=400,
-                            verbose=False)
+    settings = krc.Settings(kills=3, steps=12, seed=1, write_share=0.67, startup_share=0.0, timeout=400, verbose=False)
     summary = krc.run_check(settings, tmp_path / "kr")
     assert summary.get("error") is None, summary.get("error")
     assert summary["kills"] >= 3 and summary["resumes"] >= 2, summary
@@ -43,11 +42,22 @@ def test_killed_and_resumed_run_ends_like_an_uninterrupted_one(krc, mirror, tmp_
 def test_the_checks_catch_corruption_and_different_weights(krc, tmp_path):
     """The check is not vacuous: a changed weight, a truncated or missing file are all caught."""
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=50, num_layers=1, hidden_size=16, num_heads=2,
-                                          intermediate_size=32, max_position_embeddings=16))
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_position_embeddings=16
+        )
+    )
     opt = torch.optim.AdamW(model.parameters())
-    state = lambda step: {"optimizer": opt.state_dict(), "rng": ckpt.rng_state(), "data": {"i": step},  # noqa: E731
-                          "trainer": {"step": step}, "run": {}}
+
+    def state(step):
+        return {
+            "optimizer": opt.state_dict(),
+            "rng": ckpt.rng_state(),
+            "data": {"i": step},
+            "trainer": {"step": step},
+            "run": {},
+        }
+
     root = tmp_path / "checkpoints"
     for step in (1, 2, 3):
         ckpt.save_checkpoint(root, step, model, state(step), keep_last=2)
@@ -83,8 +93,11 @@ def test_pruning_never_lists_a_half_deleted_checkpoint(tmp_path, monkeypatch):
     """A crash while an old checkpoint is being deleted (simulated: deleting stops after the first
     file) must not leave a `step-*` folder that list_checkpoints reports but that does not load."""
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=50, num_layers=1, hidden_size=16, num_heads=2,
-                                          intermediate_size=32, max_position_embeddings=16))
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_position_embeddings=16
+        )
+    )
     root = tmp_path / "checkpoints"
     for step in (1, 2):
         ckpt.save_checkpoint(root, step, model, {"x": step}, keep_last=2)

@@ -31,8 +31,7 @@ def real_batch(tok):
     books = {d.id: d for d in load_corpus("books", "train")}
     paras = [" ".join(p) for i in ("pg11", "pg35", "pg43", "pg46", "pg16") for p in books[i].paragraphs]
     enc = tok.encode_batch(paras, max_length=T, padding="max_length", return_tensors="pt")
-    batch = {"input_ids": enc.input_ids, "token_type_ids": enc.token_type_ids,
-             "attention_mask": enc.attention_mask}
+    batch = {"input_ids": enc.input_ids, "token_type_ids": enc.token_type_ids, "attention_mask": enc.attention_mask}
     real = ~torch.isin(enc.input_ids, torch.tensor(tok.special_ids))
     assert int(real.sum()) > 150_000 and (enc.input_ids == tok.pad_id).any()
     return batch
@@ -83,9 +82,11 @@ def test_statistics_on_real_tokens(tok, real_batch):
     reserved = torch.tensor(tok.reserved_ids)
     assert not torch.isin(new[randomised], reserved).any()
     assert len(torch.unique(new[randomised])) > 1000  # spread over the vocabulary
-    print(f"\n[masking] {n_real.sum().item():,} real tokens, chosen {frac:.4f}; of those "
-          f"[MASK] {masked.sum().item() / n_sel:.4f}, random {randomised.sum().item() / n_sel:.4f}, "
-          f"kept {unchanged.sum().item() / n_sel:.4f}")
+    print(
+        f"\n[masking] {n_real.sum().item():,} real tokens, chosen {frac:.4f}; of those "
+        f"[MASK] {masked.sum().item() / n_sel:.4f}, random {randomised.sum().item() / n_sel:.4f}, "
+        f"kept {unchanged.sum().item() / n_sel:.4f}"
+    )
 
 
 def test_dynamic_and_deterministic(tok, real_batch):
@@ -144,8 +145,9 @@ def test_list_of_examples_and_model(tok, real_batch):
 def test_errors(tok, real_batch):
     ids = real_batch["input_ids"][:2]
     with pytest.raises(ValueError, match="is_continuation"):
-        mask_tokens(ids, mask_id=103, special_ids=[0], random_ids=torch.arange(999, 2000),
-                    max_predictions=20, whole_word=True)
+        mask_tokens(
+            ids, mask_id=103, special_ids=[0], random_ids=torch.arange(999, 2000), max_predictions=20, whole_word=True
+        )
     with pytest.raises(ValueError, match="batch, length"):
         mask_tokens(ids[0], mask_id=103, special_ids=[0], random_ids=torch.arange(999, 2000), max_predictions=20)
     with pytest.raises(ValueError, match="needs a tokenizer"):
@@ -157,8 +159,10 @@ def test_next_token_labels_by_hand():
     # [CLS] my dog [SEP] [PAD] [PAD] and [CLS] hi [SEP] [PAD] [PAD] [PAD]
     ids = torch.tensor([[101, 2026, 3899, 102, 0, 0], [101, 7632, 102, 0, 0, 0]])
     mask = (ids != 0).long()
-    assert next_token_labels(ids, mask).tolist() == [[2026, 3899, 102, -100, -100, -100],
-                                                     [7632, 102, -100, -100, -100, -100]]
+    assert next_token_labels(ids, mask).tolist() == [
+        [2026, 3899, 102, -100, -100, -100],
+        [7632, 102, -100, -100, -100, -100],
+    ]
 
 
 def test_next_token_collator_masks_nothing(tok, real_batch):
@@ -180,7 +184,8 @@ def test_next_token_collator_masks_nothing(tok, real_batch):
 def test_on_gpu_same_statistics(tok, real_batch):
     out = MaskedLMCollator(tok, seed=0, device="cuda")(real_batch)
     sel = torch.zeros_like(real_batch["input_ids"], dtype=torch.bool).scatter_(
-        1, out["mlm_positions"], out["mlm_labels"] != IGNORE_INDEX)
+        1, out["mlm_positions"], out["mlm_labels"] != IGNORE_INDEX
+    )
     special = torch.isin(real_batch["input_ids"], torch.tensor(tok.special_ids))
     assert not (sel & special).any()
     assert abs(sel.sum().item() / (~special).sum().item() - 0.15) < 0.003

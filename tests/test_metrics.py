@@ -21,6 +21,7 @@ from bertlab.tasks.metrics import (
 
 def _read(reader, split):
     from bertlab.data import download
+
     try:
         return reader(split)[0]
     except download.DataUnavailableError as err:
@@ -52,15 +53,18 @@ def test_binary_f1_matches_sklearn():
 
 
 # --- SQuAD -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("The Denver Broncos", "denver broncos"),
-    ("  an   apple, a day!", "apple day"),
-    ("Theatre of the Absurd", "theatre of absurd"),  # articles only as whole words
-    ("A-Team", "ateam"),  # punctuation goes first, so "a" is no longer a word of its own
-    ("24–10", "24–10"),  # the en dash is not ASCII punctuation: the official script keeps it
-    ("Saint-Étienne's", "saintétiennes"),
-    ("\tthe\n", ""),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The Denver Broncos", "denver broncos"),
+        ("  an   apple, a day!", "apple day"),
+        ("Theatre of the Absurd", "theatre of absurd"),  # articles only as whole words
+        ("A-Team", "ateam"),  # punctuation goes first, so "a" is no longer a word of its own
+        ("24–10", "24–10"),  # the en dash is not ASCII punctuation: the official script keeps it
+        ("Saint-Étienne's", "saintétiennes"),
+        ("\tthe\n", ""),
+    ],
+)
 def test_normalize_answer_by_hand(text, expected):
     assert normalize_answer(text) == expected
 
@@ -89,6 +93,7 @@ def test_squad_scores_max_over_gold_and_missing():
 
 def test_squad_gold_answers_score_100_against_themselves():
     from bertlab.data import task_data
+
     examples = _read(task_data.read_squad, "dev")
     assert len(examples) == 10570
     gold = {ex.id: [t for t, _ in ex.answers] for ex in examples}
@@ -109,8 +114,14 @@ def test_squad_gold_answers_score_100_against_themselves():
 # --- entities --------------------------------------------------------------------------------
 def test_get_entities_by_hand():
     tags = ["B-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG", "I-ORG", "B-ORG", "I-MISC"]
-    assert get_entities(tags) == [("PER", 0, 1), ("LOC", 3, 3), ("ORG", 4, 4), ("ORG", 5, 6),
-                                  ("ORG", 7, 7), ("MISC", 8, 8)]
+    assert get_entities(tags) == [
+        ("PER", 0, 1),
+        ("LOC", 3, 3),
+        ("ORG", 4, 4),
+        ("ORG", 5, 6),
+        ("ORG", 7, 7),
+        ("MISC", 8, 8),
+    ]
     assert get_entities([]) == []
     assert get_entities(["O", "O"]) == []
     with pytest.raises(ValueError, match="not IOB2"):
@@ -124,6 +135,7 @@ def _seqeval():
 def test_get_entities_matches_seqeval_on_random_sequences():
     _seqeval()
     from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
+
     rng = random.Random(0)
     tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
     for _ in range(2000):
@@ -161,6 +173,7 @@ def perturb(gold_sentences, rng, rate):
 def test_entity_f1_equals_seqeval_on_conll_dev(rate):
     sm = _seqeval()
     from bertlab.data import task_data
+
     gold = [s.tags for s in _read(task_data.read_conll2003, "valid")]
     assert len(gold) == 3250
     pred = perturb(gold, random.Random(rate), rate)
@@ -174,8 +187,10 @@ def test_entity_f1_equals_seqeval_on_conll_dev(rate):
     else:
         assert ours["f1"] < 100.0
     from seqeval.metrics.sequence_labeling import precision_recall_fscore_support
+
     p, r, f, support = precision_recall_fscore_support(gold, pred, average=None)
     from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
+
     types = sorted({t for t, _, _ in seqeval_entities(gold)} | {t for t, _, _ in seqeval_entities(pred)})
     for t, pt, rt, ft, st in zip(types, p, r, f, support):
         assert ours["types"][t]["f1"] == pytest.approx(100 * ft, abs=1e-9), t
@@ -196,15 +211,28 @@ def test_all_scores_are_percentages():
 
 def test_entity_errors_by_hand():
     from bertlab.tasks.metrics import entity_errors
+
     gold = ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "O", "B-MISC", "O", "O"]
     pred = ["B-PER", "I-PER", "O", "B-ORG", "O", "B-ORG", "I-ORG", "O", "O", "B-LOC"]
     # PER right; LOC called ORG (same word); ORG one word too long; MISC not found; LOC invented
-    assert entity_errors([gold], [pred]) == {"correct": 1, "wrong_type": 1, "wrong_span": 1,
-                                             "wrong_type_and_span": 0, "spurious": 1, "missed": 1}
+    assert entity_errors([gold], [pred]) == {
+        "correct": 1,
+        "wrong_type": 1,
+        "wrong_span": 1,
+        "wrong_type_and_span": 0,
+        "spurious": 1,
+        "missed": 1,
+    }
     pred = ["O", "B-LOC", "I-LOC", "O", "O", "O", "O", "O", "O", "O"]
     # LOC over words 1-2 overlaps only the PER entity: wrong type and boundaries; nothing else found
-    assert entity_errors([gold], [pred]) == {"correct": 0, "wrong_type": 0, "wrong_span": 0,
-                                             "wrong_type_and_span": 1, "spurious": 0, "missed": 3}
+    assert entity_errors([gold], [pred]) == {
+        "correct": 0,
+        "wrong_type": 0,
+        "wrong_span": 0,
+        "wrong_type_and_span": 1,
+        "spurious": 0,
+        "missed": 3,
+    }
     with pytest.raises(ValueError, match="sentence 0"):
         entity_errors([["O"]], [["O", "O"]])
 
@@ -213,6 +241,7 @@ def test_entity_errors_by_hand():
 def test_entity_errors_add_up_to_entity_f1_counts_on_conll_dev(rate):
     from bertlab.data import task_data
     from bertlab.tasks.metrics import ERROR_KINDS, entity_errors
+
     gold = [s.tags for s in _read(task_data.read_conll2003, "valid")]
     pred = perturb(gold, random.Random(rate), rate)
     e = entity_errors(gold, pred)
@@ -241,8 +270,7 @@ def test_matthews_by_hand():
     # one mistake each way on the same set: TP 8, TN 0, FP 1, FN 1 -> (0 - 1) / sqrt(9 * 9 * 1 * 1)
     assert matthews_corrcoef([1] * 8 + [0, 1], gold) == pytest.approx(-100 / 9)
     # three classes, by Gorodkin's formula: c = 4, s = 6, p = (2, 2, 2), t = (2, 2, 2)
-    assert matthews_corrcoef([0, 1, 2, 0, 1, 2], [0, 1, 2, 1, 0, 2]) == pytest.approx(
-        100 * (4 * 6 - 12) / (36 - 12))
+    assert matthews_corrcoef([0, 1, 2, 0, 1, 2], [0, 1, 2, 1, 0, 2]) == pytest.approx(100 * (4 * 6 - 12) / (36 - 12))
 
 
 def test_matthews_edge_cases():
@@ -263,11 +291,13 @@ def test_matthews_matches_sklearn():
     for k in (2, 2, 2, 3, 5):
         y = torch.randint(0, k, (150,), generator=g)
         p = torch.where(torch.rand(150, generator=g) < 0.6, y, torch.randint(0, k, (150,), generator=g))
-        assert matthews_corrcoef(p, y) == pytest.approx(100 * sk.matthews_corrcoef(y.numpy(), p.numpy()),
-                                                        abs=1e-9)
+        assert matthews_corrcoef(p, y) == pytest.approx(100 * sk.matthews_corrcoef(y.numpy(), p.numpy()), abs=1e-9)
     y = torch.randint(0, 2, (50,), generator=g)
-    assert matthews_corrcoef(torch.ones(50, dtype=torch.long), y) == 100 * sk.matthews_corrcoef(
-        y.numpy(), torch.ones(50, dtype=torch.long).numpy()) == 0.0
+    assert (
+        matthews_corrcoef(torch.ones(50, dtype=torch.long), y)
+        == 100 * sk.matthews_corrcoef(y.numpy(), torch.ones(50, dtype=torch.long).numpy())
+        == 0.0
+    )
 
 
 def test_pearson_and_spearman_by_hand():
@@ -275,14 +305,14 @@ def test_pearson_and_spearman_by_hand():
     y = [1.0, 4.0, 9.0, 16.0]  # monotone, not linear
     # x - 2.5 = (-1.5, -.5, .5, 1.5); y - 7.5 = (-6.5, -3.5, 1.5, 8.5)
     # sum of products 25, sum x^2 5, sum y^2 129: r = 25 / sqrt(5 * 129)
-    assert pearson(x, y) == pytest.approx(100 * 25 / 645 ** 0.5)
+    assert pearson(x, y) == pytest.approx(100 * 25 / 645**0.5)
     assert spearman(x, y) == pytest.approx(100.0)  # ranks are equal
-    assert pearson(x, [-v for v in y]) == pytest.approx(-100 * 25 / 645 ** 0.5)
+    assert pearson(x, [-v for v in y]) == pytest.approx(-100 * 25 / 645**0.5)
     assert average_ranks([10, 20, 20, 30]).tolist() == [1.0, 2.5, 2.5, 4.0]
     assert average_ranks([3, 1, 3, 3, 2]).tolist() == [4.0, 1.0, 4.0, 4.0, 2.0]
     # ties: ranks of (1, 2, 2, 3) are (1, 2.5, 2.5, 4); against (1, 2, 3, 4) their Pearson is
     # (-1.5*-1.5 + 0 + 0 + 1.5*1.5) / sqrt(4.5 * 5) = 4.5 / sqrt(22.5)
-    assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(100 * 4.5 / 22.5 ** 0.5)
+    assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(100 * 4.5 / 22.5**0.5)
 
 
 def test_correlation_of_a_constant_raises():

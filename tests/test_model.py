@@ -23,11 +23,11 @@ def batch(cfg, B=3, T=11, seed=0):
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1, cfg.vocab_size, (B, T), generator=g)
     seg = torch.zeros(B, T, dtype=torch.long)
-    seg[:, T // 2:] = 1
+    seg[:, T // 2 :] = 1
     mask = torch.ones(B, T, dtype=torch.long)
     if B >= 3:
-        mask[1, T - 4:] = 0  # a padded sequence
-        mask[2, T - 1:] = 0
+        mask[1, T - 4 :] = 0  # a padded sequence
+        mask[2, T - 1 :] = 0
     return ids, seg, mask
 
 
@@ -41,8 +41,14 @@ def test_parameter_counts_match_the_paper():
 
 
 def test_presets_are_the_named_sizes():
-    expected = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
-                "medium": (8, 512, 8), "base": (12, 768, 12), "large": (24, 1024, 16)}
+    expected = {
+        "tiny": (2, 128, 2),
+        "mini": (4, 256, 4),
+        "small": (4, 512, 8),
+        "medium": (8, 512, 8),
+        "base": (12, 768, 12),
+        "large": (24, 1024, 16),
+    }
     for name, (L, H, A) in expected.items():
         c = BertConfig.preset(name)
         assert (c.L, c.H, c.A) == (L, H, A)
@@ -268,8 +274,9 @@ def test_error_mlm_labels_shape():
     cfg = tiny()
     ids, seg, mask = batch(cfg)
     with pytest.raises(ValueError, match="mlm_labels has shape"):
-        BertForPreTraining(cfg)(ids, mlm_positions=torch.zeros(3, 2, dtype=torch.long),
-                                mlm_labels=torch.zeros(3, 5, dtype=torch.long))
+        BertForPreTraining(cfg)(
+            ids, mlm_positions=torch.zeros(3, 2, dtype=torch.long), mlm_labels=torch.zeros(3, 5, dtype=torch.long)
+        )
 
 
 # --- the left-to-right (causal) option: the paper's "LTR" ablation, section 5.1 ------------------
@@ -279,18 +286,19 @@ def test_causal_output_at_t_ignores_the_tokens_after_t():
     ids, seg, mask = batch(cfg, B=3, T=11)
     t = 5
     other = ids.clone()
-    other[:, t + 1:] = (other[:, t + 1:] % (cfg.vocab_size - 1)) + 1  # every later token changes
+    other[:, t + 1 :] = (other[:, t + 1 :] % (cfg.vocab_size - 1)) + 1  # every later token changes
     for explicit in (False, True):  # the fused kernel and the formula spelled out
         a = model(ids, seg, mask, output_attentions=explicit, output_hidden_states=True)
         b = model(other, seg, mask, output_attentions=explicit, output_hidden_states=True)
         for ha, hb in zip(a.hidden_states, b.hidden_states):
-            torch.testing.assert_close(ha[:, :t + 1], hb[:, :t + 1], atol=1e-6, rtol=0)
-        torch.testing.assert_close(a.mlm_logits[:, :t + 1], b.mlm_logits[:, :t + 1], atol=1e-6, rtol=0)
-        assert (a.hidden_states[-1][0, t + 1:] - b.hidden_states[-1][0, t + 1:]).abs().max() > 1e-4
+            torch.testing.assert_close(ha[:, : t + 1], hb[:, : t + 1], atol=1e-6, rtol=0)
+        torch.testing.assert_close(a.mlm_logits[:, : t + 1], b.mlm_logits[:, : t + 1], atol=1e-6, rtol=0)
+        assert (a.hidden_states[-1][0, t + 1 :] - b.hidden_states[-1][0, t + 1 :]).abs().max() > 1e-4
 
 
 def test_causal_attention_is_lower_triangular_and_skips_padding():
     from bertlab.model import attention_mask_for
+
     cfg = tiny(causal=True)
     ids, seg, mask = batch(cfg, B=3, T=11)
     model = BertModel(cfg).eval()
@@ -315,6 +323,7 @@ def test_causal_matches_transformers_decoder_attention():
     attention maps and LM logits (its pooler reads [CLS]; ours reads the last token, see below)."""
     transformers = pytest.importorskip("transformers")
     from bertlab.hf import to_hf_config
+
     cfg = BertConfig(num_layers=2, hidden_size=64, num_heads=4, vocab_size=211, causal=True)
     torch.manual_seed(0)
     theirs = transformers.BertForPreTraining(to_hf_config(cfg, attn_implementation="eager")).eval()
@@ -323,8 +332,9 @@ def test_causal_matches_transformers_decoder_attention():
     assert ours.config.causal
     ids, seg, mask = batch(cfg, B=3, T=13)
     o = ours(ids, seg, mask, output_attentions=True, output_hidden_states=True)
-    t = theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask, output_attentions=True,
-               output_hidden_states=True)
+    t = theirs(
+        input_ids=ids, token_type_ids=seg, attention_mask=mask, output_attentions=True, output_hidden_states=True
+    )
     for a, b in zip(o.hidden_states + o.attentions, t.hidden_states + t.attentions):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     torch.testing.assert_close(o.mlm_logits, t.prediction_logits, atol=1e-5, rtol=0)
@@ -359,8 +369,15 @@ def test_causal_is_off_by_default_and_survives_json(tmp_path):
 # ------------------------------------------------------------------------------------------------
 def test_pre_ln_layer_is_x_plus_sublayer_of_normalised_x():
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=50, num_layers=2, hidden_size=16, num_heads=2, norm_position="pre",
-                        hidden_dropout=0.0, attention_dropout=0.0)
+    config = BertConfig(
+        vocab_size=50,
+        num_layers=2,
+        hidden_size=16,
+        num_heads=2,
+        norm_position="pre",
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+    )
     model = BertModel(config).eval()
     for p in model.parameters():  # LayerNorm away from identity, so a misplaced norm would show
         torch.nn.init.normal_(p, std=0.3)
@@ -394,6 +411,7 @@ def test_pre_ln_has_one_more_layernorm_and_no_transformers_export():
 # --- dropout with cheap masks on a CPU ------------------------------------------------------------
 def test_dropout_drops_at_its_rate_and_keeps_the_expectation():
     from bertlab.model import Dropout
+
     torch.manual_seed(0)
     x = torch.ones(1_000_000)
     drop = Dropout(0.1).train()
@@ -414,6 +432,7 @@ def test_dropout_gradient_uses_the_forward_mask_when_compiled():
     """Under torch.compile the mask must be drawn once: the backward pass multiplies by the same
     mask as the forward (the op is tagged as seeded randomness, so it is saved, not recomputed)."""
     from bertlab.model import Dropout
+
     drop = Dropout(0.5).train()
 
     def f(x):

@@ -33,12 +33,14 @@ def test_old_path_gives_the_new_module_with_a_warning(old):
 def test_student_style_imports_work_in_a_fresh_interpreter():
     """What a notebook handed out before the move writes: `from bertlab import X` and
     `from bertlab.X import name`, in a new process (nothing imported yet)."""
-    code = ("import warnings; warnings.simplefilter('error', FutureWarning)\n"
-            "try:\n    from bertlab import reference\nexcept FutureWarning as w:\n    print('warned:', w)\n"
-            "warnings.simplefilter('ignore')\n"
-            "from bertlab import reference, squad\nfrom bertlab.pretrain import PretrainConfig\n"
-            "from bertlab.task_inputs import collate\n"
-            "import bertlab.experiments.reference as r\nprint(reference is r, PretrainConfig.__module__)\n")
+    code = (
+        "import warnings; warnings.simplefilter('error', FutureWarning)\n"
+        "try:\n    from bertlab import reference\nexcept FutureWarning as w:\n    print('warned:', w)\n"
+        "warnings.simplefilter('ignore')\n"
+        "from bertlab import reference, squad\nfrom bertlab.pretrain import PretrainConfig\n"
+        "from bertlab.task_inputs import collate\n"
+        "import bertlab.experiments.reference as r\nprint(reference is r, PretrainConfig.__module__)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
@@ -57,8 +59,12 @@ def test_the_book_and_the_package_use_the_new_paths():
     old = "|".join(re.escape(name.split(".", 1)[1]) for name in MOVED)
     pattern = re.compile(rf"\bbertlab\.({old})\b(?![\w.]*\s*has moved)|from bertlab import [^\n]*\b({old})\b")
     found = []
-    files = [*REPO.glob("book/**/*.ipynb"), *REPO.glob("bertlab/**/*.py"), *REPO.glob("tests/*.py"),
-             *REPO.glob("scripts/*.py")]
+    files = [
+        *REPO.glob("book/**/*.ipynb"),
+        *REPO.glob("bertlab/**/*.py"),
+        *REPO.glob("tests/*.py"),
+        *REPO.glob("scripts/*.py"),
+    ]
     for path in files:
         if path.name in ("moved.py", "test_moved.py"):
             continue

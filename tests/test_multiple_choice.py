@@ -87,8 +87,14 @@ def test_multiple_choice_from_hf_matches_transformers(seed):
     ids, seg, mask = choice_inputs(cfg, seed=seed)
     labels = torch.tensor([0, 3, 1])
     o = ours(ids, seg, mask, labels=labels, output_hidden_states=True, output_attentions=True)
-    t = theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask, labels=labels,
-               output_hidden_states=True, output_attentions=True)
+    t = theirs(
+        input_ids=ids,
+        token_type_ids=seg,
+        attention_mask=mask,
+        labels=labels,
+        output_hidden_states=True,
+        output_attentions=True,
+    )
     assert o.logits.shape == t.logits.shape == (3, 4)
     torch.testing.assert_close(o.logits, t.logits, atol=ATOL, rtol=0)
     torch.testing.assert_close(o.loss, t.loss, atol=ATOL, rtol=0)
@@ -106,9 +112,12 @@ def test_multiple_choice_to_hf_round_trip():
     result = theirs.load_state_dict(ours.to_hf(), strict=True)
     assert not result.missing_keys and not result.unexpected_keys
     ids, seg, mask = choice_inputs(cfg, B=2, N=5, T=9, seed=3)
-    torch.testing.assert_close(ours(ids, seg, mask).logits,
-                               theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask).logits,
-                               atol=ATOL, rtol=0)
+    torch.testing.assert_close(
+        ours(ids, seg, mask).logits,
+        theirs(input_ids=ids, token_type_ids=seg, attention_mask=mask).logits,
+        atol=ATOL,
+        rtol=0,
+    )
     again = BertForMultipleChoice.from_hf(ours.to_hf(), config=cfg)
     for (n, a), (_, b) in zip(ours.state_dict().items(), again.state_dict().items()):
         assert torch.equal(a, b), n
@@ -162,6 +171,7 @@ def test_multiple_choice_parameters_and_loading_from_pretraining(tmp_path):
     torch.testing.assert_close(model.bert.pooler.weight, theirs.bert.pooler.dense.weight)
     # and from a bertlab model folder, as the book's reference run is loaded
     from bertlab import checkpoint as ckpt
+
     pre = BertForPreTraining(cfg)
     ckpt.save_model(tmp_path / "m", pre)
     loaded = ckpt.load_model(tmp_path / "m", BertForMultipleChoice)

@@ -23,6 +23,7 @@ def tok(bert_tokenizer):
 @pytest.fixture(scope="module")
 def dev():
     from bertlab.data import download
+
     try:
         return get_task("conll2003").load("dev")
     except download.DataUnavailableError as err:
@@ -58,12 +59,12 @@ def test_first_sub_token_alignment_on_dev(tok, dev, max_len):
         assert np.array_equal(labelled, firsts)  # exactly the first pieces carry labels
         labelled_per_sentence[s] += len(labelled)
         words, tags = dev[s].words, dev[s].tags
-        assert [CONLL_LABELS[k] for k in labels[labelled]] == tags[lo:lo + len(labelled)]
+        assert [CONLL_LABELS[k] for k in labels[labelled]] == tags[lo : lo + len(labelled)]
         if s in sample:  # the pieces of each word, checked against tokenizing the word alone
             bounds = list(firsts) + [len(ids) - 1]
             for k, w in enumerate(range(lo, lo + len(firsts))):
-                alone = tok.ids_batch([words[w]])[0][:max_len - 2] or [tok.unk_id]
-                assert ids[bounds[k]:bounds[k + 1]].tolist() == alone, (s, w, words[w])
+                alone = tok.ids_batch([words[w]])[0][: max_len - 2] or [tok.unk_id]
+                assert ids[bounds[k] : bounds[k + 1]].tolist() == alone, (s, w, words[w])
     # every word has exactly one labelled sub-token
     assert labelled_per_sentence.tolist() == [len(s.words) for s in dev]
 
@@ -133,8 +134,7 @@ def test_long_sentences_and_long_words(tok):
     words = [rng.choice(vocab) for _ in range(300)]
     tags = [rng.choice(CONLL_LABELS) for _ in words]
     long_word = "-".join("abcdefghijklmnop")  # 31 pieces: letters and hyphens
-    examples = [{"words": words, "tags": tags},
-                {"words": ["x", long_word, "y"], "tags": ["O", "B-MISC", "O"]}]
+    examples = [{"words": words, "tags": tags}, {"words": ["x", long_word, "y"], "tags": ["O", "B-MISC", "O"]}]
     f = featurize_ner(examples, tok, max_len=16, label_names=CONLL_LABELS)
     r = f.report
     assert r["sentences_split"] == 2 and r["words_truncated"] == 1
@@ -144,9 +144,11 @@ def test_long_sentences_and_long_words(tok):
 
 
 def test_odd_words_and_empty_sentences_are_counted(tok):
-    examples = [{"words": ["EU", "\u200b", "rejects"], "tags": ["B-ORG", "O", "O"]},
-                {"words": [], "tags": []},
-                {"words": ["Peter", "Blackburn"], "tags": ["B-PER", "I-PER"]}]
+    examples = [
+        {"words": ["EU", "\u200b", "rejects"], "tags": ["B-ORG", "O", "O"]},
+        {"words": [], "tags": []},
+        {"words": ["Peter", "Blackburn"], "tags": ["B-PER", "I-PER"]},
+    ]
     f = featurize_ner(examples, tok, max_len=32, label_names=CONLL_LABELS)
     r = f.report
     assert r["words_without_pieces"] == 1 and r["locations"]["words_without_pieces"] == [(0, 1, "\u200b")]
@@ -157,8 +159,9 @@ def test_odd_words_and_empty_sentences_are_counted(tok):
 
 def test_bad_tags_name_the_sentence(tok):
     with pytest.raises(ValueError, match="sentence 1: unknown tag 'B-FOO'"):
-        featurize_ner([{"words": ["a"], "tags": ["O"]}, {"words": ["b"], "tags": ["B-FOO"]}], tok,
-                      label_names=CONLL_LABELS)
+        featurize_ner(
+            [{"words": ["a"], "tags": ["O"]}, {"words": ["b"], "tags": ["B-FOO"]}], tok, label_names=CONLL_LABELS
+        )
     with pytest.raises(ValueError, match="sentence 0: 2 words but 1 tags"):
         featurize_ner([{"words": ["a", "b"], "tags": ["O"]}], tok, label_names=CONLL_LABELS)
     f = featurize_ner([{"words": ["a", "b"], "tags": ["O", "O"]}], tok, label_names=CONLL_LABELS)
@@ -179,14 +182,17 @@ def test_unlabelled_sentences(tok):
 @pytest.mark.parametrize("max_len", [64, 12])
 def test_predict_words_equals_reading_the_logits(tok, dev, max_len, one_thread):
     from bertlab.tasks.ner import predict_words
+
     task = get_task("conll2003")
     f = task.featurize(dev[:50], tok, max_len=max_len)
     torch.manual_seed(0)
     model = task.build_model(BertConfig.preset("tiny", vocab_size=tok.vocab_size)).train()
     with torch.no_grad():
         model.eval()
-        logits = [task.gather(model(**{k: v for k, v in b.items() if k != "labels"}))
-                  for b in DataLoader(f, batch_size=13, collate_fn=task.collate)]
+        logits = [
+            task.gather(model(**{k: v for k, v in b.items() if k != "labels"}))
+            for b in DataLoader(f, batch_size=13, collate_fn=task.collate)
+        ]
         model.train()
     want = word_predictions(stack_ragged(logits, float("nan")), f)
     got = predict_words(model, f, batch_size=8)

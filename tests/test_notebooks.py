@@ -24,8 +24,10 @@ BOOK = ROOT / "book"
 # The chapters and the exercise notebooks (book/exercises/), under the same rules.
 NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
+
 def _install_line_script():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("set_install_line", ROOT / "scripts" / "set_install_line.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -64,14 +66,19 @@ def test_there_are_chapters():
 def test_notebook_is_stripped(path: Path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    dirty = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
     assert not dirty, (
         f"{path.name}: code cells {dirty} carry outputs or execution counts; strip them before "
-        f"committing (e.g. `jupyter nbconvert --clear-output --inplace {path.relative_to(ROOT)}`)")
+        f"committing (e.g. `jupyter nbconvert --clear-output --inplace {path.relative_to(ROOT)}`)"
+    )
     assert "widgets" not in nb.metadata, (
         f"{path.name}: notebook metadata holds saved ipywidgets state; clear it "
-        f"(del nb.metadata['widgets']) before committing")
+        f"(del nb.metadata['widgets']) before committing"
+    )
 
 
 # The longest code line a rendered page shows in a 1280-pixel window without scrolling sideways
@@ -82,10 +89,17 @@ MAX_CODE_LINE = 88
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
 def test_code_lines_fit_the_page(path: Path):
     nb = nbformat.read(path, as_version=4)
-    long = [(i, len(line), line.strip()[:60]) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-            for line in c.source.splitlines() if len(line) > MAX_CODE_LINE]
-    assert not long, (f"{path.name}: {len(long)} code lines longer than {MAX_CODE_LINE} characters scroll "
-                      f"sideways on the page; wrap them. (cell, length, start): {long[:10]}")
+    long = [
+        (i, len(line), line.strip()[:60])
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for line in c.source.splitlines()
+        if len(line) > MAX_CODE_LINE
+    ]
+    assert not long, (
+        f"{path.name}: {len(long)} code lines longer than {MAX_CODE_LINE} characters scroll "
+        f"sideways on the page; wrap them. (cell, length, start): {long[:10]}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
@@ -96,7 +110,8 @@ def test_first_code_cell_is_the_setup_cell(path: Path):
     first = code[0].source.strip()
     assert first == SETUP_CELL, (
         f"{path.name}: the first code cell must be exactly the agreed setup cell:\n{SETUP_CELL}\n"
-        f"--- found ---\n{first}\n(python scripts/set_install_line.py writes it from _config.yml)")
+        f"--- found ---\n{first}\n(python scripts/set_install_line.py writes it from _config.yml)"
+    )
 
 
 def test_the_install_line_follows_the_repository_setting(tmp_path):
@@ -127,7 +142,8 @@ def test_notebook_starts_with_a_title(path: Path):
     nb = nbformat.read(path, as_version=4)
     assert nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), (
         f"{path.name}: the first cell must be a markdown cell starting with '# <chapter title>' "
-        f"(the book uses it as the page title)")
+        f"(the book uses it as the page title)"
+    )
 
 
 def test_every_toc_entry_exists():
@@ -139,16 +155,17 @@ def test_every_toc_entry_exists():
 
 def test_every_notebook_is_in_the_toc():
     listed = {f.removesuffix(".ipynb").removesuffix(".md") for f in toc_files()}
-    unlisted = [str(p.relative_to(ROOT)) for p in NOTEBOOKS
-                if str(p.relative_to(ROOT).with_suffix("")) not in listed]
+    unlisted = [str(p.relative_to(ROOT)) for p in NOTEBOOKS if str(p.relative_to(ROOT).with_suffix("")) not in listed]
     assert not unlisted, f"notebooks in book/ missing from _toc.yml (they would not be built): {unlisted}"
 
 
 def test_cited_keys_exist():
     keys = set(re.findall(r"^@\w+\{([^,\s]+),", (BOOK / "references.bib").read_text(), re.M))
     assert len(keys) >= 24
-    sources = {p.name: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells
-                                  if c.cell_type == "markdown") for p in NOTEBOOKS}
+    sources = {
+        p.name: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "markdown")
+        for p in NOTEBOOKS
+    }
     sources.update({p.name: p.read_text() for p in BOOK.rglob("*.md")})
     unknown = {}
     for name, text in sources.items():

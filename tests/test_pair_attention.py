@@ -34,8 +34,7 @@ def packed(bert_tokenizer):
 
 def test_roles_of_a_packed_pair(packed):
     batch, special = packed
-    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                        special.cls, special.sep)
+    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], special.cls, special.sep)
     assert ROLES == ("[CLS]", "A", "[SEP]", "B")
     # "yes ." / "no , it is not .": [CLS] yes . [SEP] no , it is not . [SEP], then padding
     assert roles[1].tolist() == [CLS, A, A, SEP, B, B, B, B, B, B, SEP] + [PAD] * (roles.shape[1] - 11)
@@ -61,8 +60,7 @@ def test_mass_on_hand_made_maps():
 
 def test_uniform_baseline_gives_the_share_of_tokens(packed):
     batch, special = packed
-    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                        special.cls, special.sep)
+    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], special.cls, special.sep)
     mass = attention_mass(uniform_attention(roles, num_layers=2, num_heads=3), roles)
     n = (roles != PAD).sum(1).float()  # real length of each pair
     nb = (roles == B).sum(1).float()
@@ -78,13 +76,11 @@ def test_real_model_padding_changes_nothing(packed):
     batch, special = packed
     torch.manual_seed(0)
     model = BertModel(BertConfig.preset("tiny", vocab_size=30522)).eval()
-    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                        special.cls, special.sep)
+    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], special.cls, special.sep)
     with torch.no_grad():
         padded = model(**batch, output_attentions=True).attentions
         n = int(batch["attention_mask"][1].sum())
-        alone = model(batch["input_ids"][1:, :n], batch["token_type_ids"][1:, :n],
-                      output_attentions=True).attentions
+        alone = model(batch["input_ids"][1:, :n], batch["token_type_ids"][1:, :n], output_attentions=True).attentions
     got = attention_mass([a[1:] for a in padded], roles[1:])
     want = attention_mass(alone, roles[1:, :n])
     assert torch.allclose(got, want, atol=1e-5)

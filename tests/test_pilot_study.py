@@ -26,17 +26,37 @@ def curve(points, per_step=1000):
 BASE = {"name": "cpu-x-base", "change": "", "recipe": {"seq_len": 128}, "heldout": curve([(10, 0.10), (20, 0.15)])}
 PILOTS = [
     BASE,
-    {"name": "cpu-x-good", "change": "a change that helps", "baseline": "cpu-x-base",
-     "heldout": curve([(10, 0.12), (20, 0.25)])},
+    {
+        "name": "cpu-x-good",
+        "change": "a change that helps",
+        "baseline": "cpu-x-base",
+        "heldout": curve([(10, 0.12), (20, 0.25)]),
+    },
     # twice the batch: half the steps for the same tokens; compared at 20,000 tokens, not step 20
-    {"name": "cpu-x-batch", "change": "twice the batch", "baseline": "cpu-x-base",
-     "heldout": curve([(5, 0.09), (10, 0.13)], per_step=2000)},
-    {"name": "cpu-x-short", "change": "shorter sequences", "baseline": "cpu-x-base",
-     "heldout": curve([(10, 0.2), (20, 0.30)]),
-     "cross_eval": {"rows": [{"run": "cpu-x-short", "seq_len": 128, "mlm_acc": 0.17},
-                             {"run": "cpu-x-base", "seq_len": 128, "mlm_acc": 0.15}]}},
-    {"name": "cpu-x-stall", "change": "a change that stalls", "baseline": "cpu-x-base",
-     "heldout": curve([(10, 0.151), (20, 0.152)])},
+    {
+        "name": "cpu-x-batch",
+        "change": "twice the batch",
+        "baseline": "cpu-x-base",
+        "heldout": curve([(5, 0.09), (10, 0.13)], per_step=2000),
+    },
+    {
+        "name": "cpu-x-short",
+        "change": "shorter sequences",
+        "baseline": "cpu-x-base",
+        "heldout": curve([(10, 0.2), (20, 0.30)]),
+        "cross_eval": {
+            "rows": [
+                {"run": "cpu-x-short", "seq_len": 128, "mlm_acc": 0.17},
+                {"run": "cpu-x-base", "seq_len": 128, "mlm_acc": 0.15},
+            ]
+        },
+    },
+    {
+        "name": "cpu-x-stall",
+        "change": "a change that stalls",
+        "baseline": "cpu-x-base",
+        "heldout": curve([(10, 0.151), (20, 0.152)]),
+    },
     {"name": "unrelated", "change": "", "heldout": curve([(1, 0.5)])},
 ]
 
@@ -52,6 +72,7 @@ def test_series_compare_at_equal_tokens():
 
 def test_short_labels_drop_what_a_pilot_shares_with_its_baseline():
     from bertlab.experiments.pilots import short_label
+
     assert short_label("cpu-mini-mask-30", "cpu-mini-8k") == "mask-30"
     assert short_label("cpu-post-ln", "cpu-tiny-16k") == "post-ln"
     assert short_label("cpu-size-tiny-10min", "cpu-size-mini-10min") == "tiny-10min"
@@ -60,8 +81,7 @@ def test_short_labels_drop_what_a_pilot_shares_with_its_baseline():
 
 def test_lever_effects_are_sorted_and_use_the_baselines_window_length():
     levers = lever_effects(pilot_series(PILOTS))
-    assert [(lv.label, lv.points) for lv in levers] == [("good", 10.0), ("short", 2.0), ("stall", 0.2),
-                                                       ("batch", -2.0)]
+    assert [(lv.label, lv.points) for lv in levers] == [("good", 10.0), ("short", 2.0), ("stall", 0.2), ("batch", -2.0)]
     assert levers[1].scored_on == "128-token windows" and levers[0].scored_on is None  # cross_eval: 17% vs 15%
     text = levers_reading(levers)
     assert "raised it: good (+10.0), short (+2.0)" in text and "lowered it: batch (-2.0)" in text
@@ -106,6 +126,7 @@ def test_the_recorded_pilots_form_series():
 
 def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
     from bertlab.analysis.viz import pilot_curves
+
     [s] = pilot_series(PILOTS)
     ax = pilot_curves(s, threshold=0.2)
     assert len(ax.lines) == 5 + 1  # five runs and the threshold
@@ -114,8 +135,15 @@ def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
 
 def test_machines_table_says_where_each_pilot_ran():
     from bertlab.experiments.pilots import machines_table
-    pilots = [dict(PILOTS[1], machine={"cpu": "AMD EPYC", "runtime": "cpu (2 cores), bf16", "median_tokens_per_s":
-                                       17401.7}, git_commit="0123456789abcdef"), PILOTS[0]]
+
+    pilots = [
+        dict(
+            PILOTS[1],
+            machine={"cpu": "AMD EPYC", "runtime": "cpu (2 cores), bf16", "median_tokens_per_s": 17401.7},
+            git_commit="0123456789abcdef",
+        ),
+        PILOTS[0],
+    ]
     lines = machines_table(pilots).splitlines()
     assert lines[2] == "| cpu-x-base | not recorded | not recorded | not recorded | not recorded |"
     assert lines[3] == "| cpu-x-good | AMD EPYC | cpu (2 cores), bf16 | 17,402 | 0123456 |"

@@ -27,15 +27,32 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def tokenizer_file(tmp_path_factory):
     from bertlab.data.corpus import load_corpus
     from bertlab.data.tokenizer import train_wordpiece
+
     docs = load_corpus("books", "train")[:2]
     tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
     return str(tok.save(tmp_path_factory.mktemp("tok")) / "tokenizer.json")
 
 
 def tiny(out, tokenizer_file, **kw):
-    base = dict(preset="tiny", corpus="books", max_documents=2, tokenizer=tokenizer_file, seq_len=32,
-                batch_size=8, steps=8, lr=1e-3, warmup=0.25, log_every=1, eval_every=4, eval_batches=2,
-                checkpoint_every=4, out=str(out), progress=False, device="cpu", precision="fp32")
+    base = dict(
+        preset="tiny",
+        corpus="books",
+        max_documents=2,
+        tokenizer=tokenizer_file,
+        seq_len=32,
+        batch_size=8,
+        steps=8,
+        lr=1e-3,
+        warmup=0.25,
+        log_every=1,
+        eval_every=4,
+        eval_batches=2,
+        checkpoint_every=4,
+        out=str(out),
+        progress=False,
+        device="cpu",
+        precision="fp32",
+    )
     base.update(kw)
     return PretrainConfig(**base)
 
@@ -74,6 +91,7 @@ def test_resume_is_bit_identical(tmp_path, tokenizer_file):
         pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True, steps=12))
     from bertlab.data.corpus import load_corpus
     from bertlab.data.tokenizer import train_wordpiece
+
     docs = load_corpus("books", "train")[2:4]
     other = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=1000)
     other_file = str(other.save(tmp_path / "other") / "tokenizer.json")
@@ -96,8 +114,7 @@ def test_nan_is_detected_with_its_step_and_nothing_bad_is_saved(tmp_path, tokeni
         return output * float("nan") if calls["n"] == 3 else output
 
     model.bert.embeddings.register_forward_hook(poison)
-    trainer = Trainer(cfg, model, data.train, data.eval_batches, rt, data.tokenizer.fingerprint,
-                      data.tokenizer_file)
+    trainer = Trainer(cfg, model, data.train, data.eval_batches, rt, data.tokenizer.fingerprint, data.tokenizer_file)
     with pytest.raises(NonFiniteLossError, match="step 3") as err:
         trainer.run()
     assert err.value.step == 3
@@ -111,8 +128,18 @@ def test_nan_is_detected_with_its_step_and_nothing_bad_is_saved(tmp_path, tokeni
 
 def test_time_budget_sets_the_schedule(tmp_path, tokenizer_file):
     budget_min = 0.12
-    r = pretrain(tiny(tmp_path / "t", tokenizer_file, steps=None, minutes=budget_min, warmup=0.1,
-                      log_every=5, eval_every=10_000, checkpoint_every=10_000))
+    r = pretrain(
+        tiny(
+            tmp_path / "t",
+            tokenizer_file,
+            steps=None,
+            minutes=budget_min,
+            warmup=0.1,
+            log_every=5,
+            eval_every=10_000,
+            checkpoint_every=10_000,
+        )
+    )
     assert r.stopped_by is None and r.step >= 5
     assert r.elapsed_s < budget_min * 60 + 20
     lrs = [h["lr"] for h in r.train_history]
@@ -125,8 +152,19 @@ def test_metrics_lines_and_plot(tmp_path, tokenizer_file):
     r = pretrain(tiny(tmp_path / "m", tokenizer_file, steps=4, nsp=True, whole_word=True))
     rows = read_metrics(tmp_path / "m" / "metrics.jsonl", split="train")
     assert len(rows) == 4
-    for key in ("step", "loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "tokens_per_s", "mfu",
-                "elapsed_s", "grad_norm"):
+    for key in (
+        "step",
+        "loss",
+        "mlm_loss",
+        "nsp_loss",
+        "mlm_acc",
+        "nsp_acc",
+        "lr",
+        "tokens_per_s",
+        "mfu",
+        "elapsed_s",
+        "grad_norm",
+    ):
         assert key in rows[0], key
     assert rows[0]["mfu"] is None  # a CPU has no known peak
     assert math.isclose(rows[0]["loss"], rows[0]["mlm_loss"] + rows[0]["nsp_loss"], rel_tol=1e-9)
@@ -138,6 +176,7 @@ def test_metrics_lines_and_plot(tmp_path, tokenizer_file):
     assert run["model_config"]["num_layers"] == 2 and run["recipe"]["nsp"] is True
 
     import matplotlib
+
     matplotlib.use("Agg")
     fig = plot_metrics(tmp_path / "m" / "metrics.jsonl")
     axes = fig.axes
@@ -147,9 +186,12 @@ def test_metrics_lines_and_plot(tmp_path, tokenizer_file):
 
 def test_plot_metrics_draws_only_what_was_logged():
     import matplotlib
+
     matplotlib.use("Agg")
-    mlm = [{"step": s, "split": "train", "loss": 7.0 - s, "mlm_acc": 0.1 * s, "tokens_per_s": 1e4, "tokens": 512 * s}
-           for s in (1, 2, 3)] + [{"step": 3, "split": "eval", "loss": 4.5, "mlm_acc": 0.25}]
+    mlm = [
+        {"step": s, "split": "train", "loss": 7.0 - s, "mlm_acc": 0.1 * s, "tokens_per_s": 1e4, "tokens": 512 * s}
+        for s in (1, 2, 3)
+    ] + [{"step": 3, "split": "eval", "loss": 4.5, "mlm_acc": 0.25}]
     fig = plot_metrics(mlm, x="tokens")
     assert [ax.get_title() for ax in fig.axes] == ["loss", "MLM accuracy", "tokens / s"]  # no empty NSP panel
     held = fig.axes[1].lines[1]
@@ -157,6 +199,7 @@ def test_plot_metrics_draws_only_what_was_logged():
     ltr = [{"step": 1, "split": "train", "loss": 6.0, "next_token_acc": 0.2, "tokens_per_s": 1e4}]
     assert [ax.get_title() for ax in plot_metrics(ltr).axes] == ["loss", "next-token accuracy", "tokens / s"]
     import matplotlib.pyplot as plt
+
     _, axes = plt.subplots(1, 4)
     plot_metrics(ltr, axes=axes)
     assert [ax.get_visible() for ax in axes] == [True, True, True, False]  # a spare axis is hidden
@@ -166,8 +209,9 @@ def test_plot_metrics_draws_only_what_was_logged():
 def test_compiled_objective_matches_eager(tmp_path, tokenizer_file):
     # torch.compile's graph capture of the objective (aot_eager: no C++ build, fast on a CPU)
     eager = pretrain(tiny(tmp_path / "e", tokenizer_file, steps=8, stop_after=3))
-    comp = pretrain(tiny(tmp_path / "c", tokenizer_file, steps=8, stop_after=3, compile=True,
-                         compile_backend="aot_eager"))
+    comp = pretrain(
+        tiny(tmp_path / "c", tokenizer_file, steps=8, stop_after=3, compile=True, compile_backend="aot_eager")
+    )
     le = [h["loss"] for h in eager.train_history]
     lc = [h["loss"] for h in comp.train_history]
     assert len(le) == len(lc) == 3
@@ -197,6 +241,7 @@ def test_bad_settings_are_refused(tmp_path, tokenizer_file):
 def test_cpu_recipe_starts_pre_ln_with_the_unigram_bias(tmp_path, tokenizer_file):
     from bertlab.data.pretraining_data import PretrainingDataset, unigram_log_probs
     from bertlab.data.tokenizer import WordPieceTokenizer
+
     r = pretrain(tiny(tmp_path / "c", tokenizer_file, recipe="cpu", steps=1, lr=1e-12, warmup=0.0))
     model = r.model
     assert model.config.norm_position == "pre" and model.bert.final_norm is not None
@@ -216,6 +261,7 @@ def test_cpu_recipe_starts_pre_ln_with_the_unigram_bias(tmp_path, tokenizer_file
 
 def test_weight_decay_skips_biases_and_layernorm():
     from bertlab import BertConfig, BertForPreTraining
+
     model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=500))
     decay, plain = parameter_groups(model, 0.01)
     names = {id(p): n for n, p in model.named_parameters()}
@@ -239,8 +285,14 @@ def test_learning_rate_schedule():
     c = [lr_multiplier(s, T, warm, "cosine") for s in range(T)]
     assert c[9] == 1.0 and c[-1] < 0.01 and abs(c[55] - 0.5) < 0.05
     paper = RECIPES["paper"]
-    assert (paper.lr, paper.betas, paper.eps, paper.weight_decay, paper.warmup, paper.batch_size) == \
-        (1e-4, (0.9, 0.999), 1e-6, 0.01, 10_000, 256)
+    assert (paper.lr, paper.betas, paper.eps, paper.weight_decay, paper.warmup, paper.batch_size) == (
+        1e-4,
+        (0.9, 0.999),
+        1e-6,
+        0.01,
+        10_000,
+        256,
+    )
     assert paper.lr_at(9_999, 1_000_000) == pytest.approx(1e-4) and paper.lr_at(4_999, 1_000_000) == pytest.approx(5e-5)
     assert get_recipe("budget", lr=1e-3).lr == 1e-3 and get_recipe("budget", lr=None).lr == RECIPES["budget"].lr
     with pytest.raises(ValueError, match="fraction"):
@@ -270,9 +322,9 @@ def test_ltr_with_the_unigram_bias_can_predict_sep(tmp_path, tokenizer_file):
     every segment, so it is a target and keeps its frequency (with -1e4, as for the masked LM that
     never predicts it, one [SEP] target per sequence would dominate the mean loss)."""
     from bertlab.data.tokenizer import WordPieceTokenizer
+
     tok = WordPieceTokenizer.load(tokenizer_file)
-    r = pretrain(tiny(tmp_path / "l", tokenizer_file, recipe="cpu", objective="ltr", steps=1, lr=1e-12,
-                      warmup=0.0))
+    r = pretrain(tiny(tmp_path / "l", tokenizer_file, recipe="cpu", objective="ltr", steps=1, lr=1e-12, warmup=0.0))
     bias = r.model.mlm.bias.detach()
     assert -20 < bias[tok.sep_id].item() < 0 and bias[tok.mask_id].item() <= -1e4 + 1
     first = r.history[0]["ltr_loss"]
@@ -308,8 +360,9 @@ def test_ltr_objective_is_saved_restored_and_kept_for_fine_tuning(tmp_path, toke
     assert model.config.causal
     scratch, _ = build_task_model(get_task("sst2"), FinetuneConfig(task="sst2", init="scratch", like=str(final)))
     assert scratch.config.causal  # the same architecture from scratch
-    ev = evaluate_checkpoint(final, corpus="books", seq_len=32, batches=2, batch_size=8, max_documents=2,
-                             device="cpu", precision="fp32")  # as the run (auto is bf16 on some CPUs)
+    ev = evaluate_checkpoint(
+        final, corpus="books", seq_len=32, batches=2, batch_size=8, max_documents=2, device="cpu", precision="fp32"
+    )  # as the run (auto is bf16 on some CPUs)
     assert set(ev) == {"ltr_loss", "next_token_acc", "loss"}
     assert ev["ltr_loss"] == pytest.approx(resumed.final_eval["ltr_loss"], rel=1e-6)
 
@@ -339,8 +392,7 @@ def test_model_size_overrides_the_preset(tmp_path, tokenizer_file):
     model = build_model(cfg, 1000)
     c = model.config
     assert (c.L, c.H, c.A, c.intermediate_size, c.causal) == (1, 64, 4, 256, False)
-    assert build_model(tiny(tmp_path, tokenizer_file), 1000).config == \
-        BertConfig.preset("tiny", vocab_size=1000)
+    assert build_model(tiny(tmp_path, tokenizer_file), 1000).config == BertConfig.preset("tiny", vocab_size=1000)
     r = pretrain(cfg)
     assert json.loads((tmp_path / "s" / "final" / "config.json").read_text())["num_layers"] == 1
     assert r.model.num_parameters() == BertForPreTraining(c).num_parameters()
@@ -363,6 +415,7 @@ def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, t
 
     from bertlab.data.tokenizer import WordPieceTokenizer
     from bertlab.model import IGNORE_INDEX
+
     tok = WordPieceTokenizer.load(tokenizer_file)
 
     def masked_share(batch):  # masked tokens / tokens that can be masked (not padding, [CLS] or [SEP])
@@ -409,8 +462,18 @@ def test_phases_run_in_order_and_resume_across_the_boundary(tmp_path, tokenizer_
 
 
 def test_phases_follow_a_time_budget(tmp_path, tokenizer_file):
-    r = pretrain(tiny(tmp_path / "t", tokenizer_file, steps=None, minutes=0.1, warmup=0.1, phases="0.5:16:16,0.5:32:8",
-                      eval_every=10_000, checkpoint_every=10_000))
+    r = pretrain(
+        tiny(
+            tmp_path / "t",
+            tokenizer_file,
+            steps=None,
+            minutes=0.1,
+            warmup=0.1,
+            phases="0.5:16:16,0.5:32:8",
+            eval_every=10_000,
+            checkpoint_every=10_000,
+        )
+    )
     lens = [h["seq_len"] for h in r.train_history]
     assert r.stopped_by is None and lens[0] == 16 and lens[-1] == 32
     switch = lens.index(32) + 1  # the first step of the second phase (a log line per step)
@@ -420,6 +483,7 @@ def test_phases_follow_a_time_budget(tmp_path, tokenizer_file):
 def test_segment_pairs_train_both_segment_rows(tmp_path, tokenizer_file):
     """Without NSP and single segments, row B of the segment embedding never gets a gradient;
     with segment pairs it trains like row A. (No weight decay here: it shrinks an untrained row too.)"""
+
     def moved(**kw):
         cfg = tiny(tmp_path / str(len(kw)), tokenizer_file, steps=4, weight_decay=0.0, **kw)
         seed_everything(cfg.seed)  # as pretrain does before it builds the model
@@ -444,6 +508,7 @@ def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
 
     from bertlab.data.tokenizer import WordPieceTokenizer
     from bertlab.training.heldout import evaluate_pretraining
+
     tok = WordPieceTokenizer.load(tokenizer_file)
     rt = make_runtime("cpu", "fp32", distributed=False)
     data = prepare_data(tiny(tmp_path / "e", tokenizer_file, eval_batches=4), rt)
@@ -465,6 +530,7 @@ def test_heldout_accuracy_at_mask_positions_only(tmp_path, tokenizer_file):
 
 def test_the_paper_recipe_follows_the_papers_two_phases():
     from bertlab.training.recipes import Phase, token_positions
+
     paper = RECIPES["paper"]
     assert paper.training_phases() == (Phase(0.9, 128, 256), Phase(0.1, 512, 256))
     assert token_positions(paper) == pytest.approx(1_000_000 * 256 * (0.9 * 128 + 0.1 * 512))

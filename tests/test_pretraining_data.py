@@ -123,7 +123,7 @@ def test_nsp_balanced_on_short_documents(tok, tmp_path):
 def _segments(ds, i):
     ids = np.asarray(ds.input_ids[i]).astype(np.int64)
     n, b = int(ds.lengths[i]), int(ds.segment_b_start[i])
-    return ids[1:b - 1], ids[b:n - 1]
+    return ids[1 : b - 1], ids[b : n - 1]
 
 
 def test_is_next_is_contiguous_text_and_not_next_is_another_document(tok, docs, built):
@@ -142,8 +142,8 @@ def test_is_next_is_contiguous_text_and_not_next_is_another_document(tok, docs, 
         assert corpus.document_of_sentence(a1) == da and corpus.document_of_sentence(b1) == db
         a_end = starts[a1 + 1]
         assert len(a) <= a_end - starts[a0] and len(b) <= starts[b1 + 1] - starts[b0]
-        assert np.array_equal(a, flat[a_end - len(a):a_end])
-        assert np.array_equal(b, flat[starts[b0]:starts[b0] + len(b)])
+        assert np.array_equal(a, flat[a_end - len(a) : a_end])
+        assert np.array_equal(b, flat[starts[b0] : starts[b0] + len(b)])
         if label == IS_NEXT:
             # contiguous text of one document: B's first token is the one right after A's last
             assert db == da and b0 == a1 + 1 and starts[b0] == a_end
@@ -151,7 +151,7 @@ def test_is_next_is_contiguous_text_and_not_next_is_another_document(tok, docs, 
             # with sentence a1 + 1, both tokenized afresh
             last = tok.encode(sentence_text[a1]).input_ids[1:-1]
             k = min(len(a), len(last))
-            assert np.array_equal(a[len(a) - k:], last[len(last) - k:])
+            assert np.array_equal(a[len(a) - k :], last[len(last) - k :])
             nxt = tok.encode(sentence_text[a1 + 1]).input_ids[1:-1]
             k = min(len(b), len(nxt))
             assert np.array_equal(b[:k], nxt[:k])
@@ -163,23 +163,35 @@ def test_is_next_is_contiguous_text_and_not_next_is_another_document(tok, docs, 
 
 def test_deterministic_and_seeded(tok, built, tmp_path):
     root, corpus, ds = built
-    again = build_examples(corpus, tmp_path / "same", 128, nsp=True, seed=0,
-                           cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    again = build_examples(
+        corpus, tmp_path / "same", 128, nsp=True, seed=0, cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id
+    )
     assert np.array_equal(np.asarray(again.input_ids), np.asarray(ds.input_ids))
     assert np.array_equal(np.asarray(again.nsp_labels), np.asarray(ds.nsp_labels))
-    other = build_examples(corpus, tmp_path / "other", 128, nsp=True, seed=1,
-                           cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    other = build_examples(
+        corpus, tmp_path / "other", 128, nsp=True, seed=1, cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id
+    )
     n = min(len(other), len(ds))
     assert not np.array_equal(np.asarray(other.input_ids[:n]), np.asarray(ds.input_ids[:n]))
-    twice = build_examples(corpus, tmp_path / "dupe", 128, nsp=True, seed=0, dupe_factor=2,
-                           cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    twice = build_examples(
+        corpus,
+        tmp_path / "dupe",
+        128,
+        nsp=True,
+        seed=0,
+        dupe_factor=2,
+        cls_id=tok.cls_id,
+        sep_id=tok.sep_id,
+        pad_id=tok.pad_id,
+    )
     assert abs(len(twice) - 2 * len(ds)) < 0.05 * len(ds)
 
 
 def test_without_nsp_single_segments(tok, docs, built, tmp_path):
     _, corpus, _ = built
-    ds = build_examples(corpus, tmp_path / "nonsp", 128, nsp=False, seed=0,
-                        cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    ds = build_examples(
+        corpus, tmp_path / "nonsp", 128, nsp=False, seed=0, cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id
+    )
     assert ds.nsp_labels is None and not (ds.directory / "nsp_labels.npy").exists()
     b = ds.get_batch(np.arange(len(ds)))
     assert "nsp_labels" not in b and (b["token_type_ids"] == 0).all()
@@ -189,10 +201,10 @@ def test_without_nsp_single_segments(tok, docs, built, tmp_path):
         a0, a1, b0, _ = (int(x) for x in ds.spans[i])
         assert b0 == -1 and corpus.document_of_sentence(a0) == corpus.document_of_sentence(a1)
         n = int(ds.lengths[i])
-        seg = np.asarray(ds.input_ids[i, 1:n - 1])
-        whole = flat[starts[a0]:starts[a1 + 1]]
+        seg = np.asarray(ds.input_ids[i, 1 : n - 1])
+        whole = flat[starts[a0] : starts[a1 + 1]]
         # whole sentences, packed: only a lone over-long sentence is cut
-        assert np.array_equal(seg, whole[:len(seg)]) and (len(seg) == len(whole) or a0 == a1)
+        assert np.array_equal(seg, whole[: len(seg)]) and (len(seg) == len(whole) or a0 == a1)
     # consecutive segments of one document tile it: no sentence lost, none repeated
     spans = np.asarray(ds.spans)
     assert (spans[1:, 0] == spans[:-1, 1] + 1).all() and spans[-1, 1] == corpus.n_sentences - 1
@@ -220,7 +232,7 @@ def test_batches_resume_exactly(tok, built):
         for k in want:
             assert torch.equal(got[k], want[k]), k
     # an epoch visits every example once
-    seen = np.concatenate([stream._epoch_order()[j * 512:(j + 1) * 512] for j in range(per_epoch)])
+    seen = np.concatenate([stream._epoch_order()[j * 512 : (j + 1) * 512] for j in range(per_epoch)])
     assert len(np.unique(seen)) == per_epoch * 512
     with pytest.raises(ValueError, match="cannot resume"):
         PretrainingBatches(ds, 256, collate).load_state_dict(state)
@@ -230,8 +242,8 @@ def test_batch_feeds_the_model(tok, built):
     _, _, ds = built
     batch = next(PretrainingBatches(ds, 8, MaskedLMCollator(tok, seed=0)))
     assert {k: v.dtype for k, v in batch.items()} == dict.fromkeys(
-        ["input_ids", "token_type_ids", "attention_mask", "mlm_positions", "mlm_labels", "nsp_labels"],
-        torch.long)
+        ["input_ids", "token_type_ids", "attention_mask", "mlm_positions", "mlm_labels", "nsp_labels"], torch.long
+    )
     model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tok.vocab_size))
     out = model(**batch)
     assert torch.isfinite(out.loss) and torch.isfinite(out.mlm_loss) and torch.isfinite(out.nsp_loss)
@@ -289,9 +301,11 @@ def test_benchmark_books_corpus(tok, tmp_path):
         next(stream)
     t5 = time.perf_counter()
     words = corpus.meta["corpus"]["n_words"]
-    print(f"\n[pretraining-data] {len(docs)} books, {words:,} words, {corpus.n_tokens:,} tokens: read {t1 - t0:.1f}s, "
-          f"tokenize {t2 - t1:.1f}s ({words / (t2 - t1):,.0f} words/s), build {len(ds):,} examples "
-          f"(T=128, NSP) {t3 - t2:.1f}s; batches of 256 masked: {(t5 - t4) / 20 * 1000:.0f} ms each")
+    print(
+        f"\n[pretraining-data] {len(docs)} books, {words:,} words, {corpus.n_tokens:,} tokens: read {t1 - t0:.1f}s, "
+        f"tokenize {t2 - t1:.1f}s ({words / (t2 - t1):,.0f} words/s), build {len(ds):,} examples "
+        f"(T=128, NSP) {t3 - t2:.1f}s; batches of 256 masked: {(t5 - t4) / 20 * 1000:.0f} ms each"
+    )
     assert len(ds) > 100_000
 
 
@@ -299,8 +313,17 @@ def test_segment_pairs_without_nsp(tok, built, tmp_path):
     """pairs=True without NSP: every example is [CLS] A [SEP] B [SEP] with B the text that follows
     A in the same document, segment ids 0 then 1, and no NSP labels."""
     _, corpus, _ = built
-    ds = build_examples(corpus, tmp_path / "pairs", 128, nsp=False, pairs=True, seed=0,
-                        cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    ds = build_examples(
+        corpus,
+        tmp_path / "pairs",
+        128,
+        nsp=False,
+        pairs=True,
+        seed=0,
+        cls_id=tok.cls_id,
+        sep_id=tok.sep_id,
+        pad_id=tok.pad_id,
+    )
     assert ds.nsp_labels is None and ds.meta["pairs"] and not ds.meta["nsp"]
     b = ds.get_batch(np.arange(len(ds)))
     assert "nsp_labels" not in b
@@ -312,11 +335,11 @@ def test_segment_pairs_without_nsp(tok, built, tmp_path):
         n, sb = int(ds.lengths[i]), int(ds.segment_b_start[i])
         tt = b["token_type_ids"][i]
         assert (tt[:sb] == 0).all() and (tt[sb:n] == 1).all() and (tt[n:] == 0).all()
-        a_tokens = np.asarray(ds.input_ids[i, 1:sb - 1]).astype(np.int64)
-        b_tokens = np.asarray(ds.input_ids[i, sb:n - 1]).astype(np.int64)
+        a_tokens = np.asarray(ds.input_ids[i, 1 : sb - 1]).astype(np.int64)
+        b_tokens = np.asarray(ds.input_ids[i, sb : n - 1]).astype(np.int64)
         # contiguous text: A ends where sentence a1 ends, B starts where sentence a1 + 1 starts
-        assert np.array_equal(a_tokens, flat[starts[a1 + 1] - len(a_tokens):starts[a1 + 1]])
-        assert np.array_equal(b_tokens, flat[starts[b0]:starts[b0] + len(b_tokens)])
+        assert np.array_equal(a_tokens, flat[starts[a1 + 1] - len(a_tokens) : starts[a1 + 1]])
+        assert np.array_equal(b_tokens, flat[starts[b0] : starts[b0] + len(b_tokens)])
     # the same text as the single-segment examples, cut at a sentence boundary: a second row of
     # segment embeddings trained on about half the tokens
     share = float((b["token_type_ids"] == 1).sum()) / float(b["attention_mask"].sum())
@@ -327,13 +350,19 @@ def test_phased_batches_switch_and_resume(tok, built, tmp_path):
     """Two streams of different lengths and batch sizes, one after the other; a stream saved in
     the first phase and resumed gives the same batches across the boundary."""
     from bertlab.data.pretraining_data import PhasedBatches
+
     _, corpus, long = built
-    short = build_examples(corpus, tmp_path / "short", 32, nsp=False, seed=0,
-                           cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
+    short = build_examples(
+        corpus, tmp_path / "short", 32, nsp=False, seed=0, cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id
+    )
 
     def make():
-        return PhasedBatches([PretrainingBatches(short, 16, MaskedLMCollator(tok, seed=0), seed=0),
-                              PretrainingBatches(long, 4, MaskedLMCollator(tok, seed=1), seed=1)])
+        return PhasedBatches(
+            [
+                PretrainingBatches(short, 16, MaskedLMCollator(tok, seed=0), seed=0),
+                PretrainingBatches(long, 4, MaskedLMCollator(tok, seed=1), seed=1),
+            ]
+        )
 
     stream = make()
     assert next(stream)["input_ids"].shape == (16, 32)  # no boundary yet: the first phase

@@ -23,8 +23,7 @@ def test_sentence_vectors_average_the_real_tokens_batched_or_alone(encoder, bert
     for i, text in enumerate(texts):
         enc = bert_tokenizer.encode_batch([text], return_tensors="pt")
         with torch.no_grad():
-            hs = encoder(enc.input_ids, enc.token_type_ids, enc.attention_mask,
-                         output_hidden_states=True).hidden_states
+            hs = encoder(enc.input_ids, enc.token_type_ids, enc.attention_mask, output_hidden_states=True).hidden_states
         for layer in range(3):
             torch.testing.assert_close(batched[layer, i], hs[layer][0].mean(0), atol=1e-5, rtol=1e-5)
     # the encoder inside a model with a head is used, and its training mode is restored
@@ -39,11 +38,13 @@ def test_sentence_vectors_average_the_real_tokens_batched_or_alone(encoder, bert
 def test_the_probe_finds_a_word_in_the_embeddings_of_a_random_encoder(encoder, bert_tokenizer, one_thread):
     g = torch.Generator().manual_seed(0)
     fillers = ["the film", "this movie", "a story", "the plot", "it", "the acting", "that show"]
+
     def texts(n):
         labels = torch.randint(0, 2, (n,), generator=g)
         words = [("wonderful" if y else "dreadful") for y in labels]
         picks = torch.randint(0, len(fillers), (n,), generator=g)
         return [f"{fillers[p]} was {w}" for p, w in zip(picks, words)], labels
+
     (tr, ytr), (ev, yev) = texts(200), texts(100)
     x_tr = sentence_vectors(encoder, bert_tokenizer, tr)[0]  # the embedding output
     x_ev = sentence_vectors(encoder, bert_tokenizer, ev)[0]

@@ -20,7 +20,19 @@ def test_nouns_and_verbs_agree_with_their_count():
     assert count(2, "layer", "keeps") == "two layers keep" and count(1, "layer", "keeps") == "one layer keeps"
     assert count(1, "comparison", "separates") == "one comparison separates"
     assert count(4, "comparison", "separates") == "four comparisons separate"
-    assert [plural(w) for w in ("match", "box", "entry", "day", "analysis", "bias")] == \
-        ["matches", "boxes", "entries", "days", "analyses", "biases"]
-    assert [verb_agreeing(2, v) for v in ("is", "has", "carries", "reaches", "passes", "beat")] == \
-        ["are", "have", "carry", "reach", "pass", "beat"]
+    assert [plural(w) for w in ("match", "box", "entry", "day", "analysis", "bias")] == [
+        "matches",
+        "boxes",
+        "entries",
+        "days",
+        "analyses",
+        "biases",
+    ]
+    assert [verb_agreeing(2, v) for v in ("is", "has", "carries", "reaches", "passes", "beat")] == [
+        "are",
+        "have",
+        "carry",
+        "reach",
+        "pass",
+        "beat",
+    ]

@@ -23,8 +23,9 @@ def test_without_a_checkout_the_working_directory_is_searched(tmp_path, monkeypa
     monkeypatch.delenv(records.ENV_VAR, raising=False)
     (tmp_path / "data" / "pilots").mkdir(parents=True)
     (tmp_path / "book").mkdir()
-    monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "book" / "data",
-                                                         tmp_path / "data"])
+    monkeypatch.setattr(
+        records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "book" / "data", tmp_path / "data"]
+    )
     assert records.records_dir() == tmp_path / "data"
     # nothing anywhere: the first place, which does not exist; readers then say "not recorded"
     monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "nowhere" / "data"])

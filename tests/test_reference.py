@@ -25,9 +25,16 @@ def record(tmp_path, bert_tokenizer):
     (saved / "config.json").rename(out / "config.json")
     bert_tokenizer.save(tmp_path / "tok")
     (tmp_path / "tok" / "tokenizer.json").rename(out / "tokenizer.json")
-    files.write_json(out / "provenance.json", {
-        "device": "NVIDIA H100 80GB HBM3", "git_commit": "0123456789abcdef", "wall_time_s": 840.0,
-        "smoke": False, "weights": {"sha256": files.sha256_file(out / reference.WEIGHTS)}})
+    files.write_json(
+        out / "provenance.json",
+        {
+            "device": "NVIDIA H100 80GB HBM3",
+            "git_commit": "0123456789abcdef",
+            "wall_time_s": 840.0,
+            "smoke": False,
+            "weights": {"sha256": files.sha256_file(out / reference.WEIGHTS)},
+        },
+    )
     (out / "metrics.jsonl").write_text('{"step": 50, "loss": 7.5}\n{"step": 100, "loss": 6.0}\n')
     return out, model
 
@@ -116,15 +123,29 @@ def test_cpu_record_label_and_layer_threshold(record, tmp_path, monkeypatch):
 def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    files.write_json(run / "run.json", {
-        "config": {"minutes": 10.0, "steps": None, "corpus": "books+wiki", "seed": 0},
-        "recipe": {"name": "cpu", "batch_size": 64, "seq_len": 128, "lr": 2e-3},
-        "model_config": {"num_layers": 2, "hidden_size": 128, "num_heads": 2, "vocab_size": 16384,
-                         "norm_position": "pre"},
-        "parameters": 2_500_000, "runtime": "cpu (2 cores), fp32, eager", "torch": "2.13.0", "git_commit": "abc"})
+    files.write_json(
+        run / "run.json",
+        {
+            "config": {"minutes": 10.0, "steps": None, "corpus": "books+wiki", "seed": 0},
+            "recipe": {"name": "cpu", "batch_size": 64, "seq_len": 128, "lr": 2e-3},
+            "model_config": {
+                "num_layers": 2,
+                "hidden_size": 128,
+                "num_heads": 2,
+                "vocab_size": 16384,
+                "norm_position": "pre",
+            },
+            "parameters": 2_500_000,
+            "runtime": "cpu (2 cores), fp32, eager",
+            "torch": "2.13.0",
+            "git_commit": "abc",
+        },
+    )
     lines = [{"step": s, "split": "train", "tokens": s * 8192, "tokens_per_s": 1e4 + s} for s in (250, 500, 750)]
-    lines += [{"step": s, "split": "eval", "mlm_loss": 6.5 - s / 500, "mlm_acc": a, "elapsed_s": s / 2}
-              for s, a in ((250, 0.11), (500, 0.21), (750, 0.26))]
+    lines += [
+        {"step": s, "split": "eval", "mlm_loss": 6.5 - s / 500, "mlm_acc": a, "elapsed_s": s / 2}
+        for s, a in ((250, 0.11), (500, 0.21), (750, 0.26))
+    ]
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     path = pilots.record_pilot(run, "b-pre-ln", "pre-LN instead of post-LN", out_dir=tmp_path / "pilots")
     rec = json.loads(path.read_text())
@@ -148,19 +169,38 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     assert run.gains() == []  # a record without fine-tuning results
 
     def res(task, metric, scores, n=None):
-        return {"task": task, "main_metric": metric, "median": sorted(scores)[len(scores) // 2],
-                "scores": scores, "config": {"max_train_examples": n}}
+        return {
+            "task": task,
+            "main_metric": metric,
+            "median": sorted(scores)[len(scores) // 2],
+            "scores": scores,
+            "config": {"max_train_examples": n},
+        }
 
-    files.write_json(out / "sst2_curve.json", [
-        {"train_examples": 500, "epochs": 20, "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
-         "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500)}])
-    files.write_json(out / "finetune_results.json", {
-        "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
-        "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500),
-        "mrpc_pretrained": res("mrpc", "f1", [80.0, 81.0, 79.0]),
-        "mrpc_scratch": res("mrpc", "f1", [81.0, 81.0, 81.0]),
-        "conll2003": {"pretrained": res("conll2003", "f1", [74.0, 75.0, 73.0]),
-                      "scratch": res("conll2003", "f1", [63.0, 62.0, 64.0])}})
+    files.write_json(
+        out / "sst2_curve.json",
+        [
+            {
+                "train_examples": 500,
+                "epochs": 20,
+                "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
+                "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500),
+            }
+        ],
+    )
+    files.write_json(
+        out / "finetune_results.json",
+        {
+            "pretrained": res("sst2", "accuracy", [60.0, 58.0, 61.0], 500),
+            "scratch": res("sst2", "accuracy", [64.0, 65.0, 63.0], 500),
+            "mrpc_pretrained": res("mrpc", "f1", [80.0, 81.0, 79.0]),
+            "mrpc_scratch": res("mrpc", "f1", [81.0, 81.0, 81.0]),
+            "conll2003": {
+                "pretrained": res("conll2003", "f1", [74.0, 75.0, 73.0]),
+                "scratch": res("conll2003", "f1", [63.0, 62.0, 64.0]),
+            },
+        },
+    )
     rows = {r["task"]: r for r in run.gains()}
     assert list(rows) == ["sst2", "mrpc", "conll2003"]  # the curve first, the duplicate SST-2 pair skipped
     assert rows["sst2"]["train_examples"] == 500 and rows["sst2"]["gain"] == pytest.approx(60.0 - 64.0)
@@ -172,8 +212,10 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
 def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
     assert pilots.finetune_sweeps(tmp_path / "absent.jsonl") == ({}, [])
     f = tmp_path / "checks.jsonl"
-    f.write_text('{"meta": {"machine": "cpu"}}\n{"task": "sst2", "lr": 0.0005, "median": 71.1}\n\n'
-                 '{"task": "conll2003", "lr": 0.0005, "median": 74.4}\n')
+    f.write_text(
+        '{"meta": {"machine": "cpu"}}\n{"task": "sst2", "lr": 0.0005, "median": 71.1}\n\n'
+        '{"task": "conll2003", "lr": 0.0005, "median": 74.4}\n'
+    )
     meta, rows = pilots.finetune_sweeps(f)
     assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
     _, shipped = pilots.finetune_sweeps()  # the table in data/pilots/
@@ -183,17 +225,32 @@ def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
 def test_describe_reads_every_figure_from_the_record(record):
     out, model = record
     prov = json.loads((out / "provenance.json").read_text())
-    prov.update(device="cpu (2 cores)", cpu_model="AMD EPYC", precision="bf16",
-                settings={"recipe": "cpu", "compile": True},
-                pretraining={"steps": 4321, "tokens": 35_400_000, "train_seconds": 2999.0,
-                             "final_heldout": {"mlm_acc": 0.3456}})
+    prov.update(
+        device="cpu (2 cores)",
+        cpu_model="AMD EPYC",
+        precision="bf16",
+        settings={"recipe": "cpu", "compile": True},
+        pretraining={
+            "steps": 4321,
+            "tokens": 35_400_000,
+            "train_seconds": 2999.0,
+            "final_heldout": {"mlm_acc": 0.3456},
+        },
+    )
     (out / "provenance.json").write_text(json.dumps(prov))
     text = reference.find(out).describe()
     assert text.startswith("BERT-Tiny (L=2, H=128, A=2; ")  # named after Turc et al.'s sizes
     assert f"{model.num_parameters() / 1e6:.1f}M parameters" in text
     assert f"vocabulary of {model.config.vocab_size:,} pieces" in text
-    for part in ("`cpu` recipe (15% of the pieces masked)", "for 50 minutes", "4,321 steps", "35.4M tokens",
-                 "a 2-core CPU (AMD EPYC)", "in bf16, compiled", "held-out MLM accuracy 34.6%"):
+    for part in (
+        "`cpu` recipe (15% of the pieces masked)",
+        "for 50 minutes",
+        "4,321 steps",
+        "35.4M tokens",
+        "a 2-core CPU (AMD EPYC)",
+        "in bf16, compiled",
+        "held-out MLM accuracy 34.6%",
+    ):
         assert part in text, (part, text)
     prov["settings"].update(compile=False, mlm_probability=0.3)  # a rate of the run's own
     prov["pretraining"].pop("final_heldout")
@@ -227,6 +284,7 @@ def test_stand_in_says_why():
 
 def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypatch, tmp_path):
     from tests.conftest import MIRROR
+
     if not (MIRROR / "SHA256SUMS").is_file():
         pytest.skip(f"no data mirror at {MIRROR}")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # model_folder() writes there
@@ -250,6 +308,7 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
 
 def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tmp_path):
     from tests.conftest import MIRROR
+
     if not (MIRROR / "SHA256SUMS").is_file():
         pytest.skip(f"no data mirror at {MIRROR}")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -6,12 +6,15 @@ import torch
 from bertlab import runtime
 
 
-@pytest.mark.parametrize("capability, name, expected", [
-    ((7, 5), "Tesla T4", "fp16"),        # Colab's free GPU: bf16 only emulated
-    ((7, 0), "Tesla V100", "fp16"),
-    ((8, 0), "NVIDIA A100", "bf16"),
-    ((9, 0), "NVIDIA H100 80GB HBM3", "bf16"),
-])
+@pytest.mark.parametrize(
+    "capability, name, expected",
+    [
+        ((7, 5), "Tesla T4", "fp16"),  # Colab's free GPU: bf16 only emulated
+        ((7, 0), "Tesla V100", "fp16"),
+        ((8, 0), "NVIDIA A100", "bf16"),
+        ((9, 0), "NVIDIA H100 80GB HBM3", "bf16"),
+    ],
+)
 def test_auto_precision_follows_native_bf16(monkeypatch, capability, name, expected):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
@@ -30,11 +33,14 @@ def test_auto_precision_follows_native_bf16(monkeypatch, capability, name, expec
 # ------------------------------------------------------------------------------------------------
 # CPUs: bf16 autocast only where the instructions are native (faked flags)
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("flags, feature", [
-    ({"avx512f", "avx512_bf16"}, "avx512_bf16"),  # AMD Zen 4, Intel Cooper Lake
-    ({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}, "amx_bf16"),  # Intel Sapphire Rapids
-    ({"avx2", "avx512f"}, None),  # AVX-512 without bf16: oneDNN would emulate it
-])
+@pytest.mark.parametrize(
+    "flags, feature",
+    [
+        ({"avx512f", "avx512_bf16"}, "avx512_bf16"),  # AMD Zen 4, Intel Cooper Lake
+        ({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}, "amx_bf16"),  # Intel Sapphire Rapids
+        ({"avx2", "avx512f"}, None),  # AVX-512 without bf16: oneDNN would emulate it
+    ],
+)
 def test_cpu_bf16_follows_the_cpu_flags(monkeypatch, flags, feature):
     monkeypatch.setattr(runtime, "_cpu_flags", lambda: flags)
     cpu = torch.device("cpu")
@@ -57,6 +63,7 @@ def test_cpu_bf16_follows_the_cpu_flags(monkeypatch, flags, feature):
 def test_cpu_flags_are_read_from_this_machine():
     flags = runtime._cpu_flags()
     import platform
+
     if platform.system() == "Linux":
         assert flags, "/proc/cpuinfo has a flags line on Linux"
     assert runtime.cpu_bf16_feature() in (None, "avx512_bf16", "amx_bf16", "onednn_bf16")

@@ -40,6 +40,7 @@ def tok(bert_tokenizer):
 @pytest.fixture(scope="module")
 def dev():
     from bertlab.data import download
+
     try:
         return get_task("squad").load("dev")
     except download.DataUnavailableError as err:
@@ -97,8 +98,10 @@ def test_window_layout_and_coverage(which, request, tok):
     t2c, maxctx = f.meta["token_to_char"], f.meta["max_context"]
     q_pieces = tok.ids_batch([ex.question for ex in f.examples])
     contexts = list(dict.fromkeys(ex.context for ex in f.examples))
-    ctx_offsets = {c: np.array(e.offsets).reshape(-1, 2) for c, e in
-                   zip(contexts, tok.backend.encode_batch(contexts, add_special_tokens=False))}
+    ctx_offsets = {
+        c: np.array(e.offsets).reshape(-1, 2)
+        for c, e in zip(contexts, tok.backend.encode_batch(contexts, add_special_tokens=False))
+    }
     in_ctx_all = t2c[..., 0] >= 0
     assert not (maxctx & ~in_ctx_all).any()  # only context tokens can be max-context
     for e, windows in enumerate(_windows_of(f)):
@@ -110,10 +113,10 @@ def test_window_layout_and_coverage(which, request, tok):
             assert T <= max_len
             # [CLS] question [SEP] context window [SEP], segments 0 then 1
             assert ids[0] == tok.cls_id and ids[len(q) + 1] == tok.sep_id and ids[-1] == tok.sep_id
-            assert ids[1:len(q) + 1].tolist() == q
-            assert (seg[:len(q) + 2] == 0).all() and (seg[len(q) + 2:] == 1).all()
-            assert in_ctx_all[n, :len(q) + 2].sum() == 0 and in_ctx_all[n, T - 1:].sum() == 0
-            assert in_ctx_all[n, len(q) + 2:T - 1].all()
+            assert ids[1 : len(q) + 1].tolist() == q
+            assert (seg[: len(q) + 2] == 0).all() and (seg[len(q) + 2 :] == 1).all()
+            assert in_ctx_all[n, : len(q) + 2].sum() == 0 and in_ctx_all[n, T - 1 :].sum() == 0
+            assert in_ctx_all[n, len(q) + 2 : T - 1].all()
         w = np.array(windows)
         covered = np.unique(t2c[w][in_ctx_all[w]], axis=0)
         assert np.array_equal(covered, gold)  # every context token is in some window ...
@@ -141,7 +144,7 @@ def test_labels_point_at_the_answer_or_cls(which, request):
             assert not (len(chars) and chars[0, 0] <= start and start + len(text) <= chars[-1, 1]), n
             continue
         assert 0 < s <= e and t2c[n, s, 0] >= 0 and t2c[n, e, 0] >= 0
-        span = ex.context[t2c[n, s, 0]:t2c[n, e, 1]]
+        span = ex.context[t2c[n, s, 0] : t2c[n, e, 1]]
         assert text in span  # equal, or a bit more when the answer ends inside a word piece
         assert t2c[n, s, 0] <= start and start + len(text) <= t2c[n, e, 1]
     assert at_cls == f.report["windows_without_answer"]
@@ -163,13 +166,16 @@ def test_oracle_logits_give_back_the_gold_answers(which, request):
     first = {ex.id: ex.answers[0][0] for ex in f.examples}
     exact = sum(pred[q] == first[q] for q in first)
     wrong = [(q, first[q], pred[q]) for q in first if normalize_answer(pred[q]) != normalize_answer(first[q])]
-    print(f"{which}: decode {seconds:.2f}s, EM {scores['exact_match']:.3f} F1 {scores['f1']:.3f}, "
-          f"exact text {exact}/{len(first)}, mismatches {len(wrong)}: {wrong[:5]}")
+    print(
+        f"{which}: decode {seconds:.2f}s, EM {scores['exact_match']:.3f} F1 {scores['f1']:.3f}, "
+        f"exact text {exact}/{len(first)}, mismatches {len(wrong)}: {wrong[:5]}"
+    )
     r = f.report
     assert r["answers_inside_tokens"] <= MAX_INSIDE_TOKENS
     assert r["answers_in_no_window"] + r["answers_start_outside_max_context"] <= 5
-    lost = set(r["locations"].get("answers_in_no_window", []) +
-               r["locations"].get("answers_start_outside_max_context", []))
+    lost = set(
+        r["locations"].get("answers_in_no_window", []) + r["locations"].get("answers_start_outside_max_context", [])
+    )
     assert len(lost) == r["answers_in_no_window"] + r["answers_start_outside_max_context"]
     assert len(first) - exact <= r["answers_inside_tokens"] + len(lost)
     for q, gold, got in wrong:
@@ -179,13 +185,18 @@ def test_oracle_logits_give_back_the_gold_answers(which, request):
     if which == "short":
         return
     # With BERT's max_answer_length of 30 pieces, the gold answers longer than that are lost too.
-    labelled = [(f.meta["example_index"][n], it["end_positions"] - it["start_positions"] + 1)
-                for n, it in enumerate(f.items) if it["start_positions"] > 0]
+    labelled = [
+        (f.meta["example_index"][n], it["end_positions"] - it["start_positions"] + 1)
+        for n, it in enumerate(f.items)
+        if it["start_positions"] > 0
+    ]
     too_long = {f.examples[e].id for e, k in labelled if k > 30}
     pred30 = decode(start, end, f, max_answer_length=30)
     wrong30 = {q for q in first if pred30[q] != first[q]}
-    print(f"{which}: first gold answers longer than 30 pieces: {len(too_long)}; "
-          f"not reproduced at max_answer_length=30: {len(wrong30)}")
+    print(
+        f"{which}: first gold answers longer than 30 pieces: {len(too_long)}; "
+        f"not reproduced at max_answer_length=30: {len(wrong30)}"
+    )
     assert too_long and too_long <= wrong30 and len(wrong30 - too_long) <= MAX_INSIDE_TOKENS
 
 
@@ -233,10 +244,11 @@ def test_decoding_respects_constraints_on_random_logits(feats, dev):
         assert 1 <= len(cands) <= 3
         assert [c["score"] for c in cands] == sorted((c["score"] for c in cands), reverse=True)
         for c in cands:
-            assert c["text"] == ex.context[c["start_char"]:c["end_char"]]  # a slice of the context
+            assert c["text"] == ex.context[c["start_char"] : c["end_char"]]  # a slice of the context
             assert c["start_char"] < c["end_char"]
     # max_answer_length=1: every answer is the text of exactly one word piece of the context
     from bertlab.data.tokenizer import bert_uncased_tokenizer
+
     tok = bert_uncased_tokenizer()
     one = decode(s, e, feats, max_answer_length=1)
     for ex in dev[:300]:
@@ -405,8 +417,10 @@ def test_null_and_best_span_against_brute_force():
         L = int(torch.randint(1, 6, (1,), generator=g))
         s, e = torch.randn(T, generator=g), torch.randn(T, generator=g)
         ok = torch.rand(T, generator=g) < 0.8
-        best = max((float(s[i] + e[j]) for i in range(1, T) for j in range(i, min(i + L, T))
-                    if ok[i] and ok[j]), default=float("-inf"))
+        best = max(
+            (float(s[i] + e[j]) for i in range(1, T) for j in range(i, min(i + L, T)) if ok[i] and ok[j]),
+            default=float("-inf"),
+        )
         s_null, s_hat, span = null_and_best_span(s, e, L, start_ok=ok, end_ok=ok)
         assert s_null == pytest.approx(float(s[0] + e[0]))
         assert s_hat == pytest.approx(best)
@@ -434,8 +448,7 @@ def test_threshold_sweep_by_hand():
     assert scores.tolist() == pytest.approx([60.0, 80.0, 100.0, 80.0, 60.0, 40.0])
     assert best_null_threshold(margins, has) == (0.75, 100.0)
     tau, _ = best_null_threshold(margins, has)
-    answered_now = [answer_or_null(torch.tensor([0.0, m]), torch.tensor([0.0, 0.0]), tau) is not None
-                    for m in margins]
+    answered_now = [answer_or_null(torch.tensor([0.0, m]), torch.tensor([0.0, 0.0]), tau) is not None for m in margins]
     assert answered_now == has  # the rule with this tau answers exactly the answerable questions
     # the naive tau = 0 would also answer question 5 (margin 0.5): 80%
     assert scores[answered == sum(np.array(margins) > 0)].item() == pytest.approx(80.0)

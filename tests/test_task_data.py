@@ -19,6 +19,7 @@ pytestmark = pytest.mark.usefixtures("mirror")
 # Readers on the real files
 # ----------------------------------------------------------------------------------------------
 
+
 def test_glue_row_counts_and_labels():
     sst2, report = task_data.read_sst2("dev")
     assert len(sst2) == 872 and report.ok and report.loaded == 872
@@ -49,7 +50,7 @@ def test_squad_dev():
     assert len({e.title for e in examples}) == 48
     for e in examples[:500]:
         for text, start in e.answers:
-            assert e.context[start:start + len(text)] == text
+            assert e.context[start : start + len(text)] == text
 
 
 def test_conll2003_train():
@@ -67,18 +68,19 @@ def test_conll2003_train():
 # Readers on broken files: everything skipped is reported with file and line
 # ----------------------------------------------------------------------------------------------
 
+
 def test_malformed_tsv_rows_are_counted_and_reported(tmp_path):
     path = tmp_path / "dev.tsv"
     path.write_bytes(
         b"sentence\tlabel\n"
-        b"a fine film \t1\n"          # 2: good
-        b"no label here\n"             # 3: one field
-        b"\n"                          # 4: empty line
-        b"too\tmany\tfields\n"         # 5
-        b"bad label \tpositive\n"     # 6: label not 0/1
-        b"caf\xe9 latin-1 \t0\n"       # 7: undecodable
-        b"\t1\n"                       # 8: empty sentence
-        b"a \"quoted\" word \t0\n"    # 9: good; quotes are text under QUOTE_NONE
+        b"a fine film \t1\n"  # 2: good
+        b"no label here\n"  # 3: one field
+        b"\n"  # 4: empty line
+        b"too\tmany\tfields\n"  # 5
+        b"bad label \tpositive\n"  # 6: label not 0/1
+        b"caf\xe9 latin-1 \t0\n"  # 7: undecodable
+        b"\t1\n"  # 8: empty sentence
+        b'a "quoted" word \t0\n'  # 9: good; quotes are text under QUOTE_NONE
     )
     examples, report = task_data.read_sst2(path)
     assert [e.sentence for e in examples] == ["a fine film", 'a "quoted" word']
@@ -105,20 +107,42 @@ def test_pair_reader_rejects_a_wrong_file_and_reports_bad_labels(tmp_path):
 
 def test_squad_answers_not_in_context_are_reported(tmp_path):
     import json
-    data = {"version": "1.1", "data": [{"title": "T", "paragraphs": [{
-        "context": "The cat sat on the mat.",
-        "qas": [
-            {"id": "q1", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 15},
-                                                          {"text": "the mat", "answer_start": 3}]},
-            {"id": "q2", "question": "Who?", "answers": [{"text": "dog", "answer_start": 4}]},
-            {"id": "q1", "question": "Again?", "answers": [{"text": "cat", "answer_start": 4}]},
-        ]}]}]}
+
+    data = {
+        "version": "1.1",
+        "data": [
+            {
+                "title": "T",
+                "paragraphs": [
+                    {
+                        "context": "The cat sat on the mat.",
+                        "qas": [
+                            {
+                                "id": "q1",
+                                "question": "Where?",
+                                "answers": [
+                                    {"text": "the mat", "answer_start": 15},
+                                    {"text": "the mat", "answer_start": 3},
+                                ],
+                            },
+                            {"id": "q2", "question": "Who?", "answers": [{"text": "dog", "answer_start": 4}]},
+                            {"id": "q1", "question": "Again?", "answers": [{"text": "cat", "answer_start": 4}]},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(data))
     examples, report = task_data.read_squad(path)
     assert [(e.id, e.answers) for e in examples] == [("q1", [("the mat", 15)])]
     assert [(s.item, s.reason.split(":")[0]) for s in report.skipped] == [
-        ("q1", "answer 1"), ("q2", "answer 0"), ("q2", "no valid answer"), ("q1", "duplicate question id")]
+        ("q1", "answer 1"),
+        ("q2", "answer 0"),
+        ("q2", "no valid answer"),
+        ("q1", "duplicate question id"),
+    ]
     with pytest.raises(DataFormatError, match="q1"):
         task_data.read_squad(path, strict=True)
     broken = tmp_path / "broken.json"
@@ -131,12 +155,12 @@ def test_conll_bad_lines_skip_their_sentence_and_iob2_errors_warn(tmp_path):
     path = tmp_path / "train.txt"
     path.write_bytes(
         b"-DOCSTART- -X- -X- O\n\n"
-        b"EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"        # sentence 0, document 0
-        b"Peter NNP B-NP B-PER\nBlackburn NNP I-NP\n\n"     # 3 columns: skipped (line 7)
+        b"EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"  # sentence 0, document 0
+        b"Peter NNP B-NP B-PER\nBlackburn NNP I-NP\n\n"  # 3 columns: skipped (line 7)
         b"-DOCSTART- -X- -X- O\n\n"
-        b"in IN B-PP O\nLondon NNP B-NP I-LOC\n\n"          # kept, invalid IOB2 warned (line 12)
-        b"BRUSSELS NNP B-NP B-CITY\n\n"                     # unknown tag: skipped (line 14)
-        b"caf\xe9 NN B-NP O\n"                              # undecodable: skipped (line 16)
+        b"in IN B-PP O\nLondon NNP B-NP I-LOC\n\n"  # kept, invalid IOB2 warned (line 12)
+        b"BRUSSELS NNP B-NP B-CITY\n\n"  # unknown tag: skipped (line 14)
+        b"caf\xe9 NN B-NP O\n"  # undecodable: skipped (line 16)
     )
     sentences, report = task_data.read_conll2003(path)
     assert [s.words for s in sentences] == [["EU", "rejects"], ["in", "London"]]

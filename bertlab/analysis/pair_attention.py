@@ -32,8 +32,9 @@ CLS, A, SEP, B = range(len(ROLES))
 PAD = -1
 
 
-def token_roles(input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-                cls_id: int, sep_id: int) -> torch.Tensor:
+def token_roles(
+    input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None, cls_id: int, sep_id: int
+) -> torch.Tensor:
     """The role of every position of packed pairs, (B, T) long: CLS, A (segment 0), SEP (both
     [SEP] tokens), B (segment 1) or PAD (attention_mask 0)."""
     roles = torch.where(token_type_ids == 0, A, B)
@@ -44,8 +45,9 @@ def token_roles(input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention
     return roles.long()
 
 
-def attention_mass(attentions: Sequence[torch.Tensor] | torch.Tensor, roles: torch.Tensor,
-                   per_head: bool = False) -> torch.Tensor:
+def attention_mass(
+    attentions: Sequence[torch.Tensor] | torch.Tensor, roles: torch.Tensor, per_head: bool = False
+) -> torch.Tensor:
     """How much attention the queries of each role put on the keys of each role.
 
     attentions: a model's `out.attentions` (L tensors (B, A, T, T), rows = queries, each a softmax
@@ -80,8 +82,13 @@ def uniform_attention(roles: torch.Tensor, num_layers: int = 1, num_heads: int =
     return w[None, :, None].expand(num_layers, -1, num_heads, -1, -1)
 
 
-def same_token_attention(attentions: Sequence[torch.Tensor] | torch.Tensor, input_ids: torch.Tensor,
-                         roles: torch.Tensor, query_role: int = A, key_role: int = B) -> torch.Tensor:
+def same_token_attention(
+    attentions: Sequence[torch.Tensor] | torch.Tensor,
+    input_ids: torch.Tensor,
+    roles: torch.Tensor,
+    query_role: int = A,
+    key_role: int = B,
+) -> torch.Tensor:
     """(L, A): for each layer and head, the attention weight that a query of `query_role` puts on
     the keys of `key_role` holding the very same token id, averaged over the queries that have
     such a twin (a word of A that also occurs in B). With `uniform_attention` it gives the

@@ -45,8 +45,10 @@ def _label_axes(ax, tokens: Sequence[str] | None, key_tokens: Sequence[str] | No
     rows = list(tokens) if tokens is not None else [str(i) for i in range(n_rows)]
     cols = list(key_tokens) if key_tokens is not None else rows
     if len(rows) != n_rows or len(cols) != n_cols:
-        raise ValueError(f"the matrix is {n_rows}x{n_cols} but {len(rows)} query and {len(cols)} key "
-                         f"labels were given; pass one token per row and per column")
+        raise ValueError(
+            f"the matrix is {n_rows}x{n_cols} but {len(rows)} query and {len(cols)} key "
+            f"labels were given; pass one token per row and per column"
+        )
     ax.set_xticks(range(n_cols), cols, rotation=90)
     ax.set_yticks(range(n_rows), rows)
     ax.set_xlabel("key (attended to)")
@@ -56,9 +58,17 @@ def _label_axes(ax, tokens: Sequence[str] | None, key_tokens: Sequence[str] | No
         ax.spines[side].set_visible(False)
 
 
-def attention_heatmap(weights, tokens: Sequence[str] | None = None, ax=None, title: str | None = None,
-                      key_tokens: Sequence[str] | None = None, annotate: bool | None = None,
-                      cmap: str = "Blues", vmax: float | None = 1.0, colorbar: bool = True):
+def attention_heatmap(
+    weights,
+    tokens: Sequence[str] | None = None,
+    ax=None,
+    title: str | None = None,
+    key_tokens: Sequence[str] | None = None,
+    annotate: bool | None = None,
+    cmap: str = "Blues",
+    vmax: float | None = 1.0,
+    colorbar: bool = True,
+):
     """Draw one attention matrix (T_q, T_k) as a heatmap; each row is a softmax over the keys.
 
     weights: a (T, T) tensor or array, e.g. `out.attentions[layer][batch, head]`.
@@ -68,8 +78,10 @@ def attention_heatmap(weights, tokens: Sequence[str] | None = None, ax=None, tit
     """
     w = _to_numpy(weights)
     if w.ndim != 2:
-        raise ValueError(f"attention_heatmap draws one (T_q, T_k) matrix, got shape {w.shape}; "
-                         f"select a batch item and a head first, e.g. attentions[layer][0, head]")
+        raise ValueError(
+            f"attention_heatmap draws one (T_q, T_k) matrix, got shape {w.shape}; "
+            f"select a batch item and a head first, e.g. attentions[layer][0, head]"
+        )
     ax = _new_ax(ax, 0.45, max(w.shape))
     im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="equal")
     _label_axes(ax, tokens, key_tokens, *w.shape)
@@ -79,8 +91,15 @@ def attention_heatmap(weights, tokens: Sequence[str] | None = None, ax=None, tit
         top = vmax if vmax is not None else float(w.max())
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
-                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                        color="white" if w[i, j] > 0.6 * top else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{w[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if w[i, j] > 0.6 * top else "black",
+                )
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     if title:
@@ -88,8 +107,14 @@ def attention_heatmap(weights, tokens: Sequence[str] | None = None, ax=None, tit
     return ax
 
 
-def mask_matrix_plot(mask, tokens: Sequence[str] | None = None, ax=None, title: str | None = None,
-                     allowed_color: str = "#3b75af", blocked_color: str = "#f2f2f2"):
+def mask_matrix_plot(
+    mask,
+    tokens: Sequence[str] | None = None,
+    ax=None,
+    title: str | None = None,
+    allowed_color: str = "#3b75af",
+    blocked_color: str = "#f2f2f2",
+):
     """Draw an attention mask: cell (i, j) is filled when query i may attend to key j.
 
     mask: a (T, T) boolean (or 0/1) tensor or array, True = allowed, as bertlab's models take it
@@ -113,8 +138,15 @@ def mask_matrix_plot(mask, tokens: Sequence[str] | None = None, ax=None, title: 
     return ax
 
 
-def attention_grid(attentions, tokens: Sequence[str], layer: int, heads: Sequence[int] | None = None,
-                   batch: int = 0, ncols: int = 4, size: float = 2.6):
+def attention_grid(
+    attentions,
+    tokens: Sequence[str],
+    layer: int,
+    heads: Sequence[int] | None = None,
+    batch: int = 0,
+    ncols: int = 4,
+    size: float = 2.6,
+):
     """All (or some) heads of one layer as small heatmaps: the static twin of bertviz's head view.
 
     attentions: the tuple `out.attentions` of a bertlab model (L tensors of shape (B, A, T, T)),
@@ -128,7 +160,7 @@ def attention_grid(attentions, tokens: Sequence[str], layer: int, heads: Sequenc
     nrows = -(-len(heads) // ncols)
     ncols = min(ncols, len(heads))
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.4), squeeze=False)
-    for ax in axes.flat[len(heads):]:
+    for ax in axes.flat[len(heads) :]:
         ax.axis("off")
     for ax, h in zip(axes.flat, heads):
         ax.imshow(a[h], cmap="Blues", vmin=0.0, vmax=1.0)
@@ -141,8 +173,9 @@ def attention_grid(attentions, tokens: Sequence[str], layer: int, heads: Sequenc
     return fig
 
 
-def head_view(attentions, tokens: Sequence[str], batch: int = 0, layer: int | None = None,
-              heads: Sequence[int] | None = None):
+def head_view(
+    attentions, tokens: Sequence[str], batch: int = 0, layer: int | None = None, heads: Sequence[int] | None = None
+):
     """bertviz's interactive head view (Vig, 2019) of a bertlab model's attentions.
 
     attentions: `out.attentions` (L tensors (B, A, T, T)) from any bertlab model called with
@@ -152,18 +185,28 @@ def head_view(attentions, tokens: Sequence[str], batch: int = 0, layer: int | No
     from bertviz import head_view as _bertviz_head_view
 
     if not isinstance(attentions, (tuple, list)) or not attentions:
-        raise ValueError("head_view expects the tuple out.attentions of a model called with "
-                         "output_attentions=True")
+        raise ValueError("head_view expects the tuple out.attentions of a model called with output_attentions=True")
     att = [a[batch : batch + 1].detach().float().cpu() for a in attentions]  # bertviz wants (1, A, T, T)
     if att[0].shape[-1] != len(tokens):
-        raise ValueError(f"the attention maps cover {att[0].shape[-1]} positions but {len(tokens)} "
-                         f"tokens were given (include [CLS] and [SEP], drop padding)")
+        raise ValueError(
+            f"the attention maps cover {att[0].shape[-1]} positions but {len(tokens)} "
+            f"tokens were given (include [CLS] and [SEP], drop padding)"
+        )
     return _bertviz_head_view(att, list(tokens), layer=layer, heads=list(heads) if heads is not None else None)
 
 
-def layer_head_heatmap(scores, ax=None, title: str | None = None, vmin: float = 0.0,
-                       vmax: float | None = 1.0, cmap: str = "Blues", annotate: bool = True,
-                       fmt: str = "{:.2f}", label: str | None = None, colorbar: bool = True):
+def layer_head_heatmap(
+    scores,
+    ax=None,
+    title: str | None = None,
+    vmin: float = 0.0,
+    vmax: float | None = 1.0,
+    cmap: str = "Blues",
+    annotate: bool = True,
+    fmt: str = "{:.2f}",
+    label: str | None = None,
+    colorbar: bool = True,
+):
     """One number per attention head as an (L, A) grid: layers as rows (layer 0 at the top),
     heads as columns, the view of Clark et al. (2019) of "what each head does".
 
@@ -190,8 +233,9 @@ def layer_head_heatmap(scores, ax=None, title: str | None = None, vmin: float = 
         for i in range(L):
             for j in range(A):
                 dark = (s[i, j] - vmin) / span > 0.6
-                ax.text(j, i, fmt.format(s[i, j]), ha="center", va="center", fontsize=7,
-                        color="white" if dark else "black")
+                ax.text(
+                    j, i, fmt.format(s[i, j]), ha="center", va="center", fontsize=7, color="white" if dark else "black"
+                )
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label=label)
     if title:
@@ -226,9 +270,11 @@ class Table:
             values = _matrix_rows(m)
             shape_ok = isinstance(values, list) and len(values) == len(rows)
             if not shape_ok or any(not isinstance(v, list) or len(v) != len(cols) for v in values):
-                raise ValueError(f"table {title!r}: the matrix must have one row per row label and one "
-                                 f"column per column label, ({len(rows)}, {len(cols)}); got shape "
-                                 f"{np.shape(m)}")
+                raise ValueError(
+                    f"table {title!r}: the matrix must have one row per row label and one "
+                    f"column per column label, ({len(rows)}, {len(cols)}); got shape "
+                    f"{np.shape(m)}"
+                )
             self.parts.append((title, values, list(rows), list(cols), digits))
 
     def _repr_html_(self) -> str:
@@ -241,8 +287,10 @@ class Table:
                 + "</tr>"
                 for r, row in zip(rows, m)
             )
-            out.append(f"<div style='margin-right:1.5em'><b>{html.escape(title)}</b>"
-                       f"<table><tr><th></th>{head}</tr>{body}</table></div>")
+            out.append(
+                f"<div style='margin-right:1.5em'><b>{html.escape(title)}</b>"
+                f"<table><tr><th></th>{head}</tr>{body}</table></div>"
+            )
         return "<div style='display:flex;flex-wrap:wrap'>" + "".join(out) + "</div>"
 
     def __repr__(self) -> str:
@@ -279,8 +327,14 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
     ax.axvline(0, color="black", lw=0.8)
     span = limit if limit is not None else max((abs(p) for p in points), default=1.0) * 1.25
     for yi, p in zip(y, points):
-        ax.text(p + (0.015 if p >= 0 else -0.015) * span, yi, f"{p:+.1f}", va="center",
-                ha="left" if p >= 0 else "right", fontsize=8)
+        ax.text(
+            p + (0.015 if p >= 0 else -0.015) * span,
+            yi,
+            f"{p:+.1f}",
+            va="center",
+            ha="left" if p >= 0 else "right",
+            fontsize=8,
+        )
     ax.set_xlim(-span, span)
     ax.set_xlabel("held-out MLM accuracy against the baseline (points)")
     if title:
@@ -299,12 +353,21 @@ def pilot_curves(series, ax=None, title: str | None = None, threshold: float | N
         _, ax = plt.subplots(figsize=(7, 3.6), layout="tight")
     for run in series.runs:
         pts = [q for q in run["heldout"] if series.minutes or q["tokens"] <= series.tokens]
-        ax.plot([q["tokens"] / 1e6 for q in pts], [100 * q["mlm_acc"] for q in pts], "o-", ms=3,
-                label=run["name"], lw=2.2 if run is series.baseline else 1.2)
+        ax.plot(
+            [q["tokens"] / 1e6 for q in pts],
+            [100 * q["mlm_acc"] for q in pts],
+            "o-",
+            ms=3,
+            label=run["name"],
+            lw=2.2 if run is series.baseline else 1.2,
+        )
     if threshold is not None:
         ax.axhline(100 * threshold, color="grey", ls=":", lw=1)
-    ax.set(xlabel="training tokens (millions)", ylabel="held-out MLM accuracy (%)",
-           title=title or f"{series.name} and one change at a time")
+    ax.set(
+        xlabel="training tokens (millions)",
+        ylabel="held-out MLM accuracy (%)",
+        title=title or f"{series.name} and one change at a time",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return ax

@@ -67,8 +67,10 @@ MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # what the model solution scored, graded by this module (scripts/record_capstone_solution.py)
 SOLUTION_RECORD = records_dir("capstone", "model_solution.json")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
-FIX = ("copy config.json, model.safetensors and tokenizer.json from your run's final folder (<out>/final, "
-       "written by pretrain) into the submission folder")
+FIX = (
+    "copy config.json, model.safetensors and tokenizer.json from your run's final folder (<out>/final, "
+    "written by pretrain) into the submission folder"
+)
 
 
 class SubmissionError(ValueError):
@@ -79,6 +81,7 @@ class SubmissionError(ValueError):
 class Grading:
     """How the grader measures and scores a submission. The defaults are the capstone's; the
     small settings the tests use come from overriding them."""
+
     # held-out masked LM (bertlab.training.pretrain.evaluate_checkpoint)
     corpus: str = "books+wiki"
     seq_len: int = 128
@@ -142,7 +145,8 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
         raise SubmissionError(
             f"{folder}: the weights are in {', '.join(pickles)}, a pickle, which the grader refuses to open "
             f"(unpickling can run arbitrary code). Save them as model.safetensors: pretrain writes it in "
-            f"<out>/final, and bertlab.checkpoint.save_model(folder, model) writes any model that way")
+            f"<out>/final, and bertlab.checkpoint.save_model(folder, model) writes any model that way"
+        )
     if missing:
         raise SubmissionError(f"{folder}: {', '.join(missing)} missing; {FIX}")
     if pickles:
@@ -150,25 +154,34 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
     try:
         config = BertConfig.from_dict(json.loads((folder / "config.json").read_text()))
     except Exception as err:  # bad JSON, unknown fields, impossible sizes
-        raise SubmissionError(f"{folder / 'config.json'} is not a bertlab model config ({type(err).__name__}: "
-                              f"{err}); {FIX}") from err
+        raise SubmissionError(
+            f"{folder / 'config.json'} is not a bertlab model config ({type(err).__name__}: {err}); {FIX}"
+        ) from err
     try:
         tokenizer = WordPieceTokenizer.load(folder / "tokenizer.json")
     except Exception as err:
-        raise SubmissionError(f"{folder / 'tokenizer.json'} is not a WordPiece tokenizer bertlab can read "
-                              f"({type(err).__name__}: {err}); {FIX}") from err
+        raise SubmissionError(
+            f"{folder / 'tokenizer.json'} is not a WordPiece tokenizer bertlab can read "
+            f"({type(err).__name__}: {err}); {FIX}"
+        ) from err
     if tokenizer.vocab_size != config.vocab_size:
-        raise SubmissionError(f"{folder}: tokenizer.json has {tokenizer.vocab_size:,} pieces but config.json says "
-                              f"vocab_size {config.vocab_size:,}: the two come from different runs; {FIX}")
+        raise SubmissionError(
+            f"{folder}: tokenizer.json has {tokenizer.vocab_size:,} pieces but config.json says "
+            f"vocab_size {config.vocab_size:,}: the two come from different runs; {FIX}"
+        )
     if config.causal:
-        raise SubmissionError(f"{folder / 'config.json'}: a left-to-right (causal) model; the capstone pretrains "
-                              f"BERT's bidirectional masked LM (objective 'mlm')")
+        raise SubmissionError(
+            f"{folder / 'config.json'}: a left-to-right (causal) model; the capstone pretrains "
+            f"BERT's bidirectional masked LM (objective 'mlm')"
+        )
     try:
         weights = load_file(str(folder / "model.safetensors"))
     except Exception as err:  # truncated, overwritten, not safetensors at all
-        raise SubmissionError(f"{folder / 'model.safetensors'} is corrupt or truncated: safetensors cannot read it "
-                              f"({type(err).__name__}: {str(err)[:120]}); copy it again from <out>/final "
-                              f"(compare the sizes of the two files)") from err
+        raise SubmissionError(
+            f"{folder / 'model.safetensors'} is corrupt or truncated: safetensors cannot read it "
+            f"({type(err).__name__}: {str(err)[:120]}); copy it again from <out>/final "
+            f"(compare the sizes of the two files)"
+        ) from err
     import torch
 
     with torch.device("meta"):
@@ -176,31 +189,49 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
     absent = [k for k in expected if k not in weights]
     if absent:
         head = [k for k in absent if k.startswith(("mlm.", "nsp."))]
-        why = ("it has no masked-LM head: submit the pretraining model (<out>/final), not a fine-tuned one"
-               if head and len(head) == len(absent) else "it was not written for this config.json")
-        raise SubmissionError(f"{folder / 'model.safetensors'} lacks {len(absent)} weights ({', '.join(absent[:3])}"
-                              f"{', ...' if len(absent) > 3 else ''}): {why}; {FIX}")
-    wrong = [f"{k} {tuple(weights[k].shape)} (config.json: {tuple(v.shape)})" for k, v in expected.items()
-             if tuple(weights[k].shape) != tuple(v.shape)]
+        why = (
+            "it has no masked-LM head: submit the pretraining model (<out>/final), not a fine-tuned one"
+            if head and len(head) == len(absent)
+            else "it was not written for this config.json"
+        )
+        raise SubmissionError(
+            f"{folder / 'model.safetensors'} lacks {len(absent)} weights ({', '.join(absent[:3])}"
+            f"{', ...' if len(absent) > 3 else ''}): {why}; {FIX}"
+        )
+    wrong = [
+        f"{k} {tuple(weights[k].shape)} (config.json: {tuple(v.shape)})"
+        for k, v in expected.items()
+        if tuple(weights[k].shape) != tuple(v.shape)
+    ]
     if wrong:
-        raise SubmissionError(f"{folder / 'model.safetensors'} does not fit config.json: {'; '.join(wrong[:3])}; "
-                              f"{FIX}")
+        raise SubmissionError(f"{folder / 'model.safetensors'} does not fit config.json: {'; '.join(wrong[:3])}; {FIX}")
     bad = [k for k, v in weights.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
     if bad:
-        raise SubmissionError(f"{folder / 'model.safetensors'} holds NaN or infinite weights ({', '.join(bad[:3])}): "
-                              f"the run diverged; submit an earlier checkpoint or train again with a lower lr")
+        raise SubmissionError(
+            f"{folder / 'model.safetensors'} holds NaN or infinite weights ({', '.join(bad[:3])}): "
+            f"the run diverged; submit an earlier checkpoint or train again with a lower lr"
+        )
     # parameters as the model counts them (the MLM decoder shares the word embeddings)
     parameters = sum(v.numel() for k, v in expected.items() if k != "mlm.decoder.weight")
     if max_parameters is not None and parameters > max_parameters:
-        raise SubmissionError(f"{folder}: the model has {parameters:,} parameters, over the capstone's limit of "
-                              f"{max_parameters:,} (BERT-Mini, 4 layers of H=256, with 16,384 pieces fits); "
-                              f"pretrain a smaller one")
+        raise SubmissionError(
+            f"{folder}: the model has {parameters:,} parameters, over the capstone's limit of "
+            f"{max_parameters:,} (BERT-Mini, 4 layers of H=256, with 16,384 pieces fits); "
+            f"pretrain a smaller one"
+        )
     notebooks = sorted(p.name for p in folder.glob("*.ipynb"))
     if not notebooks:
         notes.append("no notebook (.ipynb) in the folder: the write-up, graded by hand, is missing")
-    return {"layers": config.num_layers, "hidden": config.hidden_size, "heads": config.num_heads,
-            "vocab_size": config.vocab_size, "norm_position": config.norm_position, "parameters": parameters,
-            "notebooks": notebooks, "notes": notes}
+    return {
+        "layers": config.num_layers,
+        "hidden": config.hidden_size,
+        "heads": config.num_heads,
+        "vocab_size": config.vocab_size,
+        "norm_position": config.norm_position,
+        "parameters": parameters,
+        "notebooks": notebooks,
+        "notes": notes,
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -219,8 +250,12 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
     if settings.threads:
         torch.set_num_threads(settings.threads)
     folder = str(Path(folder).resolve())
-    result: dict[str, Any] = {"mlm": None, "finetune": {"seeds": [], "pretrained": [], "scratch": []},
-                              "stage": "mlm", "seconds": {}}
+    result: dict[str, Any] = {
+        "mlm": None,
+        "finetune": {"seeds": [], "pretrained": [], "scratch": []},
+        "stage": "mlm",
+        "seconds": {},
+    }
 
     def save() -> None:
         if out is not None:
@@ -230,13 +265,30 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
 
     save()
     t0 = time.perf_counter()
-    result["mlm"] = evaluate_checkpoint(folder, corpus=settings.corpus, seq_len=settings.seq_len, nsp=False,
-                                        batches=settings.eval_batches, batch_size=settings.eval_batch_size,
-                                        device="cpu", precision="fp32", max_documents=settings.max_documents)
+    result["mlm"] = evaluate_checkpoint(
+        folder,
+        corpus=settings.corpus,
+        seq_len=settings.seq_len,
+        nsp=False,
+        batches=settings.eval_batches,
+        batch_size=settings.eval_batch_size,
+        device="cpu",
+        precision="fp32",
+        max_documents=settings.max_documents,
+    )
     result["seconds"]["mlm"] = round(time.perf_counter() - t0, 1)
-    base = FinetuneConfig(task=settings.task, lr=settings.lr, epochs=settings.epochs, batch_size=settings.batch_size,
-                          max_train_examples=settings.train_examples, max_eval_examples=settings.eval_examples,
-                          eval_every_epoch=False, device="cpu", precision="fp32", progress=False)
+    base = FinetuneConfig(
+        task=settings.task,
+        lr=settings.lr,
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        max_train_examples=settings.train_examples,
+        max_eval_examples=settings.eval_examples,
+        eval_every_epoch=False,
+        device="cpu",
+        precision="fp32",
+        progress=False,
+    )
     ft = result["finetune"]
     for seed in settings.seeds:
         scores = {}
@@ -270,8 +322,12 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
         error = ""
         with open(log, "w") as fh:
             # the child runs in tmp: a folder given relative to this process's directory is resolved first
-            proc = subprocess.Popen([sys.executable, "-c", code, str(Path(folder).resolve()), str(spec), str(out)],
-                                    stdout=fh, stderr=subprocess.STDOUT, cwd=tmp)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code, str(Path(folder).resolve()), str(spec), str(out)],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                cwd=tmp,
+            )
             try:
                 proc.wait(timeout=settings.timeout)
             except subprocess.TimeoutExpired:
@@ -296,25 +352,41 @@ def score(measured: dict[str, Any], settings: Grading = GRADING, valid: bool = T
     parts = [{"name": "a valid submission folder", "of": settings.valid_points, "passed": valid}]
     mlm = (measured.get("mlm") or {}).get("mlm_acc") if valid else None
     for threshold, points in settings.mlm_levels:
-        parts.append({"name": f"held-out MLM accuracy >= {threshold:.0%}", "of": points,
-                      "passed": mlm is not None and mlm >= threshold})
+        parts.append(
+            {
+                "name": f"held-out MLM accuracy >= {threshold:.0%}",
+                "of": points,
+                "passed": mlm is not None and mlm >= threshold,
+            }
+        )
     ft = measured.get("finetune") or {}
     pre, scr = ft.get("pretrained") or [], ft.get("scratch") or []
     n = min(len(pre), len(scr))
     gain = statistics.median(pre[:n]) - statistics.median(scr[:n]) if valid and n else None
     for threshold, points in settings.gain_levels:
-        parts.append({"name": f"gain over scratch > {threshold:g} points", "of": points,
-                      "passed": gain is not None and gain > threshold})
+        parts.append(
+            {
+                "name": f"gain over scratch > {threshold:g} points",
+                "of": points,
+                "passed": gain is not None and gain > threshold,
+            }
+        )
     for p in parts:
         p["points"] = p["of"] if p["passed"] else 0
-    return {"points": sum(p["points"] for p in parts), "of": sum(p["of"] for p in parts), "parts": parts,
-            "mlm_acc": mlm, "gain": gain,
-            "pretrained_median": statistics.median(pre[:n]) if n else None,
-            "scratch_median": statistics.median(scr[:n]) if n else None}
+    return {
+        "points": sum(p["points"] for p in parts),
+        "of": sum(p["of"] for p in parts),
+        "parts": parts,
+        "mlm_acc": mlm,
+        "gain": gain,
+        "pretrained_median": statistics.median(pre[:n]) if n else None,
+        "scratch_median": statistics.median(scr[:n]) if n else None,
+    }
 
 
-def grade_capstone(submission_dir: str | Path, settings: Grading | None = None, *, isolate: bool = True,
-                   **overrides: Any) -> dict[str, Any]:
+def grade_capstone(
+    submission_dir: str | Path, settings: Grading | None = None, *, isolate: bool = True, **overrides: Any
+) -> dict[str, Any]:
     """Grade one submission folder (see the module docstring). Keyword arguments override fields
     of `settings` (`grade_capstone(folder, seeds=(0,), timeout=600)`). isolate=False measures in
     this process, without the time limit (for debugging). Returns a dict: points, of, parts (one
@@ -323,8 +395,15 @@ def grade_capstone(submission_dir: str | Path, settings: Grading | None = None, 
     settings = dataclasses.replace(settings or GRADING, **overrides)
     folder = Path(submission_dir)
     t0 = time.monotonic()
-    grade: dict[str, Any] = {"submission": str(folder), "valid": False, "error": "", "notes": [], "model": None,
-                             "measured": {}, "settings": settings.to_dict()}
+    grade: dict[str, Any] = {
+        "submission": str(folder),
+        "valid": False,
+        "error": "",
+        "notes": [],
+        "model": None,
+        "measured": {},
+        "settings": settings.to_dict(),
+    }
     try:
         model = validate_submission(folder, settings.max_parameters)
     except SubmissionError as err:
@@ -351,8 +430,10 @@ def model_solution(path: str | Path = SOLUTION_RECORD) -> dict[str, Any] | None:
         return None
     record = json.loads(path.read_text())
     if not isinstance(record.get("grades"), dict) or "pretraining" not in record:
-        raise ValueError(f"{path} is not a model-solution record (no 'grades' or 'pretraining'); "
-                         f"write it again with scripts/record_capstone_solution.py")
+        raise ValueError(
+            f"{path} is not a model-solution record (no 'grades' or 'pretraining'); "
+            f"write it again with scripts/record_capstone_solution.py"
+        )
     return record
 
 
@@ -361,16 +442,20 @@ def summary(grade: dict[str, Any]) -> str:
     lines = [f"{grade['submission']}: {grade['points']:g}/{grade['of']} in {grade.get('seconds', 0):.0f} s"]
     if grade.get("model"):
         m = grade["model"]
-        lines.append(f"  model: L={m['layers']}, H={m['hidden']}, A={m['heads']}, vocabulary {m['vocab_size']:,}, "
-                     f"{m['parameters']:,} parameters")
+        lines.append(
+            f"  model: L={m['layers']}, H={m['hidden']}, A={m['heads']}, vocabulary {m['vocab_size']:,}, "
+            f"{m['parameters']:,} parameters"
+        )
     if grade.get("mlm_acc") is not None:
         lines.append(f"  held-out MLM accuracy {grade['mlm_acc']:.1%}")
     ft = (grade.get("measured") or {}).get("finetune") or {}
     if grade.get("gain") is not None:
         pre, scr = grade["pretrained_median"], grade["scratch_median"]
         task = (grade.get("settings") or {}).get("task", GRADING.task)
-        lines.append(f"  {task} {ft.get('metric', 'score')}, median over seeds {ft['seeds']}: pretrained {pre:.2f} "
-                     f"{_fmt(ft['pretrained'])}, scratch {scr:.2f} {_fmt(ft['scratch'])}, gain {grade['gain']:+.2f}")
+        lines.append(
+            f"  {task} {ft.get('metric', 'score')}, median over seeds {ft['seeds']}: pretrained {pre:.2f} "
+            f"{_fmt(ft['pretrained'])}, scratch {scr:.2f} {_fmt(ft['scratch'])}, gain {grade['gain']:+.2f}"
+        )
     for p in grade["parts"]:
         lines.append(f"  [{'x' if p['passed'] else ' '}] {p['name']}: {p['points']}/{p['of']}")
     if grade.get("error"):
@@ -390,9 +475,18 @@ def write_grades(grades: list[dict[str, Any]], out: str | Path) -> Path:
         w = csv.writer(fh)
         w.writerow(["submission", "points", "of", "mlm_acc", "pretrained_median", "scratch_median", "gain", "error"])
         for g in grades:
-            w.writerow([g["submission"], g["points"], g["of"], _round(g.get("mlm_acc"), 4),
-                        _round(g.get("pretrained_median"), 2), _round(g.get("scratch_median"), 2),
-                        _round(g.get("gain"), 2), g.get("error", "")[:500]])
+            w.writerow(
+                [
+                    g["submission"],
+                    g["points"],
+                    g["of"],
+                    _round(g.get("mlm_acc"), 4),
+                    _round(g.get("pretrained_median"), 2),
+                    _round(g.get("scratch_median"), 2),
+                    _round(g.get("gain"), 2),
+                    g.get("error", "")[:500],
+                ]
+            )
     out.with_suffix(".json").write_text(json.dumps(grades, indent=1) + "\n")
     return out
 
@@ -403,13 +497,23 @@ def _round(x: float | None, digits: int) -> float | str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
-    p = argparse.ArgumentParser(prog="python -m bertlab.course.capstone",
-                                description="grade capstone submissions: the model is measured again from its weights")
-    p.add_argument("submissions", nargs="+", help="submission folders (config.json, model.safetensors, "
-                                                  "tokenizer.json, the notebook)")
+
+    p = argparse.ArgumentParser(
+        prog="python -m bertlab.course.capstone",
+        description="grade capstone submissions: the model is measured again from its weights",
+    )
+    p.add_argument(
+        "submissions",
+        nargs="+",
+        help="submission folders (config.json, model.safetensors, tokenizer.json, the notebook)",
+    )
     p.add_argument("--out", default=None, help="write OUT.csv and OUT.json (one row / record per submission)")
-    p.add_argument("--timeout", type=float, default=GRADING.timeout, help="seconds for each submission's "
-                                                                          "measurements (default %(default)g)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=GRADING.timeout,
+        help="seconds for each submission's measurements (default %(default)g)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--seeds", type=int, nargs="+", default=list(GRADING.seeds))
     args = p.parse_args(argv)

@@ -47,6 +47,7 @@ CALLED = re.compile(r"check(?:_(\w+)\s*\(|\s*\(\s*[\"'](\w+)[\"'])")
 @dataclass
 class ExerciseGrade:
     """The grade of one exercise: points out of `of`, and the check's parts."""
+
     exercise: str
     points: float
     of: int
@@ -88,17 +89,37 @@ class NotebookGrade:
             lines += [f"failed: {p['message']}" for p in failed]
             passed = len(e.parts) - len(failed)
             lines.append(f"{passed} of {len(e.parts)} parts passed" if e.parts else "no part was checked")
-            tests.append({"name": e.exercise, "score": e.points, "max_score": e.of,
-                          "output": "\n".join(lines), "visibility": "visible"})
+            tests.append(
+                {
+                    "name": e.exercise,
+                    "score": e.points,
+                    "max_score": e.of,
+                    "output": "\n".join(lines),
+                    "visibility": "visible",
+                }
+            )
         output = "\n".join(self.cell_errors) or "graded in a fresh kernel; every exercise is listed below"
-        return {"score": self.points, "output": output, "visibility": "visible",
-                "stdout_visibility": "hidden", "tests": tests}
+        return {
+            "score": self.points,
+            "output": output,
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "tests": tests,
+        }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"notebook": self.notebook, "assignment": self.assignment, "points": self.points,
-                "of": self.of, "seconds": round(self.seconds, 1), "cell_errors": self.cell_errors,
-                "exercises": [{"exercise": e.exercise, "points": e.points, "of": e.of, "error": e.error,
-                               "parts": e.parts} for e in self.exercises]}
+        return {
+            "notebook": self.notebook,
+            "assignment": self.assignment,
+            "points": self.points,
+            "of": self.of,
+            "seconds": round(self.seconds, 1),
+            "cell_errors": self.cell_errors,
+            "exercises": [
+                {"exercise": e.exercise, "points": e.points, "of": e.of, "error": e.error, "parts": e.parts}
+                for e in self.exercises
+            ],
+        }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -112,6 +133,7 @@ def checks_file() -> str:
     """The path of bertlab/exercises/__init__.py, found without importing it (the kernel loads a private
     copy of it)."""
     import importlib.util
+
     spec = importlib.util.find_spec("bertlab.exercises")
     if spec is None or not spec.origin:
         raise RuntimeError("bertlab.exercises not found: is bertlab installed in this environment?")
@@ -171,14 +193,21 @@ class _Kernel:
 
     def __init__(self, workdir: Path, kernel_name: str):
         from nbclient import NotebookClient
+
         self.nb = nbformat.v4.new_notebook()
-        self.client = NotebookClient(self.nb, timeout=60, allow_errors=True, kernel_name=kernel_name,
-                                     resources={"metadata": {"path": str(workdir)}})
+        self.client = NotebookClient(
+            self.nb,
+            timeout=60,
+            allow_errors=True,
+            kernel_name=kernel_name,
+            resources={"metadata": {"path": str(workdir)}},
+        )
         self._ctx = self.client.setup_kernel()
         self._ctx.__enter__()
 
     def execute(self, source: str, timeout: int) -> tuple[str, str]:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
         cell = nbformat.v4.new_code_cell(source)
         self.nb.cells.append(cell)
         self.client.timeout = timeout
@@ -200,8 +229,13 @@ class _Kernel:
             pass
 
 
-def grade_notebook(path: str | Path, assignment: str | None = None, timeout: int | None = None,
-                   cell_timeout: int = 120, kernel_name: str = "python3") -> NotebookGrade:
+def grade_notebook(
+    path: str | Path,
+    assignment: str | None = None,
+    timeout: int | None = None,
+    cell_timeout: int = 120,
+    kernel_name: str = "python3",
+) -> NotebookGrade:
     """Grade one submitted notebook (see the module docstring). `timeout` overrides every
     exercise's own time limit (seconds); `cell_timeout` limits each of the notebook's cells."""
     path = Path(path)
@@ -210,13 +244,16 @@ def grade_notebook(path: str | Path, assignment: str | None = None, timeout: int
     assignment = assignment or find_assignment(nb, path.name)
     grade = NotebookGrade(path.name, assignment)
     if assignment is None:
-        grade.cell_errors.append("no assignment found: name the file after it (e.g. alice_02_attention.ipynb)"
-                                 " or pass --assignment")
+        grade.cell_errors.append(
+            "no assignment found: name the file after it (e.g. alice_02_attention.ipynb) or pass --assignment"
+        )
         return grade
     todo = list(assignments()[assignment])
     if not todo:  # a project (the capstone): graded from its submission folder, not in a kernel
-        grade.cell_errors += [f"{assignment} has no checks to run here: grade its submission folder with "
-                              f"{p.grader}" for p in projects_of(assignment)]
+        grade.cell_errors += [
+            f"{assignment} has no checks to run here: grade its submission folder with {p.grader}"
+            for p in projects_of(assignment)
+        ]
     cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip() and not is_check_cell(c)]
     skip: set[int] = set()  # the notebook's cells that timed out or killed the kernel once
     module_name = f"_bertlab_grading_{secrets.token_hex(6)}"
@@ -259,15 +296,21 @@ def _read_result(ex: Exercise, out: Path, status: str, message: str) -> Exercise
     try:
         data = json.loads(out.read_text())
     except (OSError, ValueError):
-        return ExerciseGrade(ex.name, 0.0, ex.points,
-                             error=f"[{ex.name}] the check did not report a result ({message or 'no file'})")
+        return ExerciseGrade(
+            ex.name, 0.0, ex.points, error=f"[{ex.name}] the check did not report a result ({message or 'no file'})"
+        )
     parts = data.get("parts", [])
     fraction = sum(bool(p["passed"]) for p in parts) / len(parts) if parts else 0.0
     return ExerciseGrade(ex.name, round(ex.points * fraction, 2), ex.points, parts, data.get("error", ""))
 
 
-def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int | None = None,
-                 assignment: str | None = None, verbose: bool = True) -> list[NotebookGrade]:
+def grade_folder(
+    folder: str | Path,
+    out: str | Path | None = None,
+    timeout: int | None = None,
+    assignment: str | None = None,
+    verbose: bool = True,
+) -> list[NotebookGrade]:
     """Grade every .ipynb in `folder`; write grades.csv (one row per notebook: points per
     exercise, total, errors, feedback) and grades.json (every check's parts) there, or at `out`."""
     folder = Path(folder)
@@ -280,14 +323,23 @@ def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int
             g = grade_notebook(p, assignment=assignment, timeout=timeout)
         except (ValueError, OSError, UnicodeDecodeError, nbformat.ValidationError) as err:
             # not JSON, not a notebook, unreadable: reported in its own row; the others are graded
-            g = NotebookGrade(p.name, None, cell_errors=[
-                f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
-                f"as saved by Jupyter"])
+            g = NotebookGrade(
+                p.name,
+                None,
+                cell_errors=[
+                    f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
+                    f"as saved by Jupyter"
+                ],
+            )
         grades.append(g)
         if verbose:
-            print(f"{p.name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
-                  + "".join(f"\n  {e.exercise}: {e.points:g}/{e.of}" + (f"  {e.feedback[:150]}" if e.feedback else "")
-                            for e in g.exercises))
+            print(
+                f"{p.name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
+                + "".join(
+                    f"\n  {e.exercise}: {e.points:g}/{e.of}" + (f"  {e.feedback[:150]}" if e.feedback else "")
+                    for e in g.exercises
+                )
+            )
     target = Path(out) if out else folder / "grades.csv"
     names = [n for n in EXERCISES if any(e.exercise == n for g in grades for e in g.exercises)]
     with open(target, "w", newline="") as fh:
@@ -295,9 +347,17 @@ def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int
         w.writerow(["notebook", "assignment", *names, "points", "of", "errors", "feedback"])
         for g in grades:
             by = {e.exercise: e for e in g.exercises}
-            w.writerow([g.notebook, g.assignment or "", *[by[n].points if n in by else "" for n in names],
-                        g.points, g.of, " | ".join(g.cell_errors)[:500],
-                        " | ".join(e.feedback for e in g.exercises if e.feedback)[:1000]])
+            w.writerow(
+                [
+                    g.notebook,
+                    g.assignment or "",
+                    *[by[n].points if n in by else "" for n in names],
+                    g.points,
+                    g.of,
+                    " | ".join(g.cell_errors)[:500],
+                    " | ".join(e.feedback for e in g.exercises if e.feedback)[:1000],
+                ]
+            )
     target.with_suffix(".json").write_text(json.dumps([g.to_dict() for g in grades], indent=1) + "\n")
     gradescope = target.parent / "gradescope"  # one results.json per submission, Gradescope's format
     for g in grades:
@@ -310,13 +370,23 @@ def grade_folder(folder: str | Path, out: str | Path | None = None, timeout: int
 
 def main(argv: Sequence[str] | None = None) -> None:
     import argparse
-    p = argparse.ArgumentParser(prog="python -m bertlab.exercises grade",
-                                description="grade submitted exercise notebooks in fresh kernels")
+
+    p = argparse.ArgumentParser(
+        prog="python -m bertlab.exercises grade", description="grade submitted exercise notebooks in fresh kernels"
+    )
     p.add_argument("folder", help="a folder of submitted .ipynb files")
     p.add_argument("--out", default=None, help="CSV path (default: <folder>/grades.csv)")
-    p.add_argument("--timeout", type=int, default=None,
-                   help="seconds allowed to each exercise's check (default: each exercise's own limit)")
-    p.add_argument("--assignment", default=None, choices=sorted(assignments()),
-                   help="grade every notebook as this assignment (default: found per notebook)")
+    p.add_argument(
+        "--timeout",
+        type=int,
+        default=None,
+        help="seconds allowed to each exercise's check (default: each exercise's own limit)",
+    )
+    p.add_argument(
+        "--assignment",
+        default=None,
+        choices=sorted(assignments()),
+        help="grade every notebook as this assignment (default: found per notebook)",
+    )
     args = p.parse_args(argv)
     grade_folder(args.folder, args.out, args.timeout, args.assignment)

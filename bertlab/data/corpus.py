@@ -85,12 +85,14 @@ class Document:
 # ----------------------------------------------------------------------------------------------
 
 # Words that end in a period without ending a sentence (lower-cased, no final period).
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
 mr mrs ms messrs mme mlle dr prof rev hon st sr jr gen col maj capt cpt lt sgt cmdr adm gov sen rep pres
 fr br sr esq mt ft no nos vol vols ch chap pp p fig figs ed eds approx ca cf viz vs etc al ibid op
 jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun inc ltd co corp bros dept univ
 assn est e.g i.e a.m p.m u.s u.k u.n d.c b.c a.d
-""".split())
+""".split()
+)
 
 _OPENERS = "\"'“‘([{«"
 # a run of sentence-final punctuation, any closing quotes/brackets, then whitespace
@@ -121,14 +123,13 @@ def split_sentences(text: str) -> list[str]:
             continue
         punct = m.group(1)
         if punct == ".":
-            before = text[start:m.start()]
+            before = text[start : m.start()]
             word = before.rsplit(" ", 1)[-1].lstrip(_OPENERS) if before and not before.endswith(" ") else ""
             if word:
                 lower = word.lower()
-                if (lower in ABBREVIATIONS or _DOTTED.match(word)
-                        or (len(word) == 1 and word.isalpha())):
+                if lower in ABBREVIATIONS or _DOTTED.match(word) or (len(word) == 1 and word.isalpha()):
                     continue
-        sentence = text[start:m.end()].strip()
+        sentence = text[start : m.end()].strip()
         if sentence:
             out.append(sentence)
         start = end
@@ -147,15 +148,35 @@ _PG_END = re.compile(r"^\*\*\* ?END OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M 
 _PG_END_LINE = re.compile(r"^[ \t]*End of (?:the )?Project Gutenberg.*$", re.M | re.I)
 _PG_CREDIT = re.compile(
     r"^(?:produced by|e-?text prepared by|this e-?(?:text|book) was (?:produced|prepared|created)|"
-    r"transcribed (?:by|from)|prepared by|updated editions? )", re.I)
-_PG_BOILERPLATE = re.compile(r"gutenberg|pgdp\.net|distributed proofread|transcriber'?s? note|"
-                             r"online distributed|www\.|http|\be-?text\b|\be-?book\b|\.{5,}|\bPG\b|"
-                             r"\btranscribed\b|\S@\S+\.[a-z]{2,}", re.I)
+    r"transcribed (?:by|from)|prepared by|updated editions? )",
+    re.I,
+)
+_PG_BOILERPLATE = re.compile(
+    r"gutenberg|pgdp\.net|distributed proofread|transcriber'?s? note|"
+    r"online distributed|www\.|http|\be-?text\b|\be-?book\b|\.{5,}|\bPG\b|"
+    r"\btranscribed\b|\S@\S+\.[a-z]{2,}",
+    re.I,
+)
 # short single-line paragraphs that are headings or numbers: "CHAPTER IV.", "Part One.", "59."
-_PG_HEADING = re.compile(r"^(?:(?:chapter|book|part|section|volume|vol|act|scene|canto|letter|appendix|preface|"
-                         r"introduction|contents|footnotes?|the end)\b.*|[IVXLCDM]+[.)](?:\s.*)?|\d+[.)]?)$", re.I)
-_PG_BOILERPLATE_HINTS = ("gutenberg", "pgdp", "proofread", "transcri", "distributed", "www.", "http", "text",
-                         "book", ".....", "pg", "@")  # cheap substring test before the regex
+_PG_HEADING = re.compile(
+    r"^(?:(?:chapter|book|part|section|volume|vol|act|scene|canto|letter|appendix|preface|"
+    r"introduction|contents|footnotes?|the end)\b.*|[IVXLCDM]+[.)](?:\s.*)?|\d+[.)]?)$",
+    re.I,
+)
+_PG_BOILERPLATE_HINTS = (
+    "gutenberg",
+    "pgdp",
+    "proofread",
+    "transcri",
+    "distributed",
+    "www.",
+    "http",
+    "text",
+    "book",
+    ".....",
+    "pg",
+    "@",
+)  # cheap substring test before the regex
 # [Illustration], [Footnote 3: ...] as a whole paragraph, or an illustration caption that runs on
 _BRACKETED = re.compile(r"^\[(?:[^\]]*\]$|illustration|transcriber)", re.I)
 
@@ -170,14 +191,16 @@ def gutenberg_body(text: str, name: str = "<text>") -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     start, end = _PG_START.search(text), _PG_END.search(text)
     if start is None or end is None or end.start() < start.end():
-        raise CorpusFormatError(f"{name}: no '*** START OF THIS PROJECT GUTENBERG' / '*** END OF ...' marker pair; "
-                                f"is this a Project Gutenberg plain-text file?")
-    body = text[start.end():end.start()]
+        raise CorpusFormatError(
+            f"{name}: no '*** START OF THIS PROJECT GUTENBERG' / '*** END OF ...' marker pair; "
+            f"is this a Project Gutenberg plain-text file?"
+        )
+    body = text[start.end() : end.start()]
     last = None
     for last in _PG_END_LINE.finditer(body):
         pass
     if last is not None and last.start() > len(body) * 0.5:
-        body = body[:last.start()]
+        body = body[: last.start()]
     return body
 
 
@@ -227,14 +250,21 @@ def clean_gutenberg(text: str, id: str, title: str) -> Document:
 _WIKI_DOC = re.compile(r'<doc id="(\d+)" url="[^"]*" title="([^"]*)">\n(.*?)\n</doc>', re.S)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
 # remnants of tables and timelines that WikiExtractor left as text: CSS ("height:2em;"), "[5]"
-_CSS = re.compile(r"\b(?:width|height|margin[a-z-]*|padding|float|background[a-z-]*|font[a-z-]*|style|"
-                  r"align|color)\s*[:=]|\bem;|\bpx;|^\W*em;", re.I)
+_CSS = re.compile(
+    r"\b(?:width|height|margin[a-z-]*|padding|float|background[a-z-]*|font[a-z-]*|style|"
+    r"align|color)\s*[:=]|\bem;|\bpx;|^\W*em;",
+    re.I,
+)
 _CITATION = re.compile(r"\[\d+\]")
-_WIKI_BOILERPLATE = re.compile(r"^(?:This article incorporates|Media related to|Listen to this article|"
-                               r"Wikimedia Commons has media)")
+_WIKI_BOILERPLATE = re.compile(
+    r"^(?:This article incorporates|Media related to|Listen to this article|"
+    r"Wikimedia Commons has media)"
+)
 _REF = re.compile(r"<ref\b[^>]*?(?:/>|>.*?</ref>)", re.S)  # a footnote, with whatever survived inside it
-_AUX = frozenset("is was are were be been being has have had will would can could may might shall should "
-                 "must did does do became becomes become".split())
+_AUX = frozenset(
+    "is was are were be been being has have had will would can could may might shall should "
+    "must did does do became becomes become".split()
+)
 
 
 def is_wiki_heading(line: str) -> bool:
@@ -272,15 +302,16 @@ def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
             line = " ".join(_CITATION.sub("", html.unescape(_TAG.sub(" ", _REF.sub(" ", line)))).split())
             if not line or is_wiki_heading(line) or _CSS.search(line) or _WIKI_BOILERPLATE.match(line):
                 continue
-            if len(line.split()) < 4 and line[-1] not in ".!?\"”":
+            if len(line.split()) < 4 and line[-1] not in '.!?"”':
                 continue  # list items and headings whose text was removed: "Domestic use", "X", "Ships by type:"
             paragraphs.append(line)
         doc = Document.from_paragraphs(f"wiki-{doc_id}", title, paragraphs, "wiki")
         if doc.sentences:
             docs.append(doc)
     if not docs and text.strip():
-        raise CorpusFormatError(f"{name}: no '<doc id=... title=...>' ... '</doc>' blocks found; "
-                                "is this WikiExtractor output?")
+        raise CorpusFormatError(
+            f"{name}: no '<doc id=... title=...>' ... '</doc>' blocks found; is this WikiExtractor output?"
+        )
     return docs
 
 
@@ -312,8 +343,9 @@ def wikitext_documents(text: str, source: str) -> list[Document]:
 
     for i, line in enumerate(lines):
         m = _WT_TITLE.match(line)
-        is_title = (m is not None and (i == 0 or not lines[i - 1].strip())
-                    and (i + 1 >= len(lines) or not lines[i + 1].strip()))
+        is_title = (
+            m is not None and (i == 0 or not lines[i - 1].strip()) and (i + 1 >= len(lines) or not lines[i + 1].strip())
+        )
         if is_title:
             close()
             title, paragraphs = _WT_MARKERS.sub(r"\1", m.group(1)).strip(), []
@@ -326,6 +358,7 @@ def wikitext_documents(text: str, source: str) -> list[Document]:
 # ----------------------------------------------------------------------------------------------
 # Splits
 # ----------------------------------------------------------------------------------------------
+
 
 def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
     """Deterministic held-out membership: sha256("bertlab-heldout:" + id) as a number in [0, 1)."""
@@ -359,12 +392,24 @@ def _write_cache(path: Path, docs: list[Document]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path, fsync=False) as tmp, open(tmp, "wb") as raw:
         # filename="": the temporary name is not written into the gzip header
-        with gzip.GzipFile(filename="", mode="wb", compresslevel=1, fileobj=raw) as gz, \
-                io.TextIOWrapper(gz, encoding="utf-8") as f:
+        with (
+            gzip.GzipFile(filename="", mode="wb", compresslevel=1, fileobj=raw) as gz,
+            io.TextIOWrapper(gz, encoding="utf-8") as f,
+        ):
             for d in docs:
-                f.write(json.dumps({"id": d.id, "title": d.title, "sentences": d.sentences,
-                                    "paragraph_starts": d.paragraph_starts, "source": d.source},
-                                   ensure_ascii=False) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "id": d.id,
+                            "title": d.title,
+                            "sentences": d.sentences,
+                            "paragraph_starts": d.paragraph_starts,
+                            "source": d.source,
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
 
 
 def _read_text(path: Path) -> str:
@@ -425,7 +470,8 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
             if name == "wikitext-103" and split in ("valid", "test"):
                 raise download.SplitNotAvailableError(
                     f"{err}\nWikiText-103 raw {split} is believed to be the same 60 articles as "
-                    f"load_corpus('wikitext-2', {split!r}), which the mirror holds.") from None
+                    f"load_corpus('wikitext-2', {split!r}), which the mirror holds."
+                ) from None
             raise
         docs = wikitext_documents(_read_text(source_path), name)
         if use_cache:
@@ -457,7 +503,22 @@ def corpus_stats(name: str, split: str = "train", **kwargs) -> CorpusStats:
     return CorpusStats(len(docs), sum(len(d.sentences) for d in docs), sum(d.num_words for d in docs), seconds)
 
 
-__all__ = ["Document", "load_corpus", "split_sentences", "clean_gutenberg", "gutenberg_body",
-           "gutenberg_paragraphs", "wiki_documents", "is_wiki_heading", "wikitext_documents", "is_heldout",
-           "corpus_stats", "CorpusStats", "CorpusFormatError", "ABBREVIATIONS", "CORPORA", "HELDOUT_FRACTION",
-           "CLEANER_VERSION"]
+__all__ = [
+    "Document",
+    "load_corpus",
+    "split_sentences",
+    "clean_gutenberg",
+    "gutenberg_body",
+    "gutenberg_paragraphs",
+    "wiki_documents",
+    "is_wiki_heading",
+    "wikitext_documents",
+    "is_heldout",
+    "corpus_stats",
+    "CorpusStats",
+    "CorpusFormatError",
+    "ABBREVIATIONS",
+    "CORPORA",
+    "HELDOUT_FRACTION",
+    "CLEANER_VERSION",
+]

@@ -44,6 +44,7 @@ DOWNLOAD_TIMEOUT_S = 60
 # Errors
 # ----------------------------------------------------------------------------------------------
 
+
 class DataError(Exception):
     """Base class of every error bertlab.data.download and bertlab.data.task_data raise on purpose."""
 
@@ -63,6 +64,7 @@ class ChecksumMismatchError(DataError):
 # ----------------------------------------------------------------------------------------------
 # Locations
 # ----------------------------------------------------------------------------------------------
+
 
 def cache_dir() -> Path:
     """The download/derived-data cache: ``$BERTLAB_CACHE`` or ``~/.cache/bertlab``."""
@@ -90,8 +92,10 @@ def lookup(name: str) -> DataFile:
         if name in (f.name, f.download_path):
             return f
     known = ", ".join(DATASETS)
-    raise KeyError(f"unknown dataset file {name!r}: give a mirror path such as 'glue/SST-2/dev.tsv' or a "
-                   f"name '<dataset>:<split>' such as 'sst2:dev' (datasets: {known})")
+    raise KeyError(
+        f"unknown dataset file {name!r}: give a mirror path such as 'glue/SST-2/dev.tsv' or a "
+        f"name '<dataset>:<split>' such as 'sst2:dev' (datasets: {known})"
+    )
 
 
 def files_of(dataset: str) -> list[DataFile]:
@@ -106,6 +110,7 @@ def files_of(dataset: str) -> list[DataFile]:
 # Checksums (bertlab.files.sha256_file), with a small record of files already verified
 # (keyed by size and mtime)
 # ----------------------------------------------------------------------------------------------
+
 
 def _stamp_file() -> Path:
     return cache_dir() / "verified.json"
@@ -152,17 +157,21 @@ def verify(path: Path, expected: str | None, what: str) -> None:
         raise ChecksumMismatchError(
             f"{what}: sha256 mismatch for {path}\n  expected {expected}\n  actual   {actual}\n"
             f"The file is corrupt, truncated or a different version. Delete it and fetch again, or "
-            f"point {MIRROR_ENV} at a mirror whose copy passes `sha256sum -c SHA256SUMS`.")
+            f"point {MIRROR_ENV} at a mirror whose copy passes `sha256sum -c SHA256SUMS`."
+        )
 
 
 # ----------------------------------------------------------------------------------------------
 # fetch
 # ----------------------------------------------------------------------------------------------
 
+
 def _how_to_get(f: DataFile) -> str:
-    return (f"To get it: set {MIRROR_ENV}=/path/to/mirror (a folder laid out like the bertlab data "
-            f"mirror, holding {f.path}), or go online (unset {OFFLINE_ENV}) so it can be downloaded into "
-            f"{cache_dir()}.")
+    return (
+        f"To get it: set {MIRROR_ENV}=/path/to/mirror (a folder laid out like the bertlab data "
+        f"mirror, holding {f.path}), or go online (unset {OFFLINE_ENV}) so it can be downloaded into "
+        f"{cache_dir()}."
+    )
 
 
 def available_splits(dataset: str) -> list[str]:
@@ -225,19 +234,23 @@ def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
     mismatches = [p for p in problems if "sha256 mismatch" in p or "hash of downloaded file" in p]
     tried = "\n".join(f"  - {p}" for p in problems)
     where = f"the mirror {mirror}" if mirror is not None else f"no mirror ({MIRROR_ENV} is unset)"
-    message = (f"cannot get {f.name} ({f.path}): it is in neither {where} nor the cache {cache_dir()}, "
-               f"and downloading failed:\n{tried}\n")
+    message = (
+        f"cannot get {f.name} ({f.path}): it is in neither {where} nor the cache {cache_dir()}, "
+        f"and downloading failed:\n{tried}\n"
+    )
     if mismatches:
         raise ChecksumMismatchError(
             message + f"A source served bytes that differ from the pinned copy (sha256 {f.download_sha256}); "
             f"bertlab does not accept them silently. Use the mirror copy ({MIRROR_ENV}=/path/to/mirror "
-            f"holding {f.path}) or see data/README.md, 'Checksum policy'.")
+            f"holding {f.path}) or see data/README.md, 'Checksum policy'."
+        )
     if not f.in_mirror:
         others = [s for s in available_splits(f.dataset) if s != f.split]
         raise SplitNotAvailableError(
             message + f"The project mirror does not hold this split ({f.note or 'see data/README.md'}). "
             f"Splits of {f.dataset!r} available offline: {others or 'none'}. "
-            f"Go online to download it, or choose an available split or corpus.")
+            f"Go online to download it, or choose an available split or corpus."
+        )
     raise DataUnavailableError(message + _how_to_get(f))
 
 
@@ -265,12 +278,19 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
     tmp = target.with_name(target.name + ".part")
     try:
         if source.member is None:
-            got = Path(pooch.retrieve(source.url, known_hash=source.known_hash, fname=tmp.name,
-                                      path=tmp.parent, downloader=downloader))
+            got = Path(
+                pooch.retrieve(
+                    source.url, known_hash=source.known_hash, fname=tmp.name, path=tmp.parent, downloader=downloader
+                )
+            )
         else:  # a member of a zip archive: keep the archive in the cache's archives/ folder
-            archive = pooch.retrieve(source.url, known_hash=source.known_hash,
-                                     fname=source.url.rstrip("/").split("/")[-1],
-                                     path=cache_dir() / "archives", downloader=downloader)
+            archive = pooch.retrieve(
+                source.url,
+                known_hash=source.known_hash,
+                fname=source.url.rstrip("/").split("/")[-1],
+                path=cache_dir() / "archives",
+                downloader=downloader,
+            )
             with zipfile.ZipFile(archive) as z, z.open(source.member) as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst)
             got = tmp
@@ -292,6 +312,7 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
 # ----------------------------------------------------------------------------------------------
 # Files rebuilt by a recipe: GLUE's MRPC split, from the SentEval source files
 # ----------------------------------------------------------------------------------------------
+
 
 def _derive(f: DataFile, *, progress: bool) -> Path:
     if f.derive != "glue-mrpc":
@@ -317,8 +338,11 @@ def build_mrpc_split(split: str, *, progress: bool = False) -> bytes:
             _label, id1, id2, s1, s2 = line.strip().split("\t")
             out.append(f"{i}\t{id1}\t{id2}\t{s1}\t{s2}\n")
         return "".join(out).encode("utf-8")
-    dev_ids = {tuple(line.strip().split("\t")) for line in
-               fetch("mrpc:dev_ids", progress=progress).read_text(encoding="utf-8").splitlines() if line.strip()}
+    dev_ids = {
+        tuple(line.strip().split("\t"))
+        for line in fetch("mrpc:dev_ids", progress=progress).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
     lines = fetch("mrpc:msr_train", progress=progress).read_text(encoding="utf-8").split("\n")
     out = [lines[0].strip() + "\n"]  # header, with its BOM
     for line in lines[1:]:

@@ -58,11 +58,20 @@ class MaskedBatch:
     selected: torch.Tensor  # (B, T) bool, True at the chosen tokens (for inspection and tests)
 
 
-def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, special_ids: Sequence[int] | torch.Tensor,
-                random_ids: torch.Tensor, max_predictions: int, mlm_probability: float = 0.15,
-                mask_prob: float = 0.8, random_prob: float = 0.1, whole_word: bool = False,
-                is_continuation: torch.Tensor | None = None,
-                generator: torch.Generator | None = None) -> MaskedBatch:
+def mask_tokens(
+    input_ids: torch.Tensor,
+    *,
+    mask_id: int,
+    special_ids: Sequence[int] | torch.Tensor,
+    random_ids: torch.Tensor,
+    max_predictions: int,
+    mlm_probability: float = 0.15,
+    mask_prob: float = 0.8,
+    random_prob: float = 0.1,
+    whole_word: bool = False,
+    is_continuation: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> MaskedBatch:
     """Choose ~15% of the non-special tokens of each row and corrupt them 80/10/10.
 
     input_ids (B, T) long, on any device (the generator must live on the same device).
@@ -75,8 +84,10 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, special_ids: Sequence[
     if not 0.0 < mlm_probability < 1.0:
         raise ValueError(f"mlm_probability must be in (0, 1), got {mlm_probability}")
     if mask_prob < 0 or random_prob < 0 or mask_prob + random_prob > 1:
-        raise ValueError(f"mask_prob={mask_prob} and random_prob={random_prob} must be >= 0 and "
-                         f"sum to at most 1 (the rest is left unchanged)")
+        raise ValueError(
+            f"mask_prob={mask_prob} and random_prob={random_prob} must be >= 0 and "
+            f"sum to at most 1 (the rest is left unchanged)"
+        )
     if max_predictions < 1:
         raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
     if whole_word and is_continuation is None:
@@ -115,8 +126,9 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_id: int, special_ids: Sequence[
     # per unit: tokens taken before it (first token's place) and including it (last's place + 1)
     big = torch.full((B, T), T, dtype=torch.long, device=device)
     before = big.scatter_reduce(1, unit, torch.where(candidate, pos_in_order, big), "amin", include_self=True)
-    upto = torch.zeros_like(big).scatter_reduce(1, unit, torch.where(candidate, pos_in_order + 1, 0), "amax",
-                                                include_self=True)
+    upto = torch.zeros_like(big).scatter_reduce(
+        1, unit, torch.where(candidate, pos_in_order + 1, 0), "amax", include_self=True
+    )
     before, upto = before.gather(1, unit), upto.gather(1, unit)  # back to tokens
     n = n_target[:, None]
     # Take whole units while they fit the target; the unit that crosses the target is taken if
@@ -166,11 +178,22 @@ class MaskedLMCollator:
     batch iterator's state_dict so a resumed run draws the same masks.
     """
 
-    def __init__(self, tokenizer=None, *, max_predictions: int | None = None, mlm_probability: float = 0.15,
-                 mask_prob: float = 0.8, random_prob: float = 0.1, whole_word: bool = False, seed: int = 0,
-                 mask_id: int | None = None, special_ids: Sequence[int] | None = None,
-                 random_ids: Sequence[int] | torch.Tensor | None = None,
-                 is_continuation: torch.Tensor | None = None, device: str | torch.device = "cpu"):
+    def __init__(
+        self,
+        tokenizer=None,
+        *,
+        max_predictions: int | None = None,
+        mlm_probability: float = 0.15,
+        mask_prob: float = 0.8,
+        random_prob: float = 0.1,
+        whole_word: bool = False,
+        seed: int = 0,
+        mask_id: int | None = None,
+        special_ids: Sequence[int] | None = None,
+        random_ids: Sequence[int] | torch.Tensor | None = None,
+        is_continuation: torch.Tensor | None = None,
+        device: str | torch.device = "cpu",
+    ):
         if tokenizer is not None:
             mask_id = tokenizer.mask_id if mask_id is None else mask_id
             special_ids = tokenizer.special_ids if special_ids is None else special_ids
@@ -199,10 +222,19 @@ class MaskedLMCollator:
         ids = batch["input_ids"].long()
         T = ids.shape[1]
         P = self.max_predictions or default_max_predictions(T, self.mlm_probability)
-        m = mask_tokens(ids.to(self.device), mask_id=self.mask_id, special_ids=self.special_ids,
-                        random_ids=self.random_ids, max_predictions=P, mlm_probability=self.mlm_probability,
-                        mask_prob=self.mask_prob, random_prob=self.random_prob, whole_word=self.whole_word,
-                        is_continuation=self.is_continuation, generator=self.generator)
+        m = mask_tokens(
+            ids.to(self.device),
+            mask_id=self.mask_id,
+            special_ids=self.special_ids,
+            random_ids=self.random_ids,
+            max_predictions=P,
+            mlm_probability=self.mlm_probability,
+            mask_prob=self.mask_prob,
+            random_prob=self.random_prob,
+            whole_word=self.whole_word,
+            is_continuation=self.is_continuation,
+            generator=self.generator,
+        )
         out = {
             "input_ids": m.input_ids.cpu(),
             "token_type_ids": batch.get("token_type_ids", torch.zeros_like(ids)).long(),
@@ -250,8 +282,10 @@ class NextTokenCollator:
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
         batch = stack_examples(examples)
         if "nsp_labels" in batch or "nsp_label" in batch:
-            raise ValueError("the left-to-right LM has no next-sentence prediction (the paper's "
-                             "'LTR & No NSP'): build its examples with nsp=False")
+            raise ValueError(
+                "the left-to-right LM has no next-sentence prediction (the paper's "
+                "'LTR & No NSP'): build its examples with nsp=False"
+            )
         ids = batch["input_ids"].long()
         attention = batch.get("attention_mask", ids != self.pad_id).long()
         return {
@@ -268,8 +302,9 @@ class NextTokenCollator:
         pass
 
 
-def make_collator(objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False,
-                  seed: int = 0):
+def make_collator(
+    objective: str, tokenizer: Any, mlm_probability: float = 0.15, whole_word: bool = False, seed: int = 0
+):
     """The batch maker of an objective: masked (80/10/10) for "mlm", next-token labels for "ltr"."""
     if objective == "ltr":
         return NextTokenCollator(tokenizer)

@@ -117,7 +117,8 @@ def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Pa
             f"vocabulary mismatch: the data in {where} was tokenized with a vocabulary of "
             f"{want['vocab_size']} tokens (fingerprint {want['fingerprint'][:12]}), but the tokenizer "
             f"given has {tokenizer.vocab_size} tokens (fingerprint {tokenizer.fingerprint[:12]}). "
-            f"Use the tokenizer the data was built with, or rebuild the data with this one.")
+            f"Use the tokenizer the data was built with, or rebuild the data with this one."
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ class TokenizedCorpus:
         return len(self.tokens)
 
     def sentence(self, s: int) -> np.ndarray:
-        return self.tokens[self.sentence_starts[s]:self.sentence_starts[s + 1]]
+        return self.tokens[self.sentence_starts[s] : self.sentence_starts[s + 1]]
 
     def document_of_sentence(self, s: int | np.ndarray) -> np.ndarray:
         return np.searchsorted(self.document_starts, s, side="right") - 1
@@ -156,15 +157,21 @@ class TokenizedCorpus:
         directory = Path(directory)
         meta = _read_meta(directory)
         if meta is None:
-            raise FileNotFoundError(f"{directory} holds no tokenized corpus (no meta.json); "
-                                    f"make one with tokenize_corpus(documents, tokenizer, directory)")
+            raise FileNotFoundError(
+                f"{directory} holds no tokenized corpus (no meta.json); "
+                f"make one with tokenize_corpus(documents, tokenizer, directory)"
+            )
         _check_tokenizer(meta, tokenizer, directory)
         load = lambda name: np.load(directory / f"{name}.npy", mmap_mode="r")  # noqa: E731
         return cls(directory, load("tokens"), load("sentence_starts"), load("document_starts"), meta)
 
 
-def tokenize_corpus(documents: Sequence[DocumentLike], tokenizer: WordPieceTokenizer,
-                    directory: str | Path, batch_sentences: int = 20_000) -> TokenizedCorpus:
+def tokenize_corpus(
+    documents: Sequence[DocumentLike],
+    tokenizer: WordPieceTokenizer,
+    directory: str | Path,
+    batch_sentences: int = 20_000,
+) -> TokenizedCorpus:
     """Tokenize every sentence of every document once (no special tokens) with the fast batch
     path, and store the result as flat memory-mapped arrays in `directory`. Sentences that give no
     tokens (whitespace, control characters) and documents left empty are dropped and counted."""
@@ -180,10 +187,9 @@ def tokenize_corpus(documents: Sequence[DocumentLike], tokenizer: WordPieceToken
     lengths = np.empty(len(flat), dtype=np.int64)
     pieces = []
     for i in range(0, len(flat), batch_sentences):
-        ids = tokenizer.ids_batch(flat[i:i + batch_sentences])
-        lengths[i:i + len(ids)] = [len(x) for x in ids]
-        pieces.append(np.fromiter((t for x in ids for t in x), dtype=dtype,
-                                  count=int(lengths[i:i + len(ids)].sum())))
+        ids = tokenizer.ids_batch(flat[i : i + batch_sentences])
+        lengths[i : i + len(ids)] = [len(x) for x in ids]
+        pieces.append(np.fromiter((t for x in ids for t in x), dtype=dtype, count=int(lengths[i : i + len(ids)].sum())))
     tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype)
     keep = lengths > 0
     doc_of_sentence = np.repeat(np.arange(len(documents)), per_doc)
@@ -204,8 +210,11 @@ def tokenize_corpus(documents: Sequence[DocumentLike], tokenizer: WordPieceToken
         "corpus": {
             "checksum": corpus_checksum(documents),
             "document_ids": [str(d.id) for d, k in zip(documents, doc_keep) if k],
-            "n_documents": int(doc_keep.sum()), "n_sentences": int(keep.sum()), "n_tokens": int(tokens.size),
-            "dropped_empty_sentences": int((~keep).sum()), "dropped_empty_documents": int((~doc_keep).sum()),
+            "n_documents": int(doc_keep.sum()),
+            "n_sentences": int(keep.sum()),
+            "n_tokens": int(tokens.size),
+            "dropped_empty_sentences": int((~keep).sum()),
+            "dropped_empty_documents": int((~doc_keep).sum()),
             "n_words": sum(len(s.split()) for s in flat),
         },
         "dtype": dtype.name,
@@ -232,9 +241,18 @@ def _truncate_pair(la: int, lb: int, budget: int) -> tuple[int, int]:
     return m - rest // 2, m - (rest + 1) // 2
 
 
-def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.random.Generator,
-                  max_tokens: int, nsp: bool, short_seq_prob: float, out: list, dropped: list,
-                  pairs: bool = False) -> None:
+def _cut_document(
+    corpus: TokenizedCorpus,
+    lengths: np.ndarray,
+    d: int,
+    rng: np.random.Generator,
+    max_tokens: int,
+    nsp: bool,
+    short_seq_prob: float,
+    out: list,
+    dropped: list,
+    pairs: bool = False,
+) -> None:
     """Append (a0, a1, b0, b1, label) sentence spans (inclusive; b = -1 for a single segment) for
     one document to `out`, and the ids of sentences left out to `dropped`. With `pairs` (and no
     NSP) every example is an IsNext pair."""
@@ -288,10 +306,19 @@ def _cut_document(corpus: TokenizedCorpus, lengths: np.ndarray, d: int, rng: np.
         i += 1
 
 
-def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int = 128, nsp: bool = True,
-                   seed: int = 0, short_seq_prob: float = 0.1, dupe_factor: int = 1,
-                   cls_id: int | None = None, sep_id: int | None = None, pad_id: int = 0,
-                   pairs: bool = False) -> "PretrainingDataset":
+def build_examples(
+    corpus: TokenizedCorpus,
+    directory: str | Path,
+    max_len: int = 128,
+    nsp: bool = True,
+    seed: int = 0,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 1,
+    cls_id: int | None = None,
+    sep_id: int | None = None,
+    pad_id: int = 0,
+    pairs: bool = False,
+) -> "PretrainingDataset":
     """Cut fixed-size examples of max_len tokens from a tokenized corpus and store them in
     `directory` (memory-mapped .npy + meta.json). Deterministic given `seed`. `pairs` (only
     without NSP): two segments per example, B the text that follows A.
@@ -303,16 +330,20 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
     two = nsp or pairs
     n_special = 3 if two else 2
     if max_len < n_special + 2:
-        raise ValueError(f"max_len={max_len} is too small: {'[CLS] A [SEP] B [SEP]' if two else '[CLS] A [SEP]'} "
-                         f"needs {n_special} special tokens and at least one token per segment")
+        raise ValueError(
+            f"max_len={max_len} is too small: {'[CLS] A [SEP] B [SEP]' if two else '[CLS] A [SEP]'} "
+            f"needs {n_special} special tokens and at least one token per segment"
+        )
     if not 0.0 <= short_seq_prob <= 1.0:
         raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}")
     if dupe_factor < 1:
         raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}")
     if nsp and corpus.n_documents < 2:
-        raise ValueError(f"next-sentence prediction needs at least 2 documents: a NotNext B must come from a "
-                         f"DIFFERENT document, and this corpus has {corpus.n_documents} "
-                         f"({corpus.n_tokens:,} tokens). Add documents, or build with nsp=False.")
+        raise ValueError(
+            f"next-sentence prediction needs at least 2 documents: a NotNext B must come from a "
+            f"DIFFERENT document, and this corpus has {corpus.n_documents} "
+            f"({corpus.n_tokens:,} tokens). Add documents, or build with nsp=False."
+        )
     max_tokens = max_len - n_special
     lengths = np.diff(np.asarray(corpus.sentence_starts))
 
@@ -334,8 +365,10 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
     has_b = spans_arr[:, 2] >= 0
     b_from = np.where(has_b, st[np.maximum(spans_arr[:, 2], 0)], 0)
     b_len = np.where(has_b, st[spans_arr[:, 3] + 1] - b_from, 0)
-    cut = [(_truncate_pair(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
-           for x, y, b in zip(a_len, b_len, has_b)]
+    cut = [
+        (_truncate_pair(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
+        for x, y, b in zip(a_len, b_len, has_b)
+    ]
     a_keep = np.array([c[0] for c in cut], dtype=np.int64)
     b_keep = np.array([c[1] for c in cut], dtype=np.int64)
     a_from = np.where(has_b, a_end - a_keep, st[spans_arr[:, 0]])
@@ -353,10 +386,10 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
         block[:, 0] = cls_id
         for r, n in enumerate(range(c0, c1)):
             la, lb = a_keep[n], b_keep[n]
-            block[r, 1:1 + la] = tokens[a_from[n]:a_from[n] + la]
+            block[r, 1 : 1 + la] = tokens[a_from[n] : a_from[n] + la]
             block[r, 1 + la] = sep_id
             if has_b[n]:
-                block[r, 2 + la:2 + la + lb] = tokens[b_from[n]:b_from[n] + lb]
+                block[r, 2 + la : 2 + la + lb] = tokens[b_from[n] : b_from[n] + lb]
                 block[r, 2 + la + lb] = sep_id
         ids[c0:c1] = block
     ids.flush()
@@ -375,8 +408,15 @@ def build_examples(corpus: TokenizedCorpus, directory: str | Path, max_len: int 
         "tokenizer": corpus.meta["tokenizer"],
         "corpus": {k: v for k, v in corpus.meta["corpus"].items() if k != "document_ids"},
         "corpus_directory": str(corpus.directory),
-        "max_len": max_len, "nsp": nsp, "pairs": two, "seed": seed, "short_seq_prob": short_seq_prob,
-        "dupe_factor": dupe_factor, "cls_id": cls_id, "sep_id": sep_id, "pad_id": pad_id,
+        "max_len": max_len,
+        "nsp": nsp,
+        "pairs": two,
+        "seed": seed,
+        "short_seq_prob": short_seq_prob,
+        "dupe_factor": dupe_factor,
+        "cls_id": cls_id,
+        "sep_id": sep_id,
+        "pad_id": pad_id,
         "dtype": dtype.name,
         "counts": {
             "examples": N,
@@ -405,11 +445,15 @@ class PretrainingDataset(torch.utils.data.Dataset):
         self.directory = Path(directory)
         meta = _read_meta(self.directory)
         if meta is None or meta.get("kind") != "pretraining_examples":
-            raise FileNotFoundError(f"{self.directory} holds no pretraining examples (no meta.json); "
-                                    f"build them with prepare_pretraining_data or build_examples")
+            raise FileNotFoundError(
+                f"{self.directory} holds no pretraining examples (no meta.json); "
+                f"build them with prepare_pretraining_data or build_examples"
+            )
         if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{self.directory} was written in format {meta.get('format_version')}, this "
-                             f"bertlab reads format {FORMAT_VERSION}; rebuild the data")
+            raise ValueError(
+                f"{self.directory} was written in format {meta.get('format_version')}, this "
+                f"bertlab reads format {FORMAT_VERSION}; rebuild the data"
+            )
         _check_tokenizer(meta, tokenizer, self.directory)
         self.meta = meta
         self.max_len: int = meta["max_len"]
@@ -439,8 +483,11 @@ class PretrainingDataset(torch.utils.data.Dataset):
         b_start = torch.from_numpy(self.segment_b_start[idx].astype(np.int64))[:, None]
         pos = self._positions[None, :]
         attention = pos < length
-        out = {"input_ids": ids, "token_type_ids": ((pos >= b_start) & attention).long(),
-               "attention_mask": attention.long()}
+        out = {
+            "input_ids": ids,
+            "token_type_ids": ((pos >= b_start) & attention).long(),
+            "attention_mask": attention.long(),
+        }
         if self.nsp:
             out["nsp_labels"] = torch.from_numpy(self.nsp_labels[idx].astype(np.int64))
         return out
@@ -449,17 +496,19 @@ class PretrainingDataset(torch.utils.data.Dataset):
         """Segment A, segment B and the label of example i as text, for reading examples."""
         n, b = int(self.lengths[i]), int(self.segment_b_start[i])
         ids = np.asarray(self.input_ids[i])
-        out = {"A": tokenizer.decode(ids[1:b - 1] if b < n else ids[1:n - 1]), "B": None, "label": None}
+        out = {"A": tokenizer.decode(ids[1 : b - 1] if b < n else ids[1 : n - 1]), "B": None, "label": None}
         if self.nsp:
-            out["B"] = tokenizer.decode(ids[b:n - 1])
+            out["B"] = tokenizer.decode(ids[b : n - 1])
             out["label"] = "IsNext" if int(self.nsp_labels[i]) == IS_NEXT else "NotNext"
         return out
 
     def __repr__(self) -> str:
         c = self.meta["counts"]
-        return (f"PretrainingDataset({len(self):,} examples of max_len {self.max_len}, nsp={self.nsp}, "
-                f"fill {c['fill']:.0%}, from {self.meta['corpus']['n_tokens']:,} tokens in "
-                f"{self.meta['corpus']['n_documents']} documents)")
+        return (
+            f"PretrainingDataset({len(self):,} examples of max_len {self.max_len}, nsp={self.nsp}, "
+            f"fill {c['fill']:.0%}, from {self.meta['corpus']['n_tokens']:,} tokens in "
+            f"{self.meta['corpus']['n_documents']} documents)"
+        )
 
 
 class PretrainingBatches:
@@ -472,8 +521,7 @@ class PretrainingBatches:
     resumes with exactly the batches (and masks) an uninterrupted run would have drawn.
     """
 
-    def __init__(self, dataset: PretrainingDataset, batch_size: int, collator, seed: int = 0,
-                 shuffle: bool = True):
+    def __init__(self, dataset: PretrainingDataset, batch_size: int, collator, seed: int = 0, shuffle: bool = True):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if len(dataset) < batch_size:
@@ -483,7 +531,8 @@ class PretrainingBatches:
                 f"{c['n_tokens']:,} tokens in {c['n_documents']} documents) cannot fill one batch of "
                 f"{batch_size}; that needs at least {batch_size} examples, about "
                 f"{batch_size * (dataset.max_len - 3):,} tokens. Use more text, a smaller batch_size "
-                f"or a smaller max_len (or dupe_factor > 1).")
+                f"or a smaller max_len (or dupe_factor > 1)."
+            )
         self.dataset, self.batch_size, self.collator = dataset, batch_size, collator
         self.seed, self.shuffle = seed, shuffle
         self.epoch, self.index = 0, 0
@@ -497,8 +546,9 @@ class PretrainingBatches:
     def _epoch_order(self) -> np.ndarray:
         if self._order_epoch != self.epoch:
             n = len(self.dataset)
-            self._order = (np.random.default_rng([self.seed, self.epoch]).permutation(n) if self.shuffle
-                           else np.arange(n))
+            self._order = (
+                np.random.default_rng([self.seed, self.epoch]).permutation(n) if self.shuffle else np.arange(n)
+            )
             self._order_epoch = self.epoch
         return self._order
 
@@ -508,13 +558,18 @@ class PretrainingBatches:
     def __next__(self) -> dict[str, torch.Tensor]:
         if self.index >= len(self):
             self.epoch, self.index = self.epoch + 1, 0
-        rows = self._epoch_order()[self.index * self.batch_size:(self.index + 1) * self.batch_size]
+        rows = self._epoch_order()[self.index * self.batch_size : (self.index + 1) * self.batch_size]
         self.index += 1
         return self.collator(self.dataset.get_batch(rows))
 
     def state_dict(self) -> dict[str, Any]:
-        state = {"epoch": self.epoch, "index": self.index, "seed": self.seed, "batch_size": self.batch_size,
-                 "n_examples": len(self.dataset)}
+        state = {
+            "epoch": self.epoch,
+            "index": self.index,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "n_examples": len(self.dataset),
+        }
         if hasattr(self.collator, "state_dict"):
             state["collator"] = self.collator.state_dict()
         return state
@@ -574,8 +629,9 @@ class PhasedBatches:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if len(state["streams"]) != len(self.streams):
-            raise ValueError(f"cannot resume: the saved run had {len(state['streams'])} phases, this one has "
-                             f"{len(self.streams)}")
+            raise ValueError(
+                f"cannot resume: the saved run had {len(state['streams'])} phases, this one has {len(self.streams)}"
+            )
         for stream, saved in zip(self.streams, state["streams"]):
             stream.load_state_dict(saved)
         self.drawn = int(state["drawn"])
@@ -586,10 +642,17 @@ class PhasedBatches:
 # ------------------------------------------------------------------------------------------------
 # One call from documents to a dataset, with caching
 # ------------------------------------------------------------------------------------------------
-def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordPieceTokenizer,
-                             directory: str | Path, max_len: int = 128, nsp: bool = True, seed: int = 0,
-                             short_seq_prob: float = 0.1, dupe_factor: int = 1,
-                             pairs: bool = False) -> PretrainingDataset:
+def prepare_pretraining_data(
+    documents: Sequence[DocumentLike],
+    tokenizer: WordPieceTokenizer,
+    directory: str | Path,
+    max_len: int = 128,
+    nsp: bool = True,
+    seed: int = 0,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 1,
+    pairs: bool = False,
+) -> PretrainingDataset:
     """Tokenize `documents` into <directory>/tokens and cut examples into
     <directory>/examples_T{max_len}_{nsp|pairs|nonsp}_s{seed}_d{dupe_factor}; each stage is reused
     when its meta.json says it was built from the same text (checksum) with the same tokenizer.
@@ -599,33 +662,51 @@ def prepare_pretraining_data(documents: Sequence[DocumentLike], tokenizer: WordP
     checksum = corpus_checksum(documents)
     tok_dir = directory / "tokens"
     meta = _read_meta(tok_dir)
-    if (meta is None or meta["corpus"]["checksum"] != checksum
-            or meta["tokenizer"]["fingerprint"] != tokenizer.fingerprint):
+    if (
+        meta is None
+        or meta["corpus"]["checksum"] != checksum
+        or meta["tokenizer"]["fingerprint"] != tokenizer.fingerprint
+    ):
         corpus = tokenize_corpus(documents, tokenizer, tok_dir)
     else:
         corpus = TokenizedCorpus.load(tok_dir, tokenizer)
     kind = "nsp" if nsp else "pairs" if pairs else "nonsp"
     ex_dir = directory / f"examples_T{max_len}_{kind}_s{seed}_d{dupe_factor}"
     meta = _read_meta(ex_dir)
-    if (meta is not None and meta.get("format_version") == FORMAT_VERSION
-            and meta["corpus"]["checksum"] == checksum and meta["tokenizer"]["fingerprint"] == tokenizer.fingerprint
-            and meta["short_seq_prob"] == short_seq_prob):
+    if (
+        meta is not None
+        and meta.get("format_version") == FORMAT_VERSION
+        and meta["corpus"]["checksum"] == checksum
+        and meta["tokenizer"]["fingerprint"] == tokenizer.fingerprint
+        and meta["short_seq_prob"] == short_seq_prob
+    ):
         return PretrainingDataset(ex_dir, tokenizer)
-    return build_examples(corpus, ex_dir, max_len=max_len, nsp=nsp, seed=seed, short_seq_prob=short_seq_prob,
-                          dupe_factor=dupe_factor, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                          pad_id=tokenizer.pad_id, pairs=pairs)
+    return build_examples(
+        corpus,
+        ex_dir,
+        max_len=max_len,
+        nsp=nsp,
+        seed=seed,
+        short_seq_prob=short_seq_prob,
+        dupe_factor=dupe_factor,
+        cls_id=tokenizer.cls_id,
+        sep_id=tokenizer.sep_id,
+        pad_id=tokenizer.pad_id,
+        pairs=pairs,
+    )
 
 
-def unigram_log_probs(dataset: PretrainingDataset, vocab_size: int, exclude: Sequence[int] = (),
-                      smoothing: float = 1.0) -> torch.Tensor:
+def unigram_log_probs(
+    dataset: PretrainingDataset, vocab_size: int, exclude: Sequence[int] = (), smoothing: float = 1.0
+) -> torch.Tensor:
     """log p(token) over the real tokens of `dataset`'s examples (add-`smoothing` counts, so unseen
     pieces get a finite value; ids in `exclude`, the special tokens, get -1e4: the MLM never has to
     predict them). Used to start the MLM output bias where a model that knows nothing but word
     frequencies would be, instead of at the uniform guess log(1/V)."""
     counts = np.zeros(vocab_size, dtype=np.float64)
     for start in range(0, len(dataset), 8192):
-        ids = np.asarray(dataset.input_ids[start:start + 8192], dtype=np.int64)
-        lengths = np.asarray(dataset.lengths[start:start + 8192], dtype=np.int64)
+        ids = np.asarray(dataset.input_ids[start : start + 8192], dtype=np.int64)
+        lengths = np.asarray(dataset.lengths[start : start + 8192], dtype=np.int64)
         real = np.arange(ids.shape[1])[None, :] < lengths[:, None]
         counts += np.bincount(ids[real], minlength=vocab_size)[:vocab_size]
     counts += smoothing
@@ -635,4 +716,3 @@ def unigram_log_probs(dataset: PretrainingDataset, vocab_size: int, exclude: Seq
     keep = counts > 0
     logp[keep] = np.log(counts[keep] / counts[keep].sum())
     return torch.tensor(logp, dtype=torch.float32)
-

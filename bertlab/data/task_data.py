@@ -22,6 +22,7 @@ from bertlab.data.download import DataError, fetch
 # Reading helpers
 # ----------------------------------------------------------------------------------------------
 
+
 class DataFormatError(DataError):
     """A data file has a row that cannot be read (raised by the readers with ``strict=True``)."""
 
@@ -104,8 +105,11 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
         try:
             yield number, raw.decode("utf-8").rstrip("\r"), ""
         except UnicodeDecodeError as err:
-            yield number, None, (f"undecodable bytes (not UTF-8) at byte {err.start}: "
-                                 f"{raw.decode('utf-8', 'replace')[:120]!r}")
+            yield (
+                number,
+                None,
+                (f"undecodable bytes (not UTF-8) at byte {err.start}: {raw.decode('utf-8', 'replace')[:120]!r}"),
+            )
 
 
 def _tsv_rows(path: Path, expected_header: Sequence[str], rec: _Recorder) -> Iterator[tuple[int, list[str]]]:
@@ -235,36 +239,64 @@ def _header_of(path: Path) -> list[str]:
 def read_mrpc(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """MRPC (Dolan & Brockett 2005, GLUE split). id = "<#1 ID>-<#2 ID>"; label 1 = paraphrase."""
     path = _resolve(split_or_path, "glue/MRPC/{split}.tsv")
-    return _read_pairs(path, MRPC_LABELS, {
-        "header": ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
-        "test_header": ["index", "#1 ID", "#2 ID", "#1 String", "#2 String"],
-        "id": ["#1 ID", "#2 ID"], "a": "#1 String", "b": "#2 String", "label": "Quality", "numeric": True,
-    }, strict)
+    return _read_pairs(
+        path,
+        MRPC_LABELS,
+        {
+            "header": ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+            "test_header": ["index", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+            "id": ["#1 ID", "#2 ID"],
+            "a": "#1 String",
+            "b": "#2 String",
+            "label": "Quality",
+            "numeric": True,
+        },
+        strict,
+    )
 
 
 def read_rte(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """RTE (GLUE): label 0 = entailment, 1 = not_entailment (GLUE's order)."""
     path = _resolve(split_or_path, "glue/RTE/{split}.tsv")
-    return _read_pairs(path, RTE_LABELS, {
-        "header": ["index", "sentence1", "sentence2", "label"],
-        "test_header": ["index", "sentence1", "sentence2"],
-        "id": ["index"], "a": "sentence1", "b": "sentence2", "label": "label", "numeric": False,
-    }, strict)
+    return _read_pairs(
+        path,
+        RTE_LABELS,
+        {
+            "header": ["index", "sentence1", "sentence2", "label"],
+            "test_header": ["index", "sentence1", "sentence2"],
+            "id": ["index"],
+            "a": "sentence1",
+            "b": "sentence2",
+            "label": "label",
+            "numeric": False,
+        },
+        strict,
+    )
 
 
 def read_qnli(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """QNLI (GLUE v2): text_a = question, text_b = sentence; 0 = entailment, 1 = not_entailment."""
     path = _resolve(split_or_path, "glue/QNLI/{split}.tsv")
-    return _read_pairs(path, QNLI_LABELS, {
-        "header": ["index", "question", "sentence", "label"],
-        "test_header": ["index", "question", "sentence"],
-        "id": ["index"], "a": "question", "b": "sentence", "label": "label", "numeric": False,
-    }, strict)
+    return _read_pairs(
+        path,
+        QNLI_LABELS,
+        {
+            "header": ["index", "question", "sentence", "label"],
+            "test_header": ["index", "question", "sentence"],
+            "id": ["index"],
+            "a": "question",
+            "b": "sentence",
+            "label": "label",
+            "numeric": False,
+        },
+        strict,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # SQuAD v1.1
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class SquadExample:
@@ -318,9 +350,14 @@ def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tu
                     text, start = ans.get("text"), ans.get("answer_start")
                     if not isinstance(text, str) or not isinstance(start, int):
                         rec.skip(None, f"answer {k}: missing text or answer_start", str(ans), item=qid)
-                    elif context[start:start + len(text)] != text:
-                        rec.skip(None, f"answer {k}: {text!r} is not at answer_start {start} "
-                                       f"(context there: {context[start:start + len(text)]!r})", text, item=qid)
+                    elif context[start : start + len(text)] != text:
+                        rec.skip(
+                            None,
+                            f"answer {k}: {text!r} is not at answer_start {start} "
+                            f"(context there: {context[start : start + len(text)]!r})",
+                            text,
+                            item=qid,
+                        )
                     else:
                         answers.append((text, start))
                 if not answers:
@@ -352,8 +389,9 @@ class NerSentence:
     line: int  # line of the first word in the file
 
 
-def read_conll2003(split_or_path: str | Path = "train", *,
-                   strict: bool = False) -> tuple[list[NerSentence], LoadReport]:
+def read_conll2003(
+    split_or_path: str | Path = "train", *, strict: bool = False
+) -> tuple[list[NerSentence], LoadReport]:
     """CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003) in IOB2: ``word POS chunk NER``.
 
     Blank lines end sentences and ``-DOCSTART-`` lines start documents.  A sentence with a line
@@ -408,4 +446,3 @@ def read_conll2003(split_or_path: str | Path = "train", *,
     flush()
     report.loaded = len(out)
     return out, report
-

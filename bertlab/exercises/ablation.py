@@ -20,13 +20,44 @@ from bertlab.exercises.framework import (
 from bertlab.prose import count
 from bertlab.training.recipes import RECIPES, Recipe, get_recipe
 
-PLAN_FIELDS = {"question": str, "hypothesis": str, "control": dict, "change": dict, "metric": str,
-               "seeds": (list, tuple), "minutes_per_run": (int, float), "decision": str}
-METRICS = ("held-out MLM accuracy", "held-out MLM loss", "SST-2 dev accuracy", "MRPC dev F1",
-           "CoNLL-2003 dev F1", "SQuAD dev F1")
+PLAN_FIELDS = {
+    "question": str,
+    "hypothesis": str,
+    "control": dict,
+    "change": dict,
+    "metric": str,
+    "seeds": (list, tuple),
+    "minutes_per_run": (int, float),
+    "decision": str,
+}
+METRICS = (
+    "held-out MLM accuracy",
+    "held-out MLM loss",
+    "SST-2 dev accuracy",
+    "MRPC dev F1",
+    "CoNLL-2003 dev F1",
+    "SQuAD dev F1",
+)
 CPU_HOURS = 4  # the budget an ablation plan may spend, both arms and every seed together
-DIRECTION_WORDS = ("higher", "lower", "better", "worse", "faster", "slower", "more", "less", "increase",
-                   "decrease", "improve", "hurt", "raise", "reduce", "same", "no difference", "unchanged")
+DIRECTION_WORDS = (
+    "higher",
+    "lower",
+    "better",
+    "worse",
+    "faster",
+    "slower",
+    "more",
+    "less",
+    "increase",
+    "decrease",
+    "improve",
+    "hurt",
+    "raise",
+    "reduce",
+    "same",
+    "no difference",
+    "unchanged",
+)
 
 
 def check_ablation_plan(ablation_plan: Callable) -> None:
@@ -55,8 +86,9 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
             fail_check(name, f"{what}: 'preset' must be one of {sorted(PRESETS)}, got {preset!r}")
         unknown = sorted(set(cfg) - knobs)
         if unknown:
-            fail_check(name, f"{what}: {unknown} are not settings of a pretraining run; the settings are "
-                        f"{sorted(knobs)}")
+            fail_check(
+                name, f"{what}: {unknown} are not settings of a pretraining run; the settings are {sorted(knobs)}"
+            )
         try:
             r = get_recipe(recipe, **cfg)
         except (ValueError, TypeError) as err:
@@ -71,8 +103,11 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
             if key not in got:
                 fail_check(name, f"the plan has no {key!r}; it needs {', '.join(PLAN_FIELDS)}")
             if not isinstance(got[key], typ) or isinstance(got[key], bool):
-                fail_check(name, f"plan[{key!r}] should be a {getattr(typ, '__name__', 'list or number')}, got "
-                            f"{type(got[key]).__name__}")
+                fail_check(
+                    name,
+                    f"plan[{key!r}] should be a {getattr(typ, '__name__', 'list or number')}, got "
+                    f"{type(got[key]).__name__}",
+                )
             if isinstance(got[key], str) and not got[key].strip():
                 fail_check(name, f"plan[{key!r}] is empty")
         plan = got
@@ -83,24 +118,33 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
         need_plan()
         change = plan["change"]
         if len(change) != 1:
-            fail_check(name, f"change {sorted(change)} settings; an ablation changes exactly ONE thing, so that any "
-                        "difference can be put down to it")
+            fail_check(
+                name,
+                f"change {sorted(change)} settings; an ablation changes exactly ONE thing, so that any "
+                "difference can be put down to it",
+            )
         knob, value = next(iter(change.items()))
         if knob not in knobs:
             fail_check(name, f"{knob!r} is not a setting of a pretraining run; the settings are {sorted(knobs)}")
         control = resolve(plan["control"], "the control")
         treatment = resolve({**plan["control"], knob: value}, "the control with the change")
         if control[knob] == treatment[knob]:
-            fail_check(name, f"the change sets {knob} to {value!r}, which is already the control's value: the two arms "
-                        "would be the same run")
+            fail_check(
+                name,
+                f"the change sets {knob} to {value!r}, which is already the control's value: the two arms "
+                "would be the same run",
+            )
     with parts("at least 3 seeds, each used by both arms"):
         need_plan()
         seeds = list(plan["seeds"])
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds) or len(set(seeds)) != len(seeds):
             fail_check(name, f"seeds should be distinct ints, got {seeds}")
         if len(seeds) < 3:
-            fail_check(name, f"{count(len(seeds), 'seed')}: with fewer than three per arm there is no way to tell a "
-                        "difference from seed-to-seed noise")
+            fail_check(
+                name,
+                f"{count(len(seeds), 'seed')}: with fewer than three per arm there is no way to tell a "
+                "difference from seed-to-seed noise",
+            )
     with parts(f"the budget fits in {CPU_HOURS} CPU-hours (2 arms x seeds x minutes per run)"):
         need_plan()
         minutes = float(plan["minutes_per_run"])
@@ -108,13 +152,19 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
         if minutes <= 0:
             fail_check(name, f"minutes_per_run must be positive, got {minutes:g}")
         if total > CPU_HOURS * 60:
-            fail_check(name, f"2 arms x {len(plan['seeds'])} seeds x {minutes:g} minutes = {total:g} minutes, more than "
-                        f"the {CPU_HOURS * 60} minutes available: fewer minutes per run (or a smaller model)")
+            fail_check(
+                name,
+                f"2 arms x {len(plan['seeds'])} seeds x {minutes:g} minutes = {total:g} minutes, more than "
+                f"the {CPU_HOURS * 60} minutes available: fewer minutes per run (or a smaller model)",
+            )
     with parts("a metric measured on held-out data"):
         need_plan()
         if plan["metric"] not in METRICS:
-            fail_check(name, f"metric {plan['metric']!r}: choose one of {list(METRICS)} (measured on data the runs "
-                        "did not train on)")
+            fail_check(
+                name,
+                f"metric {plan['metric']!r}: choose one of {list(METRICS)} (measured on data the runs "
+                "did not train on)",
+            )
     with parts("a hypothesis that names the setting and predicts a direction"):
         need_plan()
         text = plan["hypothesis"].lower()
@@ -123,18 +173,27 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
         if not any(n and n in text for n in names):
             fail_check(name, f"the hypothesis does not name the setting it is about ({knob!r})")
         if not any(w in text for w in DIRECTION_WORDS):
-            fail_check(name, "the hypothesis predicts no direction: say what you expect the change to do to the metric "
-                        "(higher, lower, no difference, ...)")
+            fail_check(
+                name,
+                "the hypothesis predicts no direction: say what you expect the change to do to the metric "
+                "(higher, lower, no difference, ...)",
+            )
         if len(text.split()) < 12:
             fail_check(name, "the hypothesis is under 12 words: say what you expect AND why")
     with parts("a decision rule with a threshold, fixed before the runs"):
         need_plan()
         rule = plan["decision"]
         if not re.search(r"\d", rule):
-            fail_check(name, "the decision rule has no number: state the threshold (e.g. a difference of medians of at "
-                        "least 1 point, larger than the spread between seeds)")
+            fail_check(
+                name,
+                "the decision rule has no number: state the threshold (e.g. a difference of medians of at "
+                "least 1 point, larger than the spread between seeds)",
+            )
         if len(rule.split()) < 8:
-            fail_check(name, "the decision rule is under 8 words: say which result supports the hypothesis and which "
-                        "does not")
-    parts.done("every field; a runnable control; one change to a real setting; >= 3 seeds; the budget within "
-               f"{CPU_HOURS} CPU-hours; a held-out metric; a directional hypothesis; a decision rule with a threshold")
+            fail_check(
+                name, "the decision rule is under 8 words: say which result supports the hypothesis and which does not"
+            )
+    parts.done(
+        "every field; a runnable control; one change to a real setting; >= 3 seeds; the budget within "
+        f"{CPU_HOURS} CPU-hours; a held-out metric; a directional hypothesis; a decision rule with a threshold"
+    )

@@ -30,8 +30,16 @@ from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder
 
 
 def _small_config(H: int, A: int, I: int, **kw):
-    return BertConfig(vocab_size=100, num_layers=1, hidden_size=H, num_heads=A, intermediate_size=I,
-                      hidden_dropout=0.0, attention_dropout=0.0, **kw)
+    return BertConfig(
+        vocab_size=100,
+        num_layers=1,
+        hidden_size=H,
+        num_heads=A,
+        intermediate_size=I,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        **kw,
+    )
 
 
 def _copy_into_student(student, ref) -> None:
@@ -41,10 +49,15 @@ def _copy_into_student(student, ref) -> None:
     qkv_w, qkv_b = ref.attention.qkv.weight, ref.attention.qkv.bias
     with torch.no_grad():
         for k, lin in enumerate((student.q, student.k, student.v)):
-            lin.weight.copy_(qkv_w[k * H:(k + 1) * H])
-            lin.bias.copy_(qkv_b[k * H:(k + 1) * H])
-        for mine, theirs in ((student.o, ref.attention.out), (student.norm1, ref.attention_norm),
-                             (student.ffn1, ref.ffn.w1), (student.ffn2, ref.ffn.w2), (student.norm2, ref.ffn_norm)):
+            lin.weight.copy_(qkv_w[k * H : (k + 1) * H])
+            lin.bias.copy_(qkv_b[k * H : (k + 1) * H])
+        for mine, theirs in (
+            (student.o, ref.attention.out),
+            (student.norm1, ref.attention_norm),
+            (student.ffn1, ref.ffn.w1),
+            (student.ffn2, ref.ffn.w2),
+            (student.norm2, ref.ffn_norm),
+        ):
             mine.weight.copy_(theirs.weight)
             mine.bias.copy_(theirs.bias)
 
@@ -52,6 +65,7 @@ def _copy_into_student(student, ref) -> None:
 def _encoder_variant(ref, x, mask, variant: str) -> torch.Tensor:
     """What bertlab's layer `ref` computes with a known mistake (the check's hints)."""
     import torch.nn.functional as F
+
     att, ffn = ref.attention, ref.ffn
     B, T, H = x.shape
     A = att.num_heads
@@ -89,18 +103,23 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
     name = "encoder_layer"
     parts = Parts(name)
     g = torch.Generator().manual_seed(9)
-    cases = [("padding in one row", 2, 7, 64, 4, 256, (0, 3)), ("a single token", 1, 1, 32, 2, 128, None),
-             ("FFN size not 4H, no mask", 3, 5, 48, 3, 100, None),
-             ("MiniLM's size, H=384, A=12, padding", 2, 9, 384, 12, 1536, (2, 0))]
-    hints_for = {"pre_ln": "your output equals a PRE-LN layer (LayerNorm before each sub-layer, x + F(LN(x))); "
-                           "BERT is post-LN: LayerNorm AFTER the residual sum, LN(x + F(x))",
-                 "no_residual": "your output equals LN(F(x)) without the residual: add the sub-layer's input "
-                                "back before each LayerNorm, LN(x + F(x))",
-                 "relu": "your feed-forward uses ReLU; BERT uses GELU (torch.nn.functional.gelu)",
-                 "tanh_gelu": "your feed-forward uses the tanh approximation of GELU; BERT (and bertlab) use the "
-                              "exact GELU: F.gelu(x) without approximate='tanh'",
-                 "unscaled": "the attention scores were not divided by sqrt(d_k), the size of one HEAD (H / A)",
-                 "no_mask": "the padding mask was ignored: padded keys must get weight 0 (their scores -inf)"}
+    cases = [
+        ("padding in one row", 2, 7, 64, 4, 256, (0, 3)),
+        ("a single token", 1, 1, 32, 2, 128, None),
+        ("FFN size not 4H, no mask", 3, 5, 48, 3, 100, None),
+        ("MiniLM's size, H=384, A=12, padding", 2, 9, 384, 12, 1536, (2, 0)),
+    ]
+    hints_for = {
+        "pre_ln": "your output equals a PRE-LN layer (LayerNorm before each sub-layer, x + F(LN(x))); "
+        "BERT is post-LN: LayerNorm AFTER the residual sum, LN(x + F(x))",
+        "no_residual": "your output equals LN(F(x)) without the residual: add the sub-layer's input "
+        "back before each LayerNorm, LN(x + F(x))",
+        "relu": "your feed-forward uses ReLU; BERT uses GELU (torch.nn.functional.gelu)",
+        "tanh_gelu": "your feed-forward uses the tanh approximation of GELU; BERT (and bertlab) use the "
+        "exact GELU: F.gelu(x) without approximate='tanh'",
+        "unscaled": "the attention scores were not divided by sqrt(d_k), the size of one HEAD (H / A)",
+        "no_mask": "the padding mask was ignored: padded keys must get weight 0 (their scores -inf)",
+    }
     for label, B, T, H, A, I, pads in cases:
         with parts(label):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
@@ -112,8 +131,11 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
             mine = call_student(name, EncoderLayer, H, A, I)
             for attr in ("q", "k", "v", "o", "norm1", "ffn1", "ffn2", "norm2"):
                 if not hasattr(mine, attr):
-                    fail_check(name, f"EncoderLayer({H}, {A}, {I}) has no attribute {attr!r}: keep the layers "
-                                "that __init__ creates, with their names, and use them in forward")
+                    fail_check(
+                        name,
+                        f"EncoderLayer({H}, {A}, {I}) has no attribute {attr!r}: keep the layers "
+                        "that __init__ creates, with their names, and use them in forward",
+                    )
             _copy_into_student(mine, ref)
             mine.eval()
             x = torch.randn(B, T, H, generator=g)
@@ -122,19 +144,23 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
                 mask = torch.ones(B, T, dtype=torch.bool)
                 for b, p in enumerate(pads):
                     if p:
-                        mask[b, T - p:] = False
+                        mask[b, T - p :] = False
             with torch.no_grad():
                 expected, _ = ref(x, attention_mask_for(None if mask is None else mask.long(), T, False))
                 got = call_student(name, mine, x.clone(), None if mask is None else mask.clone())
-                hints = [(_encoder_variant(ref, x, mask, v), why) for v, why in hints_for.items()
-                         if not (v == "no_mask" and mask is None)]
+                hints = [
+                    (_encoder_variant(ref, x, mask, v), why)
+                    for v, why in hints_for.items()
+                    if not (v == "no_mask" and mask is None)
+                ]
             keep = torch.ones(B, T, 1) if mask is None else mask[..., None].float()
             got_t = expect_tensor(name, got, f"{label}: the output")
             if tuple(got_t.shape) != (B, T, H):
                 expect_same(name, got_t, expected, f"{label}: the output")
             what = f"{label} (x {(B, T, H)}, {A} heads, FFN {I}): the output at the real tokens"
-            expect_same(name, got_t * keep, expected * keep, what, atol=1e-4,
-                  hints=[(w * keep, why) for w, why in hints])
+            expect_same(
+                name, got_t * keep, expected * keep, what, atol=1e-4, hints=[(w * keep, why) for w, why in hints]
+            )
     with parts("gradients reach every parameter"):
         mine = call_student(name, EncoderLayer, 32, 4, 64)
         x = torch.randn(2, 5, 32, generator=g)
@@ -142,14 +168,20 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
         expect_tensor(name, out, "the output").sum().backward()
         dead = [n for n, p in mine.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
         if dead:
-            fail_check(name, f"no gradient reached {dead}: every parameter must take part in the output (no "
-                        ".detach(), no torch.no_grad() inside forward, no layer left unused)")
-    parts.done(f"{len(cases)} cases (padding, one token, an FFN that is not 4H, MiniLM's 12 heads) against "
-               "bertlab.model.EncoderLayer with the same weights; gradients reach every parameter")
+            fail_check(
+                name,
+                f"no gradient reached {dead}: every parameter must take part in the output (no "
+                ".detach(), no torch.no_grad() inside forward, no layer left unused)",
+            )
+    parts.done(
+        f"{len(cases)} cases (padding, one token, an FFN that is not 4H, MiniLM's 12 heads) against "
+        "bertlab.model.EncoderLayer with the same weights; gradients reach every parameter"
+    )
 
 
-def _count_parameters(L, H, V=30522, P=512, S=2, I=None, pooler=True, biases=True, norms=True,
-                      positions=True, segments=True) -> int:
+def _count_parameters(
+    L, H, V=30522, P=512, S=2, I=None, pooler=True, biases=True, norms=True, positions=True, segments=True
+) -> int:
     I = 4 * H if I is None else I
     b = 1 if biases else 0
     ln = 2 * H if norms else 0
@@ -164,19 +196,28 @@ def check_param_count(bert_parameters: Callable) -> None:
     __tracebackhide__ = True
     name = "param_count"
     parts = Parts(name)
-    configs = [("BERT-base (the paper's 110M)", dict(L=12, H=768, A=12)),
-               ("BERT-large (the paper's 340M)", dict(L=24, H=1024, A=16)),
-               ("tiny, 2/128/2", dict(L=2, H=128, A=2)),
-               ("the book's own model: tiny with a 16,384-piece vocabulary", dict(L=2, H=128, A=2, vocab_size=16384)),
-               ("an FFN of 1,000, 128 positions, 3 segment types", dict(L=3, H=96, A=4, intermediate_size=1000,
-                                                                         max_positions=128, type_vocab_size=3)),
-               ("BERT-base without the pooler (as under a token or span head)", dict(L=12, H=768, A=12, pooler=False))]
+    configs = [
+        ("BERT-base (the paper's 110M)", dict(L=12, H=768, A=12)),
+        ("BERT-large (the paper's 340M)", dict(L=24, H=1024, A=16)),
+        ("tiny, 2/128/2", dict(L=2, H=128, A=2)),
+        ("the book's own model: tiny with a 16,384-piece vocabulary", dict(L=2, H=128, A=2, vocab_size=16384)),
+        (
+            "an FFN of 1,000, 128 positions, 3 segment types",
+            dict(L=3, H=96, A=4, intermediate_size=1000, max_positions=128, type_vocab_size=3),
+        ),
+        ("BERT-base without the pooler (as under a token or span head)", dict(L=12, H=768, A=12, pooler=False)),
+    ]
     for label, kw in configs:
         with parts(label):
-            cfg = BertConfig(vocab_size=kw.get("vocab_size", 30522), num_layers=kw["L"], hidden_size=kw["H"],
-                             num_heads=kw["A"], intermediate_size=kw.get("intermediate_size"),
-                             max_position_embeddings=kw.get("max_positions", 512),
-                             type_vocab_size=kw.get("type_vocab_size", 2))
+            cfg = BertConfig(
+                vocab_size=kw.get("vocab_size", 30522),
+                num_layers=kw["L"],
+                hidden_size=kw["H"],
+                num_heads=kw["A"],
+                intermediate_size=kw.get("intermediate_size"),
+                max_position_embeddings=kw.get("max_positions", 512),
+                type_vocab_size=kw.get("type_vocab_size", 2),
+            )
             with torch.device("meta"):  # counts shapes only: no memory, no time
                 expected = BertModel(cfg, add_pooler=kw.get("pooler", True)).num_parameters()
             args = {k: v for k, v in kw.items() if k not in ("L", "H", "A")}
@@ -189,19 +230,36 @@ def check_param_count(bert_parameters: Callable) -> None:
             if got == expected:
                 continue
             L, H = kw["L"], kw["H"]
-            common = dict(V=cfg.vocab_size, P=cfg.max_position_embeddings, S=cfg.type_vocab_size,
-                          I=cfg.intermediate_size, pooler=kw.get("pooler", True))
-            known = [(dict(biases=False), "you left out the biases (every nn.Linear has one per output)"),
-                     (dict(norms=False), "you left out the LayerNorms (a weight and a bias of size H each: one "
-                                         "after the embeddings, two per layer)"),
-                     (dict(pooler=not common["pooler"]), "the pooler (an H x H dense layer with a bias over "
-                                                         "[CLS]) is counted when pooler=True only"),
-                     (dict(positions=False), "you left out the position embeddings (max_positions x H)"),
-                     (dict(segments=False), "you left out the segment embeddings (type_vocab_size x H)"),
-                     (dict(I=4 * H), "the feed-forward size is intermediate_size when it is given (4H only "
-                                     "when it is None)")]
+            common = dict(
+                V=cfg.vocab_size,
+                P=cfg.max_position_embeddings,
+                S=cfg.type_vocab_size,
+                I=cfg.intermediate_size,
+                pooler=kw.get("pooler", True),
+            )
+            known = [
+                (dict(biases=False), "you left out the biases (every nn.Linear has one per output)"),
+                (
+                    dict(norms=False),
+                    "you left out the LayerNorms (a weight and a bias of size H each: one "
+                    "after the embeddings, two per layer)",
+                ),
+                (
+                    dict(pooler=not common["pooler"]),
+                    "the pooler (an H x H dense layer with a bias over [CLS]) is counted when pooler=True only",
+                ),
+                (dict(positions=False), "you left out the position embeddings (max_positions x H)"),
+                (dict(segments=False), "you left out the segment embeddings (type_vocab_size x H)"),
+                (
+                    dict(I=4 * H),
+                    "the feed-forward size is intermediate_size when it is given (4H only when it is None)",
+                ),
+            ]
             why = next((w for k, w in known if _count_parameters(L, H, **{**common, **k}) == got), "")
-            fail_check(name, f"{call}: expected {expected:,}, got {got:,} ({got - expected:+,})"
-                        + (f": {why}" if why else ""))
-    parts.done(f"{len(configs)} configurations against BertModel(config).num_parameters(), the paper's "
-               "BERT-base (109,482,240) and BERT-large (335,141,888) included")
+            fail_check(
+                name, f"{call}: expected {expected:,}, got {got:,} ({got - expected:+,})" + (f": {why}" if why else "")
+            )
+    parts.done(
+        f"{len(configs)} configurations against BertModel(config).num_parameters(), the paper's "
+        "BERT-base (109,482,240) and BERT-large (335,141,888) included"
+    )

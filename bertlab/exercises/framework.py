@@ -37,6 +37,7 @@ class ExerciseFailure(AssertionError):
 @dataclass
 class PartResult:
     """One part of a check: what it tested, whether it passed, and the failure message."""
+
     name: str
     passed: bool
     message: str = ""
@@ -45,6 +46,7 @@ class PartResult:
 @dataclass
 class CheckResult:
     """The outcome of one check, part by part; `fraction` is the share of parts passed."""
+
     exercise: str
     parts: list[PartResult] = field(default_factory=list)
 
@@ -57,8 +59,11 @@ class CheckResult:
         return sum(p.passed for p in self.parts) / len(self.parts) if self.parts else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"exercise": self.exercise, "fraction": self.fraction,
-                "parts": [dataclasses.asdict(p) for p in self.parts]}
+        return {
+            "exercise": self.exercise,
+            "fraction": self.fraction,
+            "parts": [dataclasses.asdict(p) for p in self.parts],
+        }
 
 
 RESULTS: dict[str, CheckResult] = {}  # the latest result of each check run in this process
@@ -82,8 +87,9 @@ class Parts:
             self.result.parts.append(PartResult(label, False, err.detail))
         except Exception as err:
             if any(not p.passed for p in self.result.parts):  # it needed what an earlier part lacked
-                self.result.parts.append(PartResult(label, False, "not checked: an earlier part failed "
-                                                    f"({type(err).__name__}: {err})"[:300]))
+                self.result.parts.append(
+                    PartResult(label, False, f"not checked: an earlier part failed ({type(err).__name__}: {err})"[:300])
+                )
             else:
                 raise
         else:
@@ -111,8 +117,9 @@ def call_student(name: str, fn: Callable, *args, **kwargs):
         return fn(*args, **kwargs)
     except NotImplementedError:
         fname = student_fn_name(fn)
-        raise ExerciseFailure(name, f"not implemented yet: replace the `raise NotImplementedError` in "
-                                    f"{fname} with your code") from None
+        raise ExerciseFailure(
+            name, f"not implemented yet: replace the `raise NotImplementedError` in {fname} with your code"
+        ) from None
     except ExerciseFailure:
         raise
     except Exception as err:
@@ -130,8 +137,11 @@ def student_fn_name(fn: Any) -> str:
 
 def report_pass(name: str, what: str) -> None:
     import textwrap
-    print(f"{PASS_MARK.format(name=name)} passed:\n" + textwrap.fill(what, width=84, initial_indent="  ",
-                                                                  subsequent_indent="  "))
+
+    print(
+        f"{PASS_MARK.format(name=name)} passed:\n"
+        + textwrap.fill(what, width=84, initial_indent="  ", subsequent_indent="  ")
+    )
 
 
 def shape_hint(expected: tuple, got: tuple) -> str:
@@ -147,14 +157,23 @@ def expect_tensor(name: str, value: Any, what: str) -> torch.Tensor:
     return value
 
 
-def expect_same(name: str, got: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5,
-          hints: Sequence[tuple[torch.Tensor, str]] = ()) -> None:
+def expect_same(
+    name: str,
+    got: torch.Tensor,
+    expected: torch.Tensor,
+    what: str,
+    atol: float = 1e-5,
+    hints: Sequence[tuple[torch.Tensor, str]] = (),
+) -> None:
     """got == expected (shape, then values); on a value mismatch, name the first wrong entry and
     say which known mistake (hints: (the result that mistake gives, its explanation)) it matches."""
     got = expect_tensor(name, got, what)
     if tuple(got.shape) != tuple(expected.shape):
-        fail_check(name, f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-                    f"{shape_hint(tuple(expected.shape), tuple(got.shape))}")
+        fail_check(
+            name,
+            f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+            f"{shape_hint(tuple(expected.shape), tuple(got.shape))}",
+        )
     got_f, exp_f = got.detach().double(), expected.detach().double()
     if torch.allclose(got_f, exp_f, atol=atol, rtol=1e-4):
         return
@@ -163,8 +182,11 @@ def expect_same(name: str, got: torch.Tensor, expected: torch.Tensor, what: str,
             fail_check(name, f"{what}: wrong values; {why}")
     bad = ((got_f - exp_f).abs() > atol + 1e-4 * exp_f.abs()).nonzero()
     idx = tuple(bad[0].tolist())
-    fail_check(name, f"{what}: {len(bad)} of {got.numel()} values differ; first at index {idx}: "
-                f"expected {exp_f[idx].item():.6g}, got {got_f[idx].item():.6g}")
+    fail_check(
+        name,
+        f"{what}: {len(bad)} of {got.numel()} values differ; first at index {idx}: "
+        f"expected {exp_f[idx].item():.6g}, got {got_f[idx].item():.6g}",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -174,6 +196,7 @@ def expect_same(name: str, got: torch.Tensor, expected: torch.Tensor, what: str,
 def bert_tokenizer():
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.data.tokenizer import bert_uncased_tokenizer
+
     return bert_uncased_tokenizer()
 
 
@@ -181,6 +204,7 @@ def bert_tokenizer():
 def squad_dev_examples():
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
+
     return get_task("squad").load("dev")
 
 
@@ -189,6 +213,7 @@ def sentence_documents() -> list[list[str]]:
     """Documents of real sentences: the SQuAD dev paragraphs of each Wikipedia article."""
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.data.corpus import split_sentences
+
     docs: dict[str, list[str]] = {}
     seen: set[str] = set()
     for ex in squad_dev_examples():
@@ -197,4 +222,3 @@ def sentence_documents() -> list[list[str]]:
         seen.add(ex.context)
         docs.setdefault(ex.title, []).extend(split_sentences(ex.context))
     return [d for d in docs.values() if len(d) >= 2]
-

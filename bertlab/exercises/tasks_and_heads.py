@@ -37,6 +37,7 @@ def _conll_cases() -> tuple[list[tuple[list[str], list[int | None], list[int], l
     from bertlab.tasks import get_task
     from bertlab.tasks.inputs import fast_tokenizer
     from bertlab.tasks.ner import featurize_ner
+
     task = get_task("conll2003")
     sentences = [s for s in task.load("dev")[:400] if len(s.words) > 1][:120]
     tok = bert_tokenizer()
@@ -67,8 +68,10 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
 
     def hint_for(word_ids, tags, got):
         every = [IGNORE_INDEX if w is None else tags[w] for w in word_ids]
-        last = [IGNORE_INDEX if w is None or (k + 1 < len(word_ids) and word_ids[k + 1] == w) else tags[w]
-                for k, w in enumerate(word_ids)]
+        last = [
+            IGNORE_INDEX if w is None or (k + 1 < len(word_ids) and word_ids[k + 1] == w) else tags[w]
+            for k, w in enumerate(word_ids)
+        ]
         specials = [0 if w is None else x for w, x in zip(word_ids, got)]
         if got == every:
             return ": every piece got its word's label; only the FIRST piece of a word does, the others get -100"
@@ -83,24 +86,38 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             got = call_student(name, align_labels, list(word_ids), list(tags))
             got = [int(x) for x in got] if isinstance(got, (list, tuple, torch.Tensor)) else got
             if not isinstance(got, list) or len(got) != len(word_ids):
-                fail_check(name, f"sentence {n}: return a list with one label per token ({len(word_ids)}), got "
-                            f"{type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, '__len__') else ""))
+                fail_check(
+                    name,
+                    f"sentence {n}: return a list with one label per token ({len(word_ids)}), got "
+                    f"{type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else ""),
+                )
             if got != expected:
                 k = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
                 w = word_ids[k]
                 where = "[CLS]/[SEP]" if w is None else f"a piece of the word {words[w]!r}"
-                fail_check(name, f"sentence {n} ({' '.join(words)[:60]!r}): token {k} ({where}) got label {got[k]}, "
-                            f"expected {expected[k]}{hint_for(word_ids, tags, got)}")
+                fail_check(
+                    name,
+                    f"sentence {n} ({' '.join(words)[:60]!r}): token {k} ({where}) got label {got[k]}, "
+                    f"expected {expected[k]}{hint_for(word_ids, tags, got)}",
+                )
     with parts("edge cases: one word, one word of many pieces, the label 0 ('O')"):
-        for word_ids, tags in (([None, 0, None], [3]), ([None, 0, 0, 0, 0, None], [0]),
-                               ([None, 0, 1, 1, 2, None], [0, 5, 0]), ([None, 0, 0, 1, 2, 2, 2, None], [1, 2, 0])):
-            expected = [IGNORE_INDEX if w is None or (k and word_ids[k - 1] == w) else tags[w]
-                        for k, w in enumerate(word_ids)]
+        for word_ids, tags in (
+            ([None, 0, None], [3]),
+            ([None, 0, 0, 0, 0, None], [0]),
+            ([None, 0, 1, 1, 2, None], [0, 5, 0]),
+            ([None, 0, 0, 1, 2, 2, 2, None], [1, 2, 0]),
+        ):
+            expected = [
+                IGNORE_INDEX if w is None or (k and word_ids[k - 1] == w) else tags[w] for k, w in enumerate(word_ids)
+            ]
             got = call_student(name, align_labels, list(word_ids), list(tags))
             got = [int(x) for x in got] if isinstance(got, (list, tuple, torch.Tensor)) else got
             if got != expected:
-                fail_check(name, f"align_labels({word_ids}, {tags}): expected {expected}, got {got}"
-                            + (hint_for(word_ids, tags, got) if isinstance(got, list) else ""))
+                fail_check(
+                    name,
+                    f"align_labels({word_ids}, {tags}): expected {expected}, got {got}"
+                    + (hint_for(word_ids, tags, got) if isinstance(got, list) else ""),
+                )
     g = torch.Generator().manual_seed(13)
     with parts("word_predictions reads each word's first piece"):
         for n, (words, word_ids, tags, expected) in enumerate(cases):
@@ -111,17 +128,26 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             if got != want:
                 if isinstance(got, list) and len(got) == len(word_ids):
                     fail_check(name, f"sentence {n}: return one prediction per WORD ({len(words)}), not per token")
-                fail_check(name, f"sentence {n} ({' '.join(words)[:60]!r}): expected {want}, got {got}: read the "
-                            "prediction at the first piece of every word, in word order")
+                fail_check(
+                    name,
+                    f"sentence {n} ({' '.join(words)[:60]!r}): expected {want}, got {got}: read the "
+                    "prediction at the first piece of every word, in word order",
+                )
     with parts("word_predictions(align_labels(word_ids, tags), word_ids) gives the tags back"):
         for n, (words, word_ids, tags, expected) in enumerate(cases[:40]):
-            back = call_student(name, word_predictions, torch.tensor(call_student(name, align_labels, list(word_ids), list(tags))),
-                         list(word_ids))
+            back = call_student(
+                name,
+                word_predictions,
+                torch.tensor(call_student(name, align_labels, list(word_ids), list(tags))),
+                list(word_ids),
+            )
             back = [int(x) for x in back] if isinstance(back, (list, tuple, torch.Tensor)) else back
             if back != tags:
                 fail_check(name, f"sentence {n}: word_predictions(align_labels(...)) gave {back}, not the tags {tags}")
-    parts.done(f"{len(cases)} real CoNLL-2003 sentences ({n_split} with words of several pieces) against "
-               "bertlab.tasks.ner.featurize_ner, edge cases, and the way back to one prediction per word")
+    parts.done(
+        f"{len(cases)} real CoNLL-2003 sentences ({n_split} with words of several pieces) against "
+        "bertlab.tasks.ner.featurize_ner, edge cases, and the way back to one prediction per word"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -130,8 +156,9 @@ def _minilm_attention():
     attention_mask, input_ids)."""
     model = BertModel.from_hf(minilm_path()).eval()
     sents = [s for d in sentence_documents()[6:14] for s in d]
-    enc = bert_tokenizer().encode_batch(sents[0:32:2], sents[1:33:2], max_length=64, truncation=True,
-                                    padding="longest", return_tensors="pt")
+    enc = bert_tokenizer().encode_batch(
+        sents[0:32:2], sents[1:33:2], max_length=64, truncation=True, padding="longest", return_tensors="pt"
+    )
     with torch.no_grad():
         out = model(enc.input_ids, enc.token_type_ids, enc.attention_mask, output_attentions=True)
     return out.attentions, enc.attention_mask, enc.input_ids
@@ -143,10 +170,13 @@ def _targets(input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
     tok = bert_tokenizer()
     i = torch.arange(T)
     key = lambda keys: keys[:, None, :].expand(B, T, T)  # noqa: E731
-    return {"[SEP]": key(input_ids == tok.sep_id), "[CLS]": key(input_ids == tok.cls_id),
-            "the previous token": (i[None, :] == i[:, None] - 1).expand(B, T, T),
-            "the next token": (i[None, :] == i[:, None] + 1).expand(B, T, T),
-            "itself": torch.eye(T, dtype=torch.bool).expand(B, T, T)}
+    return {
+        "[SEP]": key(input_ids == tok.sep_id),
+        "[CLS]": key(input_ids == tok.cls_id),
+        "the previous token": (i[None, :] == i[:, None] - 1).expand(B, T, T),
+        "the next token": (i[None, :] == i[:, None] + 1).expand(B, T, T),
+        "itself": torch.eye(T, dtype=torch.bool).expand(B, T, T),
+    }
 
 
 def _head_scores(attentions, attention_mask, target) -> torch.Tensor:
@@ -169,21 +199,39 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
     for label in ("[SEP]", "the previous token", "itself"):
         with parts(f"scores for attention to {label}"):
             expected = _head_scores(attentions, mask, targets[label])
-            got = call_student(name, head_scores, tuple(a.clone() for a in attentions), mask.clone(),
-                        targets[label].clone())
+            got = call_student(
+                name, head_scores, tuple(a.clone() for a in attentions), mask.clone(), targets[label].clone()
+            )
             real = mask.bool()[None, :, None, :].double()
             mass = (torch.stack(attentions).double() * targets[label][None, :, None]).sum(-1)
-            hints = [(mass.mean((1, 3)), "the mean ran over every position, padding included: average over the "
-                                         "REAL query tokens only (attention_mask == 1)"),
-                     ((mass * real).sum((1, 3)), "this is the sum over the query tokens: divide by how many real "
-                                                 "query tokens there are"),
-                     ((mass * real).sum((1, 3)) / (B * T), "divide by the number of REAL query tokens, not B * T")]
-            expect_same(name, got, expected, f"head_scores for attention to {label} (MiniLM, {L} layers x {A} heads, "
-                                       f"{B} padded sentence pairs)", atol=1e-5, hints=hints)
+            hints = [
+                (
+                    mass.mean((1, 3)),
+                    "the mean ran over every position, padding included: average over the "
+                    "REAL query tokens only (attention_mask == 1)",
+                ),
+                (
+                    (mass * real).sum((1, 3)),
+                    "this is the sum over the query tokens: divide by how many real query tokens there are",
+                ),
+                ((mass * real).sum((1, 3)) / (B * T), "divide by the number of REAL query tokens, not B * T"),
+            ]
+            expect_same(
+                name,
+                got,
+                expected,
+                f"head_scores for attention to {label} (MiniLM, {L} layers x {A} heads, {B} padded sentence pairs)",
+                atol=1e-5,
+                hints=hints,
+            )
     with parts("best_head returns (layer, head) of the highest score"):
         g = torch.Generator().manual_seed(14)
-        for scores in [torch.rand(L, A, generator=g), torch.rand(3, 5, generator=g), torch.rand(1, 1, generator=g),
-                       _head_scores(attentions, mask, targets["[CLS]"])]:
+        for scores in [
+            torch.rand(L, A, generator=g),
+            torch.rand(3, 5, generator=g),
+            torch.rand(1, 1, generator=g),
+            _head_scores(attentions, mask, targets["[CLS]"]),
+        ]:
             got = call_student(name, best_head, scores.clone())
             flat = int(scores.argmax())
             want = (flat // scores.shape[1], flat % scores.shape[1])
@@ -193,20 +241,31 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
                 fail_check(name, f"best_head: return a pair of ints (layer, head), got {got!r}")
             if got_t != want:
                 hint = " (that is (head, layer): the layer comes first)" if got_t == want[::-1] else ""
-                fail_check(name, f"best_head on scores of shape {tuple(scores.shape)}: expected {want}, got {got_t}{hint}")
+                fail_check(
+                    name, f"best_head on scores of shape {tuple(scores.shape)}: expected {want}, got {got_t}{hint}"
+                )
     measured = {}
     with parts("the heads your functions find have the measured property"):
         for label in ("[SEP]", "the previous token", "the next token"):
             scores = _head_scores(attentions, mask, targets[label])
-            got = call_student(name, best_head, call_student(name, head_scores, tuple(attentions), mask, targets[label]))
+            got = call_student(
+                name, best_head, call_student(name, head_scores, tuple(attentions), mask, targets[label])
+            )
             layer, head = (int(x) for x in got)
             if not (0 <= layer < L and 0 <= head < A):
-                fail_check(name, f"the head found for {label}, ({layer}, {head}), is not a head of this {L} x {A} model")
+                fail_check(
+                    name, f"the head found for {label}, ({layer}, {head}), is not a head of this {L} x {A} model"
+                )
             share, best = scores[layer, head].item(), scores.max().item()
             if share < best - 1e-6:
-                fail_check(name, f"the head found for attention to {label}, layer {layer} head {head}, puts {share:.1%} "
-                            f"of its attention there, but another head puts {best:.1%}")
+                fail_check(
+                    name,
+                    f"the head found for attention to {label}, layer {layer} head {head}, puts {share:.1%} "
+                    f"of its attention there, but another head puts {best:.1%}",
+                )
             measured[label] = (layer, head, share)
-    parts.done(f"head scores on all-MiniLM-L6-v2's {L} x {A} heads over {B} real sentence pairs with padding "
-               "(attention to [SEP], the previous token, the token itself); best_head; "
-               + "; ".join(f"{k}: layer {v[0]} head {v[1]} ({v[2]:.0%})" for k, v in measured.items()))
+    parts.done(
+        f"head scores on all-MiniLM-L6-v2's {L} x {A} heads over {B} real sentence pairs with padding "
+        "(attention to [SEP], the previous token, the token itself); best_head; "
+        + "; ".join(f"{k}: layer {v[0]} head {v[1]} ({v[2]:.0%})" for k, v in measured.items())
+    )

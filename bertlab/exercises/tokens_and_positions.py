@@ -35,7 +35,7 @@ def _sinusoids(max_len: int, d: int, swap=False, interleave=True, exponent_step=
         pe[:, 1::2] = b[:, : d // 2]
     else:
         pe[:, : (d + 1) // 2] = a
-        pe[:, (d + 1) // 2:] = b[:, : d // 2]
+        pe[:, (d + 1) // 2 :] = b[:, : d // 2]
     return pe
 
 
@@ -50,15 +50,27 @@ def check_sinusoids(sinusoidal_positions: Callable) -> None:
         what = f"sinusoidal_positions({L}, {d})"
         with parts(what):
             got = call_student(name, sinusoidal_positions, L, d)
-            hints = [(_sinusoids(L, d, swap=True), "sin and cos are swapped: even columns 2i hold sin, odd "
-                      "columns 2i+1 hold cos"),
-                     (_sinusoids(L, d, interleave=False), "all sines came first and all cosines after; they "
-                      "alternate: column 2i is a sine, column 2i+1 the cosine of the same frequency"),
-                     (_sinusoids(L, d, exponent_step=1), "the exponent is off by a factor of 2: column pair "
-                      "(2i, 2i+1) uses 10000^(2i/d_model), where 2i is the even column index")]
+            hints = [
+                (
+                    _sinusoids(L, d, swap=True),
+                    "sin and cos are swapped: even columns 2i hold sin, odd columns 2i+1 hold cos",
+                ),
+                (
+                    _sinusoids(L, d, interleave=False),
+                    "all sines came first and all cosines after; they "
+                    "alternate: column 2i is a sine, column 2i+1 the cosine of the same frequency",
+                ),
+                (
+                    _sinusoids(L, d, exponent_step=1),
+                    "the exponent is off by a factor of 2: column pair "
+                    "(2i, 2i+1) uses 10000^(2i/d_model), where 2i is the even column index",
+                ),
+            ]
             expect_same(name, got, _sinusoids(L, d), what, atol=1e-4, hints=hints)
-    parts.done(f"{len(sizes)} sizes (incl. one position, odd d_model=7, BERT-base's 768) against "
-                      "the formula of Vaswani et al. (2017), section 3.5")
+    parts.done(
+        f"{len(sizes)} sizes (incl. one position, odd d_model=7, BERT-base's 768) against "
+        "the formula of Vaswani et al. (2017), section 3.5"
+    )
 
 
 def check_wordpiece(wordpiece: Callable) -> None:
@@ -72,15 +84,27 @@ def check_wordpiece(wordpiece: Callable) -> None:
     model = tok.backend.model
     pre = tok.backend.pre_tokenizer
     normalizer = tok.backend.normalizer
-    words = ["unaffable", "playing", "tokenization", "the", "a", "bertlab", "x\u2603y", "\u2603",
-             "supercalifragilisticexpialidocious", "a" * 101]
+    words = [
+        "unaffable",
+        "playing",
+        "tokenization",
+        "the",
+        "a",
+        "bertlab",
+        "x\u2603y",
+        "\u2603",
+        "supercalifragilisticexpialidocious",
+        "a" * 101,
+    ]
     for ex in squad_dev_examples()[:40:4]:
         words += [w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(ex.context))][:25]
     words = list(dict.fromkeys(words))
     expected_of = {w: [t.value for t in model.tokenize(w)] for w in words}
     parts = Parts(name)
-    for label, group in (("words of real text, BERT's vocabulary", [w for w in words if expected_of[w] != ["[UNK]"]]),
-                         ("words that become [UNK]", [w for w in words if expected_of[w] == ["[UNK]"]])):
+    for label, group in (
+        ("words of real text, BERT's vocabulary", [w for w in words if expected_of[w] != ["[UNK]"]]),
+        ("words that become [UNK]", [w for w in words if expected_of[w] == ["[UNK]"]]),
+    ):
         with parts(label):
             for w in group:
                 expected = expected_of[w]
@@ -91,24 +115,34 @@ def check_wordpiece(wordpiece: Callable) -> None:
                     continue
                 hint = ""
                 if len(expected) > 1 and [p.removeprefix("##") for p in expected] == got:
-                    hint = (": every piece after the first must carry the '##' continuation prefix (look it up "
-                            "as '##' + piece)")
+                    hint = (
+                        ": every piece after the first must carry the '##' continuation prefix (look it up "
+                        "as '##' + piece)"
+                    )
                 elif "[UNK]" in got and len(got) > 1:
                     hint = ": a single unmatched part makes the WHOLE word ['[UNK]'], not just that part"
                 elif expected == ["[UNK]"]:
-                    hint = (": when some part of the word matches no piece (or it has over 100 characters), the "
-                            "whole word becomes ['[UNK]']")
+                    hint = (
+                        ": when some part of the word matches no piece (or it has over 100 characters), the "
+                        "whole word becomes ['[UNK]']"
+                    )
                 elif len(got) > len(expected) or (got and expected and len(got[0]) < len(expected[0])):
                     hint = ": take the LONGEST piece in the vocabulary at each step (try the longest substring first)"
                 fail_check(name, f"token {w!r}: expected {expected}, got {got}{hint}")
     # A toy vocabulary, where the greedy answer differs from the shortest segmentation.
     toy = {"un", "##aff", "##able", "una", "##ffa", "##ble", "[UNK]", "a", "##a"}
     with parts("a toy vocabulary"):
-        for w, expected in [("unaffable", ["una", "##ffa", "##ble"]), ("aaa", ["a", "##a", "##a"]),
-                            ("una", ["una"]), ("unx", ["[UNK]"])]:
+        for w, expected in [
+            ("unaffable", ["una", "##ffa", "##ble"]),
+            ("aaa", ["a", "##a", "##a"]),
+            ("una", ["una"]),
+            ("unx", ["[UNK]"]),
+        ]:
             got = call_student(name, wordpiece, w, toy)
             if got != expected:
                 fail_check(name, f"token {w!r} with the vocabulary {sorted(toy)}: expected {expected}, got {got}")
-    parts.done(f"{len(words)} words (SQuAD text, an out-of-vocabulary character, a very long word) "
-                      "against the `tokenizers` WordPiece model with BERT's 30,522-piece vocabulary, and 4 "
-                      "words with a toy vocabulary")
+    parts.done(
+        f"{len(words)} words (SQuAD text, an out-of-vocabulary character, a very long word) "
+        "against the `tokenizers` WordPiece model with BERT's 30,522-piece vocabulary, and 4 "
+        "words with a toy vocabulary"
+    )

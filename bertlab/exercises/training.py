@@ -42,38 +42,60 @@ def _pretraining_batches() -> tuple[dict[str, torch.Tensor], ...]:
     random_ids = torch.tensor(sorted(set(range(1000, tok.vocab_size)) - set(special)))
     batches = []
     for b in range(2):
-        a_s = sents[16 * b:16 * b + 16:2]
-        b_s = sents[16 * b + 1:16 * b + 17:2]
+        a_s = sents[16 * b : 16 * b + 16 : 2]
+        b_s = sents[16 * b + 1 : 16 * b + 17 : 2]
         enc = tok.encode_batch(a_s, b_s, max_length=48, truncation=True, padding="longest", return_tensors="pt")
-        m = mask_tokens(enc.input_ids, mask_id=tok.mask_id, special_ids=special, random_ids=random_ids,
-                        max_predictions=enc.input_ids.shape[1], generator=g)
-        batches.append({"input_ids": m.input_ids, "token_type_ids": enc.token_type_ids,
-                        "attention_mask": enc.attention_mask,
-                        "mlm_labels": torch.where(m.selected, enc.input_ids, IGNORE_INDEX),
-                        "nsp_labels": torch.randint(0, 2, (len(a_s),), generator=g)})
+        m = mask_tokens(
+            enc.input_ids,
+            mask_id=tok.mask_id,
+            special_ids=special,
+            random_ids=random_ids,
+            max_predictions=enc.input_ids.shape[1],
+            generator=g,
+        )
+        batches.append(
+            {
+                "input_ids": m.input_ids,
+                "token_type_ids": enc.token_type_ids,
+                "attention_mask": enc.attention_mask,
+                "mlm_labels": torch.where(m.selected, enc.input_ids, IGNORE_INDEX),
+                "nsp_labels": torch.randint(0, 2, (len(a_s),), generator=g),
+            }
+        )
     return tuple(batches)
 
 
 def _tiny_pretraining_model(seed: int):
     torch.manual_seed(seed)
-    return BertForPreTraining(BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=0.0,
-                                         attention_dropout=0.0))
+    return BertForPreTraining(
+        BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=0.0, attention_dropout=0.0)
+    )
 
 
 def _reference_pretraining_step(model, batch, optimizer, max_grad_norm, variant: str = "") -> float:
-    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"])
+    out = model(
+        batch["input_ids"],
+        batch["token_type_ids"],
+        batch["attention_mask"],
+        mlm_labels=batch["mlm_labels"],
+        nsp_labels=batch["nsp_labels"],
+    )
     loss = {"mlm_only": out.mlm_loss, "nsp_only": out.nsp_loss}.get(variant, out.loss)
     loss.backward()
     if variant == "clip_value":
         torch.nn.utils.clip_grad_value_(model.parameters(), max_grad_norm)
-    optimizer_step(optimizer, torch.amp.GradScaler("cpu", enabled=False), lr=optimizer.param_groups[0]["lr"],
-                   grad_clip=None if variant in ("no_clip", "clip_value") else max_grad_norm)
+    optimizer_step(
+        optimizer,
+        torch.amp.GradScaler("cpu", enabled=False),
+        lr=optimizer.param_groups[0]["lr"],
+        grad_clip=None if variant in ("no_clip", "clip_value") else max_grad_norm,
+    )
     return float(loss.detach())
 
 
-def _params_differ(name: str, mine, ref, what: str, hints: Sequence[tuple[Callable[[], Any], str]] = (),
-                   atol: float = 1e-5):
+def _params_differ(
+    name: str, mine, ref, what: str, hints: Sequence[tuple[Callable[[], Any], str]] = (), atol: float = 1e-5
+):
     """Fail when a parameter of `mine` differs from `ref`'s; hints: (a function that makes the
     model a known mistake gives, why), called only when the parameters differ."""
     ref_params = dict(ref.named_parameters())
@@ -82,8 +104,10 @@ def _params_differ(name: str, mine, ref, what: str, hints: Sequence[tuple[Callab
         if not torch.allclose(p.detach(), q.detach(), atol=atol, rtol=1e-4):
             for make, why in hints:
                 other = make()
-                if all(torch.allclose(a.detach(), b.detach(), atol=atol, rtol=1e-4)
-                       for a, b in zip(mine.parameters(), other.parameters())):
+                if all(
+                    torch.allclose(a.detach(), b.detach(), atol=atol, rtol=1e-4)
+                    for a, b in zip(mine.parameters(), other.parameters())
+                ):
                     fail_check(name, f"{what}: {why}")
             diff = (p.detach() - q.detach()).abs().max().item()
             fail_check(name, f"{what}: parameter {pname} differs from bertlab's by up to {diff:.3g}")
@@ -115,30 +139,50 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
             fail_check(name, f"return the loss as a float (loss.item()), got {type(got).__name__}")
         if abs(got_f - ref_loss) > 1e-4 * max(1.0, abs(ref_loss)):
             why = ""
-            for variant, text in (("mlm_only", "it equals the MLM loss alone: add the NSP loss"),
-                                  ("nsp_only", "it equals the NSP loss alone: add the MLM loss")):
+            for variant, text in (
+                ("mlm_only", "it equals the MLM loss alone: add the NSP loss"),
+                ("nsp_only", "it equals the NSP loss alone: add the MLM loss"),
+            ):
                 m = copy.deepcopy(base)
                 if abs(_reference_pretraining_step(m, b1, adamw(m, lr=lr), 1.0, variant) - got_f) < 1e-4:
                     why = f": {text}"
-            fail_check(name, f"the loss on the first batch: expected {ref_loss:.5f}, got {got_f:.5f}{why} (the MLM loss "
-                        "is the mean cross-entropy over positions whose label is not -100)")
+            fail_check(
+                name,
+                f"the loss on the first batch: expected {ref_loss:.5f}, got {got_f:.5f}{why} (the MLM loss "
+                "is the mean cross-entropy over positions whose label is not -100)",
+            )
     with parts("the parameters after one AdamW step equal bertlab's training step"):
         if got is NOT_RUN:
             fail_check(name, "not checked: pretraining_step did not run")
+
         def adam_no_clip():
             m = copy.deepcopy(base)
             _reference_pretraining_step(m, b1, adamw(m, lr=lr), 1.0, "no_clip")
             return m
-        _params_differ(name, mine, ref, "after one step on the first batch",
-                       [(adam_no_clip, "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_("
-                                       "model.parameters(), max_grad_norm) between backward() and step()")])
+
+        _params_differ(
+            name,
+            mine,
+            ref,
+            "after one step on the first batch",
+            [
+                (
+                    adam_no_clip,
+                    "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_("
+                    "model.parameters(), max_grad_norm) between backward() and step()",
+                )
+            ],
+        )
     with parts("the gradients are cleared after the step"):
         if got is NOT_RUN:
             fail_check(name, "not checked: pretraining_step did not run")
         left = [n for n, p in mine.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0]
         if left:
-            fail_check(name, f"after the step, {len(left)} parameters still hold gradients (e.g. {left[0]}): call "
-                        "optimizer.zero_grad() after optimizer.step(), or the next step adds to them")
+            fail_check(
+                name,
+                f"after the step, {len(left)} parameters still hold gradients (e.g. {left[0]}): call "
+                "optimizer.zero_grad() after optimizer.step(), or the next step adds to them",
+            )
     with parts("a second step, on another batch, equals bertlab's too"):
         if got is NOT_RUN:
             fail_check(name, "not checked: pretraining_step did not run")
@@ -149,21 +193,40 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
         max_norm = 0.05
         sgd_ref, sgd_mine = copy.deepcopy(base), copy.deepcopy(base)
         _reference_pretraining_step(sgd_ref, b1, torch.optim.SGD(sgd_ref.parameters(), lr=0.5), max_norm)
-        call_student(name, pretraining_step, sgd_mine, {k: v.clone() for k, v in b1.items()},
-              torch.optim.SGD(sgd_mine.parameters(), lr=0.5), max_norm)
+        call_student(
+            name,
+            pretraining_step,
+            sgd_mine,
+            {k: v.clone() for k, v in b1.items()},
+            torch.optim.SGD(sgd_mine.parameters(), lr=0.5),
+            max_norm,
+        )
+
         def sgd_variant(variant):
             def make():
                 m = copy.deepcopy(base)
                 _reference_pretraining_step(m, b1, torch.optim.SGD(m.parameters(), lr=0.5), max_norm, variant)
                 return m
+
             return make
-        hints = [(sgd_variant("no_clip"), "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_("
-                                          "model.parameters(), max_grad_norm) between backward() and step()"),
-                 (sgd_variant("clip_value"), "each gradient entry was clipped to +-max_grad_norm (clip_grad_value_); "
-                                             "BERT clips the global NORM of all gradients (clip_grad_norm_)")]
+
+        hints = [
+            (
+                sgd_variant("no_clip"),
+                "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_("
+                "model.parameters(), max_grad_norm) between backward() and step()",
+            ),
+            (
+                sgd_variant("clip_value"),
+                "each gradient entry was clipped to +-max_grad_norm (clip_grad_value_); "
+                "BERT clips the global NORM of all gradients (clip_grad_norm_)",
+            ),
+        ]
         _params_differ(name, sgd_mine, sgd_ref, f"one SGD step with max_grad_norm={max_norm}", hints)
-    parts.done("the loss, the parameters after one and two AdamW steps (bertlab.training.optim.optimizer_step) and "
-               "after an SGD step with clipping, on real masked sentence pairs; gradients cleared")
+    parts.done(
+        "the loss, the parameters after one and two AdamW steps (bertlab.training.optim.optimizer_step) and "
+        "after an SGD step with clipping, on real masked sentence pairs; gradients cleared"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -171,26 +234,35 @@ def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str
     """Six training batches of 8 real SST-2 sentences, and four dev batches of 16."""
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
+
     task = get_task("sst2")
     tok = bert_tokenizer()
 
     def batches(examples, size):
         out = []
         for i in range(0, len(examples), size):
-            chunk = examples[i:i + size]
-            enc = tok.encode_batch([e.sentence for e in chunk], max_length=40, truncation=True,
-                                   padding="longest", return_tensors="pt")
-            out.append({"input_ids": enc.input_ids, "token_type_ids": enc.token_type_ids,
-                        "attention_mask": enc.attention_mask,
-                        "labels": torch.tensor([e.label for e in chunk])})
+            chunk = examples[i : i + size]
+            enc = tok.encode_batch(
+                [e.sentence for e in chunk], max_length=40, truncation=True, padding="longest", return_tensors="pt"
+            )
+            out.append(
+                {
+                    "input_ids": enc.input_ids,
+                    "token_type_ids": enc.token_type_ids,
+                    "attention_mask": enc.attention_mask,
+                    "labels": torch.tensor([e.label for e in chunk]),
+                }
+            )
         return tuple(out)
+
     return batches(task.load("train")[:48], 8), batches(task.load("dev")[:64], 16)
 
 
 def _tiny_classifier(seed: int, dropout: float = 0.0):
     torch.manual_seed(seed)
-    return BertForSequenceClassification(BertConfig(num_layers=2, hidden_size=64, num_heads=2,
-                                                    hidden_dropout=dropout, attention_dropout=dropout))
+    return BertForSequenceClassification(
+        BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=dropout, attention_dropout=dropout)
+    )
 
 
 def _lr_schedule(peak: float, total: int, warmup: int) -> Callable[[int], float]:
@@ -198,6 +270,7 @@ def _lr_schedule(peak: float, total: int, warmup: int) -> Callable[[int], float]
         if step < warmup:
             return peak * (step + 1) / warmup
         return peak * max(0.0, (total - step) / max(1, total - warmup))
+
     return lr_at
 
 
@@ -209,8 +282,12 @@ def _reference_finetune(model, batches, optimizer, epochs, lr_at, max_grad_norm=
             out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], labels=batch["labels"])
             out.loss.backward()
             lr = {"constant": optimizer.defaults["lr"], "off_by_one": lr_at(step + 1)}.get(variant, lr_at(step))
-            optimizer_step(optimizer, torch.amp.GradScaler("cpu", enabled=False), lr=lr,
-                           grad_clip=None if variant == "no_clip" else max_grad_norm)
+            optimizer_step(
+                optimizer,
+                torch.amp.GradScaler("cpu", enabled=False),
+                lr=lr,
+                grad_clip=None if variant == "no_clip" else max_grad_norm,
+            )
             losses.append(out.loss.item())
             step += 1
     return losses
@@ -251,6 +328,7 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
     def recording_step(*args, **kwargs):
         seen_lrs.append(my_opt.param_groups[0]["lr"])
         return step_fn(*args, **kwargs)
+
     my_opt.step = recording_step
     got: Any = NOT_RUN
     with parts("the learning rate of step s is lr_at(s)"):
@@ -260,32 +338,47 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
             fail_check(name, f"optimizer.step() was called {len(seen_lrs)} times for {total} batches; once per batch")
         for s, (a, b) in enumerate(zip(seen_lrs, want)):
             if abs(a - b) > 1e-12:
-                off = " (that is lr_at(s + 1): count steps from 0)" if s + 1 < total and abs(a - lr_at(s + 1)) < 1e-12 \
+                off = (
+                    " (that is lr_at(s + 1): count steps from 0)"
+                    if s + 1 < total and abs(a - lr_at(s + 1)) < 1e-12
                     else ""
-                fail_check(name, f"step {s} ran with lr {a:.3g}, expected lr_at({s}) = {b:.3g}{off}: set "
-                            "g['lr'] = lr_at(step) for every g in optimizer.param_groups before optimizer.step()")
+                )
+                fail_check(
+                    name,
+                    f"step {s} ran with lr {a:.3g}, expected lr_at({s}) = {b:.3g}{off}: set "
+                    "g['lr'] = lr_at(step) for every g in optimizer.param_groups before optimizer.step()",
+                )
     with parts("returns one loss per step, equal to bertlab's loop"):
         if got is NOT_RUN:
             fail_check(name, "not checked: finetune did not run")
         if not isinstance(got, (list, tuple)) or len(got) != total:
-            fail_check(name, f"{epochs} epochs of {len(train)} batches: return a list of {total} losses (one per step), "
-                        f"got {type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else ""))
+            fail_check(
+                name,
+                f"{epochs} epochs of {len(train)} batches: return a list of {total} losses (one per step), "
+                f"got {type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else ""),
+            )
         got_f = [float(x) for x in got]
         for s, (a, b) in enumerate(zip(got_f, ref_losses)):
             if abs(a - b) > 1e-4 * max(1.0, abs(b)):
-                fail_check(name, f"step {s}: loss {a:.5f}, expected {b:.5f} "
-                            "(the loss of the batch BEFORE that step's update)")
+                fail_check(
+                    name, f"step {s}: loss {a:.5f}, expected {b:.5f} (the loss of the batch BEFORE that step's update)"
+                )
     with parts("the weights after training equal bertlab's loop (clipping included)"):
         if got is NOT_RUN:
             fail_check(name, "not checked: finetune did not run")
+
         def ft_variant(variant):
             def make():
                 m = copy.deepcopy(base)
                 _reference_finetune(m, train, adamw(m, lr=peak), epochs, lr_at, variant=variant)
                 return m
+
             return make
-        hints = [(ft_variant("no_clip"), "the gradients were not clipped to max_grad_norm"),
-                 (ft_variant("constant"), "the learning rate stayed at the optimizer's initial value")]
+
+        hints = [
+            (ft_variant("no_clip"), "the gradients were not clipped to max_grad_norm"),
+            (ft_variant("constant"), "the learning rate stayed at the optimizer's initial value"),
+        ]
         _params_differ(name, mine, ref, f"after {epochs} epochs", hints, atol=1e-4)
     with parts("the model trains in train mode (dropout on)"):
         m = _tiny_classifier(12, dropout=0.1).eval()
@@ -313,8 +406,13 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
         if acc_f > 1.0 and abs(acc_f / 100 - expected) < 1e-6:
             fail_check(name, f"accuracy returned {acc_f:g}, a percentage: return a share in [0, 1]")
         if abs(acc_f - expected) > 1e-6:
-            fail_check(name, f"accuracy on {sum(len(b['labels']) for b in dev)} SST-2 dev sentences: expected "
-                        f"{expected:.4f}, got {acc_f:.4f}")
-    parts.done(f"{epochs} epochs of {len(train)} real SST-2 batches against bertlab's update step (losses, "
-               "learning rates, final weights), train mode while training; accuracy in eval mode without "
-               "gradients")
+            fail_check(
+                name,
+                f"accuracy on {sum(len(b['labels']) for b in dev)} SST-2 dev sentences: expected "
+                f"{expected:.4f}, got {acc_f:.4f}",
+            )
+    parts.done(
+        f"{epochs} epochs of {len(train)} real SST-2 batches against bertlab's update step (losses, "
+        "learning rates, final weights), train mode while training; accuracy in eval mode without "
+        "gradients"
+    )

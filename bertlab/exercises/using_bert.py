@@ -33,6 +33,7 @@ from bertlab.notebook import minilm_path
 def _squad_features():
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks.squad import featurize_squad
+
     return featurize_squad(squad_dev_examples()[:40], bert_tokenizer(), max_len=128, doc_stride=64, max_query_len=32)
 
 
@@ -44,12 +45,15 @@ def check_span(best_span: Callable) -> None:
     name = "span"
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks.squad import best_spans, oracle_logits
+
     f = _squad_features()
     in_context = torch.as_tensor(f.meta["token_to_char"][..., 0] >= 0)
     N, T = in_context.shape
     g = torch.Generator().manual_seed(0)
-    trials = [("random logits", torch.randn(N, T, generator=g), torch.randn(N, T, generator=g), 30),
-              ("random logits, max_answer_length=3", torch.randn(N, T, generator=g), torch.randn(N, T, generator=g), 3)]
+    trials = [
+        ("random logits", torch.randn(N, T, generator=g), torch.randn(N, T, generator=g), 30),
+        ("random logits, max_answer_length=3", torch.randn(N, T, generator=g), torch.randn(N, T, generator=g), 3),
+    ]
     so, eo = oracle_logits(f)
     trials.append(("oracle logits (1 at the gold start / end)", so, eo, 30))
     n_checked = 0
@@ -71,20 +75,30 @@ def check_span(best_span: Callable) -> None:
                 if j < i:
                     fail_check(name, f"{what}: your span ({i}, {j}) ends before it starts; allow only j >= i")
                 if j - i + 1 > L:
-                    fail_check(name, f"{what}: your span ({i}, {j}) is {j - i + 1} tokens long, "
-                                f"more than max_answer_length={L}")
+                    fail_check(
+                        name,
+                        f"{what}: your span ({i}, {j}) is {j - i + 1} tokens long, more than max_answer_length={L}",
+                    )
                 for pos, which in ((i, "start"), (j, "end")):
                     if not in_context[w, pos]:
-                        fail_check(name, f"{what}: the {which} token {pos} is not a context token (it is the question, "
-                                    "[CLS], [SEP] or padding); allow only positions where context_mask is True")
+                        fail_check(
+                            name,
+                            f"{what}: the {which} token {pos} is not a context token (it is the question, "
+                            "[CLS], [SEP] or padding); allow only positions where context_mask is True",
+                        )
                 score = (s[w, i] + e[w, j]).item()
                 best = scores[w, 0].item()
                 if score < best - 1e-5:
-                    fail_check(name, f"{what}: your span ({i}, {j}) scores {score:.4f}, but ({int(starts[w, 0])}, "
-                                f"{int(ends[w, 0])}) scores {best:.4f}; search every allowed (i, j) pair")
+                    fail_check(
+                        name,
+                        f"{what}: your span ({i}, {j}) scores {score:.4f}, but ({int(starts[w, 0])}, "
+                        f"{int(ends[w, 0])}) scores {best:.4f}; search every allowed (i, j) pair",
+                    )
                 n_checked += 1
-    parts.done(f"{n_checked} windows of {len(f.examples)} real SQuAD dev questions (random and oracle "
-                      "logits, two max_answer_length) against bertlab.tasks.squad.best_spans")
+    parts.done(
+        f"{n_checked} windows of {len(f.examples)} real SQuAD dev questions (random and oracle "
+        "logits, two max_answer_length) against bertlab.tasks.squad.best_spans"
+    )
 
 
 STRATEGIES = ("first_layer", "last_hidden", "sum_all", "second_to_last", "sum_last_four", "concat_last_four")
@@ -101,10 +115,14 @@ def minilm_hidden_states():
 
 
 def combine_layers_reference(hs, strategy):
-    return {"first_layer": lambda: hs[0], "last_hidden": lambda: hs[-1],
-            "sum_all": lambda: torch.stack(hs[1:]).sum(0), "second_to_last": lambda: hs[-2],
-            "sum_last_four": lambda: torch.stack(hs[-4:]).sum(0),
-            "concat_last_four": lambda: torch.cat(hs[-4:], dim=-1)}[strategy]()
+    return {
+        "first_layer": lambda: hs[0],
+        "last_hidden": lambda: hs[-1],
+        "sum_all": lambda: torch.stack(hs[1:]).sum(0),
+        "second_to_last": lambda: hs[-2],
+        "sum_last_four": lambda: torch.stack(hs[-4:]).sum(0),
+        "concat_last_four": lambda: torch.cat(hs[-4:], dim=-1),
+    }[strategy]()
 
 
 def check_features(combine_layers: Callable) -> None:
@@ -116,13 +134,17 @@ def check_features(combine_layers: Callable) -> None:
     n = len(hs) - 1
     # Results of the usual mistakes, named by what they actually compute.
     wrong = {f"hidden_states[{k}]": hs[k] for k in range(len(hs))}
-    wrong.update({"the sum of ALL L+1 entries (embedding output included)": torch.stack(hs).sum(0),
-                  "the sum of hidden_states[-5:-1] (off by one)": torch.stack(hs[-5:-1]).sum(0),
-                  "the sum of the FIRST four entries": torch.stack(hs[:4]).sum(0),
-                  "the sum of hidden_states[-3:] (three layers)": torch.stack(hs[-3:]).sum(0),
-                  "the MEAN of the last four": torch.stack(hs[-4:]).mean(0),
-                  "the concatenation of the last four in reverse order": torch.cat(hs[-4:][::-1], dim=-1),
-                  "the concatenation of hidden_states[-5:-1]": torch.cat(hs[-5:-1], dim=-1)})
+    wrong.update(
+        {
+            "the sum of ALL L+1 entries (embedding output included)": torch.stack(hs).sum(0),
+            "the sum of hidden_states[-5:-1] (off by one)": torch.stack(hs[-5:-1]).sum(0),
+            "the sum of the FIRST four entries": torch.stack(hs[:4]).sum(0),
+            "the sum of hidden_states[-3:] (three layers)": torch.stack(hs[-3:]).sum(0),
+            "the MEAN of the last four": torch.stack(hs[-4:]).mean(0),
+            "the concatenation of the last four in reverse order": torch.cat(hs[-4:][::-1], dim=-1),
+            "the concatenation of hidden_states[-5:-1]": torch.cat(hs[-5:-1], dim=-1),
+        }
+    )
     parts = Parts(name)
     for strategy in STRATEGIES:
         what = f"strategy {strategy!r} on a real all-MiniLM-L6-v2 forward pass ({n} layers + embeddings)"
@@ -130,5 +152,7 @@ def check_features(combine_layers: Callable) -> None:
             got = call_student(name, combine_layers, tuple(h.clone() for h in hs), strategy)
             hints = [(v, f"your result equals {k}") for k, v in wrong.items()]
             expect_same(name, got, combine_layers_reference(hs, strategy), what, atol=1e-4, hints=hints)
-    parts.done(f"all {len(STRATEGIES)} strategies of the paper's table 7 on real MiniLM hidden states "
-                      f"({n} layers, H={hs[0].shape[-1]})")
+    parts.done(
+        f"all {len(STRATEGIES)} strategies of the paper's table 7 on real MiniLM hidden states "
+        f"({n} layers, H={hs[0].shape[-1]})"
+    )

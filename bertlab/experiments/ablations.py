@@ -32,8 +32,18 @@ ABLATIONS_DIR = records_dir("ablations")
 RECORD_FILE = "ablations.json"
 
 # One budget for every model: the same corpus, vocabulary, recipe, batch and number of steps.
-PRETRAIN = dict(corpus="books+wiki", recipe="cpu", seq_len=128, batch_size=64, seed=0, eval_every=250,
-                eval_batches=20, log_every=50, checkpoint_every=250, keep_last=2)
+PRETRAIN = dict(
+    corpus="books+wiki",
+    recipe="cpu",
+    seq_len=128,
+    batch_size=64,
+    seed=0,
+    eval_every=250,
+    eval_batches=20,
+    log_every=50,
+    checkpoint_every=250,
+    keep_last=2,
+)
 STEPS = 1500  # about 13 minutes for BERT-Mini on 2 cores (bf16, compiled)
 
 # name -> (what the paper calls it, the settings that differ); the first three are Table 5's rows
@@ -71,14 +81,22 @@ def load(folder: str | Path = ABLATIONS_DIR) -> dict[str, Any] | None:
     record = json.loads(path.read_text())
     missing = [m for m in MODELS if m not in record.get("models", {})]
     if missing:
-        raise ValueError(f"{path} has no result for {', '.join(missing)}: it is incomplete; finish it with "
-                         f"`python scripts/record_ablations.py` (it resumes)")
+        raise ValueError(
+            f"{path} has no result for {', '.join(missing)}: it is incomplete; finish it with "
+            f"`python scripts/record_ablations.py` (it resumes)"
+        )
     return record
 
 
-def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations", steps: int = STEPS,
-           tokenizer: str | Path | None = None, compile: bool = True, precision: str = "auto",
-           only: tuple[str, ...] | None = None) -> dict[str, Any]:
+def record(
+    out: str | Path = ABLATIONS_DIR,
+    work: str | Path = "runs/ablations",
+    steps: int = STEPS,
+    tokenizer: str | Path | None = None,
+    compile: bool = True,
+    precision: str = "auto",
+    only: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
     """Pretrain every model of MODELS for `steps` steps, evaluate it on the held-out text, fine-tune
     it (and the scratch control) as FINETUNE_TASKS say, and write the record to <out>/ablations.json.
 
@@ -95,17 +113,26 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
         # the vocabulary the record was made with: the book's second reference run's (kept with the pilots)
         tokenizer = records_dir("pilots", "cpu-mini-8k-vocabulary", "tokenizer.json")
     if not Path(tokenizer).exists():
-        raise FileNotFoundError(f"no vocabulary at {tokenizer}: the ablations use the 8,192-piece vocabulary of "
-                                f"data/pilots/cpu-mini-8k-vocabulary/; pass tokenizer= to use another")
+        raise FileNotFoundError(
+            f"no vocabulary at {tokenizer}: the ablations use the 8,192-piece vocabulary of "
+            f"data/pilots/cpu-mini-8k-vocabulary/; pass tokenizer= to use another"
+        )
     path = out / RECORD_FILE
     rec: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     rt = make_runtime("auto", precision, compile=compile, distributed=False)
-    rec.update(pretraining={**PRETRAIN, "steps": steps, "tokenizer": Path(tokenizer).name},
-               finetuning={**FINETUNE, "seeds": list(FINETUNE["seeds"]),
-                           "tasks": {t: {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec.items()}
-                                     for t, spec in FINETUNE_TASKS.items()}},
-               machine={"device": device_name(rt.device), "cpu": cpu_model(), "precision": rt.precision,
-                        "compile": compile}, git_commit=git_commit())
+    rec.update(
+        pretraining={**PRETRAIN, "steps": steps, "tokenizer": Path(tokenizer).name},
+        finetuning={
+            **FINETUNE,
+            "seeds": list(FINETUNE["seeds"]),
+            "tasks": {
+                t: {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec.items()}
+                for t, spec in FINETUNE_TASKS.items()
+            },
+        },
+        machine={"device": device_name(rt.device), "cpu": cpu_model(), "precision": rt.precision, "compile": compile},
+        git_commit=git_commit(),
+    )
     models = rec.setdefault("models", {})
 
     def save():
@@ -122,24 +149,49 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
         if entry.get("steps") == steps and (run / "final").exists():
             continue
         t = time.perf_counter()
-        result = pretrain(PretrainConfig(**PRETRAIN, **settings, steps=steps, tokenizer=str(tokenizer),
-                                         compile=compile, out=str(run), resume=True, progress=False),
-                          runtime=rt)
+        result = pretrain(
+            PretrainConfig(
+                **PRETRAIN,
+                **settings,
+                steps=steps,
+                tokenizer=str(tokenizer),
+                compile=compile,
+                out=str(run),
+                resume=True,
+                progress=False,
+            ),
+            runtime=rt,
+        )
         if result.stopped_by:
             raise RuntimeError(f"{name}: pretraining was stopped ({result.stopped_by}); run again to resume")
         model = result.model
-        held = evaluate_checkpoint(run / "final", corpus=PRETRAIN["corpus"], seq_len=PRETRAIN["seq_len"], nsp=False,
-                                   batches=PRETRAIN["eval_batches"], max_documents=PRETRAIN.get("max_documents"),
-                                   device=str(rt.device), precision=rt.precision)
+        held = evaluate_checkpoint(
+            run / "final",
+            corpus=PRETRAIN["corpus"],
+            seq_len=PRETRAIN["seq_len"],
+            nsp=False,
+            batches=PRETRAIN["eval_batches"],
+            max_documents=PRETRAIN.get("max_documents"),
+            device=str(rt.device),
+            precision=rt.precision,
+        )
         models[name] = {
-            "settings": settings, "L": model.config.num_layers, "H": model.config.hidden_size,
-            "A": model.config.num_heads, "parameters": model.num_parameters(),
-            "encoder_parameters": sum(p.numel() for n, p in model.bert.named_parameters()
-                                      if not n.startswith("embeddings.")),
-            "steps": result.step, "tokens": result.tokens, "train_seconds": round(result.elapsed_s, 1),
-            "session_seconds": round(time.perf_counter() - t, 1), "heldout": held,
+            "settings": settings,
+            "L": model.config.num_layers,
+            "H": model.config.hidden_size,
+            "A": model.config.num_heads,
+            "parameters": model.num_parameters(),
+            "encoder_parameters": sum(
+                p.numel() for n, p in model.bert.named_parameters() if not n.startswith("embeddings.")
+            ),
+            "steps": result.step,
+            "tokens": result.tokens,
+            "train_seconds": round(result.elapsed_s, 1),
+            "session_seconds": round(time.perf_counter() - t, 1),
+            "heldout": held,
             "curve": [{k: r[k] for k in r if k != "split"} for r in result.history if r.get("split") == "eval"],
-            "finetune": entry.get("finetune", {}) if entry.get("steps") == steps else {}}
+            "finetune": entry.get("finetune", {}) if entry.get("steps") == steps else {},
+        }
         save()
 
     results = rec.setdefault("scratch", {})
@@ -150,13 +202,29 @@ def record(out: str | Path = ABLATIONS_DIR, work: str | Path = "runs/ablations",
             holder = results if name == SCRATCH else models[name].setdefault("finetune", {})
             if task in holder:
                 continue
-            init = (dict(init="scratch", like=str(work / _slug("MLM, no NSP") / "final")) if name == SCRATCH
-                    else dict(init=str(folders.get(name, work / _slug(name) / "final"))))
-            r = finetune(FinetuneConfig(task=task, **init, **FINETUNE, epochs=spec["epochs"], precision=rt.precision,
-                                        max_train_examples=spec["max_train_examples"],
-                                        max_eval_examples=spec.get("max_eval_examples")))
-            holder[task] = {"metric": r.main_metric, "median": r.median, "scores": r.scores,
-                            "metrics": [x.metrics for x in r.runs], "seconds": [round(x.seconds, 1) for x in r.runs]}
+            init = (
+                dict(init="scratch", like=str(work / _slug("MLM, no NSP") / "final"))
+                if name == SCRATCH
+                else dict(init=str(folders.get(name, work / _slug(name) / "final")))
+            )
+            r = finetune(
+                FinetuneConfig(
+                    task=task,
+                    **init,
+                    **FINETUNE,
+                    epochs=spec["epochs"],
+                    precision=rt.precision,
+                    max_train_examples=spec["max_train_examples"],
+                    max_eval_examples=spec.get("max_eval_examples"),
+                )
+            )
+            holder[task] = {
+                "metric": r.main_metric,
+                "median": r.median,
+                "scores": r.scores,
+                "metrics": [x.metrics for x in r.runs],
+                "seconds": [round(x.seconds, 1) for x in r.runs],
+            }
             print(f"{name}: {r.summary()}", flush=True)
             save()
     save()
@@ -179,8 +247,10 @@ def nsp_accuracy(record_: dict[str, Any], model: str = "MLM + NSP") -> dict[str,
 
 def gap(record_: dict[str, Any], task: str, a: str, b: str) -> float:
     """Median fine-tuning score of model `a` minus model `b` on `task` (SCRATCH names the control)."""
+
     def median(name: str) -> float:
         return (record_["scratch"] if name == SCRATCH else record_["models"][name]["finetune"])[task]["median"]
+
     return median(a) - median(b)
 
 
@@ -191,5 +261,15 @@ def _slug(name: str) -> str:
     return keep.strip("-")
 
 
-__all__ = ["ABLATIONS_DIR", "MODELS", "TASK_MODELS", "SIZE_MODELS", "SCRATCH", "FINETUNE_TASKS", "STEPS", "load",
-           "record", "gap"]
+__all__ = [
+    "ABLATIONS_DIR",
+    "MODELS",
+    "TASK_MODELS",
+    "SIZE_MODELS",
+    "SCRATCH",
+    "FINETUNE_TASKS",
+    "STEPS",
+    "load",
+    "record",
+    "gap",
+]

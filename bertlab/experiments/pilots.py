@@ -36,8 +36,9 @@ PILOTS_DIR = records_dir("pilots")
 PLATEAU_EXIT_ACC = 0.20  # held-out MLM accuracy that counts as "left the frequent-word plateau"
 
 
-def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Path = PILOTS_DIR,
-                 baseline: str | None = None) -> Path:
+def record_pilot(
+    run_dir: str | Path, name: str, change: str, out_dir: str | Path = PILOTS_DIR, baseline: str | None = None
+) -> Path:
     """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
     size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
     MLM loss and accuracy). `change` says in words what this pilot changes from its baseline, and
@@ -47,29 +48,58 @@ def record_pilot(run_dir: str | Path, name: str, change: str, out_dir: str | Pat
     records = read_metrics(run_dir / "metrics.jsonl")
     tokens_at = {r["step"]: r.get("tokens") for r in records if r.get("split") == "train"}
     per_step = run["recipe"]["batch_size"] * run["recipe"]["seq_len"]
-    curve = [{"step": r["step"], "tokens": tokens_at.get(r["step"]) or r["step"] * per_step,
-              "elapsed_s": round(r.get("elapsed_s", 0.0), 1), "mlm_loss": round(r["mlm_loss"], 4),
-              "mlm_acc": round(r["mlm_acc"], 4)}
-             for r in records if r.get("split") == "eval" and "mlm_acc" in r]
+    curve = [
+        {
+            "step": r["step"],
+            "tokens": tokens_at.get(r["step"]) or r["step"] * per_step,
+            "elapsed_s": round(r.get("elapsed_s", 0.0), 1),
+            "mlm_loss": round(r["mlm_loss"], 4),
+            "mlm_acc": round(r["mlm_acc"], 4),
+        }
+        for r in records
+        if r.get("split") == "eval" and "mlm_acc" in r
+    ]
     if not curve:
-        raise ValueError(f"{run_dir}/metrics.jsonl has no held-out MLM evaluation; run with eval_every "
-                         f"smaller than the number of steps")
+        raise ValueError(
+            f"{run_dir}/metrics.jsonl has no held-out MLM evaluation; run with eval_every "
+            f"smaller than the number of steps"
+        )
     train = [r for r in records if r.get("split") == "train"]
     mc = run["model_config"]
     out = Path(out_dir) / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_json(out, {
-        "name": name, "change": change,
-        "model": {"L": mc["num_layers"], "H": mc["hidden_size"], "A": mc["num_heads"],
-                  "vocab_size": mc["vocab_size"], "norm_position": mc.get("norm_position", "post"),
-                  "parameters": run["parameters"]},
-        "recipe": run["recipe"], "minutes": run["config"]["minutes"], "steps": run["config"]["steps"],
-        "corpus": run["config"]["corpus"], "seed": run["config"]["seed"],
-        "machine": {"runtime": run["runtime"], "torch": run["torch"], "cpu": cpu_model(),
-                    "median_tokens_per_s": round(sorted(r["tokens_per_s"] for r in train)[len(train) // 2])
-                    if train else None},
-        "git_commit": run.get("git_commit"), "heldout": curve,
-        "plateau_exit": plateau_exit(curve), **({"baseline": baseline} if baseline else {})})
+    write_json(
+        out,
+        {
+            "name": name,
+            "change": change,
+            "model": {
+                "L": mc["num_layers"],
+                "H": mc["hidden_size"],
+                "A": mc["num_heads"],
+                "vocab_size": mc["vocab_size"],
+                "norm_position": mc.get("norm_position", "post"),
+                "parameters": run["parameters"],
+            },
+            "recipe": run["recipe"],
+            "minutes": run["config"]["minutes"],
+            "steps": run["config"]["steps"],
+            "corpus": run["config"]["corpus"],
+            "seed": run["config"]["seed"],
+            "machine": {
+                "runtime": run["runtime"],
+                "torch": run["torch"],
+                "cpu": cpu_model(),
+                "median_tokens_per_s": round(sorted(r["tokens_per_s"] for r in train)[len(train) // 2])
+                if train
+                else None,
+            },
+            "git_commit": run.get("git_commit"),
+            "heldout": curve,
+            "plateau_exit": plateau_exit(curve),
+            **({"baseline": baseline} if baseline else {}),
+        },
+    )
     return out
 
 
@@ -99,7 +129,6 @@ def load(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:
     folder = Path(folder)
     found = [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))] if folder.is_dir() else []
     return [p for p in found if "heldout" in p and "name" in p]
-
 
 
 @dataclass(frozen=True)
@@ -194,8 +223,17 @@ def lever_effects(series: Sequence[Series]) -> list[Lever]:
                 scored_on = mine[base_len].get("windows") or f"{base_len}-token windows"
             else:
                 b_here = b
-            levers.append(Lever(s.name, p["name"], short_label(p["name"], s.name), p["change"],
-                                round(100 * (a - b_here), 1), s.tokens, scored_on))
+            levers.append(
+                Lever(
+                    s.name,
+                    p["name"],
+                    short_label(p["name"], s.name),
+                    p["change"],
+                    round(100 * (a - b_here), 1),
+                    s.tokens,
+                    scored_on,
+                )
+            )
     return sorted(levers, key=lambda lv: -lv.points)
 
 
@@ -206,9 +244,17 @@ def series_rows(s: Series) -> list[dict[str, Any]]:
     rows = []
     for r in s.runs:
         a, end = accuracy_at(r["heldout"], s.tokens), r["heldout"][-1]
-        rows.append({"name": r["name"], "change": "none (the baseline)" if r is s.baseline else r["change"],
-                     "accuracy": a, "points": None if r is s.baseline else round(100 * (a - b), 1),
-                     "end_accuracy": end["mlm_acc"], "end_step": end["step"], "end_tokens": end["tokens"]})
+        rows.append(
+            {
+                "name": r["name"],
+                "change": "none (the baseline)" if r is s.baseline else r["change"],
+                "accuracy": a,
+                "points": None if r is s.baseline else round(100 * (a - b), 1),
+                "end_accuracy": end["mlm_acc"],
+                "end_step": end["step"],
+                "end_tokens": end["tokens"],
+            }
+        )
     return rows
 
 
@@ -236,20 +282,30 @@ def series_reading(s: Series, level: float = 0.5) -> str:
     ahead = [f"`{r['name']}` ({r['points']:+.1f})" for r in order if r["points"] >= level]
     behind = [f"`{r['name']}` ({r['points']:+.1f})" for r in order if r["points"] <= -level]
     even = [f"`{r['name']}`" for r in order if abs(r["points"]) < level]
-    parts = [f"{label}: {', '.join(x)}" for label, x in
-             (("ahead of the baseline", ahead), ("behind it", behind), (f"within {level:g} of a point", even)) if x]
+    parts = [
+        f"{label}: {', '.join(x)}"
+        for label, x in (
+            ("ahead of the baseline", ahead),
+            ("behind it", behind),
+            (f"within {level:g} of a point", even),
+        )
+        if x
+    ]
     text = f"At {tokens_text(s.tokens)}, in points of held-out accuracy, " + "; ".join(parts) + "."
     if s.minutes:
         ends = sorted(s.runs, key=lambda r: -r["heldout"][-1]["mlm_acc"])
-        ranked = ", ".join(f"`{r['name']}` {r['heldout'][-1]['mlm_acc']:.1%} "
-                           f"({tokens_text(r['heldout'][-1]['tokens'])})" for r in ends)
+        ranked = ", ".join(
+            f"`{r['name']}` {r['heldout'][-1]['mlm_acc']:.1%} ({tokens_text(r['heldout'][-1]['tokens'])})" for r in ends
+        )
         budget = count(int(s.minutes), "minute") if s.minutes == int(s.minutes) else f"{s.minutes:g} minutes"
         text += f" After the whole {budget}: {ranked}."
     for r in s.runs:
         first, end = r["heldout"][0]["mlm_acc"], r["heldout"][-1]["mlm_acc"]
         if end < first + 0.005:
-            text += (f" `{r['name']}` never rose above its first held-out score ({first:.1%}): it stalled or "
-                     f"diverged in its first steps.")
+            text += (
+                f" `{r['name']}` never rose above its first held-out score ({first:.1%}): it stalled or "
+                f"diverged in its first steps."
+            )
     for r in s.pilots:
         cross = r.get("cross_eval", {}).get("rows", [])
         if cross:
@@ -265,10 +321,15 @@ def levers_reading(levers: Sequence[Lever], level: float = 0.5) -> str:
     up = [f"{lv.label} ({lv.points:+.1f})" for lv in levers if lv.points >= level]
     down = [f"{lv.label} ({lv.points:+.1f})" for lv in levers if lv.points <= -level]
     even = [lv.label for lv in levers if abs(lv.points) < level]
-    parts = [f"{label} {', '.join(x)}" for label, x in
-             (("raised it:", up), ("lowered it:", down), (f"moved it less than {level:g} of a point:", even)) if x]
-    return (f"Against `{levers[0].series}` at {tokens_text(levers[0].tokens)}, in points of held-out "
-            f"accuracy, these changes " + "; ".join(parts) + ".")
+    parts = [
+        f"{label} {', '.join(x)}"
+        for label, x in (("raised it:", up), ("lowered it:", down), (f"moved it less than {level:g} of a point:", even))
+        if x
+    ]
+    return (
+        f"Against `{levers[0].series}` at {tokens_text(levers[0].tokens)}, in points of held-out "
+        f"accuracy, these changes " + "; ".join(parts) + "."
+    )
 
 
 def machines_table(pilots: Sequence[Pilot]) -> str:
@@ -280,6 +341,8 @@ def machines_table(pilots: Sequence[Pilot]) -> str:
         m = p.get("machine") or {}
         speed = m.get("median_tokens_per_s")
         commit = p.get("git_commit")
-        lines.append(f"| {p['name']} | {m.get('cpu') or 'not recorded'} | {m.get('runtime') or 'not recorded'} | "
-                     f"{f'{speed:,.0f}' if speed else 'not recorded'} | {commit[:7] if commit else 'not recorded'} |")
+        lines.append(
+            f"| {p['name']} | {m.get('cpu') or 'not recorded'} | {m.get('runtime') or 'not recorded'} | "
+            f"{f'{speed:,.0f}' if speed else 'not recorded'} | {commit[:7] if commit else 'not recorded'} |"
+        )
     return "\n".join(lines)

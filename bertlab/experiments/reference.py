@@ -84,15 +84,17 @@ class ReferenceRun:
         commit = str(p.get("git_commit") or "unknown")[:10]
         minutes = p.get("wall_time_s")
         took = f", {minutes / 60:.1f} min end to end" if isinstance(minutes, (int, float)) else ""
-        return (f"{kind} on {self.machine()}, commit {commit}{took} "
-                f"(not run while building this page; reproduce with {REPRODUCE})")
+        return (
+            f"{kind} on {self.machine()}, commit {commit}{took} "
+            f"(not run while building this page; reproduce with {REPRODUCE})"
+        )
 
     def machine(self) -> str:
         """Where the run was recorded, in words: "a 2-core CPU (Intel Xeon ...)" or the GPU's name."""
         p = self.provenance
         device = str(p.get("device", "an unknown device"))
         if device.startswith("cpu"):
-            cores = device[device.find("(") + 1:device.find(" cores")] if " cores" in device else "?"
+            cores = device[device.find("(") + 1 : device.find(" cores")] if " cores" in device else "?"
             model = p.get("cpu_model")
             return f"a {cores}-core CPU" + (f" ({model})" if model else "")
         return device
@@ -113,12 +115,14 @@ class ReferenceRun:
         # the masking rate: the run's own setting, else its recipe's (a record made before the setting)
         rate = st.get("mlm_probability") or (RECIPES[recipe].mlm_probability if recipe in RECIPES else None)
         masked = f" ({rate:.0%} of the pieces masked)" if rate else ""
-        return (f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
-                f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "
-                f"with the `{recipe}` recipe{masked} for {pre.get('train_seconds', 0) / 60:.0f} "
-                f"minutes ({pre.get('steps', 0):,} steps, {pre.get('tokens', 0) / 1e6:.1f}M tokens) on "
-                f"{self.machine()} in {', '.join(how)}"
-                + (f"; held-out MLM accuracy {held:.1%}" if held is not None else ""))
+        return (
+            f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
+            f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "
+            f"with the `{recipe}` recipe{masked} for {pre.get('train_seconds', 0) / 60:.0f} "
+            f"minutes ({pre.get('steps', 0):,} steps, {pre.get('tokens', 0) / 1e6:.1f}M tokens) on "
+            f"{self.machine()} in {', '.join(how)}"
+            + (f"; held-out MLM accuracy {held:.1%}" if held is not None else "")
+        )
 
     def trained_nsp(self) -> bool:
         """Whether the recorded pretraining had next-sentence prediction (its recipe's setting; an
@@ -160,11 +164,18 @@ class ReferenceRun:
         number of labelled training examples (None: the whole training set), the medians over
         seeds from the pretrained weights and from scratch, every seed's score, and `gain`
         (pretrained minus scratch, in points). SST-2's learning curve first, then the other tasks."""
+
         def row(task, n, pre, scr):
-            return {"task": task, "metric": pre["main_metric"], "train_examples": n,
-                    "pretrained": pre["median"], "scratch": scr["median"],
-                    "pretrained_scores": pre["scores"], "scratch_scores": scr["scores"],
-                    "gain": pre["median"] - scr["median"]}
+            return {
+                "task": task,
+                "metric": pre["main_metric"],
+                "train_examples": n,
+                "pretrained": pre["median"],
+                "scratch": scr["median"],
+                "pretrained_scores": pre["scores"],
+                "scratch_scores": scr["scores"],
+                "gain": pre["median"] - scr["median"],
+            }
 
         rows = [row("sst2", p["train_examples"], p["pretrained"], p["scratch"]) for p in self.sst2_curve() or []]
         results = self.finetune_results() or {}
@@ -192,9 +203,11 @@ class ReferenceRun:
             return
         got = sha256_file(self.path / WEIGHTS)
         if got != want:
-            raise ValueError(f"{self.path / WEIGHTS} is corrupt: sha256 {got[:16]}..., provenance.json "
-                             f"says {want[:16]}...; restore it (git checkout -- {self.path}) or re-run "
-                             f"{REPRODUCE}")
+            raise ValueError(
+                f"{self.path / WEIGHTS} is corrupt: sha256 {got[:16]}..., provenance.json "
+                f"says {want[:16]}...; restore it (git checkout -- {self.path}) or re-run "
+                f"{REPRODUCE}"
+            )
 
     def model_folder(self, cache: str | Path | None = None) -> Path:
         """A bertlab model folder (fp32 model.safetensors, config.json, tokenizer.json) holding
@@ -235,26 +248,32 @@ def find(path: str | Path | None = None) -> ReferenceRun | None:
     for place in places:
         if not place.is_dir():
             if explicit:
-                raise FileNotFoundError(f"no reference run at {place} ({'argument' if path else ENV_VAR}); "
-                                        f"point it at the folder {REPRODUCE} wrote")
+                raise FileNotFoundError(
+                    f"no reference run at {place} ({'argument' if path else ENV_VAR}); "
+                    f"point it at the folder {REPRODUCE} wrote"
+                )
             continue
         present = [f for f in REQUIRED if (place / f).exists()]
         if not present and not explicit:
             continue  # an empty data/reference_run/: not recorded
         missing = [f for f in REQUIRED if f not in present]
         if missing:
-            raise IncompleteReferenceRun(f"{place} is an incomplete reference run: missing {', '.join(missing)}; "
-                                         f"restore the folder from git or re-run {REPRODUCE}")
+            raise IncompleteReferenceRun(
+                f"{place} is an incomplete reference run: missing {', '.join(missing)}; "
+                f"restore the folder from git or re-run {REPRODUCE}"
+            )
         return ReferenceRun(place.resolve())
     return None
 
 
 def pending(what: str = "its results") -> str:
     """The notice a chapter prints where the recorded run would be shown (Markdown)."""
-    return (f"> **Pending: the recorded reference run is not in this copy of the book yet.** "
-            f"This is where {what} will appear, labelled with the machine, commit and time it took, once it "
-            f"has been recorded with `{REPRODUCE}` (it writes `data/reference_run/`). No numbers are "
-            f"shown for a run that has not happened; everything above ran while this page was built.")
+    return (
+        f"> **Pending: the recorded reference run is not in this copy of the book yet.** "
+        f"This is where {what} will appear, labelled with the machine, commit and time it took, once it "
+        f"has been recorded with `{REPRODUCE}` (it writes `data/reference_run/`). No numbers are "
+        f"shown for a run that has not happened; everything above ran while this page was built."
+    )
 
 
 @dataclass(frozen=True)
@@ -270,12 +289,15 @@ class PretrainedEncoder:
         return load_tokenizer_for(self.folder)
 
 
-MINILM = ("all-MiniLM-L6-v2: a 6-layer BERT encoder (H=384, A=12, bert-base-uncased vocabulary) "
-          "distilled from a larger model, not pre-trained with the masked LM")
+MINILM = (
+    "all-MiniLM-L6-v2: a 6-layer BERT encoder (H=384, A=12, bert-base-uncased vocabulary) "
+    "distilled from a larger model, not pre-trained with the masked LM"
+)
 
 
-def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
-                       needed_for: str = "this analysis", needs_pairs: bool = False) -> PretrainedEncoder:
+def pretrained_encoder(
+    prefer_reference: bool = True, min_layers: int = 0, needed_for: str = "this analysis", needs_pairs: bool = False
+) -> PretrainedEncoder:
     """The book's own pre-trained model when the reference run is recorded and suits the page
     (at least `min_layers` layers; with `needs_pairs`, pre-trained on pairs of texts, i.e. with
     NSP), else all-MiniLM-L6-v2 (a real 6-layer BERT encoder, distilled rather than pre-trained
@@ -287,20 +309,31 @@ def pretrained_encoder(prefer_reference: bool = True, min_layers: int = 0,
         if c.num_layers < min_layers:
             why = f"The book's own BERT has only {c.num_layers} layers and {needed_for} needs at least {min_layers}"
         elif needs_pairs and not run.trained_pairs():
-            why = (f"The book's own BERT was pre-trained without sentence pairs (every pre-training "
-                   f"sequence was one text, so its segment-B embedding never trained), and {needed_for} "
-                   f"needs an encoder that has read two texts side by side")
+            why = (
+                f"The book's own BERT was pre-trained without sentence pairs (every pre-training "
+                f"sequence was one text, so its segment-B embedding never trained), and {needed_for} "
+                f"needs an encoder that has read two texts side by side"
+            )
         else:
             return PretrainedEncoder(
-                "bertlab reference", run.model_folder(), True,
+                "bertlab reference",
+                run.model_folder(),
+                True,
                 f"the book's own BERT (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}, "
-                f"vocabulary {c.vocab_size:,}), {run.label()}")
+                f"vocabulary {c.vocab_size:,}), {run.label()}",
+            )
         return PretrainedEncoder(
-            "all-MiniLM-L6-v2", Path(minilm_path()), False,
-            f"{MINILM}. {why}, so this page uses this larger, much longer-trained encoder instead")
+            "all-MiniLM-L6-v2",
+            Path(minilm_path()),
+            False,
+            f"{MINILM}. {why}, so this page uses this larger, much longer-trained encoder instead",
+        )
     return PretrainedEncoder(
-        "all-MiniLM-L6-v2", Path(minilm_path()), False,
-        f"{MINILM}; a stand-in until the book's own reference run is recorded")
+        "all-MiniLM-L6-v2",
+        Path(minilm_path()),
+        False,
+        f"{MINILM}; a stand-in until the book's own reference run is recorded",
+    )
 
 
 def stand_in(why: str) -> PretrainedEncoder:

@@ -22,12 +22,33 @@ from bertlab.runtime import cpu_model, device_name, git_commit, make_runtime
 
 REFERENCE = {
     # One H100, about 15 minutes end to end. Never run: no GPU was available to this project.
-    "gpu": dict(preset="medium", recipe="budget", corpus="books+wiki", vocab_size=16384, seq_len=128,
-                mlm_probability=0.15, batch_size=256, minutes=9.0, steps=None, max_documents=None,
-                log_every=50, eval_every=500,
-                eval_batches=20, checkpoint_every=2000, compile=True, ft_epochs=3, ft_lr=5e-5, ft_batch=64,
-                ft_sizes=(None,), ft_min_steps=0, ft_max_eval=None, seeds=(0, 1, 2),
-                ft_tasks=("mrpc", "conll2003"), ft_tasks_max_train=None, squad=False),
+    "gpu": dict(
+        preset="medium",
+        recipe="budget",
+        corpus="books+wiki",
+        vocab_size=16384,
+        seq_len=128,
+        mlm_probability=0.15,
+        batch_size=256,
+        minutes=9.0,
+        steps=None,
+        max_documents=None,
+        log_every=50,
+        eval_every=500,
+        eval_batches=20,
+        checkpoint_every=2000,
+        compile=True,
+        ft_epochs=3,
+        ft_lr=5e-5,
+        ft_batch=64,
+        ft_sizes=(None,),
+        ft_min_steps=0,
+        ft_max_eval=None,
+        seeds=(0, 1, 2),
+        ft_tasks=("mrpc", "conll2003"),
+        ft_tasks_max_train=None,
+        squad=False,
+    ),
     # Two CPU cores: 50 minutes of pretraining with the CPU recipe (pre-LN, unigram MLM bias, no
     # dropout, lr 2e-3, batch 64) on BERT-Mini (4/256/4, Turc et al.) with an 8,192-piece WordPiece
     # (the size the small-data literature uses), bf16 autocast where the CPU has it, compiled;
@@ -42,27 +63,78 @@ REFERENCE = {
     # of the steps on 64 tokens (pilot cpu-mini-phases-64-128: +2.9), then 10% on 128 and a last
     # 10% on 256 so that the positions SQuAD's 256-token windows read are trained; the same 8,192
     # tokens every step. Held-out accuracy is scored on 128-token windows.
-    "cpu": dict(preset="mini", recipe="cpu", corpus="books+wiki", vocab_size=8192, seq_len=128,
-                segment_pairs=True, phases="0.8:64:128,0.1:128:64,0.1:256:32",
-                mlm_probability=0.3, batch_size=64, minutes=50.0, steps=None, max_documents=None,
-                log_every=50, eval_every=250,
-                eval_batches=20, checkpoint_every=500, compile=True, ft_epochs=3, ft_lr=5e-4, ft_batch=32,
-                ft_sizes=(500, 2000, 8000), ft_min_steps=300, ft_max_eval=None, seeds=(0, 1, 2),
-                ft_tasks=("mrpc", "rte", "conll2003"), ft_tasks_max_train=None, squad=True),
+    "cpu": dict(
+        preset="mini",
+        recipe="cpu",
+        corpus="books+wiki",
+        vocab_size=8192,
+        seq_len=128,
+        segment_pairs=True,
+        phases="0.8:64:128,0.1:128:64,0.1:256:32",
+        mlm_probability=0.3,
+        batch_size=64,
+        minutes=50.0,
+        steps=None,
+        max_documents=None,
+        log_every=50,
+        eval_every=250,
+        eval_batches=20,
+        checkpoint_every=500,
+        compile=True,
+        ft_epochs=3,
+        ft_lr=5e-4,
+        ft_batch=32,
+        ft_sizes=(500, 2000, 8000),
+        ft_min_steps=300,
+        ft_max_eval=None,
+        seeds=(0, 1, 2),
+        ft_tasks=("mrpc", "rte", "conll2003"),
+        ft_tasks_max_train=None,
+        squad=True,
+    ),
     # the CPU pipeline in a few minutes (how the command is tested)
-    "smoke": dict(preset="tiny", recipe="cpu", corpus="books+wiki", vocab_size=2000, seq_len=64, batch_size=16,
-                  mlm_probability=0.3, segment_pairs=True, phases="0.5:32:32,0.5:64:16",
-                  minutes=None, steps=40, max_documents=6, log_every=10, eval_every=20, eval_batches=2,
-                  checkpoint_every=20, compile=False, ft_epochs=1, ft_lr=1e-4, ft_batch=32,
-                  ft_sizes=(128, 256), ft_min_steps=0, ft_max_eval=128, seeds=(0, 1, 2),
-                  ft_tasks=("mrpc",), ft_tasks_max_train=128, squad=False),
+    "smoke": dict(
+        preset="tiny",
+        recipe="cpu",
+        corpus="books+wiki",
+        vocab_size=2000,
+        seq_len=64,
+        batch_size=16,
+        mlm_probability=0.3,
+        segment_pairs=True,
+        phases="0.5:32:32,0.5:64:16",
+        minutes=None,
+        steps=40,
+        max_documents=6,
+        log_every=10,
+        eval_every=20,
+        eval_batches=2,
+        checkpoint_every=20,
+        compile=False,
+        ft_epochs=1,
+        ft_lr=1e-4,
+        ft_batch=32,
+        ft_sizes=(128, 256),
+        ft_min_steps=0,
+        ft_max_eval=128,
+        seeds=(0, 1, 2),
+        ft_tasks=("mrpc",),
+        ft_tasks_max_train=128,
+        squad=False,
+    ),
 }
 WEIGHTS_BUDGET_MB = 20
 
 
-def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes: float | None = None,
-                  preset: str | None = None, seeds: Sequence[int] | None = None, compile: bool | None = None,
-                  resume: bool = False) -> dict[str, Any]:
+def reference_run(
+    out: str = "data/reference_run",
+    smoke: bool = False,
+    minutes: float | None = None,
+    preset: str | None = None,
+    seeds: Sequence[int] | None = None,
+    compile: bool | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
     """WordPiece on the training corpus, pre-tokenizing, pretraining on books + Wikipedia (held-out
     books and articles for evaluation), then SST-2 fine-tuning with each seed from the pretrained
     weights and from scratch (same architecture, vocabulary and fine-tuning recipe). Writes into
@@ -82,8 +154,11 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     rt = make_runtime("auto", "auto", distributed=False)
     kind = "smoke" if smoke else rt.device.type if rt.device.type in REFERENCE else "gpu"
     if kind == "gpu":
-        print("note: the GPU settings of the reference run have never been run (no GPU was available); "
-              "report what you see", flush=True)
+        print(
+            "note: the GPU settings of the reference run have never been run (no GPU was available); "
+            "report what you see",
+            flush=True,
+        )
     s = dict(REFERENCE[kind])
     if minutes is not None:
         s.update(minutes=minutes, steps=None)
@@ -98,14 +173,28 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     t_start = time.perf_counter()
     times: dict[str, float] = {}
 
-    cfg = PretrainConfig(preset=s["preset"], corpus=s["corpus"], vocab_size=s["vocab_size"], recipe=s["recipe"],
-                         mlm_probability=s.get("mlm_probability"), seq_len=s["seq_len"],
-                         segment_pairs=s.get("segment_pairs"), phases=s.get("phases"),
-                         batch_size=s["batch_size"], minutes=s["minutes"], steps=s["steps"],
-                         max_documents=s["max_documents"], compile=s["compile"], log_every=s["log_every"],
-                         eval_every=s["eval_every"], eval_batches=s["eval_batches"],
-                         checkpoint_every=s["checkpoint_every"], out=str(out_dir / "pretrain"), resume=resume,
-                         keep_last=1000)  # every checkpoint: fill-mask is asked of each below
+    cfg = PretrainConfig(
+        preset=s["preset"],
+        corpus=s["corpus"],
+        vocab_size=s["vocab_size"],
+        recipe=s["recipe"],
+        mlm_probability=s.get("mlm_probability"),
+        seq_len=s["seq_len"],
+        segment_pairs=s.get("segment_pairs"),
+        phases=s.get("phases"),
+        batch_size=s["batch_size"],
+        minutes=s["minutes"],
+        steps=s["steps"],
+        max_documents=s["max_documents"],
+        compile=s["compile"],
+        log_every=s["log_every"],
+        eval_every=s["eval_every"],
+        eval_batches=s["eval_batches"],
+        checkpoint_every=s["checkpoint_every"],
+        out=str(out_dir / "pretrain"),
+        resume=resume,
+        keep_last=1000,
+    )  # every checkpoint: fill-mask is asked of each below
     # Training time of earlier sessions of a resumed run (interrupted, or run by `pretrain` itself):
     # part of the run's wall time although not of this call's.
     earlier = ckpt.latest_checkpoint(Path(cfg.out) / "checkpoints") if resume else None
@@ -126,9 +215,16 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     single = None
     if s.get("segment_pairs"):
         t = time.perf_counter()
-        single = evaluate_checkpoint(final, corpus=cfg.corpus, seq_len=s["seq_len"], nsp=False, pairs=False,
-                                     batches=s["eval_batches"], batch_size=min(s["batch_size"], 64),
-                                     max_documents=cfg.max_documents)
+        single = evaluate_checkpoint(
+            final,
+            corpus=cfg.corpus,
+            seq_len=s["seq_len"],
+            nsp=False,
+            pairs=False,
+            batches=s["eval_batches"],
+            batch_size=min(s["batch_size"], 64),
+            max_documents=cfg.max_documents,
+        )
         times["heldout_single_segment_s"] = time.perf_counter() - t
 
     # The artefacts, small and self-describing.
@@ -144,18 +240,26 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     # Fill-mask along the run: the paper's examples and held-out sentences, at every checkpoint.
     t = time.perf_counter()
     tok = WordPieceTokenizer.load(run / "tokenizer" / "tokenizer.json")
-    probes = probe_sentences(load_corpus(cfg.corpus, "heldout")[:cfg.max_documents], tok, n=8)
+    probes = probe_sentences(load_corpus(cfg.corpus, "heldout")[: cfg.max_documents], tok, n=8)
     texts = PAPER_PROBES + [p["text"] for p in probes]
     folders = ckpt.list_checkpoints(run / "checkpoints")
     folders = [f for f in folders if int(f.name.split("-")[1]) < result.step] + [final]
-    write_json(out_dir / "fill_mask.json", {
-        "texts": texts, "answers": [None] * len(PAPER_PROBES) + [p["answer"] for p in probes],
-        "steps": [int(f.name.split("-")[1]) if f.name.startswith("step-") else result.step for f in folders],
-        "along": fill_mask_along(folders, tok, texts)})
+    write_json(
+        out_dir / "fill_mask.json",
+        {
+            "texts": texts,
+            "answers": [None] * len(PAPER_PROBES) + [p["answer"] for p in probes],
+            "steps": [int(f.name.split("-")[1]) if f.name.startswith("step-") else result.step for f in folders],
+            "along": fill_mask_along(folders, tok, texts),
+        },
+    )
     times["fill_mask_s"] = time.perf_counter() - t
     if size_mb > WEIGHTS_BUDGET_MB:
-        print(f"note: model.fp16.safetensors is {size_mb:.1f} MB, over the {WEIGHTS_BUDGET_MB} MB budget for "
-              f"committing it; --preset mini fits", flush=True)
+        print(
+            f"note: model.fp16.safetensors is {size_mb:.1f} MB, over the {WEIGHTS_BUDGET_MB} MB budget for "
+            f"committing it; --preset mini fits",
+            flush=True,
+        )
 
     # SST-2: pretrained vs scratch, same recipe, same seeds, for each number of labelled sentences.
     curve, results = [], {}
@@ -163,11 +267,21 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
         epochs = s["ft_epochs"]
         if n is not None and s["ft_min_steps"]:  # small sets: enough epochs for ft_min_steps updates
             epochs = max(epochs, math.ceil(s["ft_min_steps"] * s["ft_batch"] / n))
-        ft = dict(task="sst2", epochs=epochs, lr=s["ft_lr"], batch_size=s["ft_batch"], seeds=s["seeds"],
-                  max_train_examples=n, max_eval_examples=s["ft_max_eval"], eval_every_epoch=False)
+        ft = dict(
+            task="sst2",
+            epochs=epochs,
+            lr=s["ft_lr"],
+            batch_size=s["ft_batch"],
+            seeds=s["seeds"],
+            max_train_examples=n,
+            max_eval_examples=s["ft_max_eval"],
+            eval_every_epoch=False,
+        )
         point = {"train_examples": n, "epochs": epochs}
-        for name, kwargs in (("pretrained", {"init": str(final)}),
-                             ("scratch", {"init": "scratch", "like": str(final)})):
+        for name, kwargs in (
+            ("pretrained", {"init": str(final)}),
+            ("scratch", {"init": "scratch", "like": str(final)}),
+        ):
             t = time.perf_counter()
             r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"sst2_{n or 'all'}_{name}")))
             times[f"sst2_{n or 'all'}_{name}_s"] = time.perf_counter() - t
@@ -178,19 +292,30 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
     # Other tasks, every labelled example, same recipe: "<task>_pretrained" / "<task>_scratch"
     # (and, for CoNLL-2003, the pair under "conll2003" as chapter 14 reads it).
     for task in s["ft_tasks"]:
-        ft = dict(task=task, epochs=s["ft_epochs"], lr=s["ft_lr"], batch_size=s["ft_batch"], seeds=s["seeds"],
-                  max_train_examples=s["ft_tasks_max_train"], max_eval_examples=s["ft_max_eval"],
-                  eval_every_epoch=False)
-        for name, kwargs in (("pretrained", {"init": str(final)}),
-                             ("scratch", {"init": "scratch", "like": str(final)})):
+        ft = dict(
+            task=task,
+            epochs=s["ft_epochs"],
+            lr=s["ft_lr"],
+            batch_size=s["ft_batch"],
+            seeds=s["seeds"],
+            max_train_examples=s["ft_tasks_max_train"],
+            max_eval_examples=s["ft_max_eval"],
+            eval_every_epoch=False,
+        )
+        for name, kwargs in (
+            ("pretrained", {"init": str(final)}),
+            ("scratch", {"init": "scratch", "like": str(final)}),
+        ):
             t = time.perf_counter()
             r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"{task}_{name}")))
             times[f"{task}_{name}_s"] = time.perf_counter() - t
             results[f"{task}_{name}"] = r.to_dict()
             print(r.summary(), flush=True)
     if "conll2003_pretrained" in results:
-        results["conll2003"] = {"pretrained": results.pop("conll2003_pretrained"),
-                                "scratch": results.pop("conll2003_scratch")}
+        results["conll2003"] = {
+            "pretrained": results.pop("conll2003_pretrained"),
+            "scratch": results.pop("conll2003_scratch"),
+        }
     write_json(out_dir / "finetune_results.json", results)
     write_json(out_dir / "sst2_curve.json", curve)
 
@@ -216,19 +341,41 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
         "wall_time_s": round(time.perf_counter() - t_start + earlier_s, 1),
         "resumed": {"earlier_sessions_train_s": round(earlier_s, 1)} if earlier is not None else None,
         "stage_times_s": {k: round(v, 1) for k, v in times.items()},
-        "pretraining": {"steps": result.step, "tokens": result.tokens, "train_seconds": round(result.elapsed_s, 1),
-                        "final_heldout": final_eval, "final_heldout_single_segment": single},
-        "corpus": {"name": cfg.corpus, "train_checksum": train_meta["checksum"], "train_tokens": train_meta["n_tokens"],
-                   "train_documents": train_meta["n_documents"], "heldout_checksum": held_meta["checksum"],
-                   "heldout_tokens": held_meta["n_tokens"], "heldout_documents": held_meta["n_documents"]},
-        "weights": {"file": "model.fp16.safetensors", "megabytes": round(size_mb, 2),
-                    "sha256": sha256_file(out_dir / "model.fp16.safetensors")},
+        "pretraining": {
+            "steps": result.step,
+            "tokens": result.tokens,
+            "train_seconds": round(result.elapsed_s, 1),
+            "final_heldout": final_eval,
+            "final_heldout_single_segment": single,
+        },
+        "corpus": {
+            "name": cfg.corpus,
+            "train_checksum": train_meta["checksum"],
+            "train_tokens": train_meta["n_tokens"],
+            "train_documents": train_meta["n_documents"],
+            "heldout_checksum": held_meta["checksum"],
+            "heldout_tokens": held_meta["n_tokens"],
+            "heldout_documents": held_meta["n_documents"],
+        },
+        "weights": {
+            "file": "model.fp16.safetensors",
+            "megabytes": round(size_mb, 2),
+            "sha256": sha256_file(out_dir / "model.fp16.safetensors"),
+        },
         "sst2_dev_accuracy_median": {k: results[k]["median"] for k in ("pretrained", "scratch")},
-        "other_tasks_median": {f"{task} from {name}": (results[task][name] if task == "conll2003" else
-                                                       results[f"{task}_{name}"])["median"]
-                               for task in s["ft_tasks"] for name in ("pretrained", "scratch")},
-        "sst2_curve_median": [{"train_examples": p["train_examples"], "pretrained": p["pretrained"]["median"],
-                               "scratch": p["scratch"]["median"]} for p in curve],
+        "other_tasks_median": {
+            f"{task} from {name}": (results[task][name] if task == "conll2003" else results[f"{task}_{name}"])["median"]
+            for task in s["ft_tasks"]
+            for name in ("pretrained", "scratch")
+        },
+        "sst2_curve_median": [
+            {
+                "train_examples": p["train_examples"],
+                "pretrained": p["pretrained"]["median"],
+                "scratch": p["scratch"]["median"],
+            }
+            for p in curve
+        ],
     }
     write_json(out_dir / "provenance.json", provenance)
     if s.get("squad"):  # SQuAD reads the record as written so far, and adds itself to it
@@ -238,13 +385,28 @@ def reference_run(out: str = "data/reference_run", smoke: bool = False, minutes:
         provenance["stage_times_s"]["squad_s"] = round(time.perf_counter() - t, 1)
         provenance["wall_time_s"] = round(time.perf_counter() - t_start + earlier_s, 1)
         write_json(out_dir / "provenance.json", provenance)
-    print(json.dumps({"heldout": final_eval, "sst2": provenance["sst2_dev_accuracy_median"],
-                      "wall_time_s": provenance["wall_time_s"]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "heldout": final_eval,
+                "sst2": provenance["sst2_dev_accuracy_median"],
+                "wall_time_s": provenance["wall_time_s"],
+            },
+            indent=1,
+        )
+    )
     return provenance
 
 
-def _add_to_record(run: ReferenceRun, task: str, results: dict[str, Any], settings: dict[str, Any],
-                   seconds: float, commit: str | None, **counts: int) -> None:
+def _add_to_record(
+    run: ReferenceRun,
+    task: str,
+    results: dict[str, Any],
+    settings: dict[str, Any],
+    seconds: float,
+    commit: str | None,
+    **counts: int,
+) -> None:
     """Write a task fine-tuned after the record was made into it: "<task>_pretrained" /
     "<task>_scratch" in finetune_results.json; its settings, counts, code and wall time under
     provenance["added_tasks"][task]; its two medians under provenance["other_tasks_median"]."""
@@ -254,10 +416,15 @@ def _add_to_record(run: ReferenceRun, task: str, results: dict[str, Any], settin
     prov = dict(run.provenance)
     prov.setdefault("added_tasks", {})[task] = {
         "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
-        **counts, "git_commit": commit, "wall_time_s": round(seconds, 1), "cpu_model": cpu_model(),
-        "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)"}
+        **counts,
+        "git_commit": commit,
+        "wall_time_s": round(seconds, 1),
+        "cpu_model": cpu_model(),
+        "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)",
+    }
     prov.setdefault("other_tasks_median", {}).update(
-        {f"{task} from {name}": results[f"{task}_{name}"]["median"] for name in ("pretrained", "scratch")})
+        {f"{task} from {name}": results[f"{task}_{name}"]["median"] for name in ("pretrained", "scratch")}
+    )
     write_json(run.path / "provenance.json", prov)
 
 
@@ -267,8 +434,13 @@ def _add_to_record(run: ReferenceRun, task: str, results: dict[str, Any], settin
 ADDABLE_CLASSIFICATION = ("rte", "mrpc")
 
 
-def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[int] | None = None,
-             max_train: int | None = None, max_eval: int | None = None) -> dict[str, Any]:
+def add_task(
+    task: str,
+    out: str | Path = "data/reference_run",
+    seeds: Sequence[int] | None = None,
+    max_train: int | None = None,
+    max_eval: int | None = None,
+) -> dict[str, Any]:
     """Fine-tune one more classification task (RTE, say) from the record's weights and from scratch
     with the recipe the record fine-tuned everything else with, and add the results to the record:
     "<task>_pretrained" / "<task>_scratch" in finetune_results.json, the settings, code and wall time
@@ -277,19 +449,28 @@ def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[
     from bertlab.training.finetune import FinetuneConfig, finetune
 
     if task not in ADDABLE_CLASSIFICATION:
-        raise ValueError(f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE_CLASSIFICATION)} "
-                         f"(or add SQuAD with add_squad / --add squad)")
+        raise ValueError(
+            f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE_CLASSIFICATION)} "
+            f"(or add SQuAD with add_squad / --add squad)"
+        )
     run = find(out)
     if run is None:
         raise FileNotFoundError(f"no reference run at {out}: record one first with {REPRODUCE}")
     s = run.provenance.get("settings", {})
     missing = [k for k in ("ft_epochs", "ft_lr", "ft_batch", "seeds") if k not in s]
     if missing:
-        raise ValueError(f"the record at {out} names no fine-tuning recipe ({', '.join(missing)} missing from "
-                         f"provenance.json settings); make the record again with {REPRODUCE}")
-    settings = dict(epochs=s["ft_epochs"], lr=s["ft_lr"], batch_size=s["ft_batch"],
-                    seeds=tuple(seeds if seeds is not None else s["seeds"]),
-                    max_train_examples=max_train, max_eval_examples=max_eval)
+        raise ValueError(
+            f"the record at {out} names no fine-tuning recipe ({', '.join(missing)} missing from "
+            f"provenance.json settings); make the record again with {REPRODUCE}"
+        )
+    settings = dict(
+        epochs=s["ft_epochs"],
+        lr=s["ft_lr"],
+        batch_size=s["ft_batch"],
+        seeds=tuple(seeds if seeds is not None else s["seeds"]),
+        max_train_examples=max_train,
+        max_eval_examples=max_eval,
+    )
     folder = str(run.model_folder())
     t0, results = time.perf_counter(), {}
     for name, init in (("pretrained", {"init": folder}), ("scratch", {"init": "scratch", "like": folder})):
@@ -303,8 +484,18 @@ def add_task(task: str, out: str | Path = "data/reference_run", seeds: Sequence[
 # SQuAD v1.1 for the CPU record: the mirror holds the dev set only, so the record learns from the
 # articles of chapter 13's by-article split and is scored on the others (no paragraph on both sides).
 # One epoch of windows of 256 tokens: about 3 minutes per run for BERT-Mini on 2 cores.
-SQUAD_CPU = dict(eval_fraction=0.25, split_seed=0, max_len=256, doc_stride=128, epochs=1, lr=5e-4, batch_size=32,
-                 seeds=(0, 1, 2), max_train=None, max_eval=None)
+SQUAD_CPU = dict(
+    eval_fraction=0.25,
+    split_seed=0,
+    max_len=256,
+    doc_stride=128,
+    epochs=1,
+    lr=5e-4,
+    batch_size=32,
+    seeds=(0, 1, 2),
+    max_train=None,
+    max_eval=None,
+)
 
 
 def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[str, Any]:
@@ -326,17 +517,34 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
     run = find(out)
     if run is None:
         raise FileNotFoundError(f"no reference run at {out}: record one first with {REPRODUCE}")
-    train, held = split_by_article(get_task("squad").load("dev"), eval_fraction=s["eval_fraction"],
-                                   seed=s["split_seed"])
-    train, held = train[:s["max_train"]], held[:s["max_eval"]]
-    recipe = FinetuneConfig(task="squad", max_len=s["max_len"], doc_stride=s["doc_stride"], epochs=s["epochs"],
-                            lr=s["lr"], batch_size=s["batch_size"], seeds=tuple(s["seeds"]), eval_every_epoch=False)
+    train, held = split_by_article(
+        get_task("squad").load("dev"), eval_fraction=s["eval_fraction"], seed=s["split_seed"]
+    )
+    train, held = train[: s["max_train"]], held[: s["max_eval"]]
+    recipe = FinetuneConfig(
+        task="squad",
+        max_len=s["max_len"],
+        doc_stride=s["doc_stride"],
+        epochs=s["epochs"],
+        lr=s["lr"],
+        batch_size=s["batch_size"],
+        seeds=tuple(s["seeds"]),
+        eval_every_epoch=False,
+    )
     folder = str(run.model_folder())
     t0, results = time.perf_counter(), {}
     for name, init in (("pretrained", {"init": folder}), ("scratch", {"init": "scratch", "like": folder})):
         r = finetune(recipe, init=init["init"], like=init.get("like"), train_examples=train, eval_examples=held)
         results[f"squad_{name}"] = dict(r.to_dict(), train_questions=len(train), eval_questions=len(held))
         print(r.summary(), flush=True)
-    _add_to_record(run, "squad", results, s, time.perf_counter() - t0, git_commit(),
-                   train_questions=len(train), eval_questions=len(held))
+    _add_to_record(
+        run,
+        "squad",
+        results,
+        s,
+        time.perf_counter() - t0,
+        git_commit(),
+        train_questions=len(train),
+        eval_questions=len(held),
+    )
     return results

@@ -96,15 +96,18 @@ def _label_id(label: Any, label_names: Sequence[str], where: str) -> int | None:
         return label_names.index(label)
     value = int(label)
     if not 0 <= value < len(label_names):
-        raise ValueError(f"{where}: label {value} is outside [0, {len(label_names)}) "
-                         f"(labels {list(label_names)})")
+        raise ValueError(f"{where}: label {value} is outside [0, {len(label_names)}) (labels {list(label_names)})")
     return value
 
 
-def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
-                             text_fields: Sequence[str] = ("sentence",),
-                             label_names: Sequence[str] = ("0", "1"), task: str = "classification"
-                             ) -> Features:
+def featurize_classification(
+    examples: Sequence[Any],
+    tokenizer: Any,
+    max_len: int = 128,
+    text_fields: Sequence[str] = ("sentence",),
+    label_names: Sequence[str] = ("0", "1"),
+    task: str = "classification",
+) -> Features:
     """Features for single-text or pair classification.
 
     Each example gives its text(s) by `text_fields` (one field: single text, two: a pair) and an
@@ -126,8 +129,14 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
                 raise TypeError(f"{task} example {i}: field {f!r} is {type(t).__name__}, expected str")
     encoded = [encode_texts(backend, column) for column in texts]
 
-    report = {"examples": len(examples), "truncated": 0, "tokens_cut": 0, "empty_texts": 0,
-              "unlabelled": 0, "max_len": max_len}
+    report = {
+        "examples": len(examples),
+        "truncated": 0,
+        "tokens_cut": 0,
+        "empty_texts": 0,
+        "unlabelled": 0,
+        "max_len": max_len,
+    }
     locations: dict[str, list] = {"empty_texts": [], "truncated": []}  # the first 20 example ids
     items = []
     for i, ex in enumerate(examples):
@@ -144,12 +153,13 @@ def featurize_classification(examples: Sequence[Any], tokenizer: Any, max_len: i
             report["tokens_cut"] += cut
             locations["truncated"].append(where)
         input_ids, token_type_ids = pack(ids_a[:keep_a], ids_b[:keep_b] if pair else None, special)
-        label = _label_id(example_field(ex, "label") if _has(ex, "label") else None, label_names,
-                          f"{task} example {i}")
+        label = _label_id(example_field(ex, "label") if _has(ex, "label") else None, label_names, f"{task} example {i}")
         if label is None:
             report["unlabelled"] += 1
-        item = {"input_ids": np.array(input_ids, dtype=np.int64),
-                "token_type_ids": np.array(token_type_ids, dtype=np.int64)}
+        item = {
+            "input_ids": np.array(input_ids, dtype=np.int64),
+            "token_type_ids": np.array(token_type_ids, dtype=np.int64),
+        }
         if label is not None:
             item["labels"] = label
         items.append(item)
@@ -194,8 +204,11 @@ class Task:
 
     @property
     def model_class(self) -> type:
-        return {"classification": BertForSequenceClassification, "token": BertForTokenClassification,
-                "span": BertForQuestionAnswering}[self.kind]
+        return {
+            "classification": BertForSequenceClassification,
+            "token": BertForTokenClassification,
+            "span": BertForQuestionAnswering,
+        }[self.kind]
 
     @property
     def model_kwargs(self) -> dict:
@@ -222,21 +235,22 @@ class Task:
         reader skipped, with file, line and reason."""
         split = _SPLIT_ALIASES.get(split, split)
         if split not in self.splits:
-            raise ValueError(f"task {self.name!r} has no split {split!r} in the local mirror; "
-                             f"available: {list(self.splits)}")
+            raise ValueError(
+                f"task {self.name!r} has no split {split!r} in the local mirror; available: {list(self.splits)}"
+            )
         if self.reader is None:
             raise RuntimeError(f"task {self.name!r} has no reader")
         examples, report = self.reader(split)
         return (examples, report) if with_report else examples
 
-    def featurize(self, examples: Sequence[Any], tokenizer: Any, max_len: int | None = None,
-                  **kwargs: Any) -> Features:
+    def featurize(self, examples: Sequence[Any], tokenizer: Any, max_len: int | None = None, **kwargs: Any) -> Features:
         """Examples -> Features (a torch Dataset of dicts; `.report` says what was cut or
         repaired). kwargs go to the task's featurizer (SQuAD: doc_stride, max_query_len)."""
         max_len = max_len or self.max_len
         if self.kind == "classification":
-            return featurize_classification(examples, tokenizer, max_len, self.text_fields,
-                                            self.label_names, task=self.name)
+            return featurize_classification(
+                examples, tokenizer, max_len, self.text_fields, self.label_names, task=self.name
+            )
         if self.kind == "span":
             return featurize_squad(examples, tokenizer, max_len=max_len, **kwargs)
         return featurize_ner(examples, tokenizer, max_len=max_len, label_names=self.label_names, **kwargs)
@@ -246,8 +260,7 @@ class Task:
         return collate(batch, pad_to_multiple_of=pad_to_multiple_of)
 
     # --- evaluation ---------------------------------------------------------------------------
-    def predict(self, model: torch.nn.Module, features: Features, batch_size: int = 128,
-                rt: Any = None) -> list:
+    def predict(self, model: torch.nn.Module, features: Features, batch_size: int = 128, rt: Any = None) -> list:
         """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
         and return the `gather` of every batch: what `evaluate` takes. With `rt` (a bertlab
         Runtime) batches go to its device under its autocast; without, to the model's device."""
@@ -280,8 +293,10 @@ class Task:
         if (gold < 0).any():
             raise ValueError(f"{self.name}: some features have no label (test data?); cannot score them")
         if len(preds) != len(gold):
-            raise ValueError(f"{self.name}: {len(preds)} predictions for {len(gold)} features; pass the "
-                             f"outputs of the whole split, in order")
+            raise ValueError(
+                f"{self.name}: {len(preds)} predictions for {len(gold)} features; pass the "
+                f"outputs of the whole split, in order"
+            )
         scores = {"accuracy": metrics.accuracy(preds, gold)}
         if "f1" in self.metrics:
             scores["f1"] = metrics.binary_f1(preds, gold)["f1"]
@@ -304,31 +319,79 @@ _FILE_SPLITS = {"conll2003": {"dev": "valid"}}
 def _reader(name: str) -> Callable[[str], tuple[list, Any]]:
     """Read a split with bertlab.data.task_data (checksummed files from the local mirror, the cache or
     the network): returns (examples, LoadReport)."""
+
     def read(split: str) -> tuple[list, Any]:
-        fn = {"sst2": task_data.read_sst2, "mrpc": task_data.read_mrpc, "rte": task_data.read_rte,
-              "squad": task_data.read_squad, "conll2003": task_data.read_conll2003}[name]
+        fn = {
+            "sst2": task_data.read_sst2,
+            "mrpc": task_data.read_mrpc,
+            "rte": task_data.read_rte,
+            "squad": task_data.read_squad,
+            "conll2003": task_data.read_conll2003,
+        }[name]
         return fn(_FILE_SPLITS.get(name, {}).get(split, split))
+
     return read
 
 
 CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
 TASKS: dict[str, Task] = {
-    "sst2": Task("sst2", "classification", ("negative", "positive"), ("accuracy",), 128,
-                 ("train", "dev", "test"), "Stanford Sentiment Treebank: is a movie-review sentence "
-                 "positive or negative? One sentence.", ("sentence",), _reader("sst2")),
-    "mrpc": Task("mrpc", "classification", ("not_equivalent", "equivalent"), ("f1", "accuracy"), 128,
-                 ("train", "dev", "test"), "Microsoft Research Paraphrase Corpus: do two news "
-                 "sentences say the same thing? A pair.", ("text_a", "text_b"), _reader("mrpc")),
-    "rte": Task("rte", "classification", ("entailment", "not_entailment"), ("accuracy",), 128,
-                ("train", "dev", "test"), "Recognizing Textual Entailment: does the first text "
-                "entail the second? A pair.", ("text_a", "text_b"), _reader("rte")),
-    "squad": Task("squad", "span", (), ("f1", "exact_match"), 384, ("dev",),
-                  "SQuAD v1.1: find the answer to a question as a span of a Wikipedia paragraph. "
-                  "Only the dev split is in the local mirror.", (), _reader("squad")),
-    "conll2003": Task("conll2003", "token", CONLL_LABELS, ("f1", "precision", "recall"), 128,
-                      ("train", "dev", "test"), "CoNLL-2003 English named entities (PER, ORG, LOC, "
-                      "MISC), IOB2 tags, scored by entity-level F1.", (), _reader("conll2003")),
+    "sst2": Task(
+        "sst2",
+        "classification",
+        ("negative", "positive"),
+        ("accuracy",),
+        128,
+        ("train", "dev", "test"),
+        "Stanford Sentiment Treebank: is a movie-review sentence positive or negative? One sentence.",
+        ("sentence",),
+        _reader("sst2"),
+    ),
+    "mrpc": Task(
+        "mrpc",
+        "classification",
+        ("not_equivalent", "equivalent"),
+        ("f1", "accuracy"),
+        128,
+        ("train", "dev", "test"),
+        "Microsoft Research Paraphrase Corpus: do two news sentences say the same thing? A pair.",
+        ("text_a", "text_b"),
+        _reader("mrpc"),
+    ),
+    "rte": Task(
+        "rte",
+        "classification",
+        ("entailment", "not_entailment"),
+        ("accuracy",),
+        128,
+        ("train", "dev", "test"),
+        "Recognizing Textual Entailment: does the first text entail the second? A pair.",
+        ("text_a", "text_b"),
+        _reader("rte"),
+    ),
+    "squad": Task(
+        "squad",
+        "span",
+        (),
+        ("f1", "exact_match"),
+        384,
+        ("dev",),
+        "SQuAD v1.1: find the answer to a question as a span of a Wikipedia paragraph. "
+        "Only the dev split is in the local mirror.",
+        (),
+        _reader("squad"),
+    ),
+    "conll2003": Task(
+        "conll2003",
+        "token",
+        CONLL_LABELS,
+        ("f1", "precision", "recall"),
+        128,
+        ("train", "dev", "test"),
+        "CoNLL-2003 English named entities (PER, ORG, LOC, MISC), IOB2 tags, scored by entity-level F1.",
+        (),
+        _reader("conll2003"),
+    ),
 }
 
 

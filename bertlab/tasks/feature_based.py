@@ -73,23 +73,34 @@ def concat_last_four(hs: Sequence[torch.Tensor]) -> torch.Tensor:
 
 
 COMBINATIONS: dict[str, Callable[[Sequence[torch.Tensor]], torch.Tensor]] = {
-    "first_layer": first_layer, "last_hidden": last_hidden, "sum_all": sum_all,
-    "second_to_last": second_to_last, "sum_last_four": sum_last_four,
+    "first_layer": first_layer,
+    "last_hidden": last_hidden,
+    "sum_all": sum_all,
+    "second_to_last": second_to_last,
+    "sum_last_four": sum_last_four,
     "concat_last_four": concat_last_four,
 }
 
 # What each row of Table 7 takes, in words. The rows are listed in order of the paper's score.
 DESCRIPTIONS = {
-    "first_layer": "the embedding output (first layer)", "last_hidden": "the last hidden layer",
-    "sum_all": "the sum of all L layers", "second_to_last": "the second-to-last hidden layer",
+    "first_layer": "the embedding output (first layer)",
+    "last_hidden": "the last hidden layer",
+    "sum_all": "the sum of all L layers",
+    "second_to_last": "the second-to-last hidden layer",
     "sum_last_four": "the sum of the last four layers",
     "concat_last_four": "the last four layers concatenated",
 }
 
 # Quoted from the paper, Table 7: CoNLL-2003 dev F1 of BERT-Base features feeding a two-layer
 # BiLSTM, and of fine-tuning BERT-Base.
-PAPER_DEV_F1 = {"first_layer": 91.0, "last_hidden": 94.9, "sum_all": 95.5,
-                "second_to_last": 95.6, "sum_last_four": 95.9, "concat_last_four": 96.1}
+PAPER_DEV_F1 = {
+    "first_layer": 91.0,
+    "last_hidden": 94.9,
+    "sum_all": 95.5,
+    "second_to_last": 95.6,
+    "sum_last_four": 95.9,
+    "concat_last_four": 96.1,
+}
 PAPER_FINETUNE_DEV_F1 = 96.4
 
 
@@ -101,8 +112,10 @@ def combine(hidden_states: Sequence[torch.Tensor] | torch.Tensor, combination: s
     hs = tuple(hidden_states)
     need = 5 if combination.endswith("last_four") else 3 if combination == "second_to_last" else 2
     if len(hs) < need:
-        raise ValueError(f"{len(hs)} hidden states: {combination} needs an encoder of at least "
-                         f"{need - 1} layers ({need} entries, the embedding output first)")
+        raise ValueError(
+            f"{len(hs)} hidden states: {combination} needs an encoder of at least "
+            f"{need - 1} layers ({need} entries, the embedding output first)"
+        )
     return COMBINATIONS[combination](hs)
 
 
@@ -110,9 +123,14 @@ def layers_used(combination: str, num_layers: int) -> list[int]:
     """Which entries of hidden_states (0 = embedding output, k = output of layer k) a
     combination reads, for an encoder of `num_layers` layers."""
     L = num_layers
-    return {"first_layer": [0], "last_hidden": [L], "sum_all": list(range(1, L + 1)),
-            "second_to_last": [L - 1], "sum_last_four": list(range(L - 3, L + 1)),
-            "concat_last_four": list(range(L - 3, L + 1))}[combination]
+    return {
+        "first_layer": [0],
+        "last_hidden": [L],
+        "sum_all": list(range(1, L + 1)),
+        "second_to_last": [L - 1],
+        "sum_last_four": list(range(L - 3, L + 1)),
+        "concat_last_four": list(range(L - 3, L + 1)),
+    }[combination]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -152,9 +170,13 @@ class WordStates:
 
 
 @torch.no_grad()
-def extract_word_states(encoder: nn.Module, features: Features, batch_size: int = 64,
-                        device: str | torch.device | None = None,
-                        dtype: torch.dtype = torch.float32) -> WordStates:
+def extract_word_states(
+    encoder: nn.Module,
+    features: Features,
+    batch_size: int = 64,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> WordStates:
     """Run the frozen encoder once over featurized NER windows (bertlab.tasks.ner.featurize_ner) and
     keep, for every word, its first piece's vector at each of the L + 1 hidden states.
 
@@ -175,13 +197,17 @@ def extract_word_states(encoder: nn.Module, features: Features, batch_size: int 
     order = np.argsort(features.lengths(), kind="stable")
     pad_id = meta.get("pad_id", 0)
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         batch = collate([features[int(i)] for i in idx], pad_id=pad_id)
-        hs = bert(batch["input_ids"].to(device), batch["token_type_ids"].to(device),
-                  batch["attention_mask"].to(device), output_hidden_states=True).hidden_states
+        hs = bert(
+            batch["input_ids"].to(device),
+            batch["token_type_ids"].to(device),
+            batch["attention_mask"].to(device),
+            output_hidden_states=True,
+        ).hidden_states
         hs = torch.stack(hs).to("cpu", torch.float32)  # (L+1, B, T, H)
         for b, n in enumerate(idx):
-            out[:, offsets[n]:offsets[n + 1]] = hs[:, b, torch.as_tensor(firsts[n])].to(dtype)
+            out[:, offsets[n] : offsets[n + 1]] = hs[:, b, torch.as_tensor(firsts[n])].to(dtype)
     bert.train(was_training)
 
     # Words per sentence: windows of one sentence are consecutive and in word order.
@@ -189,12 +215,18 @@ def extract_word_states(encoder: nn.Module, features: Features, batch_size: int 
     lengths = np.add.reduceat(counts, first_window) if len(counts) else counts
     tags = None
     if len(features) and "labels" in features[0]:
-        tags = torch.from_numpy(np.concatenate(
-            [features[n]["labels"][firsts[n]] for n in range(len(features))]).astype(np.int64))
+        tags = torch.from_numpy(
+            np.concatenate([features[n]["labels"][firsts[n]] for n in range(len(features))]).astype(np.int64)
+        )
         if (tags == IGNORE_INDEX).any():
             raise ValueError("a word's first piece carries no label: features and words disagree")
-    return WordStates(out, torch.as_tensor(lengths, dtype=torch.long),
-                      torch.as_tensor(sentences, dtype=torch.long), tags, tuple(meta["label_names"]))
+    return WordStates(
+        out,
+        torch.as_tensor(lengths, dtype=torch.long),
+        torch.as_tensor(sentences, dtype=torch.long),
+        tags,
+        tuple(meta["label_names"]),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -208,15 +240,20 @@ class Tagger(nn.Module):
     frozen encoder put in its vector); num_layers=2, hidden=768 is the paper's two-layer BiLSTM
     (768 units per direction here: our reading of "768-dimensional")."""
 
-    def __init__(self, in_dim: int, num_labels: int, hidden: int = 768, num_layers: int = 2,
-                 dropout: float = 0.1):
+    def __init__(self, in_dim: int, num_labels: int, hidden: int = 768, num_layers: int = 2, dropout: float = 0.1):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
         self.lstm = None
         width = in_dim
         if num_layers > 0:
-            self.lstm = nn.LSTM(in_dim, hidden, num_layers, batch_first=True, bidirectional=True,
-                                dropout=dropout if num_layers > 1 else 0.0)
+            self.lstm = nn.LSTM(
+                in_dim,
+                hidden,
+                num_layers,
+                batch_first=True,
+                bidirectional=True,
+                dropout=dropout if num_layers > 1 else 0.0,
+            )
             width = 2 * hidden  # forward and backward states side by side
         self.classifier = nn.Linear(width, num_labels)
 
@@ -249,13 +286,14 @@ class TaggerResult:
 
 def _padded(x: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor):
     """The sentences `rows` of a word-feature stack x (N, D) as a padded (B, W, D) batch."""
-    pieces = [x[starts[r]:starts[r] + lengths[r]] for r in rows.tolist()]
+    pieces = [x[starts[r] : starts[r] + lengths[r]] for r in rows.tolist()]
     return pad_sequence(pieces, batch_first=True), lengths[rows]
 
 
 @torch.no_grad()
-def predict_tags(tagger: Tagger, x: torch.Tensor, lengths: torch.Tensor,
-                 label_names: Sequence[str], batch_size: int = 256) -> list[list[str]]:
+def predict_tags(
+    tagger: Tagger, x: torch.Tensor, lengths: torch.Tensor, label_names: Sequence[str], batch_size: int = 256
+) -> list[list[str]]:
     """The tagger's tags for every sentence of a word-feature stack x (N, D)."""
     was = tagger.training
     tagger.eval()
@@ -283,10 +321,20 @@ def _length_batches(lengths: torch.Tensor, batch_size: int, g: torch.Generator) 
     return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
 
 
-def train_tagger(train: WordStates, dev: WordStates, combination: str, hidden: int = 768,
-                 num_layers: int = 2, epochs: int = 4, lr: float = 1e-3, batch_size: int = 32,
-                 dropout: float = 0.1, weight_decay: float = 0.0, seed: int = 0,
-                 device: str | torch.device = "cpu") -> TaggerResult:
+def train_tagger(
+    train: WordStates,
+    dev: WordStates,
+    combination: str,
+    hidden: int = 768,
+    num_layers: int = 2,
+    epochs: int = 4,
+    lr: float = 1e-3,
+    batch_size: int = 32,
+    dropout: float = 0.1,
+    weight_decay: float = 0.0,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> TaggerResult:
     """Train a Tagger on one combination of the frozen states, score it on dev after every
     epoch (entity-level F1, bertlab.tasks.metrics.entity_f1). Adam, constant lr, cross-entropy over
     every word, batches of sentences of similar lengths; the encoder is not involved any more:
@@ -319,11 +367,20 @@ def train_tagger(train: WordStates, dev: WordStates, combination: str, hidden: i
             n += len(rows)
         pred = predict_tags(tagger, x_dev, dev.lengths, dev.label_names)
         scores = entity_f1(gold, pred, by_type=True)
-        history.append({"epoch": epoch, "train_loss": total / n, "f1": scores["f1"],
-                        "elapsed_s": time.perf_counter() - t0})
+        history.append(
+            {"epoch": epoch, "train_loss": total / n, "f1": scores["f1"], "elapsed_s": time.perf_counter() - t0}
+        )
         if not math.isfinite(total):
-            raise RuntimeError(f"{combination}: the training loss became {total} in epoch {epoch}; "
-                               f"lower lr")
-    return TaggerResult(combination, scores["f1"], scores["precision"], scores["recall"],
-                        scores["types"], history, pred, x_train.shape[-1],
-                        sum(p.numel() for p in tagger.parameters()), time.perf_counter() - t0)
+            raise RuntimeError(f"{combination}: the training loss became {total} in epoch {epoch}; lower lr")
+    return TaggerResult(
+        combination,
+        scores["f1"],
+        scores["precision"],
+        scores["recall"],
+        scores["types"],
+        history,
+        pred,
+        x_train.shape[-1],
+        sum(p.numel() for p in tagger.parameters()),
+        time.perf_counter() - t0,
+    )

@@ -56,16 +56,20 @@ def fast_tokenizer(tokenizer: Any) -> Tokenizer:
     elif isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
         backend = tokenizer.backend_tokenizer
     else:
-        raise TypeError(f"expected a WordPieceTokenizer, a tokenizers.Tokenizer or a path to a "
-                        f"tokenizer.json, got {type(tokenizer).__name__}")
+        raise TypeError(
+            f"expected a WordPieceTokenizer, a tokenizers.Tokenizer or a path to a "
+            f"tokenizer.json, got {type(tokenizer).__name__}"
+        )
     if backend.truncation is not None or backend.padding is not None:
         backend = Tokenizer.from_str(backend.to_str())
         backend.no_truncation()
         backend.no_padding()
     for token in ("[CLS]", "[SEP]", "[PAD]", "[UNK]"):
         if backend.token_to_id(token) is None:
-            raise ValueError(f"the tokenizer has no {token} token; BERT fine-tuning needs "
-                             f"[CLS], [SEP], [PAD] and [UNK] in the vocabulary")
+            raise ValueError(
+                f"the tokenizer has no {token} token; BERT fine-tuning needs "
+                f"[CLS], [SEP], [PAD] and [UNK] in the vocabulary"
+            )
     return backend
 
 
@@ -109,8 +113,7 @@ class Features(torch.utils.data.Dataset):
     `meta` holds task-specific arrays for evaluation (for SQuAD: each window's token -> character
     map). Items are dicts of numpy arrays / ints; `collate` turns a list of them into tensors."""
 
-    def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict,
-                 meta: dict | None = None):
+    def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict, meta: dict | None = None):
         self.task = task
         self.items = items
         self.examples = list(examples)
@@ -128,8 +131,10 @@ class Features(torch.utils.data.Dataset):
         return np.array([len(it["input_ids"]) for it in self.items], dtype=np.int64)
 
     def __repr__(self) -> str:
-        return (f"Features(task={self.task!r}, items={len(self.items)}, examples={len(self.examples)}, "
-                f"report={json.dumps(self.report, default=str)[:300]})")
+        return (
+            f"Features(task={self.task!r}, items={len(self.items)}, examples={len(self.examples)}, "
+            f"report={json.dumps(self.report, default=str)[:300]})"
+        )
 
 
 def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | None = None) -> dict:
@@ -167,8 +172,10 @@ def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | No
             if all(v is not None for v in values):
                 out[key] = torch.tensor(values, dtype=torch.long)
             elif any(v is not None for v in values):
-                raise ValueError(f"some items of the batch have {key!r} and some do not; featurize "
-                                 f"labelled and unlabelled examples separately")
+                raise ValueError(
+                    f"some items of the batch have {key!r} and some do not; featurize "
+                    f"labelled and unlabelled examples separately"
+                )
     return out
 
 
@@ -176,8 +183,9 @@ def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | No
 # Model outputs
 # ------------------------------------------------------------------------------------------------
 @torch.no_grad()
-def predict_batches(model: torch.nn.Module, features: Features, gather: Callable[[Any], Any],
-                    batch_size: int = 128, rt: Any = None) -> list:
+def predict_batches(
+    model: torch.nn.Module, features: Features, gather: Callable[[Any], Any], batch_size: int = 128, rt: Any = None
+) -> list:
     """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
     and return `gather(output)` of every batch (what a task's evaluation needs of it, detached on
     the CPU). With `rt` (a bertlab Runtime) batches go to its device under its autocast; without,

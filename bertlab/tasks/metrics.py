@@ -94,8 +94,9 @@ def matthews_corrcoef(predictions: Any, labels: Any) -> float:
         raise ValueError("the Matthews correlation of an empty set is undefined")
     if p.is_floating_point() or y.is_floating_point():
         if not (torch.equal(p, p.round()) and torch.equal(y, y.round())):
-            raise ValueError("matthews_corrcoef takes class labels (integers), not scores; "
-                             "take the argmax of the logits first")
+            raise ValueError(
+                "matthews_corrcoef takes class labels (integers), not scores; take the argmax of the logits first"
+            )
     classes, index = torch.unique(torch.cat([y, p]).long(), return_inverse=True)
     K, n = len(classes), y.numel()
     confusion = torch.bincount(index[:n] * K + index[n:], minlength=K * K).reshape(K, K).double()
@@ -131,8 +132,10 @@ def pearson(predictions: Any, labels: Any) -> float:
         raise ValueError(f"a correlation needs at least 2 pairs, got {x.numel()}")
     for v, name in ((x, "predictions"), (y, "labels")):
         if bool((v == v[0]).all()):
-            raise ValueError(f"the {name} are constant (all {float(v[0]):g}): a correlation with a "
-                             f"constant is undefined (zero variance)")
+            raise ValueError(
+                f"the {name} are constant (all {float(v[0]):g}): a correlation with a "
+                f"constant is undefined (zero variance)"
+            )
     dx, dy = x - x.mean(), y - y.mean()
     return 100.0 * float((dx * dy).sum() / ((dx * dx).sum() * (dy * dy).sum()).sqrt())
 
@@ -162,8 +165,10 @@ def spearman(predictions: Any, labels: Any) -> float:
         raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
     for v, name in ((x, "predictions"), (y, "labels")):
         if v.numel() >= 2 and bool((v == v[0]).all()):
-            raise ValueError(f"the {name} are constant (all {float(v[0]):g}): a rank correlation "
-                             f"with a constant is undefined (every rank ties)")
+            raise ValueError(
+                f"the {name} are constant (all {float(v[0]):g}): a rank correlation "
+                f"with a constant is undefined (every rank ties)"
+            )
     return pearson(average_ranks(x), average_ranks(y))
 
 
@@ -256,8 +261,9 @@ def get_entities(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     return entities
 
 
-def entity_f1(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]],
-              by_type: bool = False) -> dict[str, Any]:
+def entity_f1(
+    gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]], by_type: bool = False
+) -> dict[str, Any]:
     """Micro-averaged precision, recall and F1 (percentages) over exact entities: a predicted
     entity counts only if a gold entity has the same type, first and last word. With by_type, adds
     "types": {type: {precision, recall, f1, support}}."""
@@ -284,8 +290,7 @@ def entity_f1(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Seque
 ERROR_KINDS = ("correct", "wrong_type", "wrong_span", "wrong_type_and_span", "spurious", "missed")
 
 
-def entity_errors(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]]
-                  ) -> dict[str, int]:
+def entity_errors(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]]) -> dict[str, int]:
     """Where entity-level F1 loses its points: every predicted entity is counted once as
 
         correct              a gold entity has the same type, first and last word

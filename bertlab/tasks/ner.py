@@ -42,8 +42,9 @@ def word_pieces(backend: Any, sentences: Sequence[Sequence[str]]) -> list[list[l
     none). One fast batch call over pre-split words (`is_pretokenized`); each piece knows its word
     through the encoding's word_ids."""
     nonempty = [i for i, s in enumerate(sentences) if len(s)]
-    encodings = backend.encode_batch([list(sentences[i]) for i in nonempty], is_pretokenized=True,
-                                     add_special_tokens=False)
+    encodings = backend.encode_batch(
+        [list(sentences[i]) for i in nonempty], is_pretokenized=True, add_special_tokens=False
+    )
     out: list[list[list[int]]] = [[] for _ in sentences]
     for i, enc in zip(nonempty, encodings):
         pieces: list[list[int]] = [[] for _ in sentences[i]]
@@ -81,8 +82,13 @@ def _tag_ids(tags: Sequence[Any], label_names: Sequence[str], where: str) -> lis
     return ids
 
 
-def featurize_ner(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
-                  label_names: Sequence[str] = (), has_labels: bool | None = None) -> Features:
+def featurize_ner(
+    examples: Sequence[Any],
+    tokenizer: Any,
+    max_len: int = 128,
+    label_names: Sequence[str] = (),
+    has_labels: bool | None = None,
+) -> Features:
     """CoNLL examples (`words`, `tags`) -> items with input_ids [CLS] pieces [SEP], token_type_ids
     (all 0) and labels: the word's tag id on its first piece, IGNORE_INDEX everywhere else.
 
@@ -136,23 +142,36 @@ def featurize_ner(examples: Sequence[Any], tokenizer: Any, max_len: int = 128,
                 labels += [tags[w] if tags is not None else IGNORE_INDEX] + [IGNORE_INDEX] * (len(word_ids[w]) - 1)
             input_ids.append(special.sep)
             labels.append(IGNORE_INDEX)
-            item = {"input_ids": np.array(input_ids, dtype=np.int64),
-                    "token_type_ids": np.zeros(len(input_ids), dtype=np.int64)}
+            item = {
+                "input_ids": np.array(input_ids, dtype=np.int64),
+                "token_type_ids": np.zeros(len(input_ids), dtype=np.int64),
+            }
             if tags is not None:
                 item["labels"] = np.array(labels, dtype=np.int64)
             items.append(item)
             sentence_index.append(s)
             word_start.append(lo)
             first_piece.append(np.array(firsts, dtype=np.int64))
-    full_report = {"sentences": len(examples), "words": 0, "windows": len(items), "max_len": max_len,
-                   "sentences_split": 0, "words_truncated": 0, "words_without_pieces": 0,
-                   "empty_sentences": 0}
+    full_report = {
+        "sentences": len(examples),
+        "words": 0,
+        "windows": len(items),
+        "max_len": max_len,
+        "sentences_split": 0,
+        "words_truncated": 0,
+        "words_without_pieces": 0,
+        "empty_sentences": 0,
+    }
     full_report.update(report)
     full_report["windows"] = len(items)
     full_report["locations"] = dict(locations)
-    meta = {"sentence_index": np.array(sentence_index, dtype=np.int64),
-            "word_start": np.array(word_start, dtype=np.int64), "first_piece": first_piece,
-            "label_names": tuple(label_names), "pad_id": special.pad}
+    meta = {
+        "sentence_index": np.array(sentence_index, dtype=np.int64),
+        "word_start": np.array(word_start, dtype=np.int64),
+        "first_piece": first_piece,
+        "label_names": tuple(label_names),
+        "pad_id": special.pad,
+    }
     return Features("conll2003", items, examples, full_report, meta)
 
 
@@ -174,20 +193,19 @@ def word_predictions(token_predictions: Any, features: Features) -> list[list[st
     names = np.array(meta["label_names"], dtype=object)
     N = len(meta["first_piece"])
     if preds.shape[0] != N:
-        raise ValueError(f"{preds.shape[0]} rows of predictions for {N} windows; pass the whole "
-                         f"split, in order")
+        raise ValueError(f"{preds.shape[0]} rows of predictions for {N} windows; pass the whole split, in order")
     out = [[None] * len(example_field(ex, "words")) for ex in features.examples]
     for n in range(N):
         firsts = meta["first_piece"][n]
         if len(firsts) and firsts[-1] >= preds.shape[1]:
-            raise ValueError(f"window {n} needs position {firsts[-1]} but predictions have "
-                             f"{preds.shape[1]} positions")
+            raise ValueError(f"window {n} needs position {firsts[-1]} but predictions have {preds.shape[1]} positions")
         ids = preds[n, firsts]
         if (ids < 0).any() or (ids >= len(names)).any():
-            raise ValueError(f"window {n}: a word's first piece has label id outside "
-                             f"[0, {len(names)}) (was it IGNORE_INDEX?)")
+            raise ValueError(
+                f"window {n}: a word's first piece has label id outside [0, {len(names)}) (was it IGNORE_INDEX?)"
+            )
         lo = meta["word_start"][n]
-        out[meta["sentence_index"][n]][lo:lo + len(firsts)] = names[ids].tolist()
+        out[meta["sentence_index"][n]][lo : lo + len(firsts)] = names[ids].tolist()
     return out
 
 

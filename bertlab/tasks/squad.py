@@ -62,7 +62,7 @@ def locate_answer(context: str, text: str, answer_start: int) -> tuple[int, int]
     None when the text does not occur in the context at all."""
     if not text.strip():
         return None
-    if context[answer_start:answer_start + len(text)] == text:
+    if context[answer_start : answer_start + len(text)] == text:
         return answer_start, answer_start + len(text)
     hits, i = [], context.find(text)
     while i != -1:
@@ -84,8 +84,9 @@ def char_span_to_tokens(offsets: np.ndarray, start_char: int, end_char: int) -> 
     return first, last
 
 
-def gold_token_span(context: str, offsets: np.ndarray, text: str, answer_start: int
-                    ) -> tuple[tuple[int, int] | None, list[str]]:
+def gold_token_span(
+    context: str, offsets: np.ndarray, text: str, answer_start: int
+) -> tuple[tuple[int, int] | None, list[str]]:
     """The first and last context token of a gold answer given in characters, and what was
     noticed on the way: "answers_moved" (text not at answer_start, found nearby),
     "answers_not_found" (text absent, or only whitespace), "answers_inside_tokens" (the answer
@@ -125,14 +126,15 @@ def max_context_windows(n_tokens: int, spans: Sequence[tuple[int, int]]) -> np.n
     for w, (s, L) in enumerate(spans):
         pos = np.arange(L)
         score = np.minimum(pos, L - 1 - pos) + 0.01 * L
-        better = score > best[s:s + L]
-        best[s:s + L][better] = score[better]
-        owner[s:s + L][better] = w
+        better = score > best[s : s + L]
+        best[s : s + L][better] = score[better]
+        owner[s : s + L][better] = w
     return owner
 
 
-def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384, doc_stride: int = 128,
-                    max_query_len: int = 64) -> Features:
+def featurize_squad(
+    examples: Sequence[Any], tokenizer: Any, max_len: int = 384, doc_stride: int = 128, max_query_len: int = 64
+) -> Features:
     """SQuAD examples (id, question, context, answers [(text, answer_start)]) -> one item per
     window: input_ids, token_type_ids and the first gold answer's start_positions /
     end_positions (0 = [CLS] where the window lacks the whole answer).
@@ -152,8 +154,9 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
     contexts = [example_field(ex, "context") for ex in examples]
     for i, (q, c) in enumerate(zip(questions, contexts)):
         if not isinstance(q, str) or not isinstance(c, str):
-            raise TypeError(f"SQuAD example {i} (id {example_field(examples[i], 'id')!r}): question and "
-                            f"context must be str")
+            raise TypeError(
+                f"SQuAD example {i} (id {example_field(examples[i], 'id')!r}): question and context must be str"
+            )
     q_enc = encode_texts(backend, questions)
     unique = list(dict.fromkeys(contexts))  # a paragraph has ~5 questions: tokenize it once
     c_enc = dict(zip(unique, encode_texts(backend, unique)))
@@ -178,8 +181,10 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
             q_ids = q_ids[:max_query_len]
         budget = max_len - len(q_ids) - 3  # [CLS] q [SEP] window [SEP]
         if budget < 1:
-            raise ValueError(f"max_len={max_len} leaves no room for the context after a question of "
-                             f"{len(q_ids)} tokens; raise max_len or lower max_query_len={max_query_len}")
+            raise ValueError(
+                f"max_len={max_len} leaves no room for the context after a question of "
+                f"{len(q_ids)} tokens; raise max_len or lower max_query_len={max_query_len}"
+            )
         ctx_ids, offsets = c_enc[context].ids, c_offsets[context]
         if not ctx_ids:
             note("empty_contexts", qid)
@@ -209,10 +214,12 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
                 # only starts spans at max-context tokens, cannot return this exact span.
                 note("answers_start_outside_max_context", qid)
         for w, (s, L) in enumerate(spans):
-            input_ids = [special.cls, *q_ids, special.sep, *ctx_ids[s:s + L], special.sep]
+            input_ids = [special.cls, *q_ids, special.sep, *ctx_ids[s : s + L], special.sep]
             token_type_ids = [0] * c0 + [1] * (L + 1)
-            item = {"input_ids": np.array(input_ids, dtype=np.int64),
-                    "token_type_ids": np.array(token_type_ids, dtype=np.int64)}
+            item = {
+                "input_ids": np.array(input_ids, dtype=np.int64),
+                "token_type_ids": np.array(token_type_ids, dtype=np.int64),
+            }
             if answers:
                 start_pos = end_pos = 0
                 if answer_tokens is not None and s <= answer_tokens[0] and answer_tokens[1] < s + L:
@@ -223,36 +230,51 @@ def featurize_squad(examples: Sequence[Any], tokenizer: Any, max_len: int = 384,
             items.append(item)
             example_index.append(e)
             chars = np.full((len(input_ids), 2), -1, dtype=np.int32)
-            chars[c0:c0 + L] = offsets[s:s + L]
+            chars[c0 : c0 + L] = offsets[s : s + L]
             char_rows.append(chars)
             maxctx = np.zeros(len(input_ids), dtype=bool)
-            maxctx[c0:c0 + L] = owner[s:s + L] == w
+            maxctx[c0 : c0 + L] = owner[s : s + L] == w
             maxctx_rows.append(maxctx)
 
     N, T = len(items), max((len(it["input_ids"]) for it in items), default=0)
     token_to_char = np.full((N, T, 2), -1, dtype=np.int32)
     max_context = np.zeros((N, T), dtype=bool)
     for n, (chars, maxctx) in enumerate(zip(char_rows, maxctx_rows)):
-        token_to_char[n, :len(chars)] = chars
-        max_context[n, :len(maxctx)] = maxctx
-    full_report = {"examples": len(examples), "max_len": max_len, "doc_stride": doc_stride,
-                   "max_query_len": max_query_len, "windows": 0, "windows_without_answer": 0,
-                   "examples_with_several_windows": 0, "questions_truncated": 0, "empty_questions": 0,
-                   "empty_contexts": 0, "answers_moved": 0, "answers_not_found": 0,
-                   "answers_inside_tokens": 0, "answers_in_no_window": 0,
-                   "answers_start_outside_max_context": 0, "unanswered": 0}
+        token_to_char[n, : len(chars)] = chars
+        max_context[n, : len(maxctx)] = maxctx
+    full_report = {
+        "examples": len(examples),
+        "max_len": max_len,
+        "doc_stride": doc_stride,
+        "max_query_len": max_query_len,
+        "windows": 0,
+        "windows_without_answer": 0,
+        "examples_with_several_windows": 0,
+        "questions_truncated": 0,
+        "empty_questions": 0,
+        "empty_contexts": 0,
+        "answers_moved": 0,
+        "answers_not_found": 0,
+        "answers_inside_tokens": 0,
+        "answers_in_no_window": 0,
+        "answers_start_outside_max_context": 0,
+        "unanswered": 0,
+    }
     full_report.update(report)
     full_report["locations"] = dict(locations)
-    meta = {"example_index": np.array(example_index, dtype=np.int64), "token_to_char": token_to_char,
-            "max_context": max_context, "pad_id": special.pad}
+    meta = {
+        "example_index": np.array(example_index, dtype=np.int64),
+        "token_to_char": token_to_char,
+        "max_context": max_context,
+        "pad_id": special.pad,
+    }
     return Features("squad", items, examples, full_report, meta)
 
 
 # ------------------------------------------------------------------------------------------------
 # Held-out articles
 # ------------------------------------------------------------------------------------------------
-def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: int = 0
-                     ) -> tuple[list[Any], list[Any]]:
+def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: int = 0) -> tuple[list[Any], list[Any]]:
     """(train, held_out): the questions of a random eval_fraction of the articles (titles) are
     held out, the rest are for training. Every question of an article lands on the same side, so
     no paragraph, and no article, is read in both: a model cannot score on held-out questions by
@@ -274,9 +296,15 @@ def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: 
 # ------------------------------------------------------------------------------------------------
 # Decoding: best span per question
 # ------------------------------------------------------------------------------------------------
-def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: torch.Tensor,
-               end_ok: torch.Tensor, max_answer_length: int = 30, n_best: int = 1,
-               chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def best_spans(
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    start_ok: torch.Tensor,
+    end_ok: torch.Tensor,
+    max_answer_length: int = 30,
+    n_best: int = 1,
+    chunk: int = 1024,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The n_best spans of every window: (scores, starts, ends), each (N, n_best).
 
     The score of span (i, j) is start_logits[i] + end_logits[j]; allowed spans have start_ok[i],
@@ -286,8 +314,10 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: t
     (n_best=1) the max over ends is taken first, per start. A window with fewer allowed spans
     than n_best gets -inf scores in the extra slots."""
     if start_logits.shape != end_logits.shape or start_logits.shape != start_ok.shape:
-        raise ValueError(f"start_logits {tuple(start_logits.shape)}, end_logits {tuple(end_logits.shape)} "
-                         f"and the masks {tuple(start_ok.shape)} must have one shape (windows, T)")
+        raise ValueError(
+            f"start_logits {tuple(start_logits.shape)}, end_logits {tuple(end_logits.shape)} "
+            f"and the masks {tuple(start_ok.shape)} must have one shape (windows, T)"
+        )
     if max_answer_length < 1:
         raise ValueError(f"max_answer_length must be at least 1, got {max_answer_length}")
     N, T = start_logits.shape
@@ -295,8 +325,8 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: t
     neg = torch.tensor(float("-inf"))
     scores, starts, ends = [], [], []
     for lo in range(0, N, chunk):
-        s = torch.where(start_ok[lo:lo + chunk], start_logits[lo:lo + chunk].float(), neg)  # (n, T)
-        e = torch.where(end_ok[lo:lo + chunk], end_logits[lo:lo + chunk].float(), neg)
+        s = torch.where(start_ok[lo : lo + chunk], start_logits[lo : lo + chunk].float(), neg)  # (n, T)
+        e = torch.where(end_ok[lo : lo + chunk], end_logits[lo : lo + chunk].float(), neg)
         e = torch.cat([e, torch.full((e.size(0), L - 1), float("-inf"))], dim=1)  # (n, T + L - 1)
         ahead = e.unfold(1, L, 1)  # (n, T, L) strided view, no copy: ahead[w, i, d] = e_{i+d}
         if n_best == 1:
@@ -320,8 +350,9 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, start_ok: t
     return torch.cat(scores), torch.cat(starts), torch.cat(ends)
 
 
-def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30,
-           n_best: int = 1) -> dict[str, Any]:
+def decode(
+    start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30, n_best: int = 1
+) -> dict[str, Any]:
     """Answers for every question of `features`: {id: text} (n_best=1), or {id: [candidates]}
     with n_best > 1, each candidate {"text", "score", "start_char", "end_char"}, best first.
 
@@ -334,12 +365,13 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
     end_logits = torch.as_tensor(end_logits).detach().float().cpu()
     N, T = max_context.shape
     if start_logits.dim() != 2 or start_logits.shape[0] != N or start_logits.shape[1] < T:
-        raise ValueError(f"expected start/end logits of shape ({N}, >= {T}) for {N} windows, got "
-                         f"{tuple(start_logits.shape)}; pass the outputs of the whole split in order")
+        raise ValueError(
+            f"expected start/end logits of shape ({N}, >= {T}) for {N} windows, got "
+            f"{tuple(start_logits.shape)}; pass the outputs of the whole split in order"
+        )
     start_logits, end_logits = start_logits[:, :T], end_logits[:, :T]
     in_context = token_to_char[..., 0] >= 0
-    scores, starts, ends = best_spans(start_logits, end_logits, max_context, in_context,
-                                      max_answer_length, n_best)
+    scores, starts, ends = best_spans(start_logits, end_logits, max_context, in_context, max_answer_length, n_best)
     k = scores.shape[1]
     # Every (window, candidate) with its question; sort by question, then score, best first.
     ex = np.repeat(meta["example_index"], k)
@@ -354,13 +386,14 @@ def decode(start_logits: Any, end_logits: Any, features: Features, max_answer_le
     for e, example in enumerate(features.examples):
         context = example_field(example, "context")
         candidates = []
-        for r in order[first[e]:min(last[e], first[e] + n_best)]:
+        for r in order[first[e] : min(last[e], first[e] + n_best)]:
             if not np.isfinite(flat_scores[r]):
                 break
             w = window[r]
             a, b = chars[w, flat_starts[r], 0], chars[w, flat_ends[r], 1]
-            candidates.append({"text": context[a:b], "score": float(flat_scores[r]),
-                               "start_char": int(a), "end_char": int(b)})
+            candidates.append(
+                {"text": context[a:b], "score": float(flat_scores[r]), "start_char": int(a), "end_char": int(b)}
+            )
         qid = example_field(example, "id")
         answers[qid] = candidates if n_best > 1 else (candidates[0]["text"] if candidates else "")
     return answers
@@ -378,14 +411,15 @@ def stack_span_logits(outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
     padded with -inf), or from a pair (start_logits, end_logits) already concatenated."""
     if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
         return detach_cpu(torch.as_tensor(outputs[0])), detach_cpu(torch.as_tensor(outputs[1]))
-    pairs = [gather_span_logits(o) if hasattr(o, "start_logits") else tuple(detach_cpu(torch.as_tensor(x)) for x in o)
-             for o in outputs]
+    pairs = [
+        gather_span_logits(o) if hasattr(o, "start_logits") else tuple(detach_cpu(torch.as_tensor(x)) for x in o)
+        for o in outputs
+    ]
     neg = float("-inf")
     return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
 
 
-def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
     """A span model's start and end logits for every window of `features`, in order, on the
     CPU: two (N, T) tensors, T the longest window, -inf past the end of each window. Feed them
     to `decode` for the answers (or to `evaluate_squad` for the scores). The model is run in
@@ -404,8 +438,9 @@ def gold_answers(features: Features) -> dict[str, list[str]]:
     return {example_field(ex, "id"): [t for t, _ in _answers(ex)] for ex in features.examples}
 
 
-def evaluate_squad(start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30
-                   ) -> dict[str, float]:
+def evaluate_squad(
+    start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30
+) -> dict[str, float]:
     """Decode the best answer of every question and score it with the official SQuAD v1.1
     exact match and F1 (percentages)."""
     predictions = decode(start_logits, end_logits, features, max_answer_length)
@@ -433,9 +468,9 @@ def oracle_logits(features: Features) -> tuple[torch.Tensor, torch.Tensor]:
 # start and end. At prediction time the null score s_null = S.C + E.C (start and end logits at
 # [CLS]) is compared with the best non-null span, s_hat = max_{j >= i} S.T_i + E.T_j, and a span is
 # answered only when s_hat > s_null + tau, tau chosen on the dev set to maximise F1.
-def null_and_best_span(start_logits: Any, end_logits: Any, max_answer_length: int = 30,
-                       start_ok: Any = None, end_ok: Any = None
-                       ) -> tuple[float, float, tuple[int, int] | None]:
+def null_and_best_span(
+    start_logits: Any, end_logits: Any, max_answer_length: int = 30, start_ok: Any = None, end_ok: Any = None
+) -> tuple[float, float, tuple[int, int] | None]:
     """One window's SQuAD 2.0 scores: (s_null, s_hat, span).
 
     start_logits, end_logits: (T,), position 0 being [CLS]. s_null = start_logits[0] +
@@ -446,8 +481,10 @@ def null_and_best_span(start_logits: Any, end_logits: Any, max_answer_length: in
     s = torch.as_tensor(start_logits).detach().float().cpu()
     e = torch.as_tensor(end_logits).detach().float().cpu()
     if s.dim() != 1 or s.shape != e.shape or not len(s):
-        raise ValueError(f"expected the start and end logits of one window, two tensors of shape "
-                         f"(T,), got {tuple(s.shape)} and {tuple(e.shape)}")
+        raise ValueError(
+            f"expected the start and end logits of one window, two tensors of shape "
+            f"(T,), got {tuple(s.shape)} and {tuple(e.shape)}"
+        )
     masks = []
     for name, ok in (("start_ok", start_ok), ("end_ok", end_ok)):
         if ok is None:
@@ -464,8 +501,14 @@ def null_and_best_span(start_logits: Any, end_logits: Any, max_answer_length: in
     return float(s[0] + e[0]), s_hat, span
 
 
-def answer_or_null(start_logits: Any, end_logits: Any, tau: float = 0.0, max_answer_length: int = 30,
-                   start_ok: Any = None, end_ok: Any = None) -> tuple[int, int] | None:
+def answer_or_null(
+    start_logits: Any,
+    end_logits: Any,
+    tau: float = 0.0,
+    max_answer_length: int = 30,
+    start_ok: Any = None,
+    end_ok: Any = None,
+) -> tuple[int, int] | None:
     """The paper's SQuAD 2.0 rule on one window's logits: the best span (i, j) if
     s_hat > s_null + tau, else None (no answer). See `null_and_best_span` for the arguments;
     a larger tau abstains more often."""
@@ -473,8 +516,9 @@ def answer_or_null(start_logits: Any, end_logits: Any, tau: float = 0.0, max_ans
     return span if span is not None and s_hat > s_null + tau else None
 
 
-def null_threshold_sweep(margins: Any, has_answer: Any, answer_scores: Any = None
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def null_threshold_sweep(
+    margins: Any, has_answer: Any, answer_scores: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every different split of the questions that a threshold tau can make, with its score.
 
     margins (n,): s_hat - s_null of each question; it is answered when margin > tau. A margin of
@@ -495,8 +539,7 @@ def null_threshold_sweep(margins: Any, has_answer: Any, answer_scores: Any = Non
         raise ValueError(f"{len(m)} margins but {len(has)} has_answer flags; give one of each per question")
     if np.isnan(m).any() or (m == np.inf).any():
         raise ValueError("margins must be finite numbers (or -inf for a question without any span)")
-    scores = np.ones(len(m)) if answer_scores is None else \
-        np.asarray(answer_scores, dtype=np.float64).reshape(-1)
+    scores = np.ones(len(m)) if answer_scores is None else np.asarray(answer_scores, dtype=np.float64).reshape(-1)
     if scores.shape != m.shape:
         raise ValueError(f"{len(scores)} answer_scores for {len(m)} questions")
     if ((scores < 0) | (scores > 1)).any():
@@ -507,8 +550,7 @@ def null_threshold_sweep(margins: Any, has_answer: Any, answer_scores: Any = Non
     group_gain = np.bincount(group, weights=gain, minlength=len(values))[::-1]  # largest margin first
     group_size = np.bincount(group, minlength=len(values))[::-1]
     down = values[::-1]
-    taus = np.concatenate([[np.inf], (down[:-1] + down[1:]) / 2, [-np.inf]]) if len(down) else \
-        np.array([np.inf])
+    taus = np.concatenate([[np.inf], (down[:-1] + down[1:]) / 2, [-np.inf]]) if len(down) else np.array([np.inf])
     totals = (~has).sum() + np.concatenate([[0.0], np.cumsum(group_gain)])
     answered = np.concatenate([[0], np.cumsum(group_size)]).astype(np.int64)
     return taus, 100.0 * totals / len(m), answered

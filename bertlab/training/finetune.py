@@ -113,8 +113,15 @@ class FinetuneResult:
         return f"{self.task} {self.main_metric} from {self.init}: median {self.median:.2f} over seeds ({s})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "init": self.init, "main_metric": self.main_metric, "median": self.median,
-                "scores": self.scores, "runs": [dataclasses.asdict(r) for r in self.runs], "config": self.config}
+        return {
+            "task": self.task,
+            "init": self.init,
+            "main_metric": self.main_metric,
+            "median": self.median,
+            "scores": self.scores,
+            "runs": [dataclasses.asdict(r) for r in self.runs],
+            "config": self.config,
+        }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -133,9 +140,11 @@ def _check_like(like: str) -> None:
 def _check_not_a_path(init: str) -> None:
     """`init` is neither 'scratch' nor a model folder: raise if it looks like a path, not a hub name."""
     if Path(init).exists():
-        raise FileNotFoundError(f"--init {init}: the folder has no config.json + model.safetensors; pass a "
-                                f"checkpoint folder (<run>/final or <run>/checkpoints/step-N), 'scratch', or a "
-                                f"hub name such as bert-base-uncased")
+        raise FileNotFoundError(
+            f"--init {init}: the folder has no config.json + model.safetensors; pass a "
+            f"checkpoint folder (<run>/final or <run>/checkpoints/step-N), 'scratch', or a "
+            f"hub name such as bert-base-uncased"
+        )
     if "/" in init and init.startswith((".", "/", "runs")):
         raise FileNotFoundError(f"--init {init}: no such folder")
 
@@ -179,9 +188,11 @@ def build_task_model(task, cfg: FinetuneConfig):
     try:
         model = task.from_pretrained(init)
     except Exception as err:
-        raise RuntimeError(f"--init {init!r} is neither a bertlab model folder nor 'scratch', and loading it "
-                           f"from the Hugging Face hub failed ({type(err).__name__}: {err}). Hub names such as "
-                           f"bert-base-uncased need the network (unset HF_HUB_OFFLINE).") from err
+        raise RuntimeError(
+            f"--init {init!r} is neither a bertlab model folder nor 'scratch', and loading it "
+            f"from the Hugging Face hub failed ({type(err).__name__}: {err}). Hub names such as "
+            f"bert-base-uncased need the network (unset HF_HUB_OFFLINE)."
+        ) from err
     return model, hub_tokenizer(init)
 
 
@@ -190,6 +201,7 @@ def hub_tokenizer(name: str):
     bert-base-uncased vocabulary only as a last resort for uncased models."""
     try:
         from huggingface_hub import hf_hub_download
+
         try:
             return WordPieceTokenizer.load(hf_hub_download(name, "tokenizer.json"))
         except Exception:
@@ -212,16 +224,18 @@ def evaluate(model: nn.Module, task, features, rt: Runtime | None = None, batch_
 # ------------------------------------------------------------------------------------------------
 # Training one seed
 # ------------------------------------------------------------------------------------------------
-def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt: Runtime,
-               tokenizer_file: Path | None = None) -> SeedResult:
+def _train_one(
+    task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt: Runtime, tokenizer_file: Path | None = None
+) -> SeedResult:
     seed_everything(seed)
     model, _ = build_task_model(task, cfg)  # the head's init depends on the seed
     model.to(rt.device).train()
     opt = adamw(model, cfg.lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=cfg.weight_decay, fused=rt.fused_adamw)
     scaler = rt.grad_scaler()
     g = torch.Generator().manual_seed(seed)
-    loader = torch.utils.data.DataLoader(train_feats, batch_size=cfg.batch_size, shuffle=True, generator=g,
-                                         collate_fn=task.collate, drop_last=False)
+    loader = torch.utils.data.DataLoader(
+        train_feats, batch_size=cfg.batch_size, shuffle=True, generator=g, collate_fn=task.collate, drop_last=False
+    )
     steps_per_epoch = len(loader)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
     history: list[dict[str, Any]] = []
@@ -253,15 +267,27 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
             step_losses += torch.stack(epoch_losses).tolist() if epoch_losses else []
             epoch_losses.clear()
             if not math.isfinite(train_loss):
-                raise RuntimeError(f"{task.name} seed {seed}: the training loss became {train_loss} in epoch "
-                                   f"{epoch}; lower --lr")
+                raise RuntimeError(
+                    f"{task.name} seed {seed}: the training loss became {train_loss} in epoch {epoch}; lower --lr"
+                )
             scores = {}
             if cfg.eval_every_epoch or step >= total:
                 scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size)
-            history.append({"epoch": epoch, "step": step, "train_loss": train_loss, **scores,
-                            "elapsed_s": time.perf_counter() - t0})
-            bar.set_postfix({"loss": f"{train_loss:.3f}",
-                             **({task.main_metric: f"{scores[task.main_metric]:.2f}"} if scores else {})})
+            history.append(
+                {
+                    "epoch": epoch,
+                    "step": step,
+                    "train_loss": train_loss,
+                    **scores,
+                    "elapsed_s": time.perf_counter() - t0,
+                }
+            )
+            bar.set_postfix(
+                {
+                    "loss": f"{train_loss:.3f}",
+                    **({task.main_metric: f"{scores[task.main_metric]:.2f}"} if scores else {}),
+                }
+            )
             loss_sum.zero_()
             n_sum = 0
     finally:
@@ -269,15 +295,26 @@ def _train_one(task, cfg: FinetuneConfig, seed: int, train_feats, eval_feats, rt
     model_dir = None
     if cfg.save_models and cfg.out:
         model_dir = str(ckpt.save_model(Path(cfg.out) / f"seed-{seed}", model, tokenizer_file=tokenizer_file))
-    result = SeedResult(seed=seed, metrics=history[-1] if history else {}, history=history,
-                        seconds=time.perf_counter() - t0, model_dir=model_dir, step_losses=step_losses)
+    result = SeedResult(
+        seed=seed,
+        metrics=history[-1] if history else {},
+        history=history,
+        seconds=time.perf_counter() - t0,
+        model_dir=model_dir,
+        step_losses=step_losses,
+    )
     result.metrics = {k: v for k, v in result.metrics.items() if k in task.metrics}
     return result
 
 
-def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, *,
-             train_examples: Sequence[Any] | None = None, eval_examples: Sequence[Any] | None = None,
-             **kwargs: Any) -> FinetuneResult:
+def finetune(
+    cfg: FinetuneConfig | None = None,
+    runtime: Runtime | None = None,
+    *,
+    train_examples: Sequence[Any] | None = None,
+    eval_examples: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> FinetuneResult:
     """Fine-tune on cfg.task once per seed and evaluate on cfg.eval_split after every epoch (or
     only after the last one, with eval_every_epoch=False).
     Keyword arguments override fields of cfg (`finetune(task="rte", init="runs/x/final")`).
@@ -293,9 +330,11 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
     if cfg.doc_stride is not None and task.kind != "span":
         raise ValueError(f"doc_stride is for span QA (SQuAD) windows; task {task.name!r} does not use it")
     if train_examples is None and cfg.train_split not in task.splits:
-        raise ValueError(f"task {task.name!r} has no {cfg.train_split!r} split in the local data (it has "
-                         f"{list(task.splits)}), so it cannot be fine-tuned here; choose another task "
-                         f"({', '.join(t for t, v in TASKS.items() if cfg.train_split in v.splits)})")
+        raise ValueError(
+            f"task {task.name!r} has no {cfg.train_split!r} split in the local data (it has "
+            f"{list(task.splits)}), so it cannot be fine-tuned here; choose another task "
+            f"({', '.join(t for t, v in TASKS.items() if cfg.train_split in v.splits)})"
+        )
     if not cfg.seeds:
         raise ValueError("give at least one seed")
     if cfg.epochs <= 0 or cfg.lr <= 0 or cfg.batch_size < 1:
@@ -306,9 +345,9 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
     train_ex = list(train_examples) if train_examples is not None else task.load(cfg.train_split)
     eval_ex = list(eval_examples) if eval_examples is not None else task.load(cfg.eval_split)
     if cfg.max_train_examples:
-        train_ex = train_ex[:cfg.max_train_examples]
+        train_ex = train_ex[: cfg.max_train_examples]
     if cfg.max_eval_examples:
-        eval_ex = eval_ex[:cfg.max_eval_examples]
+        eval_ex = eval_ex[: cfg.max_eval_examples]
     windows = {"doc_stride": cfg.doc_stride} if cfg.doc_stride is not None else {}
     train_feats = task.featurize(train_ex, tokenizer, max_len=max_len, **windows)
     eval_feats = task.featurize(eval_ex, tokenizer, max_len=max_len, **windows)
@@ -317,31 +356,50 @@ def finetune(cfg: FinetuneConfig | None = None, runtime: Runtime | None = None, 
         tokenizer_file = tokenizer.save(Path(cfg.out) / "tokenizer") / "tokenizer.json"
     runs = [_train_one(task, cfg, seed, train_feats, eval_feats, rt, tokenizer_file) for seed in cfg.seeds]
     # examples passed in are recorded by their number (after max_*_examples), not written out
-    given = {name: len(used) for name, passed, used in (("train_examples", train_examples, train_ex),
-                                                        ("eval_examples", eval_examples, eval_ex))
-             if passed is not None}
-    result = FinetuneResult(task=task.name, init=cfg.init, main_metric=task.main_metric, runs=runs,
-                            config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), **given,
-                                    "runtime": rt.describe()})
+    given = {
+        name: len(used)
+        for name, passed, used in (
+            ("train_examples", train_examples, train_ex),
+            ("eval_examples", eval_examples, eval_ex),
+        )
+        if passed is not None
+    }
+    result = FinetuneResult(
+        task=task.name,
+        init=cfg.init,
+        main_metric=task.main_metric,
+        runs=runs,
+        config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), **given, "runtime": rt.describe()},
+    )
     if cfg.out:
         Path(cfg.out).mkdir(parents=True, exist_ok=True)
         files.write_json(Path(cfg.out) / "results.json", result.to_dict())
     return result
 
 
-def evaluate_folder(folder: str | Path, task_name: str, split: str = "dev", max_len: int | None = None,
-                    device: str = "auto", precision: str = "auto", batch_size: int = 128,
-                    max_examples: int | None = None) -> dict[str, float]:
+def evaluate_folder(
+    folder: str | Path,
+    task_name: str,
+    split: str = "dev",
+    max_len: int | None = None,
+    device: str = "auto",
+    precision: str = "auto",
+    batch_size: int = 128,
+    max_examples: int | None = None,
+) -> dict[str, float]:
     """Scores of a saved fine-tuned model (a folder from finetune(save_models=True))."""
     task = get_task(task_name)
     rt = make_runtime(device, precision, distributed=False)
     model = ckpt.load_model(folder, task.model_class, **task.model_kwargs).to(rt.device)
     from safetensors import safe_open
+
     with safe_open(str(Path(folder) / "model.safetensors"), "pt") as f:
         has_head = any(k.startswith(("classifier.", "qa.")) for k in f.keys())
     if not has_head:
-        raise ValueError(f"{folder} holds no {task.name} output layer (a pretraining checkpoint?); evaluate a "
-                         f"fine-tuned model (finetune --save-models), or fine-tune this one first")
+        raise ValueError(
+            f"{folder} holds no {task.name} output layer (a pretraining checkpoint?); evaluate a "
+            f"fine-tuned model (finetune --save-models), or fine-tune this one first"
+        )
     tokenizer = load_tokenizer_for(folder)
     examples = task.load(split)
     if max_examples:

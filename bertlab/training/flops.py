@@ -21,8 +21,14 @@ from bertlab.config import BertConfig
 
 def pretraining_flops(config: BertConfig, batch_size: int, seq_len: int, predictions: float) -> float:
     """Model FLOPs of one training step (forward + backward); see the module docstring."""
-    B, T, L, H, I, V = (batch_size, seq_len, config.num_layers, config.hidden_size,
-                        config.intermediate_size, config.vocab_size)
+    B, T, L, H, I, V = (
+        batch_size,
+        seq_len,
+        config.num_layers,
+        config.hidden_size,
+        config.intermediate_size,
+        config.vocab_size,
+    )
     encoder = B * T * L * (4 * H * H + 2 * H * I)
     attention = B * T * L * 2 * T * H
     mlm = B * predictions * (H * H + H * V)
@@ -34,8 +40,9 @@ def mfu(flops_per_s: float, peak: float | None) -> float | None:
     return None if not peak else flops_per_s / peak
 
 
-def step_matmuls(config: BertConfig, batch_size: int, seq_len: int, predictions: int
-                 ) -> list[tuple[str, int, int, int, int, int]]:
+def step_matmuls(
+    config: BertConfig, batch_size: int, seq_len: int, predictions: int
+) -> list[tuple[str, int, int, int, int, int]]:
     """The matrix products of one training step, forward and backward, at their shapes: a list of
     (what, batch, m, k, n, times) for `times` products of a (batch, m, k) by a (batch, k, n)
     tensor. Their FLOPs (2 * batch * m * k * n * times, summed) are exactly `pretraining_flops`:
@@ -43,14 +50,24 @@ def step_matmuls(config: BertConfig, batch_size: int, seq_len: int, predictions:
     "model-shape ceiling"), a fairer yardstick than one large square matmul.
 
     Backward of y = x @ w: dx = dy @ w^T and dw = x^T @ dy, each as many FLOPs as the forward."""
-    B, T, P, L, H, I, V, A = (batch_size, seq_len, predictions, config.num_layers, config.hidden_size,
-                              config.intermediate_size, config.vocab_size, config.num_heads)
+    B, T, P, L, H, I, V, A = (
+        batch_size,
+        seq_len,
+        predictions,
+        config.num_layers,
+        config.hidden_size,
+        config.intermediate_size,
+        config.vocab_size,
+        config.num_heads,
+    )
     M, d = B * T, H // A
 
     def linear(what: str, rows: int, k: int, n: int, times: int, batch: int = 1):
-        return [(f"{what} forward", batch, rows, k, n, times),
-                (f"{what} backward (input)", batch, rows, n, k, times),  # dy @ w^T
-                (f"{what} backward (weight)", batch, k, rows, n, times)]  # x^T @ dy
+        return [
+            (f"{what} forward", batch, rows, k, n, times),
+            (f"{what} backward (input)", batch, rows, n, k, times),  # dy @ w^T
+            (f"{what} backward (weight)", batch, k, rows, n, times),
+        ]  # x^T @ dy
 
     out = []
     out += linear("Q, K, V projection", M, H, 3 * H, L)

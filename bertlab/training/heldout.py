@@ -29,8 +29,9 @@ HELDOUT_MLM_PROBABILITY = 0.15  # the paper's rate: held-out accuracy is measure
 
 
 @torch.no_grad()
-def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime,
-                         mask_id: int | None = None) -> dict[str, float]:
+def evaluate_pretraining(
+    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime, mask_id: int | None = None
+) -> dict[str, float]:
     """Held-out MLM loss / accuracy and NSP loss / accuracy (over all pairs) on fixed,
     already-masked batches. `mlm_acc` counts every chosen position: those replaced by [MASK] (80%),
     by a random piece (10%) and those left unchanged (10%), where the answer is in plain sight.
@@ -49,16 +50,25 @@ def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torc
             lm_sum, nsp_loss, lm_correct, nsp_correct = objective(**b)
             if mask_id is not None and "mlm_positions" in b:
                 with torch.no_grad():
-                    logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"],
-                                   mlm_positions=b["mlm_positions"]).mlm_logits  # (b, P, V)
+                    logits = model(
+                        b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_positions=b["mlm_positions"]
+                    ).mlm_logits  # (b, P, V)
                 shown = b["input_ids"].gather(1, b["mlm_positions"])  # what the model saw there
                 masked = (shown == mask_id) & (b["mlm_labels"] != IGNORE_INDEX)
                 right = (logits.argmax(-1) == b["mlm_labels"]) & masked
                 at_mask += torch.stack([right.sum().double(), masked.sum().double()])
         n = (target_labels(b) != IGNORE_INDEX).sum()
         rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
-        tot += torch.stack([lm_sum.double(), n.double(), lm_correct.double(), nsp_loss.double() * rows,
-                            nsp_correct.double(), torch.tensor(float(rows), device=rt.device, dtype=torch.float64)])
+        tot += torch.stack(
+            [
+                lm_sum.double(),
+                n.double(),
+                lm_correct.double(),
+                nsp_loss.double() * rows,
+                nsp_correct.double(),
+                torch.tensor(float(rows), device=rt.device, dtype=torch.float64),
+            ]
+        )
     model.train(was_training)
     lm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
     out = {loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
@@ -71,9 +81,15 @@ def evaluate_pretraining(model: BertForPreTraining, batches: list[dict[str, torc
     return out
 
 
-def heldout_batches(dataset: Any, tokenizer: Any, objective: str, batch_size: int, batches: int,
-                    mlm_probability: float = HELDOUT_MLM_PROBABILITY, whole_word: bool = False
-                    ) -> list[dict[str, torch.Tensor]]:
+def heldout_batches(
+    dataset: Any,
+    tokenizer: Any,
+    objective: str,
+    batch_size: int,
+    batches: int,
+    mlm_probability: float = HELDOUT_MLM_PROBABILITY,
+    whole_word: bool = False,
+) -> list[dict[str, torch.Tensor]]:
     """The fixed held-out batches a model is evaluated on: the first `batches` batches (at most) of
     `batch_size` sequences (at most the dataset's size) of a held-out dataset, in the order and with
     the masks that EVAL_SEED draws, so that every run and every later evaluation sees the same ones."""
@@ -82,10 +98,19 @@ def heldout_batches(dataset: Any, tokenizer: Any, objective: str, batch_size: in
     return [next(stream) for _ in range(min(batches, len(stream)))]
 
 
-def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len: int = 128, nsp: bool | None = None,
-                        pairs: bool | None = None, batches: int = 20, batch_size: int = 64, device: str = "auto",
-                        precision: str = "auto", max_documents: int | None = None,
-                        work_dir: str | Path | None = None) -> dict[str, float]:
+def evaluate_checkpoint(
+    folder: str | Path,
+    corpus: str = "books+wiki",
+    seq_len: int = 128,
+    nsp: bool | None = None,
+    pairs: bool | None = None,
+    batches: int = 20,
+    batch_size: int = 64,
+    device: str = "auto",
+    precision: str = "auto",
+    max_documents: int | None = None,
+    work_dir: str | Path | None = None,
+) -> dict[str, float]:
     """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
     documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). The
     held-out text is cut as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its
@@ -103,8 +128,9 @@ def evaluate_checkpoint(folder: str | Path, corpus: str = "books+wiki", seq_len:
     rt = make_runtime(device, precision, distributed=False)
     docs = load_corpus(corpus, "heldout")[:max_documents]
     with tempfile.TemporaryDirectory() as tmp:
-        ds = prepare_pretraining_data(docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp,
-                                      pairs=pairs, seed=EVAL_SEED)
+        ds = prepare_pretraining_data(
+            docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp, pairs=pairs, seed=EVAL_SEED
+        )
         eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
     return evaluate_pretraining(model.to(rt.device), eval_batches, rt, tokenizer.mask_id)
 

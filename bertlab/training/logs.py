@@ -80,8 +80,9 @@ def truncate_metrics(path: str | Path, after_step: int) -> None:
     path = Path(path)
     if not path.exists():
         return
-    keep = [line for line in path.read_text().splitlines()
-            if line.strip() and json.loads(line).get("step", 0) <= after_step]
+    keep = [
+        line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= after_step
+    ]
     write_text(path, "".join(line + "\n" for line in keep), fsync=False)
 
 
@@ -94,8 +95,16 @@ def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str =
     from tqdm.auto import tqdm
 
     disable = (not enabled) or os.environ.get("BERTLAB_PROGRESS", "1") == "0"
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, disable=disable, dynamic_ncols=True,
-                file=sys.stderr, mininterval=1.0)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        initial=initial,
+        disable=disable,
+        dynamic_ncols=True,
+        file=sys.stderr,
+        mininterval=1.0,
+    )
 
 
 def format_postfix(record: dict[str, Any]) -> dict[str, str]:
@@ -114,8 +123,7 @@ def format_postfix(record: dict[str, Any]) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------
 # Plots for the book
 # ------------------------------------------------------------------------------------------------
-def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title: str | None = None,
-                 x: str = "step"):
+def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title: str | None = None, x: str = "step"):
     """Draw the loss, the language model's accuracy (MLM, or next-token for a left-to-right run),
     NSP accuracy (only when NSP was trained) and tokens/s, training (thin) and held-out (markers)
     side by side, against `x` ("step" or "tokens"). `source` is a metrics.jsonl path or a list of
@@ -131,15 +139,22 @@ def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title
         evals = [{**r, "tokens": at.get(r["step"])} for r in evals]
     logged = {k for r in records for k, v in r.items() if isinstance(v, (int, float))}
     panels = [("loss", "loss (MLM + NSP)" if "nsp_loss" in logged else "loss")]
-    panels += [(k, label) for k, label in (("mlm_acc", "MLM accuracy"), ("next_token_acc", "next-token accuracy"),
-                                          ("nsp_acc", "NSP accuracy")) if k in logged]
+    panels += [
+        (k, label)
+        for k, label in (
+            ("mlm_acc", "MLM accuracy"),
+            ("next_token_acc", "next-token accuracy"),
+            ("nsp_acc", "NSP accuracy"),
+        )
+        if k in logged
+    ]
     panels.append(("tokens_per_s", "tokens / s"))
     if axes is None:
         fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
     else:
         fig = axes[0].figure
     axes = list(axes)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
     for ax, (key, label) in zip(axes, panels):
         for rows, style, name in ((train, "-", "train"), (evals, "o-", "held-out")):

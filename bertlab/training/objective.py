@@ -37,8 +37,16 @@ class PretrainingObjective(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids, token_type_ids, attention_mask, mlm_positions=None, mlm_labels=None,
-                nsp_labels=None, lm_labels=None):
+    def forward(
+        self,
+        input_ids,
+        token_type_ids,
+        attention_mask,
+        mlm_positions=None,
+        mlm_labels=None,
+        nsp_labels=None,
+        lm_labels=None,
+    ):
         if lm_labels is not None:  # left to right: predictions at all T positions
             out = self.model(input_ids, token_type_ids, attention_mask)
             labels = lm_labels  # (b, T)
@@ -47,8 +55,7 @@ class PretrainingObjective(nn.Module):
             labels = mlm_labels  # (b, P)
         logits = out.mlm_logits.float()  # (b, P or T, V)
         valid = labels != IGNORE_INDEX
-        lm_sum = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX,
-                                 reduction="sum")
+        lm_sum = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
         lm_correct = ((logits.argmax(-1) == labels) & valid).sum()
         if nsp_labels is None:
             zero = lm_sum.new_zeros(())

@@ -33,16 +33,24 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 
-def adamw(model: nn.Module, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
-          weight_decay: float = 0.01, fused: bool = False) -> torch.optim.AdamW:
+def adamw(
+    model: nn.Module,
+    lr: float,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-6,
+    weight_decay: float = 0.01,
+    fused: bool = False,
+) -> torch.optim.AdamW:
     """AdamW over `model`'s trainable parameters, in the two groups of `parameter_groups`.
     fused=True uses PyTorch's fused CUDA kernel (GPUs only)."""
-    return torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr, betas=betas, eps=eps,
-                             **({"fused": True} if fused else {}))
+    return torch.optim.AdamW(
+        parameter_groups(model, weight_decay), lr=lr, betas=betas, eps=eps, **({"fused": True} if fused else {})
+    )
 
 
-def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, lr: float,
-                   grad_clip: float | None = 1.0) -> torch.Tensor:
+def optimizer_step(
+    optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, lr: float, grad_clip: float | None = 1.0
+) -> torch.Tensor:
     """One update from the gradients already accumulated: unscale them (fp16 loss scaling; a no-op
     otherwise), clip their global norm to `grad_clip` (None: no clipping), set the learning rate,
     step, and clear the gradients. Returns the global gradient norm before clipping (a tensor on

@@ -87,6 +87,7 @@ from bertlab.training.recipes import RECIPES, Recipe, get_recipe, lr_multiplier,
 @dataclass
 class PretrainConfig:
     """Everything a pretraining run depends on. Fields left None take the recipe's value."""
+
     # the model
     preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
     layers: int | None = None  # L, H, A: override the preset's (a size between the named ones,
@@ -144,12 +145,22 @@ class PretrainConfig:
         return L, H, A
 
     def resolved_recipe(self) -> Recipe:
-        return get_recipe(self.recipe, lr=self.lr, warmup=self.warmup, schedule=self.schedule,
-                          weight_decay=self.weight_decay, dropout=self.dropout, nsp=self.nsp,
-                          seq_len=self.seq_len, batch_size=self.batch_size,
-                          mlm_probability=self.mlm_probability, norm_position=self.norm_position,
-                          mlm_bias=self.mlm_bias, segment_pairs=self.segment_pairs,
-                          phases=parse_phases(self.phases) if self.phases else None)
+        return get_recipe(
+            self.recipe,
+            lr=self.lr,
+            warmup=self.warmup,
+            schedule=self.schedule,
+            weight_decay=self.weight_decay,
+            dropout=self.dropout,
+            nsp=self.nsp,
+            seq_len=self.seq_len,
+            batch_size=self.batch_size,
+            mlm_probability=self.mlm_probability,
+            norm_position=self.norm_position,
+            mlm_bias=self.mlm_bias,
+            segment_pairs=self.segment_pairs,
+            phases=parse_phases(self.phases) if self.phases else None,
+        )
 
     def validate(self) -> None:
         if self.preset not in PRESETS:
@@ -168,16 +179,22 @@ class PretrainConfig:
         if self.grad_accum < 1:
             raise ValueError(f"--grad-accum must be at least 1, got {self.grad_accum}")
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)} "
-                             f"(mlm: BERT's masked LM, ltr: a left-to-right LM)")
+            raise ValueError(
+                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)} "
+                f"(mlm: BERT's masked LM, ltr: a left-to-right LM)"
+            )
         if self.objective == "ltr":
             if self.resolved_recipe().nsp:
-                raise ValueError(f"--objective ltr cannot be combined with next-sentence prediction: the paper's "
-                                 f"left-to-right model is 'LTR & No NSP' (section 5.1), and the {self.recipe!r} "
-                                 f"recipe {'has NSP on' if self.nsp is None else 'was given --nsp'}; add --no-nsp")
+                raise ValueError(
+                    f"--objective ltr cannot be combined with next-sentence prediction: the paper's "
+                    f"left-to-right model is 'LTR & No NSP' (section 5.1), and the {self.recipe!r} "
+                    f"recipe {'has NSP on' if self.nsp is None else 'was given --nsp'}; add --no-nsp"
+                )
             if self.whole_word or self.mlm_probability is not None:
-                raise ValueError("--whole-word and --mlm-probability are masked-LM settings; the left-to-right "
-                                 "LM (--objective ltr) masks nothing")
+                raise ValueError(
+                    "--whole-word and --mlm-probability are masked-LM settings; the left-to-right "
+                    "LM (--objective ltr) masks nothing"
+                )
         for name in ("log_every", "eval_every", "checkpoint_every", "keep_last"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -188,12 +205,16 @@ class PretrainConfig:
             raise ValueError(f"seq_len {r.seq_len} is too short for [CLS] A [SEP] B [SEP]; use at least 8")
         steps = self.steps if self.steps is not None else (r.steps if self.minutes is None else None)
         if steps is not None and r.warmup >= 1 and r.warmup > steps:
-            raise ValueError(f"the warm-up of {int(r.warmup):,} steps is longer than the run of {steps:,} steps, so "
-                             f"the learning rate would never reach its peak; give more --steps or a warm-up "
-                             f"as a fraction of the run (e.g. --warmup 0.06)")
+            raise ValueError(
+                f"the warm-up of {int(r.warmup):,} steps is longer than the run of {steps:,} steps, so "
+                f"the learning rate would never reach its peak; give more --steps or a warm-up "
+                f"as a fraction of the run (e.g. --warmup 0.06)"
+            )
         if self.minutes is not None and r.warmup >= 1:
-            raise ValueError(f"with --minutes the warm-up must be a fraction of the run (e.g. --warmup 0.06), "
-                             f"not {int(r.warmup)} steps: a time-limited run has no known number of steps")
+            raise ValueError(
+                f"with --minutes the warm-up must be a fraction of the run (e.g. --warmup 0.06), "
+                f"not {int(r.warmup)} steps: a time-limited run has no known number of steps"
+            )
 
 
 @dataclass
@@ -227,7 +248,8 @@ class NonFiniteLossError(RuntimeError):
         super().__init__(
             f"the loss or gradient became NaN/inf at step {step}; nothing after it was saved ({where}). "
             f"Usual causes: a learning rate too high for the model (try a lower --lr or a longer --warmup), "
-            f"fp16 without loss scaling, or bad input data.")
+            f"fp16 without loss scaling, or bad input data."
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -247,12 +269,14 @@ def shard_rows(batch: dict[str, torch.Tensor], rank: int, world: int, accum: int
     the r-th contiguous block of B/W rows, so the W processes together see the global batch."""
     B = next(iter(batch.values())).shape[0]
     if B % (world * accum):
-        raise ValueError(f"the batch of {B} sequences does not split evenly over {world} processes x "
-                         f"{accum} micro-batches; choose --batch-size divisible by {world * accum}")
+        raise ValueError(
+            f"the batch of {B} sequences does not split evenly over {world} processes x "
+            f"{accum} micro-batches; choose --batch-size divisible by {world * accum}"
+        )
     per = B // world
-    mine = {k: v[rank * per:(rank + 1) * per] for k, v in batch.items()}
+    mine = {k: v[rank * per : (rank + 1) * per] for k, v in batch.items()}
     m = per // accum
-    return [{k: v[i * m:(i + 1) * m] for k, v in mine.items()} for i in range(accum)]
+    return [{k: v[i * m : (i + 1) * m] for k, v in mine.items()} for i in range(accum)]
 
 
 class Prefetcher:
@@ -342,10 +366,19 @@ def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerp
     for key, off in (("segment_pairs", False), ("phases", [])):  # settings added later: a run without
         if recipe[key] == off:  # them resumes checkpoints written before they existed
             del recipe[key]
-    return {"model_config": model_config.to_dict(), "vocab": vocab_fingerprint, "corpus": cfg.corpus,
-            "max_documents": cfg.max_documents, "recipe": recipe, "steps": cfg.steps,
-            "minutes": cfg.minutes, "grad_accum": cfg.grad_accum, "whole_word": cfg.whole_word,
-            "seed": cfg.seed, "objective": cfg.objective}
+    return {
+        "model_config": model_config.to_dict(),
+        "vocab": vocab_fingerprint,
+        "corpus": cfg.corpus,
+        "max_documents": cfg.max_documents,
+        "recipe": recipe,
+        "steps": cfg.steps,
+        "minutes": cfg.minutes,
+        "grad_accum": cfg.grad_accum,
+        "whole_word": cfg.whole_word,
+        "seed": cfg.seed,
+        "objective": cfg.objective,
+    }
 
 
 class Stat(enum.IntEnum):
@@ -391,10 +424,17 @@ class Due:
 class Trainer:
     """Runs the pretraining loop for a model on a batch source (see `pretrain` for the usual entry)."""
 
-    def __init__(self, cfg: PretrainConfig, model: BertForPreTraining, source: BatchSource,
-                 eval_batches: list[dict[str, torch.Tensor]] | None, rt: Runtime,
-                 vocab_fingerprint: str | None = None, tokenizer_file: str | Path | None = None,
-                 mask_id: int | None = None):
+    def __init__(
+        self,
+        cfg: PretrainConfig,
+        model: BertForPreTraining,
+        source: BatchSource,
+        eval_batches: list[dict[str, torch.Tensor]] | None,
+        rt: Runtime,
+        vocab_fingerprint: str | None = None,
+        tokenizer_file: str | Path | None = None,
+        mask_id: int | None = None,
+    ):
         self.cfg, self.rt, self.source = cfg, rt, source
         self.mask_id = mask_id  # the [MASK] id: held-out accuracy at [MASK] positions too
         self.recipe = cfg.resolved_recipe()
@@ -404,9 +444,11 @@ class Trainer:
         self.ckpt_root = self.out / "checkpoints"
         self.is_main = rt.dist.is_main
         if model.config.causal != (cfg.objective == "ltr"):
-            raise ValueError(f"objective {cfg.objective!r} needs a model with causal={cfg.objective == 'ltr'} "
-                             f"(left-to-right attention goes with the left-to-right LM, bidirectional with the "
-                             f"masked LM), got causal={model.config.causal}; build it with build_model(cfg, ...)")
+            raise ValueError(
+                f"objective {cfg.objective!r} needs a model with causal={cfg.objective == 'ltr'} "
+                f"(left-to-right attention goes with the left-to-right LM, bidirectional with the "
+                f"masked LM), got causal={model.config.causal}; build it with build_model(cfg, ...)"
+            )
         self.model = model.to(rt.device)
         if not self.recipe.nsp:
             # Without NSP the pooler and the NSP classifier get no gradient: freeze them (DDP needs
@@ -444,16 +486,26 @@ class Trainer:
             "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else {},
             "rng": ckpt.rng_state(),
             "data": self.data_state if self.data_state is not None else self.source.state_dict(),
-            "trainer": {"step": self.step, "tokens": self.tokens, "elapsed_s": self.elapsed(),
-                        "total_steps": self.total_steps, "world_size": self.rt.dist.world_size},
+            "trainer": {
+                "step": self.step,
+                "tokens": self.tokens,
+                "elapsed_s": self.elapsed(),
+                "total_steps": self.total_steps,
+                "world_size": self.rt.dist.world_size,
+            },
             "run": self.fingerprint,
         }
 
     def save(self) -> Path | None:
         if self.is_main:
-            self.last_checkpoint = ckpt.save_checkpoint(self.ckpt_root, self.step, self.model, self.state(),
-                                                        tokenizer_file=self.tokenizer_file,
-                                                        keep_last=self.cfg.keep_last)
+            self.last_checkpoint = ckpt.save_checkpoint(
+                self.ckpt_root,
+                self.step,
+                self.model,
+                self.state(),
+                tokenizer_file=self.tokenizer_file,
+                keep_last=self.cfg.keep_last,
+            )
         return self.last_checkpoint
 
     def restore(self, path: Path) -> None:
@@ -486,8 +538,9 @@ class Trainer:
         if self.total_steps is None:  # a time budget before the first speed measurement
             return 0.0
         w = self.recipe.warmup_fraction(self.total_steps)
-        return self.recipe.lr * lr_multiplier(min(self.step, self.total_steps - 1), self.total_steps, w,
-                                              self.recipe.schedule)
+        return self.recipe.lr * lr_multiplier(
+            min(self.step, self.total_steps - 1), self.total_steps, w, self.recipe.schedule
+        )
 
     def _all_reduce(self, t: torch.Tensor, op=None) -> torch.Tensor:
         if self.rt.dist.enabled:
@@ -495,8 +548,9 @@ class Trainer:
         return t
 
     # --- one optimiser step ---------------------------------------------------------------------
-    def train_step(self, micro_batches: list[dict[str, torch.Tensor]], stats: torch.Tensor,
-                   first_bad: torch.Tensor) -> None:
+    def train_step(
+        self, micro_batches: list[dict[str, torch.Tensor]], stats: torch.Tensor, first_bad: torch.Tensor
+    ) -> None:
         """One optimiser step over the micro-batches of a global batch. Adds to `stats` (see `Stat`)
         and records in `first_bad` the first step whose loss (or gradient) was not finite, both on
         the device: nothing here waits for the device."""
@@ -509,7 +563,7 @@ class Trainer:
         step_loss = torch.zeros((), dtype=torch.float64, device=rt.device)
         for i, b in enumerate(micro_batches):
             sync = self.ddp is None or i == k - 1
-            with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
+            with contextlib.nullcontext() if sync else self.ddp.no_sync():
                 with rt.autocast():
                     lm_sum, nsp_loss, lm_correct, nsp_correct = self.objective(**b)
                 # DDP averages gradients over processes, hence the factor `world`.
@@ -543,8 +597,7 @@ class Trainer:
         feeder = Prefetcher(self.source, self.prepare_batch)
         stats = zero_stats(self.rt.device)
         first_bad = torch.full((), -1, dtype=torch.long, device=self.rt.device)
-        bar = logs.progress_bar(self.total_steps, "pretrain", enabled=self.is_main and cfg.progress,
-                                initial=self.step)
+        bar = logs.progress_bar(self.total_steps, "pretrain", enabled=self.is_main and cfg.progress, initial=self.step)
         self._t0 = time.perf_counter()
         session = Session(start_step=self.step, window=(self.step, self.elapsed(), self.tokens))
         stopped_by = None
@@ -583,8 +636,11 @@ class Trainer:
                     if stop_now and not due.last:
                         stopped_by = signals.received or "stop_after"
                         if self.is_main:
-                            print(f"\nstopped ({stopped_by}): saved {self.last_checkpoint} at step {self.step}; "
-                                  f"continue with --resume", flush=True)
+                            print(
+                                f"\nstopped ({stopped_by}): saved {self.last_checkpoint} at step {self.step}; "
+                                f"continue with --resume",
+                                flush=True,
+                            )
                         break
                     if due.last:
                         break
@@ -593,9 +649,17 @@ class Trainer:
             bar.close()
             logger.close()
         self.history = logger.records
-        return PretrainResult(out_dir=self.out, step=self.step, history=self.history, final_eval=self.final_eval,
-                              checkpoint=self.last_checkpoint, model=self.model, stopped_by=stopped_by,
-                              elapsed_s=self.elapsed(), tokens=self.tokens)
+        return PretrainResult(
+            out_dir=self.out,
+            step=self.step,
+            history=self.history,
+            final_eval=self.final_eval,
+            checkpoint=self.last_checkpoint,
+            model=self.model,
+            stopped_by=stopped_by,
+            elapsed_s=self.elapsed(),
+            tokens=self.tokens,
+        )
 
     # --- the steps of the loop ------------------------------------------------------------------
     def resume_if_asked(self) -> None:
@@ -644,17 +708,27 @@ class Trainer:
     def due(self, session: Session, signals: StopSignals) -> Due:
         """What the step just done calls for (before the time budget is re-estimated)."""
         cfg, s = self.cfg, self.step
-        return Due(log=s % cfg.log_every == 0, checkpoint=s % cfg.checkpoint_every == 0,
-                   eval=s % cfg.eval_every == 0 and bool(self.eval_batches),
-                   last=self.total_steps is not None and s >= self.total_steps,
-                   wants_stop=signals.received is not None or (
-                       cfg.stop_after is not None and s - session.start_step >= cfg.stop_after))
+        return Due(
+            log=s % cfg.log_every == 0,
+            checkpoint=s % cfg.checkpoint_every == 0,
+            eval=s % cfg.eval_every == 0 and bool(self.eval_batches),
+            last=self.total_steps is not None and s >= self.total_steps,
+            wants_stop=signals.received is not None
+            or (cfg.stop_after is not None and s - session.start_step >= cfg.stop_after),
+        )
 
     def needs_sync(self, due: Due) -> bool:
         """Whether to read the device's numbers after this step (a sync point)."""
         rt = self.rt
-        return (due.log or due.checkpoint or due.eval or due.last or self.step == 1 or
-                (due.wants_stop and not rt.dist.enabled) or rt.device.type == "cpu")
+        return (
+            due.log
+            or due.checkpoint
+            or due.eval
+            or due.last
+            or self.step == 1
+            or (due.wants_stop and not rt.dist.enabled)
+            or rt.device.type == "cpu"
+        )
 
     def sync(self, first_bad: torch.Tensor, wants_stop: bool) -> tuple[bool, float]:
         """Read the device's numbers and agree across processes: raise NonFiniteLossError if any
@@ -665,8 +739,7 @@ class Trainer:
         self._all_reduce(flags, dist.ReduceOp.MIN if rt.dist.enabled else None)
         if flags.item() < 2**62:
             raise NonFiniteLossError(int(flags.item()), self.last_checkpoint)
-        agree = torch.tensor([1.0 if wants_stop else 0.0, self.elapsed()], dtype=torch.float64,
-                             device=rt.device)
+        agree = torch.tensor([1.0 if wants_stop else 0.0, self.elapsed()], dtype=torch.float64, device=rt.device)
         if rt.dist.enabled:
             agree[1] = agree[1] if self.is_main else 0.0
             dist.all_reduce(agree, op=dist.ReduceOp.MAX)
@@ -707,10 +780,16 @@ class Trainer:
         if rows:
             rec.update(nsp_loss=got[Stat.NSP_LOSS_SUM] / rows, nsp_acc=got[Stat.NSP_CORRECT] / rows)
         rec["loss"] = rec[loss_key] + rec.get("nsp_loss", 0.0)
-        rec.update(lr=self.optimizer.param_groups[0]["lr"],
-                   grad_norm=got[Stat.GRAD_NORM_SUM] / world / max(steps_in, 1),
-                   tokens_per_s=tok_s, mfu=flops.mfu(step_flops * tok_s / (B * T), self.rt.peak_flops),
-                   tokens=self.tokens, elapsed_s=elapsed, seq_len=T, batch_size=B)
+        rec.update(
+            lr=self.optimizer.param_groups[0]["lr"],
+            grad_norm=got[Stat.GRAD_NORM_SUM] / world / max(steps_in, 1),
+            tokens_per_s=tok_s,
+            mfu=flops.mfu(step_flops * tok_s / (B * T), self.rt.peak_flops),
+            tokens=self.tokens,
+            elapsed_s=elapsed,
+            seq_len=T,
+            batch_size=B,
+        )
         if session.first_step_s is not None:  # once per session: the first step's one-off time
             rec["first_step_s"] = session.first_step_s
             session.first_step_s = None
@@ -766,10 +845,10 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     out = Path(cfg.out)
     docs = load_corpus(cfg.corpus, "train")
     if cfg.max_documents is not None:
-        docs = docs[:cfg.max_documents]
+        docs = docs[: cfg.max_documents]
     heldout = load_corpus(cfg.corpus, "heldout")
     if cfg.max_documents is not None:  # a quick run: a quick evaluation too
-        heldout = heldout[:max(2, cfg.max_documents)]
+        heldout = heldout[: max(2, cfg.max_documents)]
     tok_dir = out / "tokenizer"
 
     resume_from = ckpt.latest_checkpoint(out / "checkpoints") if cfg.resume else None
@@ -784,7 +863,8 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
                         f"cannot resume from {resume_from}: it was trained with a different vocabulary "
                         f"({saved.vocab_size} pieces, fingerprint {saved.fingerprint[:12]}) than --tokenizer "
                         f"{cfg.tokenizer} ({tok.vocab_size} pieces, fingerprint {tok.fingerprint[:12]}). "
-                        f"Resume without --tokenizer, or start a new run in another --out folder.")
+                        f"Resume without --tokenizer, or start a new run in another --out folder."
+                    )
             if rt.dist.is_main:
                 tok.save(tok_dir)
             return tok
@@ -806,11 +886,21 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     def get_examples():
         # one set of examples per sequence length (a run without phases keeps its folder name)
         folder = {T: "train" if not r.phases else f"train-{T}" for T in lengths}
-        train = {T: prepare_pretraining_data(docs, tokenizer, out / "data" / folder[T], max_len=T, nsp=r.nsp,
-                                             pairs=r.segment_pairs, seed=cfg.seed)
-                 for T in lengths}
-        held = prepare_pretraining_data(heldout, tokenizer, out / "data" / "heldout", max_len=r.seq_len,
-                                        nsp=r.nsp, pairs=r.segment_pairs, seed=EVAL_SEED)
+        train = {
+            T: prepare_pretraining_data(
+                docs, tokenizer, out / "data" / folder[T], max_len=T, nsp=r.nsp, pairs=r.segment_pairs, seed=cfg.seed
+            )
+            for T in lengths
+        }
+        held = prepare_pretraining_data(
+            heldout,
+            tokenizer,
+            out / "data" / "heldout",
+            max_len=r.seq_len,
+            nsp=r.nsp,
+            pairs=r.segment_pairs,
+            seed=EVAL_SEED,
+        )
         return train, held
 
     train_sets, held_ds = _main_first(rt, get_examples)
@@ -822,15 +912,21 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     eval_bs = min(r.batch_size, 64, len(held_ds))
     # held-out: single pieces masked at the paper's rate, whatever the run trains with (whole words,
     # 30%), so that every run is scored the same way
-    eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches,
-                                   HELDOUT_MLM_PROBABILITY)
+    eval_batches = heldout_batches(
+        held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches, HELDOUT_MLM_PROBABILITY
+    )
     train_ds = train_sets[phases[0].seq_len]
     if rt.dist.is_main:
-        shapes = "; ".join(f"{len(train_sets[ph.seq_len]):,} training sequences of {ph.seq_len} tokens"
-                           + (f" ({ph.fraction:.0%} of the steps, {ph.batch_size} a batch)" if len(phases) > 1 else "")
-                           for ph in phases)
-        print(f"data: {shapes} from {len(docs)} documents; {len(eval_batches)} held-out batches of {eval_bs} "
-              f"({r.seq_len} tokens) from {len(heldout)} documents; vocabulary {tokenizer.vocab_size:,}", flush=True)
+        shapes = "; ".join(
+            f"{len(train_sets[ph.seq_len]):,} training sequences of {ph.seq_len} tokens"
+            + (f" ({ph.fraction:.0%} of the steps, {ph.batch_size} a batch)" if len(phases) > 1 else "")
+            for ph in phases
+        )
+        print(
+            f"data: {shapes} from {len(docs)} documents; {len(eval_batches)} held-out batches of {eval_bs} "
+            f"({r.seq_len} tokens) from {len(heldout)} documents; vocabulary {tokenizer.vocab_size:,}",
+            flush=True,
+        )
     prior = None
     if r.mlm_bias == "unigram":
         # pieces never predicted get -1e4; a left-to-right LM does predict [SEP] (after the last
@@ -839,8 +935,9 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         if cfg.objective != "ltr":
             never.append(tokenizer.sep_id)
         prior = unigram_log_probs(train_ds, tokenizer.vocab_size, exclude=never)
-    return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds),
-                           prior)
+    return PretrainingData(
+        source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds), prior
+    )
 
 
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
@@ -848,15 +945,27 @@ def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertFo
     attention for the "ltr" objective."""
     r = cfg.resolved_recipe()
     L, H, A = cfg.model_size()
-    config = BertConfig(vocab_size=vocab_size, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=r.dropout,
-                        attention_dropout=r.dropout, pad_token_id=pad_id, causal=cfg.objective == "ltr",
-                        norm_position=r.norm_position)
+    config = BertConfig(
+        vocab_size=vocab_size,
+        num_layers=L,
+        hidden_size=H,
+        num_heads=A,
+        hidden_dropout=r.dropout,
+        attention_dropout=r.dropout,
+        pad_token_id=pad_id,
+        causal=cfg.objective == "ltr",
+        norm_position=r.norm_position,
+    )
     return BertForPreTraining(config)
 
 
-def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
-             eval_batches: list[dict[str, torch.Tensor]] | None = None, tokenizer: Any = None,
-             runtime: Runtime | None = None) -> PretrainResult:
+def pretrain(
+    cfg: PretrainConfig,
+    source: BatchSource | None = None,
+    eval_batches: list[dict[str, torch.Tensor]] | None = None,
+    tokenizer: Any = None,
+    runtime: Runtime | None = None,
+) -> PretrainResult:
     """Pretrain a BERT as `cfg` says and return the result (metrics history, final held-out
     scores, the model). By default the data is built from `cfg.corpus` (bertlab.data.pretraining_data);
     pass `source` (and `tokenizer`, `eval_batches`) to train on batches of your own."""
@@ -874,9 +983,11 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
         tokenizer_file = data.tokenizer_file
         prior = data.unigram_log_probs
     elif cfg.resolved_recipe().mlm_bias == "unigram":
-        raise ValueError("mlm_bias='unigram' needs the token frequencies of the training data, which a custom "
-                         "batch source does not give; use mlm_bias='zeros' (--mlm-bias zeros) or let pretrain "
-                         "build the data from cfg.corpus")
+        raise ValueError(
+            "mlm_bias='unigram' needs the token frequencies of the training data, which a custom "
+            "batch source does not give; use mlm_bias='zeros' (--mlm-bias zeros) or let pretrain "
+            "build the data from cfg.corpus"
+        )
     elif tokenizer is not None:
         if rt.dist.is_main:
             tokenizer.save(out / "tokenizer")
@@ -893,16 +1004,31 @@ def pretrain(cfg: PretrainConfig, source: BatchSource | None = None,
     torch.manual_seed(cfg.seed + 1 + rt.dist.rank)
     fingerprint = getattr(tokenizer, "fingerprint", None)
     if rt.dist.is_main:
-        files.write_json(out / "run.json", {
-            "config": dataclasses.asdict(cfg), "recipe": dataclasses.asdict(cfg.resolved_recipe()),
-            "model_config": model.config.to_dict(), "parameters": model.num_parameters(),
-            "runtime": rt.describe(), "world_size": rt.dist.world_size, "torch": torch.__version__,
-            "git_commit": git_commit(), "vocab_fingerprint": fingerprint})
-    trainer = Trainer(cfg, model, source, eval_batches, rt, vocab_fingerprint=fingerprint,
-                      tokenizer_file=tokenizer_file, mask_id=getattr(tokenizer, "mask_id", None))
+        files.write_json(
+            out / "run.json",
+            {
+                "config": dataclasses.asdict(cfg),
+                "recipe": dataclasses.asdict(cfg.resolved_recipe()),
+                "model_config": model.config.to_dict(),
+                "parameters": model.num_parameters(),
+                "runtime": rt.describe(),
+                "world_size": rt.dist.world_size,
+                "torch": torch.__version__,
+                "git_commit": git_commit(),
+                "vocab_fingerprint": fingerprint,
+            },
+        )
+    trainer = Trainer(
+        cfg,
+        model,
+        source,
+        eval_batches,
+        rt,
+        vocab_fingerprint=fingerprint,
+        tokenizer_file=tokenizer_file,
+        mask_id=getattr(tokenizer, "mask_id", None),
+    )
     result = trainer.run()
     if result.stopped_by is None and rt.dist.is_main:
         ckpt.save_model(out / "final", model, tokenizer_file=tokenizer_file)
     return result
-
-

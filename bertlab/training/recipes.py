@@ -107,8 +107,9 @@ class Phase:
         if not 0 < self.fraction <= 1:
             raise ValueError(f"a phase's fraction of the run must be in (0, 1], got {self.fraction}")
         if not 8 <= self.seq_len <= 512:
-            raise ValueError(f"a phase's sequence length must be between 8 and BERT's 512 positions, "
-                             f"got {self.seq_len}")
+            raise ValueError(
+                f"a phase's sequence length must be between 8 and BERT's 512 positions, got {self.seq_len}"
+            )
         if self.batch_size < 1:
             raise ValueError(f"a phase's batch size must be at least 1, got {self.batch_size}")
 
@@ -124,8 +125,10 @@ def parse_phases(text: str) -> tuple[Phase, ...]:
             phases.append(Phase(float(bits[0]), int(bits[1]), int(bits[2])))
         except ValueError as err:
             detail = f" ({err})" if str(err) else ""
-            raise ValueError(f"cannot read the phase {part.strip()!r}{detail}: write each phase as "
-                             f"FRACTION:SEQ_LEN:BATCH, separated by commas, e.g. 0.9:64:128,0.1:128:64") from None
+            raise ValueError(
+                f"cannot read the phase {part.strip()!r}{detail}: write each phase as "
+                f"FRACTION:SEQ_LEN:BATCH, separated by commas, e.g. 0.9:64:128,0.1:128:64"
+            ) from None
     return tuple(phases)
 
 
@@ -181,8 +184,10 @@ class Recipe:
             object.__setattr__(self, "phases", tuple(Phase(**p) if isinstance(p, dict) else p for p in self.phases))
             total = sum(p.fraction for p in self.phases)
             if abs(total - 1.0) > 1e-6:
-                raise ValueError(f"the phases' fractions add up to {total:g}, not 1: "
-                                 f"{', '.join(f'{p.fraction:g}' for p in self.phases)}")
+                raise ValueError(
+                    f"the phases' fractions add up to {total:g}, not 1: "
+                    f"{', '.join(f'{p.fraction:g}' for p in self.phases)}"
+                )
 
     def training_phases(self) -> tuple[Phase, ...]:
         """The run's phases: the recipe's, or one phase of seq_len and batch_size."""
@@ -197,9 +202,11 @@ class Recipe:
         if self.warmup < 1:
             return float(self.warmup)
         if total_steps is None:
-            raise ValueError(f"the {self.name!r} recipe's warm-up is {int(self.warmup)} steps, but a run "
-                             f"limited by time has no known number of steps; give the warm-up as a "
-                             f"fraction, e.g. --warmup 0.06")
+            raise ValueError(
+                f"the {self.name!r} recipe's warm-up is {int(self.warmup)} steps, but a run "
+                f"limited by time has no known number of steps; give the warm-up as a "
+                f"fraction, e.g. --warmup 0.06"
+            )
         return min(1.0, self.warmup / total_steps)
 
     def lr_at(self, step: int, total_steps: int) -> float:
@@ -233,23 +240,57 @@ def lr_multiplier(step: int, total_steps: int, warmup_fraction: float, schedule:
 
 RECIPES: dict[str, Recipe] = {
     "paper": Recipe(
-        name="paper", lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, warmup=10_000,
-        schedule="linear", batch_size=256, seq_len=128, steps=1_000_000, nsp=True, dropout=0.1,
+        name="paper",
+        lr=1e-4,
+        betas=(0.9, 0.999),
+        eps=1e-6,
+        weight_decay=0.01,
+        warmup=10_000,
+        schedule="linear",
+        batch_size=256,
+        seq_len=128,
+        steps=1_000_000,
+        nsp=True,
+        dropout=0.1,
         phases=(Phase(0.9, 128, 256), Phase(0.1, 512, 256)),
         notes="Devlin et al. 2018, A.2: 90% of the steps at 128 tokens, then 10% at 512 (the recipe's "
-              "phases). eps, decoupled decay, exclusions and clipping from the released code."),
+        "phases). eps, decoupled decay, exclusions and clipping from the released code.",
+    ),
     "budget": Recipe(
-        name="budget", lr=7e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, warmup=0.06,
-        schedule="linear", batch_size=256, seq_len=128, steps=None, nsp=False, dropout=0.1,
+        name="budget",
+        lr=7e-4,
+        betas=(0.9, 0.98),
+        eps=1e-6,
+        weight_decay=0.01,
+        warmup=0.06,
+        schedule="linear",
+        batch_size=256,
+        seq_len=128,
+        steps=None,
+        nsp=False,
+        dropout=0.1,
         notes="Short single-GPU runs. lr/warm-up/batch/seq/MLM-only backed by a calibration run of a "
-              "similar model on one H100; beta2 0.98 from RoBERTa; not yet run at GPU scale with this code."),
+        "similar model on one H100; beta2 0.98 from RoBERTa; not yet run at GPU scale with this code.",
+    ),
     "cpu": Recipe(
-        name="cpu", lr=2e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, warmup=0.03,
-        schedule="linear", batch_size=64, seq_len=128, steps=None, nsp=False, dropout=0.0,
-        norm_position="pre", mlm_bias="unigram",
+        name="cpu",
+        lr=2e-3,
+        betas=(0.9, 0.98),
+        eps=1e-6,
+        weight_decay=0.01,
+        warmup=0.03,
+        schedule="linear",
+        batch_size=64,
+        seq_len=128,
+        steps=None,
+        nsp=False,
+        dropout=0.0,
+        norm_position="pre",
+        mlm_bias="unigram",
         notes="An hour on a 2-core CPU. Pre-LN, the MLM bias started at log unigram frequencies and "
-              "no dropout let a small model leave the frequent-word plateau within minutes; the pilots "
-              "that chose it are in data/pilots/ and the book's appendix."),
+        "no dropout let a small model leave the frequent-word plateau within minutes; the pilots "
+        "that chose it are in data/pilots/ and the book's appendix.",
+    ),
 }
 
 
@@ -279,8 +320,9 @@ FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "
 MEASURED_DIR = Path(__file__).resolve().parent / "measured"
 
 
-def cpu_lr_study(path: str | Path = MEASURED_DIR / "cpu_lr_study.json"
-                 ) -> tuple[str, dict[tuple[float, int], tuple[float, float]]]:
+def cpu_lr_study(
+    path: str | Path = MEASURED_DIR / "cpu_lr_study.json",
+) -> tuple[str, dict[tuple[float, int], tuple[float, float]]]:
     """The CPU learning-rate study behind the cpu recipe (measured on a shared 2-core CPU with the
     CLI; the file holds the command): (its setup in words, {(peak lr, steps): (held-out MLM loss,
     MLM accuracy)} at the end of each run)."""

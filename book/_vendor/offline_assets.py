@@ -57,10 +57,17 @@ WIDGETS_JS = f"{STATIC_SUBDIR}/html-manager/embed-amd.js"
 LOCAL_AMD = {"d3": f"{STATIC_SUBDIR}/d3.min", "jquery": f"{STATIC_SUBDIR}/jquery.min"}
 
 CDN_REQUIRE_TAG = re.compile(
-    r"<script[^>]*\ssrc=[\"']https?://[^\"']*/require(\.min)?\.js[\"'][^>]*>\s*</script>")
-AMD_PATH = re.compile(r"""(?P<name>\b[A-Za-z_$][\w$]*|["'][\w$-]+["'])\s*:\s*(?P<q>["'])(?P<url>(https?:)?//[^"']+)(?P=q)""")
-REQUIRE_CONFIG = re.compile(r"require(js)?\.config\(\s*\{.*?\}\s*\)", re.S)  # up to the first "})"
-EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\ssrc=[\"'](?P<url>(https?:)?//[^\"']+)[\"']")
+    r"<script[^>]*\ssrc=[\"']https?://[^\"']*/require(\.min)?\.js[\"'][^>]*>\s*</script>"
+)
+AMD_PATH = re.compile(
+    r"""(?P<name>\b[A-Za-z_$][\w$]*|["'][\w$-]+["'])\s*:\s*(?P<q>["'])(?P<url>(https?:)?//[^"']+)(?P=q)"""
+)
+REQUIRE_CONFIG = re.compile(
+    r"require(js)?\.config\(\s*\{.*?\}\s*\)", re.S
+)  # up to the first "})"
+EXTERNAL_SCRIPT = re.compile(
+    r"<script[^>]*\ssrc=[\"'](?P<url>(https?:)?//[^\"']+)[\"']"
+)
 
 
 def copy_assets(static_dir: Path) -> int:
@@ -69,17 +76,29 @@ def copy_assets(static_dir: Path) -> int:
     if missing:
         raise FileNotFoundError(
             f"the book's JavaScript is not installed ({', '.join(missing)} missing under "
-            f"{NODE_MODULES}); run `cd book/_vendor && npm ci` (or `make setup`)")
+            f"{NODE_MODULES}); run `cd book/_vendor && npm ci` (or `make setup`)"
+        )
     dest_root = static_dir / STATIC_SUBDIR
     copied = 0
     for dest, src in FILES.items():
         source = NODE_MODULES / src
-        files = ([(p, dest_root / dest / p.relative_to(source)) for p in source.rglob("*") if p.is_file()]
-                 if dest.endswith("/") else [(source, dest_root / dest)])
+        files = (
+            [
+                (p, dest_root / dest / p.relative_to(source))
+                for p in source.rglob("*")
+                if p.is_file()
+            ]
+            if dest.endswith("/")
+            else [(source, dest_root / dest)]
+        )
         for s, d in files:
             if SKIP.search(s.as_posix()):
                 continue
-            if d.exists() and d.stat().st_size == s.stat().st_size and d.stat().st_mtime >= s.stat().st_mtime:
+            if (
+                d.exists()
+                and d.stat().st_size == s.stat().st_size
+                and d.stat().st_mtime >= s.stat().st_mtime
+            ):
                 continue
             d.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(s, d)
@@ -100,7 +119,9 @@ def _builder_inited(app) -> None:
         n = copy_assets(Path(app.outdir) / "_static")
     except FileNotFoundError as e:
         raise ExtensionError(str(e)) from None
-    logging.getLogger(__name__).info(f"offline_assets: {n} files copied to _static/{STATIC_SUBDIR}")
+    logging.getLogger(__name__).info(
+        f"offline_assets: {n} files copied to _static/{STATIC_SUBDIR}"
+    )
 
 
 def _page_uses_widgets(app, pagename: str) -> bool:
@@ -142,12 +163,19 @@ def _html_page_context(app, pagename, templatename, context, doctree) -> None:
 
     # 4. Nothing may still point off-site.
     for m in EXTERNAL_SCRIPT.finditer(body):
-        logger.warning(f"offline_assets: page {pagename} loads a script from {m.group('url')}; "
-                       f"serve it from book/_vendor instead", type="offline_assets")
-    for m in (m for c in REQUIRE_CONFIG.finditer(body) for m in AMD_PATH.finditer(c.group(0))):
-        logger.warning(f"offline_assets: page {pagename} maps the AMD module {m.group('name')} to "
-                       f"{m.group('url')}; add it to LOCAL_AMD in book/_vendor/offline_assets.py",
-                       type="offline_assets")
+        logger.warning(
+            f"offline_assets: page {pagename} loads a script from {m.group('url')}; "
+            f"serve it from book/_vendor instead",
+            type="offline_assets",
+        )
+    for m in (
+        m for c in REQUIRE_CONFIG.finditer(body) for m in AMD_PATH.finditer(c.group(0))
+    ):
+        logger.warning(
+            f"offline_assets: page {pagename} maps the AMD module {m.group('name')} to "
+            f"{m.group('url')}; add it to LOCAL_AMD in book/_vendor/offline_assets.py",
+            type="offline_assets",
+        )
 
 
 def setup(app):
@@ -158,5 +186,9 @@ def setup(app):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python book/_vendor/offline_assets.py DEST  (copies into DEST/bertlab-js)")
-    print(f"{copy_assets(Path(sys.argv[1]))} files copied to {Path(sys.argv[1]) / STATIC_SUBDIR}")
+        sys.exit(
+            "usage: python book/_vendor/offline_assets.py DEST  (copies into DEST/bertlab-js)"
+        )
+    print(
+        f"{copy_assets(Path(sys.argv[1]))} files copied to {Path(sys.argv[1]) / STATIC_SUBDIR}"
+    )
