@@ -10,7 +10,13 @@ import torch
 from bertlab import BertConfig, BertForPreTraining
 from bertlab import checkpoint as ckpt
 from bertlab.tasks import get_task
-from bertlab.training.finetune import FinetuneConfig, build_task_model, evaluate_folder, finetune
+from bertlab.training.finetune import (
+    FinetuneConfig,
+    build_task_model,
+    compare_with_scratch,
+    evaluate_folder,
+    finetune,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -175,3 +181,19 @@ def test_evaluate_only_after_the_last_epoch(pretrained):
     assert ["accuracy" in h for h in last.runs[0].history] == [False, True]
     assert last.runs[0].metrics == every.runs[0].metrics  # the same run, scored once at the end
     assert len(last.runs[0].step_losses) == 4 and last.runs[0].step_losses == every.runs[0].step_losses
+
+
+def test_compare_with_scratch_runs_both_arms_with_one_recipe(pretrained, tmp_path):
+    folder, _ = pretrained
+    pre, scr = compare_with_scratch(folder, FinetuneConfig(task="rte", seeds=(0,), **QUICK), out=tmp_path)
+    assert pre.init == str(folder) and scr.init == "scratch" and scr.config["like"] == str(folder)
+    same = {k: v for k, v in pre.config.items() if k not in ("init", "like", "out")}
+    assert same == {k: v for k, v in scr.config.items() if k not in ("init", "like", "out")}
+    assert json.loads((tmp_path / "pretrained" / "results.json").read_text())["scores"] == pre.scores
+    assert json.loads((tmp_path / "scratch" / "results.json").read_text())["scores"] == scr.scores
+    # the pretrained arm is the folder's weights fine-tuned: the same as finetune(init=folder)
+    alone = finetune(FinetuneConfig(task="rte", init=str(folder), seeds=(0,), **QUICK))
+    assert alone.runs[0].history[0]["train_loss"] == pre.runs[0].history[0]["train_loss"]
+    assert scr.runs[0].history[0]["train_loss"] != pre.runs[0].history[0]["train_loss"]
+    with pytest.raises(FileNotFoundError, match="not a model folder"):
+        compare_with_scratch(tmp_path / "nothing", FinetuneConfig(task="rte", **QUICK))

@@ -147,7 +147,7 @@ def reference_run(
     # stays light for the chapters that only read the record
     from bertlab.analysis.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
     from bertlab.data.corpus import load_corpus
-    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
     from bertlab.training.heldout import evaluate_checkpoint
     from bertlab.training.pretrain import PretrainConfig, pretrain
 
@@ -277,17 +277,12 @@ def reference_run(
             max_eval_examples=s["ft_max_eval"],
             eval_every_epoch=False,
         )
-        point = {"train_examples": n, "epochs": epochs}
-        for name, kwargs in (
-            ("pretrained", {"init": str(final)}),
-            ("scratch", {"init": "scratch", "like": str(final)}),
-        ):
-            t = time.perf_counter()
-            r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"sst2_{n or 'all'}_{name}")))
-            times[f"sst2_{n or 'all'}_{name}_s"] = time.perf_counter() - t
-            point[name] = r.to_dict()
+        t = time.perf_counter()
+        pre, scr = compare_with_scratch(final, FinetuneConfig(**ft), out=out_dir / f"sst2_{n or 'all'}")
+        times[f"sst2_{n or 'all'}_s"] = time.perf_counter() - t
+        for r in (pre, scr):
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
-        curve.append(point)
+        curve.append({"train_examples": n, "epochs": epochs, "pretrained": pre.to_dict(), "scratch": scr.to_dict()})
     results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"]}  # the most data
     # Other tasks, every labelled example, same recipe: "<task>_pretrained" / "<task>_scratch"
     # (and, for CoNLL-2003, the pair under "conll2003" as chapter 14 reads it).
@@ -302,13 +297,10 @@ def reference_run(
             max_eval_examples=s["ft_max_eval"],
             eval_every_epoch=False,
         )
-        for name, kwargs in (
-            ("pretrained", {"init": str(final)}),
-            ("scratch", {"init": "scratch", "like": str(final)}),
-        ):
-            t = time.perf_counter()
-            r = finetune(FinetuneConfig(**ft, **kwargs, out=str(out_dir / f"{task}_{name}")))
-            times[f"{task}_{name}_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        pre, scr = compare_with_scratch(final, FinetuneConfig(**ft), out=out_dir / task)
+        times[f"{task}_s"] = time.perf_counter() - t
+        for name, r in (("pretrained", pre), ("scratch", scr)):
             results[f"{task}_{name}"] = r.to_dict()
             print(r.summary(), flush=True)
     if "conll2003_pretrained" in results:
@@ -446,7 +438,7 @@ def add_task(
     "<task>_pretrained" / "<task>_scratch" in finetune_results.json, the settings, code and wall time
     under provenance["added_tasks"][task]. max_train / max_eval: the first N examples (a quick run)."""
     # local: the training stack; the chapters that only read the record stay light
-    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
 
     if task not in ADDABLE_CLASSIFICATION:
         raise ValueError(
@@ -473,8 +465,8 @@ def add_task(
     )
     folder = str(run.model_folder())
     t0, results = time.perf_counter(), {}
-    for name, init in (("pretrained", {"init": folder}), ("scratch", {"init": "scratch", "like": folder})):
-        r = finetune(FinetuneConfig(task=task, **settings, **init, eval_every_epoch=False))
+    arms = compare_with_scratch(folder, FinetuneConfig(task=task, **settings, eval_every_epoch=False))
+    for name, r in zip(("pretrained", "scratch"), arms):
         results[f"{task}_{name}"] = r.to_dict()
         print(r.summary(), flush=True)
     _add_to_record(run, task, results, settings, time.perf_counter() - t0, git_commit())
@@ -508,7 +500,7 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
     # local: the training stack and SQuAD's data; the chapters that only read the record stay light
     from bertlab.tasks import get_task
     from bertlab.tasks.squad import split_by_article
-    from bertlab.training.finetune import FinetuneConfig, finetune
+    from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
 
     unknown = set(overrides) - set(SQUAD_CPU)
     if unknown:
@@ -533,8 +525,8 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
     )
     folder = str(run.model_folder())
     t0, results = time.perf_counter(), {}
-    for name, init in (("pretrained", {"init": folder}), ("scratch", {"init": "scratch", "like": folder})):
-        r = finetune(recipe, init=init["init"], like=init.get("like"), train_examples=train, eval_examples=held)
+    arms = compare_with_scratch(folder, recipe, train_examples=train, eval_examples=held)
+    for name, r in zip(("pretrained", "scratch"), arms):
         results[f"squad_{name}"] = dict(r.to_dict(), train_questions=len(train), eval_questions=len(held))
         print(r.summary(), flush=True)
     _add_to_record(

@@ -377,6 +377,37 @@ def finetune(
     return result
 
 
+def compare_with_scratch(
+    folder: str | Path,
+    cfg: FinetuneConfig | None = None,
+    out: str | Path | None = None,
+    *,
+    train_examples: Sequence[Any] | None = None,
+    eval_examples: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> tuple[FinetuneResult, FinetuneResult]:
+    """The paper's question about a pretrained model, asked the same way everywhere in the book:
+    fine-tune cfg.task from the pretrained weights in `folder`, and from scratch (the same
+    architecture and vocabulary, random weights), with one recipe and the same seeds. Returns
+    (pretrained, scratch). Keyword arguments override fields of cfg, as in `finetune`; with `out`,
+    each arm writes into <out>/pretrained and <out>/scratch. train_examples / eval_examples: as in
+    `finetune`, the same for both arms."""
+    cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
+    if not _is_model_folder(str(folder)):
+        raise FileNotFoundError(f"{folder}: not a model folder (config.json + model.safetensors) to compare")
+    arms = []
+    for name, init in (("pretrained", {"init": str(folder)}), ("scratch", {"init": "scratch", "like": str(folder)})):
+        where = {"out": str(Path(out) / name)} if out is not None else {}
+        arms.append(
+            finetune(
+                dataclasses.replace(cfg, **init, **where),
+                train_examples=train_examples,
+                eval_examples=eval_examples,
+            )
+        )
+    return arms[0], arms[1]
+
+
 def evaluate_folder(
     folder: str | Path,
     task_name: str,
