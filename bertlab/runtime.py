@@ -29,6 +29,7 @@ import random
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -320,3 +321,47 @@ def git_commit() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def cpu_family_model() -> str | None:
+    """The CPU's vendor family and model numbers ("25/17": AMD Zen 4 EPYC), which tell two CPUs
+    with the same model name apart; None off Linux."""
+    found = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip()
+                if key in ("cpu family", "model") and key not in found:
+                    found[key] = line.split(":", 1)[1].strip()
+                if len(found) == 2:
+                    return f"{found['cpu family']}/{found['model']}"
+    except OSError:
+        pass
+    return None
+
+
+def machine(rt: Runtime | None = None) -> dict[str, Any]:
+    """The machine a record was made on, described the same way in every record the book keeps
+    (the reference run, pilots, ablations, probes, the capstone's solution): the CPU (model name,
+    family/model numbers, cores, its native bf16 instructions), the device, and, given the run's
+    Runtime, its precision and whether it was compiled; torch and Python versions."""
+    import platform
+
+    out: dict[str, Any] = {
+        "cpu": cpu_model(),
+        "cpu_family_model": cpu_family_model(),
+        "cores": os.cpu_count(),
+        "cpu_bf16": cpu_bf16_feature(),
+        "device": device_name(rt.device if rt is not None else "cpu"),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    if rt is not None:
+        out.update(precision=rt.precision, compile=rt.compile)
+    return out
+
+
+def provenance(rt: Runtime | None = None, **extra: Any) -> dict[str, Any]:
+    """What every record starts with: the code (git commit) and the machine (`machine`), then
+    `extra`, the record's own fields."""
+    return {"git_commit": git_commit(), "machine": machine(rt), **extra}

@@ -21,7 +21,7 @@ import torch
 
 from bertlab.course.capstone import GRADING, SOLUTION_RECORD, grade_capstone, summary
 from bertlab.files import write_json
-from bertlab.runtime import cpu_model, git_commit
+from bertlab.runtime import git_commit, machine
 from bertlab.training.pretrain import PretrainConfig, pretrain
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,7 +65,7 @@ record = {
         "minutes": round(evals[-1]["elapsed_s"] / 60, 1),
         "heldout": [{k: r[k] for k in ("step", "mlm_acc", "mlm_loss", "elapsed_s")} for r in evals],
     },
-    "machine": cpu_model(),
+    "machine": machine(),
     "grading_git_commit": git_commit(),
     "grades": {},
 }

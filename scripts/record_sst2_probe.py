@@ -20,7 +20,7 @@ from bertlab.data.task_data import read_sst2
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.experiments import pilots, reference
 from bertlab.files import write_json
-from bertlab.runtime import cpu_model, git_commit
+from bertlab.runtime import git_commit, machine
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
@@ -85,7 +85,7 @@ write_json(
         },
         "dev_examples": len(dev),
         "machine": {
-            "cpu": cpu_model(),
+            **machine(),
             "threads": torch.get_num_threads(),
             "torch": torch.__version__,
             "precision": "fp32",

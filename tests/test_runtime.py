@@ -1,5 +1,8 @@
 """bertlab.runtime: the precision chosen for each kind of GPU (faked: this machine has none)."""
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -67,3 +70,17 @@ def test_cpu_flags_are_read_from_this_machine():
     if platform.system() == "Linux":
         assert flags, "/proc/cpuinfo has a flags line on Linux"
     assert runtime.cpu_bf16_feature() in (None, "avx512_bf16", "amx_bf16", "onednn_bf16")
+
+
+def test_every_record_describes_its_machine_alike():
+    from bertlab.runtime import machine, make_runtime, provenance
+
+    rt = make_runtime("cpu", "fp32", distributed=False)
+    m = machine(rt)
+    assert m["cores"] == os.cpu_count() and m["device"] == f"cpu ({os.cpu_count()} cores)"
+    assert m["precision"] == "fp32" and m["compile"] is False and m["torch"] == torch.__version__
+    if Path("/proc/cpuinfo").exists():  # Linux: the model name and the family/model numbers
+        assert m["cpu"] and m["cpu_family_model"].count("/") == 1
+    assert "precision" not in machine()  # no runtime given: nothing about how a run was made
+    p = provenance(rt, steps=3)
+    assert p["machine"] == m and p["steps"] == 3 and "git_commit" in p

@@ -26,7 +26,7 @@ from typing import Any
 
 from bertlab.files import write_json
 from bertlab.records import records_dir
-from bertlab.runtime import cpu_model, device_name, git_commit, make_runtime
+from bertlab.runtime import git_commit, machine, make_runtime
 
 ABLATIONS_DIR = records_dir("ablations")
 RECORD_FILE = "ablations.json"
@@ -130,7 +130,7 @@ def record(
                 for t, spec in FINETUNE_TASKS.items()
             },
         },
-        machine={"device": device_name(rt.device), "cpu": cpu_model(), "precision": rt.precision, "compile": compile},
+        machine={**machine(rt), "compile": compile},
         git_commit=git_commit(),
     )
     models = rec.setdefault("models", {})

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from bertlab.files import write_json
 from bertlab.prose import count
 from bertlab.records import records_dir
-from bertlab.runtime import cpu_model
+from bertlab.runtime import machine
 from bertlab.training.logs import read_metrics
 
 Pilot = dict[str, Any]
@@ -87,9 +87,9 @@ def record_pilot(
             "corpus": run["config"]["corpus"],
             "seed": run["config"]["seed"],
             "machine": {
+                **machine(),
                 "runtime": run["runtime"],
                 "torch": run["torch"],
-                "cpu": cpu_model(),
                 "median_tokens_per_s": round(sorted(r["tokens_per_s"] for r in train)[len(train) // 2])
                 if train
                 else None,

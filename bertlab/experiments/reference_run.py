@@ -18,7 +18,7 @@ from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.experiments.reference import REPRODUCE, ReferenceRun, find
 from bertlab.files import sha256_file, write_json
-from bertlab.runtime import cpu_model, device_name, git_commit, make_runtime
+from bertlab.runtime import cpu_model, device_name, git_commit, machine, make_runtime
 
 REFERENCE = {
     # One H100, about 15 minutes end to end. Never run: no GPU was available to this project.
@@ -326,6 +326,7 @@ def reference_run(
         "git_commit": git_commit(),
         # a resumed run may fine-tune with newer code than it pretrained with: both are recorded
         "pretraining_git_commit": json.loads((run / "run.json").read_text()).get("git_commit"),
+        "machine": machine(rt),  # every record's machine, described alike (bertlab.runtime.machine)
         "device": device_name(rt.device),
         "cpu_model": cpu_model(),
         "precision": rt.precision,
