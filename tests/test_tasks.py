@@ -267,3 +267,20 @@ def test_from_pretrained_real_weights_forward(tok):
         feats = task.featurize(load(name)[:8], tok)
         out = model(**task.collate(feats.items))
         assert torch.isfinite(out.loss), name
+
+
+def test_trivial_baseline_is_the_majority_class_and_the_all_positive_f1():
+    from types import SimpleNamespace as Ex
+
+    from bertlab.tasks import trivial_baseline
+
+    train = [Ex(label=1), Ex(label=1), Ex(label=0)]
+    dev = [Ex(label=1), Ex(label=0), Ex(label=0), Ex(label=0)]
+    # MRPC: majority label 1 is right once in four; all-"paraphrase" F1 = 2*1 / (1 + 4)
+    assert trivial_baseline("mrpc", train=train, dev=dev) == {"accuracy": 25.0, "f1": 40.0}
+    # the first two training examples only: still label 1; SST-2 has no F1
+    assert trivial_baseline("sst2", 2, train=train, dev=dev) == {"accuracy": 25.0}
+    assert trivial_baseline("sst2", train=[Ex(label=0)] * 3, dev=dev) == {"accuracy": 75.0}
+    assert trivial_baseline("conll2003") == {"f1": 0.0} and trivial_baseline("squad") == {}
+    with pytest.raises(ValueError, match="needs training and dev examples"):
+        trivial_baseline("rte", train=[], dev=dev)

@@ -371,3 +371,52 @@ def pilot_curves(series, ax=None, title: str | None = None, threshold: float | N
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def gains_chart(rows, floors=None, ax=None, title: str | None = None):
+    """What pretraining bought, task by task: one line per fine-tuning (`rows` as
+    bertlab.experiments.reference.ReferenceRun.gains returns them), every seed a dot, from scratch
+    (grey circles) and from the pretrained weights (blue diamonds), the medians joined by an arrow
+    labelled with the gain in points, and the task's trivial floor (`floors`: {(task, n) or task:
+    points}, e.g. the majority class or all-"paraphrase" F1) as a black bar. Scores in points, 0-100."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.3), layout="tight")
+    floors = floors or {}
+    names = {"sst2": "SST-2", "mrpc": "MRPC", "rte": "RTE", "conll2003": "CoNLL-2003", "squad": "SQuAD v1.1"}
+    y = np.arange(len(rows))[::-1]
+    labels = []
+    for yi, r in zip(y, rows):
+        n = r.get("train_examples")
+        size = f", {n:,} {'questions' if r['task'] == 'squad' else 'examples'}" if n else ""
+        labels.append(f"{names.get(r['task'], r['task'])}{size}\n({r['metric']})")
+        jitter = np.linspace(-0.12, 0.12, max(len(r["scratch_scores"]), 1))
+        ax.scatter(r["scratch_scores"], yi + jitter[: len(r["scratch_scores"])], s=22, color="0.55", zorder=3)
+        jitter = np.linspace(-0.12, 0.12, max(len(r["pretrained_scores"]), 1))
+        ax.scatter(
+            r["pretrained_scores"],
+            yi + jitter[: len(r["pretrained_scores"])],
+            s=30,
+            marker="D",
+            color="tab:blue",
+            zorder=3,
+        )
+        ax.annotate(
+            "",
+            xy=(r["pretrained"], yi + 0.3),
+            xytext=(r["scratch"], yi + 0.3),
+            arrowprops={"arrowstyle": "->", "color": "tab:green" if r["gain"] >= 0 else "tab:red"},
+        )
+        ax.text(max(r["pretrained"], r["scratch"]) + 1, yi + 0.3, f"{r['gain']:+.1f}", va="center", fontsize=8)
+        floor = floors.get((r["task"], n), floors.get(r["task"]))
+        if floor is not None:
+            ax.plot([floor, floor], [yi - 0.3, yi + 0.3], color="black", lw=2, zorder=2)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlim(0, 100)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel("dev score (points): grey = from scratch, blue = pretrained, black bar = trivial floor")
+    ax.grid(axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    return ax

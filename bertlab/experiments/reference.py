@@ -189,6 +189,21 @@ class ReferenceRun:
                 rows.append(row(pre["task"], n, pre, scr))
         return rows
 
+    def floors(self) -> dict[tuple[str, int | None], float]:
+        """The trivial floor of each of `gains()`'s rows, in its metric's points, keyed by (task,
+        train_examples): what a model that ignores its input scores there
+        (bertlab.tasks.trivial_baseline; SQuAD has none)."""
+        # local: the task table reads datasets; reading the record alone should not
+        from bertlab.tasks import trivial_baseline
+
+        out = {}
+        for r in self.gains():
+            n = r["train_examples"] if r["task"] == "sst2" else None  # SST-2's curve: the first n sentences
+            floor = trivial_baseline(r["task"], n).get(r["metric"])
+            if floor is not None:
+                out[(r["task"], r["train_examples"])] = floor
+        return out
+
     def config(self):
         return BertConfig.load(self.path / "config.json")
 

@@ -30,6 +30,7 @@ A training loop uses a task like this:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -403,3 +404,34 @@ def get_task(name: str) -> Task:
     if key not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
     return TASKS[key]
+
+
+def trivial_baseline(
+    task_name: str,
+    train_examples: int | None = None,
+    train: Sequence[Any] | None = None,
+    dev: Sequence[Any] | None = None,
+) -> dict[str, float]:
+    """What a model that ignores its input scores on the task's dev set, in points: the floor a
+    fine-tuned model has to clear before its score says anything.
+
+    Sentence (pair) classification: `accuracy` of always answering the most common label of the
+    first `train_examples` training examples, and `f1` of always answering label 1 (for MRPC, every
+    pair a paraphrase: F1 = 2p / (p + n), p positives among n). CoNLL-2003: `f1` 0 (no entity
+    predicted finds none). SQuAD: {} (no input-free answer; its floor is the from-scratch model).
+    `train` / `dev`: the examples to use instead of the task's splits."""
+    task = get_task(task_name)
+    if task.kind == "token":
+        return {"f1": 0.0}
+    if task.kind != "classification":
+        return {}
+    train = list(task.load("train") if train is None else train)[:train_examples]
+    dev = list(task.load("dev") if dev is None else dev)
+    if not train or not dev:
+        raise ValueError(f"{task.name}: the trivial baseline needs training and dev examples")
+    top = Counter(ex.label for ex in train).most_common(1)[0][0]
+    out = {"accuracy": 100 * sum(ex.label == top for ex in dev) / len(dev)}
+    if "f1" in task.metrics:
+        positives = sum(ex.label == 1 for ex in dev)
+        out["f1"] = 100 * 2 * positives / (positives + len(dev))
+    return out
