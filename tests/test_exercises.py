@@ -667,6 +667,14 @@ FAKE_PASS = (
 )
 
 
+PATCHES = (
+    "import bertlab.exercises.framework as bf, bertlab.exercises.attention as ba\n"
+    "bf.expect_same = lambda *a, **k: None\n"
+    "ba.expect_same = lambda *a, **k: None\n"
+    "ba.check_attention = lambda *a, **k: None\n"
+)
+
+
 @pytest.fixture(scope="module")
 def graded(student, tmp_path_factory) -> dict:
     """One grading run over: the instructor's attention notebook; a partly wrong one (padding
@@ -683,6 +691,21 @@ def graded(student, tmp_path_factory) -> dict:
     _variant(student / "02_attention.ipynb", folder, "dan_attention.ipynb", extra=FAKE_PASS)
     shutil.copy(student / "01_tokens_and_positions.ipynb", folder / "eve_homework1.ipynb")
     (folder / "fay_02_attention.ipynb").write_text("this is not a notebook {")  # saved as text by mistake
+    # bob's wrong attention, plus patches to the checks' modules and to their comparisons
+    _variant(src, folder, "gus_02_attention.ipynb", {"attention": ("if mask is not None:", "if False:")}, extra=PATCHES)
+    # right code, then a cell that deletes every submission and the folder's grades, then one that
+    # kills its own kernel: the others (graded after it) keep their grades
+    wipe = f"import pathlib, shutil\nfor p in pathlib.Path({str(folder)!r}).iterdir():\n    p.unlink()"
+    _variant(src, folder, "hal_02_attention.ipynb", extra=wipe)
+    _variant(src, folder, "kim_02_attention.ipynb", extra="import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    # right code that also allocates 4 GB in attention: past the exercise's memory limit
+    _variant(
+        src,
+        folder,
+        "mem_02_attention.ipynb",
+        {"attention": ("d_k = q.shape[-1]", "_ = torch.ones(2**30)\n    d_k = q.shape[-1]")},
+    )
+    shutil.copy(src, folder / "zed_02_attention.ipynb")
     grades = grade_folder(folder, timeout=20, verbose=False)
     return {"folder": folder, **{g.notebook.split("_")[0]: g for g in grades}}
 
@@ -719,6 +742,45 @@ def test_grader_ignores_printed_pass_lines_and_patched_checks(graded):
     assert dan.assignment == "02_attention"  # from the student edition's metadata
     assert dan.points == 0 and _points(dan) == {"attention": 0, "heads": 0}
     assert all("not implemented yet" in p["message"] for e in dan.exercises for p in e.parts)
+
+
+def test_grader_ignores_patches_to_the_check_modules(graded):
+    """The grader's checks are a private copy of the whole bertlab.exercises package: patching its
+    modules in the notebook changes nothing; gus scores what bob's same wrong code earns."""
+    assert _points(graded["gus"]) == _points(graded["bob"]) == {"attention": 5.0, "heads": 5}
+
+
+def test_grader_survives_a_submission_that_deletes_files_or_kills_its_kernel(graded):
+    assert graded["hal"].points == 15  # its deleting cell ran (an error in it would be reported)
+    assert _points(graded["zed"]) == {"attention": 10, "heads": 5}  # deleted before it was graded
+    kim = graded["kim"]
+    assert kim.points == 15 and any("the kernel died" in e for e in kim.cell_errors)
+    assert (graded["folder"] / "grades.csv").exists() and not (graded["folder"] / "ann_02_attention.ipynb").exists()
+
+
+def test_grader_memory_limit_scores_that_exercise_zero(graded):
+    mem = graded["mem"]
+    att = next(e for e in mem.exercises if e.exercise == "attention")
+    assert att.points == 0 and "used more memory than the exercise allows (2,048 MB)" in att.error
+    assert _points(mem)["heads"] == 5  # the other exercise is graded as usual
+
+
+def test_grader_says_when_a_notebook_is_another_assignment(tmp_path, student):
+    from bertlab.course.grading import grade_folder
+
+    shutil.copy(student / "01_tokens_and_positions.ipynb", tmp_path / "ivy.ipynb")
+    (g,) = grade_folder(tmp_path, assignment="02_attention", timeout=20, verbose=False)
+    assert g.cell_errors[0].startswith("this notebook is assignment 01_tokens_and_positions")
+    assert g.points == 0
+
+
+def test_grader_rejects_an_empty_or_missing_folder(tmp_path):
+    from bertlab.course.grading import grade_folder
+
+    with pytest.raises(FileNotFoundError, match="no .ipynb files in"):
+        grade_folder(tmp_path, verbose=False)
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        grade_folder(tmp_path / "absent", verbose=False)
 
 
 def test_grader_student_edition_scores_zero_with_feedback(graded):

@@ -38,6 +38,7 @@ class Exercise:
     minutes: tuple[int, int]  # expected student time, from .. to
     device: str = "CPU"
     timeout: int = 120  # seconds the grader allows its check, a fresh kernel's data loading included
+    memory_mb: int = 2048  # memory the grader lets its check allocate beyond what the kernel holds
 
     def __post_init__(self):
         check_difficulty(self.name, self.difficulty)

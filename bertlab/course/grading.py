@@ -12,7 +12,9 @@ For each notebook the grader
   3. for each exercise, runs one cell of its own in that kernel: it loads a private copy of the
      checks (so a notebook that redefines `check` or edits bertlab.exercises changes nothing),
      calls the check on the functions the notebook defined, and has the kernel write the result,
-     part by part, to a JSON file that the grader reads. Nothing the notebook prints is read.
+     part by part, to a JSON file that the grader reads (the private copy is the whole
+     bertlab.exercises package, loaded under another name; its modules import each other
+     relatively, so every check module is a private copy too). Nothing the notebook prints is read.
      Each exercise has its own time limit; an exercise that runs past it (an infinite loop)
      scores 0, the kernel is replaced by a fresh one with the notebook's cells run again, and
      the remaining exercises are graded there. The kernel dying counts the same way.
@@ -30,6 +32,7 @@ import csv
 import json
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -131,7 +134,7 @@ def assignments() -> dict[str, list[Exercise]]:
 
 def checks_file() -> str:
     """The path of bertlab/exercises/__init__.py, found without importing it (the kernel loads a private
-    copy of it)."""
+    copy of the whole package from its folder: its modules import each other relatively)."""
     import importlib.util
 
     spec = importlib.util.find_spec("bertlab.exercises")
@@ -156,6 +159,14 @@ def find_assignment(nb: nbformat.NotebookNode, filename: str) -> str | None:
     return best if best and scores[best] else None
 
 
+def _assignment_in_metadata(path: Path) -> str | None:
+    """The assignment a notebook's own metadata names (the editions the course hands out carry it)."""
+    try:
+        return nbformat.read(path, as_version=4).metadata.get("bertlab", {}).get("assignment")
+    except Exception:
+        return None
+
+
 def code_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
 
@@ -170,17 +181,18 @@ def is_check_cell(cell: nbformat.NotebookNode) -> bool:
     return bool(lines) and all(CHECK_LINE.match(ln) for ln in lines)
 
 
-def _grader_cell(ex: Exercise, module_name: str, out: Path) -> str:
+def _grader_cell(ex: Exercise, module_name: str, out: Path, memory_mb: int | None = None) -> str:
     return (
         "import importlib.util as _bl_iu, sys as _bl_sys\n"
         f"_bl_name = {module_name!r}\n"
         "if _bl_name not in _bl_sys.modules:\n"
-        f"    _bl_spec = _bl_iu.spec_from_file_location(_bl_name, {checks_file()!r})\n"
+        f"    _bl_spec = _bl_iu.spec_from_file_location(_bl_name, {checks_file()!r}, "
+        f"submodule_search_locations=[{str(Path(checks_file()).parent)!r}])\n"
         "    _bl_mod = _bl_iu.module_from_spec(_bl_spec)\n"
         "    _bl_sys.modules[_bl_name] = _bl_mod\n"
         "    _bl_spec.loader.exec_module(_bl_mod)\n"
         f"_bl_sys.modules[_bl_name].grade_in_kernel({ex.name!r}, {list(ex.functions)!r}, globals(), "
-        f"{str(out)!r})\n"
+        f"{str(out)!r}, memory_mb={memory_mb or ex.memory_mb!r})\n"
     )
 
 
@@ -235,9 +247,11 @@ def grade_notebook(
     timeout: int | None = None,
     cell_timeout: int = 120,
     kernel_name: str = "python3",
+    memory_mb: int | None = None,
 ) -> NotebookGrade:
     """Grade one submitted notebook (see the module docstring). `timeout` overrides every
-    exercise's own time limit (seconds); `cell_timeout` limits each of the notebook's cells."""
+    exercise's own time limit (seconds), `memory_mb` its memory limit; `cell_timeout` limits each
+    of the notebook's cells."""
     path = Path(path)
     t0 = time.monotonic()
     nb = nbformat.read(path, as_version=4)
@@ -280,7 +294,7 @@ def grade_notebook(
                     ex = todo.pop(0)
                     limit = timeout or ex.timeout
                     out = Path(tmp) / f"{ex.name}-{secrets.token_hex(4)}.json"
-                    status, message = kernel.execute(_grader_cell(ex, module_name, out), limit)
+                    status, message = kernel.execute(_grader_cell(ex, module_name, out, memory_mb), limit)
                     grade.exercises.append(_read_result(ex, out, status, message))
                     if status in ("timeout", "dead"):
                         break  # a fresh kernel for the rest
@@ -310,21 +324,47 @@ def grade_folder(
     timeout: int | None = None,
     assignment: str | None = None,
     verbose: bool = True,
+    memory_mb: int | None = None,
 ) -> list[NotebookGrade]:
     """Grade every .ipynb in `folder`; write grades.csv (one row per notebook: points per
-    exercise, total, errors, feedback) and grades.json (every check's parts) there, or at `out`."""
+    exercise, total, errors, feedback) and grades.json (every check's parts) there, or at `out`.
+
+    Every submission is read before the first one runs, and graded from a private copy: a
+    notebook that deletes files (its own, the other submissions, the folder) takes nothing from
+    another's grade, and the grades are written even if the folder is gone by then."""
     folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder: give the folder of submitted notebooks")
     paths = sorted(p for p in folder.glob("*.ipynb"))
     if not paths:
         raise FileNotFoundError(f"no .ipynb files in {folder}: collect the submitted notebooks there")
-    grades = []
+    submitted: dict[str, bytes | OSError] = {}
     for p in paths:
         try:
-            g = grade_notebook(p, assignment=assignment, timeout=timeout)
+            submitted[p.name] = p.read_bytes()
+        except OSError as err:
+            submitted[p.name] = err
+    grades = []
+    copies = Path(tempfile.mkdtemp(prefix="bertlab-submissions-"))
+    for name, content in submitted.items():
+        p = copies / name
+        try:
+            if isinstance(content, OSError):
+                raise content
+            p.write_bytes(content)
+            g = grade_notebook(p, assignment=assignment, timeout=timeout, memory_mb=memory_mb)
+            if assignment and g.assignment == assignment:
+                found = _assignment_in_metadata(p)
+                if found and found != assignment:  # graded as asked, but it says it is another one
+                    g.cell_errors.insert(
+                        0,
+                        f"this notebook is assignment {found} (its metadata), graded here as {assignment}: "
+                        f"was it submitted to the wrong assignment?",
+                    )
         except (ValueError, OSError, UnicodeDecodeError, nbformat.ValidationError) as err:
             # not JSON, not a notebook, unreadable: reported in its own row; the others are graded
             g = NotebookGrade(
-                p.name,
+                name,
                 None,
                 cell_errors=[
                     f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
@@ -334,13 +374,15 @@ def grade_folder(
         grades.append(g)
         if verbose:
             print(
-                f"{p.name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
+                f"{name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
                 + "".join(
                     f"\n  {e.exercise}: {e.points:g}/{e.of}" + (f"  {e.feedback[:150]}" if e.feedback else "")
                     for e in g.exercises
                 )
             )
+    shutil.rmtree(copies, ignore_errors=True)
     target = Path(out) if out else folder / "grades.csv"
+    target.parent.mkdir(parents=True, exist_ok=True)  # a submission may have deleted the folder
     names = [n for n in EXERCISES if any(e.exercise == n for g in grades for e in g.exercises)]
     with open(target, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -388,5 +430,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         choices=sorted(assignments()),
         help="grade every notebook as this assignment (default: found per notebook)",
     )
+    p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=None,
+        help="memory each exercise's check may allocate, in MB (default: each exercise's own limit, 2,048)",
+    )
     args = p.parse_args(argv)
-    grade_folder(args.folder, args.out, args.timeout, args.assignment)
+    grade_folder(args.folder, args.out, args.timeout, args.assignment, memory_mb=args.memory_mb)

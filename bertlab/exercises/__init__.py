@@ -41,14 +41,19 @@ limit per exercise, and writes grades.csv and grades.json (bertlab.course.gradin
 
 from __future__ import annotations
 
+# The package's own modules are imported relatively: the grader loads a private copy of the whole
+# package under another name (bertlab.course.grading), and relative imports keep that copy whole.
+import contextlib
 import dataclasses
 from typing import Any, Callable, Sequence
 
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
-from bertlab.exercises.ablation import CPU_HOURS, METRICS, PLAN_FIELDS, check_ablation_plan  # noqa: F401
-from bertlab.exercises.attention import check_attention, check_heads
-from bertlab.exercises.encoder_layer import check_encoder_layer, check_param_count
-from bertlab.exercises.framework import (  # noqa: F401  (the framework's public names, re-exported)
+from bertlab.files import write_text
+
+from .ablation import CPU_HOURS, METRICS, PLAN_FIELDS, check_ablation_plan  # noqa: F401
+from .attention import check_attention, check_heads
+from .encoder_layer import check_encoder_layer, check_param_count
+from .framework import (  # noqa: F401  (the framework's public names, re-exported)
     NOT_RUN,
     PASS_MARK,
     RESULTS,
@@ -67,16 +72,15 @@ from bertlab.exercises.framework import (  # noqa: F401  (the framework's public
     squad_dev_examples,
     student_fn_name,
 )
-from bertlab.exercises.pretraining_data import check_masking, check_nsp
-from bertlab.exercises.tasks_and_heads import check_head_probe, check_ner_labels
-from bertlab.exercises.tokens_and_positions import check_sinusoids, check_wordpiece
-from bertlab.exercises.training import check_finetune_loop, check_pretraining_step
-from bertlab.exercises.using_bert import (
+from .pretraining_data import check_masking, check_nsp
+from .tasks_and_heads import check_head_probe, check_ner_labels
+from .tokens_and_positions import check_sinusoids, check_wordpiece
+from .training import check_finetune_loop, check_pretraining_step
+from .using_bert import (
     STRATEGIES,  # noqa: F401
     check_features,
     check_span,
 )
-from bertlab.files import write_text
 
 # ------------------------------------------------------------------------------------------------
 # One entry point
@@ -111,10 +115,47 @@ def check(name: str, *functions: Callable) -> None:
 # ------------------------------------------------------------------------------------------------
 # Grading: what the grader runs inside the kernel of a submitted notebook (see bertlab.course.grading)
 # ------------------------------------------------------------------------------------------------
-def grade_in_kernel(name: str, functions: Sequence[str], namespace: dict[str, Any], out: str) -> None:
+ALLOCATION_FAILED = ("can't allocate memory", "out of memory", "cannot allocate memory", "std::bad_alloc")
+
+
+@contextlib.contextmanager
+def memory_limit(megabytes: int | None):
+    """Let this process allocate at most `megabytes` more address space while the block runs
+    (RLIMIT_AS, on Linux; elsewhere, or with None, no limit). An allocation past it fails inside
+    the block (MemoryError, or torch's "can't allocate memory"); the old limit is back after it."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no limit
+        yield
+        return
+    if megabytes is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * resource.getpagesize()
+    except OSError:  # not Linux: no reliable measure of what is in use
+        yield
+        return
+    limit = used + megabytes * 2**20
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def grade_in_kernel(
+    name: str, functions: Sequence[str], namespace: dict[str, Any], out: str, memory_mb: int | None = None
+) -> None:
     """Run check `name` on the functions called `functions` in `namespace` (the notebook's
     globals) and write its result, part by part, as JSON to `out`. Prints nothing the grader
-    reads; a crash of the check is recorded as its error."""
+    reads; a crash of the check is recorded as its error. With `memory_mb`, the check may
+    allocate at most that much (`memory_limit`): an exercise that allocates past it scores 0,
+    with a message that says so."""
     import json
 
     RESULTS.pop(name, None)
@@ -127,16 +168,24 @@ def grade_in_kernel(name: str, functions: Sequence[str], namespace: dict[str, An
         data["parts"] = [{"name": "functions defined", "passed": False, "message": data["error"]}]
     else:
         try:
-            CHECKS[name](*[namespace[f] for f in functions])
+            with memory_limit(memory_mb):
+                CHECKS[name](*[namespace[f] for f in functions])
         except ExerciseFailure:
             pass
-        except Exception as err:  # the check stopped before it finished its parts
+        except Exception as err:  # the check stopped before it finished its parts (MemoryError too)
             data["error"] = f"[{name}] the check stopped: {type(err).__name__}: {err}"[:500]
         result = RESULTS.get(name)
         if result is not None:
             data["parts"] = [dataclasses.asdict(p) for p in result.parts]
         elif not data["error"]:
             data["error"] = f"[{name}] the check recorded no result"
+        said = " ".join([data["error"], *(p["message"] for p in data["parts"])]).lower()
+        if memory_mb is not None and ("memoryerror" in said or any(s in said for s in ALLOCATION_FAILED)):
+            data["error"] = (
+                f"[{name}] used more memory than the exercise allows ({memory_mb:,} MB): it scores 0. Look "
+                "for a tensor far larger than the inputs (an outer product of the whole batch, say)."
+            )
+            data["parts"] = []
     write_text(out, json.dumps(data), fsync=False)
 
 

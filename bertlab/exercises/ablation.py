@@ -12,13 +12,14 @@ import re
 from typing import Callable
 
 from bertlab.config import PRESETS
-from bertlab.exercises.framework import (
+from bertlab.prose import count
+from bertlab.training.recipes import RECIPES, Recipe, get_recipe
+
+from .framework import (
     Parts,
     call_student,
     fail_check,
 )
-from bertlab.prose import count
-from bertlab.training.recipes import RECIPES, Recipe, get_recipe
 
 PLAN_FIELDS = {
     "question": str,

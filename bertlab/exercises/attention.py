@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from bertlab.exercises.framework import (
+from .framework import (
     Parts,
     call_student,
     expect_same,

@@ -14,19 +14,20 @@ from typing import Callable
 
 import torch
 
-from bertlab.exercises.framework import (
-    Parts,
-    call_student,
-    expect_same,
-    expect_tensor,
-    fail_check,
-)
 from bertlab.model import (
     BertConfig,
     BertModel,
     attention_mask_for,
 )
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
+
+from .framework import (
+    Parts,
+    call_student,
+    expect_same,
+    expect_tensor,
+    fail_check,
+)
 
 
 def _small_config(H: int, A: int, I: int, **kw):

@@ -15,16 +15,17 @@ from typing import Callable
 
 import torch
 
-from bertlab.exercises.framework import (
+from bertlab.model import (
+    IGNORE_INDEX,
+)
+
+from .framework import (
     Parts,
     bert_tokenizer,
     call_student,
     expect_tensor,
     fail_check,
     sentence_documents,
-)
-from bertlab.model import (
-    IGNORE_INDEX,
 )
 
 

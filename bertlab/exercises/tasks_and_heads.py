@@ -14,7 +14,13 @@ from typing import Callable
 
 import torch
 
-from bertlab.exercises.framework import (
+from bertlab.model import (
+    IGNORE_INDEX,
+    BertModel,
+)
+from bertlab.notebook import minilm_path
+
+from .framework import (
     Parts,
     bert_tokenizer,
     call_student,
@@ -22,11 +28,6 @@ from bertlab.exercises.framework import (
     fail_check,
     sentence_documents,
 )
-from bertlab.model import (
-    IGNORE_INDEX,
-    BertModel,
-)
-from bertlab.notebook import minilm_path
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from bertlab.exercises.framework import (
+from .framework import (
     Parts,
     bert_tokenizer,
     call_student,

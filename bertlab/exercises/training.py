@@ -15,14 +15,6 @@ from typing import Any, Callable, Sequence
 import torch
 
 from bertlab.data.masking import mask_tokens
-from bertlab.exercises.framework import (
-    NOT_RUN,
-    Parts,
-    bert_tokenizer,
-    call_student,
-    fail_check,
-    sentence_documents,
-)
 from bertlab.model import (
     IGNORE_INDEX,
     BertConfig,
@@ -30,6 +22,15 @@ from bertlab.model import (
     BertForSequenceClassification,
 )
 from bertlab.training.optim import adamw, optimizer_step
+
+from .framework import (
+    NOT_RUN,
+    Parts,
+    bert_tokenizer,
+    call_student,
+    fail_check,
+    sentence_documents,
+)
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,7 +14,12 @@ from typing import Callable
 
 import torch
 
-from bertlab.exercises.framework import (
+from bertlab.model import (
+    BertModel,
+)
+from bertlab.notebook import minilm_path
+
+from .framework import (
     Parts,
     bert_tokenizer,
     call_student,
@@ -23,10 +28,6 @@ from bertlab.exercises.framework import (
     sentence_documents,
     squad_dev_examples,
 )
-from bertlab.model import (
-    BertModel,
-)
-from bertlab.notebook import minilm_path
 
 
 @functools.lru_cache(maxsize=1)
