@@ -330,3 +330,21 @@ def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tm
     assert len(rows) == 1 and rows[0]["metric"] == "accuracy" and len(rows[0]["pretrained_scores"]) == 1
     with pytest.raises(ValueError, match="cannot add 'sst2'"):
         reference_run.add_task("sst2", out)
+
+
+def test_floors_of_the_recorded_gains():
+    """Each task's floor in its own metric: SST-2's majority label of the first n training
+    sentences of its curve, MRPC's all-"paraphrase" F1, CoNLL-2003's 0; SQuAD has none."""
+    from bertlab.tasks import trivial_baseline
+
+    run = reference.find()
+    if run is None or run.smoke:
+        pytest.skip("no recorded reference run here")
+    rows, floors = run.gains(), run.floors()
+    keys = {(r["task"], r["train_examples"]) for r in rows if r["task"] != "squad"}
+    assert set(floors) == keys
+    for (task, n), value in floors.items():
+        metric = next(r["metric"] for r in rows if (r["task"], r["train_examples"]) == (task, n))
+        assert value == trivial_baseline(task, n if task == "sst2" else None)[metric]
+    if ("mrpc", None) in floors:
+        assert 80 < floors[("mrpc", None)] < 82  # 2p / (p + n) on MRPC dev: 81.2
