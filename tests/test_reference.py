@@ -348,3 +348,26 @@ def test_floors_of_the_recorded_gains():
         assert value == trivial_baseline(task, n if task == "sst2" else None)[metric]
     if ("mrpc", None) in floors:
         assert 80 < floors[("mrpc", None)] < 82  # 2p / (p + n) on MRPC dev: 81.2
+    # two segments per sequence and sequence-length phases, as the record's settings say
+    prov["settings"].update(segment_pairs=True, phases="0.8:64:128,0.2:128:64")
+    (out / "provenance.json").write_text(json.dumps(prov))
+    text = reference.find(out).describe()
+    assert (
+        "`cpu` recipe (30% of the pieces masked; two segments per sequence, without NSP; 80% of the "
+        "steps on 128 sequences of 64 tokens, then 20% on 64 of 128)" in text
+    )
+    assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()
+
+
+def test_phases_in_words():
+    from bertlab.training.recipes import parse_phases, phases_text
+
+    assert phases_text(parse_phases("1:128:64")) == "100% of the steps on 64 sequences of 128 tokens"
+    assert phases_text(parse_phases("0.9:128:256,0.1:512:256")) == (
+        "90% of the steps on 256 sequences of 128 tokens, then 10% on 256 of 512"
+    )
+    assert phases_text(parse_phases("0.8:64:128,0.1:128:64,0.1:256:32")).endswith(
+        "then 10% on 64 of 128 and 10% on 32 of 256"
+    )
+    with pytest.raises(ValueError, match="no phases"):
+        phases_text([])

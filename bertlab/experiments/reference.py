@@ -45,7 +45,7 @@ from bertlab.files import fsync_file, replace_dir, sha256_file
 from bertlab.model import BertForPreTraining
 from bertlab.notebook import minilm_path
 from bertlab.records import records_dir
-from bertlab.training.recipes import RECIPES
+from bertlab.training.recipes import RECIPES, parse_phases, phases_text
 
 ENV_VAR = "BERTLAB_REFERENCE_RUN"
 WEIGHTS = "model.fp16.safetensors"
@@ -115,6 +115,14 @@ class ReferenceRun:
         # the masking rate: the run's own setting, else its recipe's (a record made before the setting)
         rate = st.get("mlm_probability") or (RECIPES[recipe].mlm_probability if recipe in RECIPES else None)
         masked = f" ({rate:.0%} of the pieces masked)" if rate else ""
+        # how the text was cut: two segments per sequence (without NSP) and sequence-length phases
+        how_cut = []
+        if st.get("segment_pairs"):
+            how_cut.append("two segments per sequence, without NSP")
+        if st.get("phases"):
+            how_cut.append(phases_text(parse_phases(st["phases"])))
+        if how_cut:
+            masked = masked[:-1] + "; " + "; ".join(how_cut) + ")" if masked else f" ({'; '.join(how_cut)})"
         return (
             f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
             f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "

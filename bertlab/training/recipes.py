@@ -132,6 +132,20 @@ def parse_phases(text: str) -> tuple[Phase, ...]:
     return tuple(phases)
 
 
+def phases_text(phases: Sequence[Phase]) -> str:
+    """The phases in words, for prose: "80% of the steps on 128 sequences of 64 tokens, then 10% on
+    64 of 128 and 10% on 32 of 256"."""
+    phases = [p if isinstance(p, Phase) else Phase(**p) for p in phases]
+    if not phases:
+        raise ValueError("no phases to describe")
+    first, rest = phases[0], phases[1:]
+    text = f"{first.fraction:.0%} of the steps on {first.batch_size:,} sequences of {first.seq_len} tokens"
+    if not rest:
+        return text
+    parts = [f"{p.fraction:.0%} on {p.batch_size:,} of {p.seq_len}" for p in rest]
+    return text + ", then " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
+
+
 def phase_ends(phases: Sequence[Phase], total_steps: int) -> list[int]:
     """The optimiser step at which each phase ends (the last one at `total_steps`): the running sum
     of the fractions, rounded to whole steps. A phase may get no step in a very short run."""
