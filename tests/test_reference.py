@@ -258,6 +258,15 @@ def test_describe_reads_every_figure_from_the_record(record):
     text = reference.find(out).describe()
     assert "compiled" not in text and "held-out" not in text
     assert "`cpu` recipe (30% of the pieces masked)" in text
+    # two segments per sequence and sequence-length phases, as the record's settings say
+    prov["settings"].update(segment_pairs=True, phases="0.8:64:128,0.2:128:64")
+    (out / "provenance.json").write_text(json.dumps(prov))
+    text = reference.find(out).describe()
+    assert (
+        "`cpu` recipe (30% of the pieces masked; two segments per sequence, without NSP; 80% of the "
+        "steps on 128 sequences of 64 tokens, then 20% on 64 of 128)" in text
+    )
+    assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()
 
 
 def test_pages_that_need_pairs_skip_a_record_pretrained_without_nsp(record, tmp_path, monkeypatch):
@@ -348,15 +357,6 @@ def test_floors_of_the_recorded_gains():
         assert value == trivial_baseline(task, n if task == "sst2" else None)[metric]
     if ("mrpc", None) in floors:
         assert 80 < floors[("mrpc", None)] < 82  # 2p / (p + n) on MRPC dev: 81.2
-    # two segments per sequence and sequence-length phases, as the record's settings say
-    prov["settings"].update(segment_pairs=True, phases="0.8:64:128,0.2:128:64")
-    (out / "provenance.json").write_text(json.dumps(prov))
-    text = reference.find(out).describe()
-    assert (
-        "`cpu` recipe (30% of the pieces masked; two segments per sequence, without NSP; 80% of the "
-        "steps on 128 sequences of 64 tokens, then 20% on 64 of 128)" in text
-    )
-    assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()
 
 
 def test_phases_in_words():
