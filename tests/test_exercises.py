@@ -14,6 +14,7 @@ Real data: the SQuAD dev set (mirror) and all-MiniLM-L6-v2's vocabulary and weig
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -992,3 +993,41 @@ def test_instructor_page_agrees_with_the_course():
         f"{sum(q.points for q in QUESTIONS.values())} points of open questions" in flat
     )
     assert page.count("<!-- instructor-only -->") == page.count("<!-- /instructor-only -->") >= 1
+
+
+def _roundtrip_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nbgrader_roundtrip", ROOT / "scripts" / "nbgrader_roundtrip.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_nbgrader_comparison_reads_stubs_as_equal_and_finds_leaks():
+    """What the nbgrader round trip compares: the two tools' stubs are equal, anything else is not."""
+    rt = _roundtrip_module()
+    cell, md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
+    head = 'def f(x):\n    """Doc."""\n'
+    ours = nbformat.v4.new_notebook(
+        cells=[cell(head + '    raise NotImplementedError("f: your code here")'), md(rt.ANSWER_PROMPT)]
+    )
+    theirs = nbformat.v4.new_notebook(
+        cells=[cell(head + "    # YOUR CODE HERE\n    raise NotImplementedError()"), md("YOUR ANSWER HERE")]
+    )
+    assert rt.compare(theirs, ours) == []
+    theirs.cells[0].source = head + "    return x + 1  # a solution line left in"
+    assert rt.compare(theirs, ours)[0].startswith("cell 0:")
+    theirs.cells.append(md("In this edition the solutions are hidden"))  # an instructor-only note kept
+    assert "nbgrader has 3 cells, the student edition 2" in rt.compare(theirs, ours)
+
+
+NBGRADER = os.environ.get("BERTLAB_NBGRADER") or shutil.which("nbgrader")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not NBGRADER, reason="nbgrader not installed: set BERTLAB_NBGRADER to its command")
+def test_nbgrader_generates_the_same_student_edition():
+    rt = _roundtrip_module()
+    for name in ("02_attention", "06_training"):
+        assert rt.roundtrip(name, NBGRADER) == [], name
