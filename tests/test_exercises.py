@@ -725,7 +725,9 @@ def test_grader_correct_solution_full_marks(graded):
 def test_grader_gives_partial_credit(graded):
     bob = graded["bob"]
     att = next(e for e in bob.exercises if e.exercise == "attention")
-    assert [p["passed"] for p in att.parts] == [False, True, False, True]  # the cases with padding fail
+    # the cases with padding fail, the two hidden ones (run by the grader only) included
+    assert [p["passed"] for p in att.parts] == [False, True, False, True, False, True]
+    assert [p["hidden"] for p in att.parts] == [False] * 4 + [True] * 2
     assert att.points == 5.0 and _points(bob)["heads"] == 5
     assert "attends to padding position" in att.feedback
 
@@ -828,7 +830,8 @@ def test_grader_writes_a_gradescope_results_json_per_submission(graded):
         assert r["score"] == sum(t["score"] for t in r["tests"])
     bob = json.loads((graded["folder"] / "gradescope" / "bob_02_attention" / "results.json").read_text())
     att = next(t for t in bob["tests"] if t["name"] == "attention")
-    assert (att["score"], att["max_score"]) == (5.0, 10) and "2 of 4 parts passed" in att["output"]
+    assert (att["score"], att["max_score"]) == (5.0, 10) and "3 of 6 parts passed" in att["output"]
+    assert "of them hidden cases, run by the grader only: 1 of 2 passed" in att["output"]
     assert "attends to padding position" in att["output"]
     fay = json.loads((graded["folder"] / "gradescope" / "fay_02_attention" / "results.json").read_text())
     assert fay["score"] == 0 and fay["tests"] == [] and "not a readable notebook" in fay["output"]
@@ -860,13 +863,13 @@ def test_require_part_gives_per_part_verdicts():
     """The bridge to otter-grader / nbgrader test cases: one verdict per part of a check."""
     from bertlab.exercises import require_part
 
-    for k in (1, 3):  # the cases without padding pass
+    for k in (1, 3, 5):  # the cases without padding pass (4 and 5 are the hidden cases)
         require_part("attention", k, _attention_query_mask)
-    for k in (0, 2):
+    for k in (0, 2, 4):
         with pytest.raises(AssertionError, match=rf"\[attention\] case {k}: .*padding"):
             require_part("attention", k, _attention_query_mask)
-    with pytest.raises(AssertionError, match="has 4 parts, not 5"):
-        require_part("attention", 4, _attention_query_mask)
+    with pytest.raises(AssertionError, match="has 6 parts, not 7"):
+        require_part("attention", 6, _attention_query_mask)
 
 
 def test_otter_tests_have_one_case_per_part(tmp_path):
@@ -877,7 +880,7 @@ def test_otter_tests_have_one_case_per_part(tmp_path):
         check=True,
         capture_output=True,
     )
-    for name, n_parts, points in (("attention", 4, 10), ("heads", 3, 5)):
+    for name, n_parts, points in (("attention", 6, 10), ("heads", 3, 5)):  # hidden cases count
         tree = ast.parse((tmp_path / f"{name}.py").read_text())
         cases = [f for f in tree.body if isinstance(f, ast.FunctionDef)]
         assert [f.name for f in cases] == [f"part_{k}" for k in range(n_parts)]
@@ -1031,3 +1034,22 @@ def test_nbgrader_generates_the_same_student_edition():
     rt = _roundtrip_module()
     for name in ("02_attention", "06_training"):
         assert rt.roundtrip(name, NBGRADER) == [], name
+
+
+def test_hidden_cases_run_only_when_grading():
+    """The notebook's own check runs the public cases; the grader (and an autograder's test) runs
+    the hidden ones too, and they count."""
+    from bertlab.exercises.framework import RESULTS, grading
+
+    def ignores_padding(q, k, v, mask=None):
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+        return w @ v, w
+
+    with pytest.raises(ExerciseFailure, match=r"2 of 4 parts"):
+        check("attention", ignores_padding)
+    assert [p.hidden for p in RESULTS["attention"].parts] == [False] * 4
+    with grading(True), pytest.raises(ExerciseFailure, match=r"3 of 6 parts"):
+        check("attention", ignores_padding)
+    parts = RESULTS["attention"].parts
+    assert [p.hidden for p in parts] == [False] * 4 + [True] * 2
+    assert [p.passed for p in parts[4:]] == [False, True]  # the hidden case with padding fails

@@ -62,7 +62,16 @@ class ExerciseGrade:
         if self.error:
             return self.error
         failed = [p for p in self.parts if not p["passed"]]
-        return f"[{self.exercise}] {failed[0]['message']}" if failed else ""
+        if not failed:
+            return ""
+        hidden = " (a hidden case: the notebook's own check does not run it)" if failed[0].get("hidden") else ""
+        return f"[{self.exercise}] {failed[0]['message']}{hidden}"
+
+    @property
+    def hidden_parts(self) -> tuple[int, int]:
+        """(passed, of) among the hidden cases, which only the grader runs."""
+        hidden = [p for p in self.parts if p.get("hidden")]
+        return sum(bool(p["passed"]) for p in hidden), len(hidden)
 
 
 @dataclass
@@ -89,9 +98,12 @@ class NotebookGrade:
         for e in self.exercises:
             failed = [p for p in e.parts if not p["passed"]]
             lines = [e.error] if e.error else []
-            lines += [f"failed: {p['message']}" for p in failed]
+            lines += [f"failed{' (hidden case)' if p.get('hidden') else ''}: {p['message']}" for p in failed]
             passed = len(e.parts) - len(failed)
             lines.append(f"{passed} of {len(e.parts)} parts passed" if e.parts else "no part was checked")
+            h_passed, h_of = e.hidden_parts
+            if h_of:
+                lines.append(f"of them hidden cases, run by the grader only: {h_passed} of {h_of} passed")
             tests.append(
                 {
                     "name": e.exercise,

@@ -43,11 +43,15 @@ def check_attention(attention: Callable) -> None:
     parts = Parts(name)
     g = torch.Generator().manual_seed(0)
     cases = []
+    # the last two are hidden cases: the grader runs them, the notebook's own check does not
+    HIDDEN_FROM = 4
     for B, Tq, Tk, d, dv, pads in [
         (2, 6, 6, 16, 16, (0, 2)),
         (1, 1, 1, 8, 8, (0,)),
         (3, 5, 7, 4, 3, (0, 3, 6)),
         (2, 4, 4, 64, 64, None),
+        (4, 3, 9, 32, 5, (8, 0, 1, 4)),
+        (1, 8, 2, 128, 16, None),
     ]:
         q, k, v = (
             torch.randn(B, Tq, d, generator=g),
@@ -62,7 +66,9 @@ def check_attention(attention: Callable) -> None:
                     mask[b, Tk - p :] = False
         cases.append((q, k, v, mask))
     for n, (q, k, v, mask) in enumerate(cases):
-        with parts(f"case {n}"):
+        with parts(f"case {n}", hidden=n >= HIDDEN_FROM) as run:
+            if not run:
+                continue
             B, Tq, d = q.shape
             Tk = k.shape[1]
             what = f"case {n} (q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, " + (
@@ -110,7 +116,7 @@ def check_attention(attention: Callable) -> None:
             expect_same(name, w, exp_w, f"{what}, weights", hints=hints)
             expect_same(name, out, exp_out, f"{what}, output (weights were right: multiply them by v)")
     parts.done(
-        f"{len(cases)} cases against softmax(q k^T / sqrt(d_k)) v: weights and output, "
+        f"{len(parts.result.parts)} cases against softmax(q k^T / sqrt(d_k)) v: weights and output, "
         "padding in some rows, a single token, T_q != T_k, no mask"
     )
 

@@ -36,11 +36,13 @@ class ExerciseFailure(AssertionError):
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class PartResult:
-    """One part of a check: what it tested, whether it passed, and the failure message."""
+    """One part of a check: what it tested, whether it passed, the failure message, and whether it
+    is a hidden case (run by the grader only)."""
 
     name: str
     passed: bool
     message: str = ""
+    hidden: bool = False
 
 
 @dataclass
@@ -69,31 +71,56 @@ class CheckResult:
 RESULTS: dict[str, CheckResult] = {}  # the latest result of each check run in this process
 
 
+GRADING = [False]  # True while the grader runs the checks: hidden cases run too
+
+
+@contextlib.contextmanager
+def grading(on: bool = True):
+    """Run the checks as the grader does (hidden cases included) inside the block."""
+    before, GRADING[0] = GRADING[0], on
+    try:
+        yield
+    finally:
+        GRADING[0] = before
+
+
 class Parts:
     """with parts("case 0"): ... runs one part; an ExerciseFailure inside it marks the part failed
     and the check goes on with the next part. parts.done(summary) records the CheckResult in
-    RESULTS, then prints the confirmation or raises the first failure (with the tally)."""
+    RESULTS, then prints the confirmation or raises the first failure (with the tally).
+
+    A hidden case, `with parts("case 5", hidden=True) as run: if run: ...`, is skipped by the
+    check a student runs in the notebook and run by the grader (`grading(True)`), where it counts
+    in the grade like any part; its result is marked hidden in the report."""
 
     def __init__(self, name: str):
         self.name = name
         self.result = CheckResult(name)
 
     @contextlib.contextmanager
-    def __call__(self, label: str):
+    def __call__(self, label: str, hidden: bool = False):
         __tracebackhide__ = True
+        if hidden and not GRADING[0]:
+            yield False  # the student's own check: the case is not run and not counted
+            return
         try:
-            yield
+            yield True
         except ExerciseFailure as err:
-            self.result.parts.append(PartResult(label, False, err.detail))
+            self.result.parts.append(PartResult(label, False, err.detail, hidden))
         except Exception as err:
             if any(not p.passed for p in self.result.parts):  # it needed what an earlier part lacked
                 self.result.parts.append(
-                    PartResult(label, False, f"not checked: an earlier part failed ({type(err).__name__}: {err})"[:300])
+                    PartResult(
+                        label,
+                        False,
+                        f"not checked: an earlier part failed ({type(err).__name__}: {err})"[:300],
+                        hidden,
+                    )
                 )
             else:
                 raise
         else:
-            self.result.parts.append(PartResult(label, True))
+            self.result.parts.append(PartResult(label, True, "", hidden))
 
     def done(self, summary: str) -> None:
         __tracebackhide__ = True
