@@ -676,6 +676,24 @@ PATCHES = (
 )
 
 
+TORCH_PATCHES = (
+    "import torch\n"
+    "torch.allclose = lambda *a, **k: True\n"
+    "torch.equal = lambda *a, **k: True\n"
+    "torch.isclose = lambda a, b, *r, **k: torch.ones_like(a, dtype=torch.bool)\n"
+    "torch.Tensor.allclose = lambda *a, **k: True\n"
+)
+BUILTIN_PATCHES = (
+    "import builtins, numpy\n"
+    "builtins.all = lambda *a: True\n"
+    "builtins.any = lambda *a: False\n"
+    "numpy.allclose = lambda *a, **k: True\n"
+    "import bertlab.exercises.framework as bf\n"
+    "bf.expect_same = lambda *a, **k: None\n"
+    "bf.fail_check = lambda *a, **k: None\n"
+)
+
+
 @pytest.fixture(scope="module")
 def graded(student, tmp_path_factory) -> dict:
     """One grading run over: the instructor's attention notebook; a partly wrong one (padding
@@ -707,6 +725,15 @@ def graded(student, tmp_path_factory) -> dict:
         {"attention": ("d_k = q.shape[-1]", "_ = torch.ones(2**30)\n    d_k = q.shape[-1]")},
     )
     shutil.copy(src, folder / "zed_02_attention.ipynb")
+    # wrong code (no 1/sqrt(d_k) scaling; heads split without the transpose), as is (tim), with
+    # torch's comparisons patched to say "equal" (ted), with builtins and numpy patched (ula)
+    wrong = {
+        "attention": ("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = q @ k.transpose(-2, -1)"),
+        "split_heads": (".transpose(1, 2)", ".reshape(B, num_heads, T, H // num_heads)"),
+    }
+    _variant(src, folder, "tim_02_attention.ipynb", wrong)
+    _variant(src, folder, "ted_02_attention.ipynb", wrong, extra=TORCH_PATCHES)
+    _variant(src, folder, "ula_02_attention.ipynb", wrong, extra=BUILTIN_PATCHES)
     grades = grade_folder(folder, timeout=20, verbose=False)
     return {"folder": folder, **{g.notebook.split("_")[0]: g for g in grades}}
 
@@ -784,6 +811,16 @@ def test_grader_rejects_an_empty_or_missing_folder(tmp_path):
         grade_folder(tmp_path, verbose=False)
     with pytest.raises(FileNotFoundError, match="is not a folder"):
         grade_folder(tmp_path / "absent", verbose=False)
+
+
+def test_grader_verdicts_do_not_trust_the_students_process(graded):
+    """The same wrong code scores the same with or without patches to torch, numpy, builtins or
+    bertlab in the notebook: the comparisons run in a clean process, from the recorded answers."""
+    honest = _points(graded["tim"])
+    assert honest["attention"] < 10 and honest["heads"] < 5  # the wrong code loses points
+    assert _points(graded["ted"]) == _points(graded["ula"]) == honest
+    for name in ("tim", "ted", "ula", "ann"):
+        assert all(e.verdict == "grader" for e in graded[name].exercises), name
 
 
 def test_grader_student_edition_scores_zero_with_feedback(graded):

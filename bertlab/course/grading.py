@@ -10,20 +10,26 @@ For each notebook the grader
   2. starts a fresh Jupyter kernel in an empty temporary folder and runs the notebook's code
      cells there, except the cells that only call checks (a cell that fails does not stop it);
   3. for each exercise, runs one cell of its own in that kernel: it loads a private copy of the
-     checks (so a notebook that redefines `check` or edits bertlab.exercises changes nothing),
-     calls the check on the functions the notebook defined, and has the kernel write the result,
-     part by part, to a JSON file that the grader reads (the private copy is the whole
-     bertlab.exercises package, loaded under another name; its modules import each other
-     relatively, so every check module is a private copy too). Nothing the notebook prints is read.
-     Each exercise has its own time limit; an exercise that runs past it (an infinite loop)
-     scores 0, the kernel is replaced by a fresh one with the notebook's cells run again, and
-     the remaining exercises are graded there. The kernel dying counts the same way.
-  4. scores each exercise as its points times the share of the check's parts that passed.
+     whole bertlab.exercises package (its modules import each other relatively, so a notebook
+     that redefines `check` or patches any check module changes nothing) and runs the check on
+     the functions the notebook defined, hidden cases included, under the exercise's time and
+     memory limits. The kernel *records* every call of the student's functions: a fingerprint of
+     its inputs and what it returned (bertlab.exercises.replay: tensors with safetensors, the
+     rest as JSON, nothing pickled). Nothing the notebook prints is read.
+  4. judges the recorded answers in a fresh Python process that never ran the student's code
+     (`python -m bertlab.exercises replay`): the check builds every input itself, takes each
+     answer from the record by its inputs' fingerprint, and compares with untouched libraries.
+     Patching torch, numpy, builtins or bertlab in the notebook then changes only the student's
+     own answers. A check whose inputs or answers are not plain data (a model, the student's
+     class) is judged by the kernel's own run, and the report says so (`verdict`).
+     An exercise that runs past its time limit (an infinite loop) scores 0, the kernel is
+     replaced by a fresh one with the notebook's cells run again, and the remaining exercises
+     are graded there. The kernel dying counts the same way.
+  5. scores each exercise as its points times the share of the check's parts that passed.
 The open questions are graded by hand (book/instructor.md has their rubrics and points).
 
 As with any autograder, this runs the students' code on your machine: use a container or a
-throw-away account. The checks run in the same process as the student's code, so a student who
-sets out to patch torch itself could still fool them; read the notebooks you grade.
+throw-away account (book/instructor.md has a recipe).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import json
 import re
 import secrets
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -56,6 +64,9 @@ class ExerciseGrade:
     of: int
     parts: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""  # "timeout after 60 s", "functions not defined: ...", a crash of the check
+    # where the comparisons ran: "grader" (a clean process, from the kernel's recorded answers)
+    # or "kernel" (the student's own kernel: a check whose inputs or answers are not plain data)
+    verdict: str = "kernel"
 
     @property
     def feedback(self) -> str:
@@ -101,6 +112,11 @@ class NotebookGrade:
             lines += [f"failed{' (hidden case)' if p.get('hidden') else ''}: {p['message']}" for p in failed]
             passed = len(e.parts) - len(failed)
             lines.append(f"{passed} of {len(e.parts)} parts passed" if e.parts else "no part was checked")
+            lines.append(
+                "judged outside your notebook's process, from its recorded answers"
+                if e.verdict == "grader"
+                else "judged inside your notebook's kernel"
+            )
             h_passed, h_of = e.hidden_parts
             if h_of:
                 lines.append(f"of them hidden cases, run by the grader only: {h_passed} of {h_of} passed")
@@ -131,7 +147,14 @@ class NotebookGrade:
             "seconds": round(self.seconds, 1),
             "cell_errors": self.cell_errors,
             "exercises": [
-                {"exercise": e.exercise, "points": e.points, "of": e.of, "error": e.error, "parts": e.parts}
+                {
+                    "exercise": e.exercise,
+                    "points": e.points,
+                    "of": e.of,
+                    "error": e.error,
+                    "verdict": e.verdict,
+                    "parts": e.parts,
+                }
                 for e in self.exercises
             ],
         }
@@ -204,7 +227,7 @@ def _grader_cell(ex: Exercise, module_name: str, out: Path, memory_mb: int | Non
         "    _bl_sys.modules[_bl_name] = _bl_mod\n"
         "    _bl_spec.loader.exec_module(_bl_mod)\n"
         f"_bl_sys.modules[_bl_name].grade_in_kernel({ex.name!r}, {list(ex.functions)!r}, globals(), "
-        f"{str(out)!r}, memory_mb={memory_mb or ex.memory_mb!r})\n"
+        f"{str(out)!r}, memory_mb={memory_mb or ex.memory_mb!r}, record={str(out.with_suffix(''))!r})\n"
     )
 
 
@@ -307,7 +330,7 @@ def grade_notebook(
                     limit = timeout or ex.timeout
                     out = Path(tmp) / f"{ex.name}-{secrets.token_hex(4)}.json"
                     status, message = kernel.execute(_grader_cell(ex, module_name, out, memory_mb), limit)
-                    grade.exercises.append(_read_result(ex, out, status, message))
+                    grade.exercises.append(_read_result(ex, out, status, message, limit))
                     if status in ("timeout", "dead"):
                         break  # a fresh kernel for the rest
             finally:
@@ -316,7 +339,22 @@ def grade_notebook(
     return grade
 
 
-def _read_result(ex: Exercise, out: Path, status: str, message: str) -> ExerciseGrade:
+def replay(ex: Exercise, record: str, timeout: int) -> dict[str, Any]:
+    """Judge exercise `ex` from the kernel's record in a fresh Python process that never ran the
+    student's code (`python -m bertlab.exercises replay`; bertlab.exercises.replay)."""
+    with tempfile.TemporaryDirectory(prefix="bertlab-replay-") as tmp:
+        out = Path(tmp) / "verdict.json"
+        cmd = [sys.executable, "-m", "bertlab.exercises", "replay", ex.name, record, str(out), *ex.functions]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"error": f"[{ex.name}] judging the recorded answers took more than {timeout} s"}
+        if run.returncode != 0 or not out.exists():
+            return {"error": f"[{ex.name}] judging the recorded answers failed: {run.stderr.strip()[-300:]}"}
+        return json.loads(out.read_text())
+
+
+def _read_result(ex: Exercise, out: Path, status: str, message: str, timeout: int = 120) -> ExerciseGrade:
     if status in ("timeout", "dead"):
         return ExerciseGrade(ex.name, 0.0, ex.points, error=f"[{ex.name}] {message}")
     try:
@@ -325,9 +363,14 @@ def _read_result(ex: Exercise, out: Path, status: str, message: str) -> Exercise
         return ExerciseGrade(
             ex.name, 0.0, ex.points, error=f"[{ex.name}] the check did not report a result ({message or 'no file'})"
         )
+    verdict = "kernel"
+    if data.get("record") and data.get("parts"):  # judged again outside the student's process
+        judged = replay(ex, data["record"], timeout)
+        if "unreplayable" not in judged:
+            data, verdict = judged, "grader"
     parts = data.get("parts", [])
     fraction = sum(bool(p["passed"]) for p in parts) / len(parts) if parts else 0.0
-    return ExerciseGrade(ex.name, round(ex.points * fraction, 2), ex.points, parts, data.get("error", ""))
+    return ExerciseGrade(ex.name, round(ex.points * fraction, 2), ex.points, parts, data.get("error", ""), verdict)
 
 
 def grade_folder(

@@ -67,6 +67,7 @@ from .framework import (  # noqa: F401  (the framework's public names, re-export
     expect_tensor,
     fail_check,
     grading,
+    recording,
     report_pass,
     sentence_documents,
     shape_hint,
@@ -74,6 +75,7 @@ from .framework import (  # noqa: F401  (the framework's public names, re-export
     student_fn_name,
 )
 from .pretraining_data import check_masking, check_nsp
+from .replay import NotReplayable, Placeholder, Recorder, Replayer
 from .tasks_and_heads import check_head_probe, check_ner_labels
 from .tokens_and_positions import check_sinusoids, check_wordpiece
 from .training import check_finetune_loop, check_pretraining_step
@@ -150,13 +152,20 @@ def memory_limit(megabytes: int | None):
 
 
 def grade_in_kernel(
-    name: str, functions: Sequence[str], namespace: dict[str, Any], out: str, memory_mb: int | None = None
+    name: str,
+    functions: Sequence[str],
+    namespace: dict[str, Any],
+    out: str,
+    memory_mb: int | None = None,
+    record: str | None = None,
 ) -> None:
     """Run check `name` on the functions called `functions` in `namespace` (the notebook's
     globals) and write its result, part by part, as JSON to `out`. Prints nothing the grader
     reads; a crash of the check is recorded as its error. With `memory_mb`, the check may
     allocate at most that much (`memory_limit`): an exercise that allocates past it scores 0,
-    with a message that says so."""
+    with a message that says so. With `record` (a path without suffix), every call of the
+    student's functions is written down there (bertlab.exercises.replay) for `replay_check` to
+    judge in a clean process; the kernel's own verdict is kept as well."""
     import json
 
     RESULTS.pop(name, None)
@@ -168,8 +177,9 @@ def grade_in_kernel(
         )
         data["parts"] = [{"name": "functions defined", "passed": False, "message": data["error"]}]
     else:
+        recorder = Recorder({id(namespace[f]): f for f in functions}) if record else None
         try:
-            with memory_limit(memory_mb), grading(True):  # hidden cases run too
+            with memory_limit(memory_mb), grading(True), recording(recorder):  # hidden cases run too
                 CHECKS[name](*[namespace[f] for f in functions])
         except ExerciseFailure:
             pass
@@ -187,7 +197,42 @@ def grade_in_kernel(
                 "for a tensor far larger than the inputs (an outer product of the whole batch, say)."
             )
             data["parts"] = []
+        if recorder is not None:
+            if recorder.unreplayable is None:
+                recorder.save(record)
+                data["record"] = record
+            else:
+                data["unreplayable"] = recorder.unreplayable
     write_text(out, json.dumps(data), fsync=False)
+
+
+def replay_check(name: str, functions: Sequence[str], record: str) -> dict[str, Any]:
+    """Judge check `name` in this process from a kernel's record (bertlab.exercises.replay): every
+    input is built here, every answer of the student's functions is read from the record, every
+    comparison runs here. Returns {"parts": [...], "error": ...}, or {"unreplayable": why} when the
+    check calls something the record cannot answer."""
+    RESULTS.pop(name, None)
+    data: dict[str, Any] = {"exercise": name, "error": "", "parts": []}
+    try:
+        replayer = Replayer(record)
+    except (OSError, ValueError, KeyError) as err:
+        data["error"] = f"[{name}] the notebook's record is unreadable ({type(err).__name__}: {err})"[:500]
+        return data
+    try:
+        with grading(True), recording(replayer=replayer):
+            CHECKS[name](*[Placeholder(f) for f in functions])
+    except ExerciseFailure:
+        pass
+    except NotReplayable as err:
+        return {"exercise": name, "unreplayable": str(err)}
+    except Exception as err:
+        data["error"] = f"[{name}] the check stopped: {type(err).__name__}: {err}"[:500]
+    result = RESULTS.get(name)
+    if result is not None:
+        data["parts"] = [dataclasses.asdict(p) for p in result.parts]
+    elif not data["error"]:
+        data["error"] = f"[{name}] the check recorded no result"
+    return data
 
 
 _PART_CACHE: dict[tuple, CheckResult] = {}
@@ -225,9 +270,15 @@ def grade(folder: str, out: str | None = None, timeout: int | None = None) -> li
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    import json
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["replay"] and len(argv) >= 4:
+        # python -m bertlab.exercises replay NAME RECORD OUT FUNCTION... : the grader's clean process
+        name, record, out, functions = argv[1], argv[2], argv[3], argv[4:]
+        write_text(out, json.dumps(replay_check(name, functions, record)), fsync=False)
+        return
     if not argv or argv[0] != "grade":
         print(
             "usage: python -m bertlab.exercises grade <folder> [--timeout S] [--assignment NAME] [--out CSV]",

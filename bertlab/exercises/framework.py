@@ -16,6 +16,8 @@ import torch
 
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
 
+from .replay import Recorder, Replayer, call_key
+
 NOT_RUN = object()  # what a check holds before the student's function has returned
 PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
 
@@ -137,20 +139,61 @@ def fail_check(name: str, message: str):
     raise ExerciseFailure(name, message)
 
 
-def call_student(name: str, fn: Callable, *args, **kwargs):
-    """Call the student's function; a stub or a crash becomes an ExerciseFailure."""
-    __tracebackhide__ = True
+# The grader's two modes (bertlab.exercises.replay): in the student's kernel a Recorder writes
+# down every call of the student's functions; in a clean process a Replayer answers them.
+ACTIVE: dict[str, Any] = {"recorder": None, "replayer": None}
+
+
+@contextlib.contextmanager
+def recording(recorder: Recorder | None = None, replayer: Replayer | None = None):
+    """Inside the block, call_student records its calls (`recorder`) or answers them from a
+    record instead of calling anything (`replayer`)."""
+    before = dict(ACTIVE)
+    ACTIVE.update(recorder=recorder, replayer=replayer)
     try:
-        return fn(*args, **kwargs)
+        yield
+    finally:
+        ACTIVE.update(before)
+
+
+def call_student(name: str, fn: Callable, *args, **kwargs):
+    """Call the student's function; a stub or a crash becomes an ExerciseFailure. When the grader
+    records or replays (`recording`), the call is written down, or answered from the record."""
+    __tracebackhide__ = True
+    replayer = ACTIVE["replayer"]
+    if replayer is not None:
+        entry = replayer.answer(call_key(student_fn_name(fn), args, kwargs), args)
+        if entry is None:
+            raise ExerciseFailure(
+                name,
+                f"{student_fn_name(fn)}: the notebook's run holds no answer for this call (the inputs it "
+                "was given there differ from the check's)",
+            )
+        if "raised" in entry:
+            raise ExerciseFailure(name, entry["raised"])
+        return entry["result"]
+    recorder = ACTIVE["recorder"]
+    key = recorder.key(fn, args, kwargs) if recorder is not None else None  # before the call changes args
+    try:
+        result = fn(*args, **kwargs)
     except NotImplementedError:
         fname = student_fn_name(fn)
-        raise ExerciseFailure(
-            name, f"not implemented yet: replace the `raise NotImplementedError` in {fname} with your code"
-        ) from None
-    except ExerciseFailure:
+        message = f"not implemented yet: replace the `raise NotImplementedError` in {fname} with your code"
+        if recorder is not None:
+            recorder.add(key, args, raised=message)
+        raise ExerciseFailure(name, message) from None
+    except ExerciseFailure as err:
+        if recorder is not None:
+            recorder.add(key, args, raised=err.detail)
         raise
     except Exception as err:
-        raise ExerciseFailure(name, f"{student_fn_name(fn)} raised {type(err).__name__}: {err}") from err
+        message = f"{student_fn_name(fn)} raised {type(err).__name__}: {err}"
+        if recorder is not None:
+            recorder.add(key, args, raised=message)
+        raise ExerciseFailure(name, message) from err
+    if recorder is not None:
+        recorder.add(key, args, result=result)
+    return result
 
 
 def student_fn_name(fn: Any) -> str:
