@@ -1090,3 +1090,41 @@ def test_hidden_cases_run_only_when_grading():
     parts = RESULTS["attention"].parts
     assert [p.hidden for p in parts] == [False] * 4 + [True] * 2
     assert [p.passed for p in parts[4:]] == [False, True]  # the hidden case with padding fails
+
+
+def test_replay_records_are_plain_data_and_restore_what_calls_change(tmp_path):
+    import random as stdlib_random
+
+    from bertlab.exercises.replay import NotReplayable, Recorder, Replayer, call_key
+
+    def draw(g, n):  # changes its generator, returns a tensor and a tuple
+        return torch.rand(n, generator=g), ("drew", n, 0.5, float("nan"))
+
+    recorder = Recorder({id(draw): "draw"})
+    g = torch.Generator().manual_seed(3)
+    keys = []
+    for n in (2, 3):  # the second call sees the generator the first one advanced
+        key = recorder.key(draw, (g, n), {})
+        keys.append(key)
+        recorder.add(key, (g, n), result=draw(g, n))
+    recorder.save(tmp_path / "rec")
+    assert (tmp_path / "rec.json").exists() and (tmp_path / "rec.safetensors").exists()
+
+    replayer = Replayer(tmp_path / "rec")
+    h = torch.Generator().manual_seed(3)
+    first = replayer.answer(call_key("draw", (h, 2), {}), (h, 2))["result"]
+    assert torch.equal(first[0], torch.rand(2, generator=torch.Generator().manual_seed(3)))
+    assert first[1][:3] == ("drew", 2, 0.5) and math.isnan(first[1][3])
+    # the generator is back in its state after the first call, so the second call's key matches
+    assert call_key("draw", (h, 3), {}) == keys[1]
+    r = stdlib_random.Random(0)
+    assert replayer.answer(call_key("draw", (r, 2), {}), (r, 2)) is None  # a call never made
+
+    bad = Recorder({id(draw): "draw"})
+    bad.add(bad.key(draw, (torch.nn.Linear(2, 2),), {}), ())
+    assert bad.unreplayable and "Linear" in bad.unreplayable
+    (tmp_path / "forged.json").write_text('{"format": "pickle", "calls": {}}')
+    with pytest.raises(ValueError, match="not an exercise record"):
+        Replayer(tmp_path / "forged")
+    with pytest.raises(NotReplayable):
+        call_key("f", (object(),), {})
