@@ -39,7 +39,7 @@ What is backed by a run and what is not (read before trusting a number):
     CPU instead of PyTorch's fused kernel (bertlab.model.SelfAttention: the same numbers, a faster
     step): 6,463 steps, 52.9M tokens, 40.4% held-out (scored at 15% masked), first above 20% at
     step 1,000 (8.2M tokens). The masking rate is a setting of the record
-    (bertlab.experiments.reference.REFERENCE["cpu"]); the recipe keeps the paper's 15%. The earlier pilots
+    (bertlab.experiments.reference_run.REFERENCE["cpu"]); the recipe keeps the paper's 15%. The earlier pilots
     compared the whole recipe with `budget`; of the one-change pilots
     on cpu-tiny-16k's schedule, post-LN did as well as pre-LN over the first 1,500 steps at that
     size, so pre-LN is kept for its stability at larger sizes (Xiong et al.), not because a pilot
@@ -77,7 +77,7 @@ What is backed by a run and what is not (read before trusting a number):
     1,000 steps the ordering was 2e-3 > 5e-4 > 1e-4 (the paper's lr barely leaves the "frequent
     words" plateau in a short run). It supports "much higher than 1e-4 for short runs" at tiny scale
     only: small models tolerate larger learning rates, so 2e-3 does not transfer to medium/base.
-  - the budget recipe at GPU scale (REFERENCE["gpu"] in bertlab.experiments.reference, 9 minutes on an H100) has
+  - the budget recipe at GPU scale (REFERENCE["gpu"] in bertlab.experiments.reference_run, 9 minutes on an H100) has
     not been run with this code.
   - paper: the paper's numbers; never run here at its real scale (1M steps x 256 x 512 tokens).
 """
