@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
         "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
         "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
-        "split of dev, bertlab.experiments.reference.SQUAD_CPU)",
+        "split of dev, bertlab.experiments.reference_run.SQUAD_CPU)",
     )
     r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
     r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
