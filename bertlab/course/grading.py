@@ -227,7 +227,7 @@ def _grader_cell(ex: Exercise, module_name: str, out: Path, memory_mb: int | Non
         "    _bl_sys.modules[_bl_name] = _bl_mod\n"
         "    _bl_spec.loader.exec_module(_bl_mod)\n"
         f"_bl_sys.modules[_bl_name].grade_in_kernel({ex.name!r}, {list(ex.functions)!r}, globals(), "
-        f"{str(out)!r}, memory_mb={memory_mb or ex.memory_mb!r}, record={str(out.with_suffix(''))!r})\n"
+        f"{str(out)!r}, memory_mb={memory_mb or ex.memory_mb!r}, record={str(out.parent / (out.stem + '-record'))!r})\n"
     )
 
 
