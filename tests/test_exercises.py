@@ -839,11 +839,9 @@ def test_grader_writes_csv_and_json(graded):
     assert rows["bob_02_attention.ipynb"]["attention"] == "5.0"
     data = {d["notebook"]: d for d in json.loads((graded["folder"] / "grades.json").read_text())}
     assert [p["name"] for p in data["bob_02_attention.ipynb"]["exercises"][0]["parts"]] == [
-        "case 0",
-        "case 1",
-        "case 2",
-        "case 3",
+        f"case {k}" for k in range(6)
     ]
+    assert data["bob_02_attention.ipynb"]["exercises"][0]["verdict"] == "grader"
 
 
 def test_grader_reports_an_unreadable_notebook_and_grades_the_others(graded):

@@ -307,8 +307,10 @@ def grade_notebook(
     skip: set[int] = set()  # the notebook's cells that timed out or killed the kernel once
     module_name = f"_bertlab_grading_{secrets.token_hex(6)}"
     with tempfile.TemporaryDirectory(prefix="bertlab-grade-") as tmp:
+        runs = 0
         while todo:
-            workdir = Path(tmp) / f"run{len(todo)}"
+            runs += 1  # a fresh kernel in a fresh folder each time (after a timeout or a death)
+            workdir = Path(tmp) / f"run{runs}"
             workdir.mkdir()
             kernel = _Kernel(workdir, kernel_name)
             try:
