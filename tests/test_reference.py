@@ -46,6 +46,9 @@ def test_find_loads_the_recorded_weights(record, tmp_path, monkeypatch):
     assert run is not None and not run.smoke
     label = run.label()
     assert "RECORDED" in label and "H100" in label and "0123456789" in label and "14.0 min" in label
+    assert (
+        run.short_label() == "(read from the book's recorded run, chapter 10; not computed while this page was built)"
+    )
     assert [m["step"] for m in run.metrics()] == [50, 100]
     loaded = run.load()
     ids = torch.randint(5, 1000, (2, 12))

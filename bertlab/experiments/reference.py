@@ -99,6 +99,12 @@ class ReferenceRun:
             return f"a {cores}-core CPU" + (f" ({model})" if model else "")
         return device
 
+    def short_label(self) -> str:
+        """The banner after its first appearance (chapter 10 shows `label()`): a short reminder
+        that these numbers were recorded, not computed while the page was built."""
+        kind = "a smoke-test record (CPU size, not the real record)" if self.smoke else "the book's recorded run"
+        return f"(read from {kind}, chapter 10; not computed while this page was built)"
+
     def describe(self) -> str:
         """What was trained, on what, where and for how long, in one sentence for the chapters'
         prose, every figure read from the record: "BERT-Mini (L=4, H=256, A=4; 7.4M parameters)
