@@ -12,6 +12,7 @@ These read files only; they take well under a second.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -174,3 +175,15 @@ def test_cited_keys_exist():
                 if key not in keys:
                     unknown.setdefault(name, []).append(key)
     assert not unknown, f"citation keys not in book/references.bib: {unknown}"
+
+
+def test_the_records_full_banner_appears_once():
+    """The recorded run's full banner (`label()`: machine, commit, wall time) is shown where the
+    record is made, chapter 10; every other page prints the short reminder (`short_label()`)."""
+    shown = {}
+    for path in NOTEBOOKS:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        if re.search(r"\.label\(\)", code):
+            shown[path.name] = True
+    assert list(shown) == ["10_pretraining.ipynb"]
