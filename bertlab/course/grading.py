@@ -194,14 +194,6 @@ def find_assignment(nb: nbformat.NotebookNode, filename: str) -> str | None:
     return best if best and scores[best] else None
 
 
-def _assignment_in_metadata(path: Path) -> str | None:
-    """The assignment a notebook's own metadata names (the editions the course hands out carry it)."""
-    try:
-        return nbformat.read(path, as_version=4).metadata.get("bertlab", {}).get("assignment")
-    except Exception:
-        return None
-
-
 def code_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
 
@@ -290,8 +282,14 @@ def grade_notebook(
     path = Path(path)
     t0 = time.monotonic()
     nb = nbformat.read(path, as_version=4)
+    named = nb.metadata.get("bertlab", {}).get("assignment")  # the editions handed out carry it
     assignment = assignment or find_assignment(nb, path.name)
     grade = NotebookGrade(path.name, assignment)
+    if named and assignment and named != assignment:  # graded as asked, but it says it is another one
+        grade.cell_errors.append(
+            f"this notebook is assignment {named} (its metadata), graded here as {assignment}: "
+            f"was it submitted to the wrong assignment?"
+        )
     if assignment is None:
         grade.cell_errors.append(
             "no assignment found: name the file after it (e.g. alice_02_attention.ipynb) or pass --assignment"
@@ -410,14 +408,6 @@ def grade_folder(
                 raise content
             p.write_bytes(content)
             g = grade_notebook(p, assignment=assignment, timeout=timeout, memory_mb=memory_mb)
-            if assignment and g.assignment == assignment:
-                found = _assignment_in_metadata(p)
-                if found and found != assignment:  # graded as asked, but it says it is another one
-                    g.cell_errors.insert(
-                        0,
-                        f"this notebook is assignment {found} (its metadata), graded here as {assignment}: "
-                        f"was it submitted to the wrong assignment?",
-                    )
         except (ValueError, OSError, UnicodeDecodeError, nbformat.ValidationError) as err:
             # not JSON, not a notebook, unreadable: reported in its own row; the others are graded
             g = NotebookGrade(

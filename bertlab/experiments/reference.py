@@ -120,15 +120,13 @@ class ReferenceRun:
         recipe = st.get("recipe", "?")
         # the masking rate: the run's own setting, else its recipe's (a record made before the setting)
         rate = st.get("mlm_probability") or (RECIPES[recipe].mlm_probability if recipe in RECIPES else None)
-        masked = f" ({rate:.0%} of the pieces masked)" if rate else ""
-        # how the text was cut: two segments per sequence (without NSP) and sequence-length phases
-        how_cut = []
+        # the masking rate, then how the text was cut (two segments without NSP, length phases)
+        notes = [f"{rate:.0%} of the pieces masked"] if rate else []
         if st.get("segment_pairs"):
-            how_cut.append("two segments per sequence, without NSP")
+            notes.append("two segments per sequence, without NSP")
         if st.get("phases"):
-            how_cut.append(phases_text(parse_phases(st["phases"])))
-        if how_cut:
-            masked = masked[:-1] + "; " + "; ".join(how_cut) + ")" if masked else f" ({'; '.join(how_cut)})"
+            notes.append(phases_text(parse_phases(st["phases"])))
+        masked = f" ({'; '.join(notes)})" if notes else ""
         return (
             f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
             f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "

@@ -121,10 +121,11 @@ def evaluate_checkpoint(
     model = ckpt.load_model(folder, BertForPreTraining)
     tokenizer = load_tokenizer_for(folder)
     objective = "ltr" if model.config.causal else "mlm"
+    recipe = run_recipe(folder)
     if nsp is None:
-        nsp = bool(run_recipe(folder).get("nsp", True)) and objective == "mlm"
+        nsp = bool(recipe.get("nsp", True)) and objective == "mlm"
     if pairs is None:
-        pairs = bool(run_recipe(folder).get("segment_pairs", False)) and objective == "mlm" and not nsp
+        pairs = bool(recipe.get("segment_pairs", False)) and objective == "mlm" and not nsp
     rt = make_runtime(device, precision, distributed=False)
     docs = load_corpus(corpus, "heldout")[:max_documents]
     with tempfile.TemporaryDirectory() as tmp:
