@@ -284,3 +284,54 @@ def test_trivial_baseline_is_the_majority_class_and_the_all_positive_f1():
     assert trivial_baseline("conll2003") == {"f1": 0.0} and trivial_baseline("squad") == {}
     with pytest.raises(ValueError, match="needs training and dev examples"):
         trivial_baseline("rte", train=[], dev=dev)
+
+
+def fake_file(dataset, split, in_mirror=True, path=None):
+    from bertlab.data.registry import DataFile
+
+    path = path or f"{dataset}/{split}.tsv"
+    return DataFile(path, dataset, split, None, None, in_mirror, "test", "https://example.org/" + path)
+
+
+def test_glue_coverage_reads_the_registry_it_is_given(monkeypatch):
+    """Table 1 beside a constructed registry: a task is runnable only with its training set in the
+    mirror, a dev set alone is "dev set only", a task the registry lacks is "not run"."""
+    from bertlab.tasks import glue
+
+    files = [
+        fake_file("sst2", "train"),
+        fake_file("sst2", "dev", in_mirror=False),  # listed, not in the mirror: not shown
+        fake_file("qnli", "dev"),
+        fake_file("rte", "dev"),
+        fake_file("swag", "train"),
+        fake_file("books", "pg11"),  # not a train/dev/test split
+    ]
+    monkeypatch.setattr(glue.registry, "FILES", {f.path: f for f in files})
+    monkeypatch.setattr(glue.registry, "DATASETS", tuple(dict.fromkeys(f.dataset for f in files)))
+    assert glue.mirror_splits("sst2") == ["train"] and glue.mirror_splits("books") == []
+    cov = glue.coverage(count=False)
+    rows = {r.task: r for r in cov.rows}
+    assert list(rows) == list(glue.PAPER_TABLE_1)  # Table 1's order, all nine tasks
+    assert rows["SST-2"].splits == {"train": None} and rows["SST-2"].in_book == "fine-tuned in chapter 11"
+    assert rows["QNLI"].in_book == "dev set only: not fine-tuned" and rows["QNLI"].splits == {"dev": None}
+    assert rows["RTE"].in_book == "fine-tuned in chapter 12"  # the book's chapter, whatever the mirror holds
+    assert rows["CoLA"].in_book == "not run" and rows["CoLA"].splits == {}
+    assert (rows["MNLI"].base, rows["MNLI"].large) == ("84.6/83.4", "86.7/85.9")  # quoted
+    assert cov.runnable == ["SST-2"]
+    assert cov.unlisted == ["MNLI", "QQP", "CoLA", "STS-B", "MRPC", "WNLI"]  # mrpc is not in this registry
+    assert cov.swag and not cov.squad2
+
+
+def test_glue_coverage_counts_the_mirrors_examples(mirror):
+    from bertlab.data import task_data
+    from bertlab.tasks import glue
+
+    cov = glue.coverage()
+    rows = {r.task: r for r in cov.rows}
+    for task in cov.runnable:
+        assert rows[task].in_book.startswith("fine-tuned in chapter")
+        assert rows[task].splits["train"] > rows[task].splits["dev"] > 0
+    if "dev" in rows["QNLI"].splits:
+        assert rows["QNLI"].splits["dev"] == len(task_data.read_qnli("dev")[0])
+    assert set(cov.unlisted).isdisjoint(cov.runnable)
+    assert all(not rows[t].splits for t in cov.unlisted)
