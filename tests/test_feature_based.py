@@ -178,3 +178,31 @@ def test_length_batches_cover_every_sentence_once():
     padded = sum(len(b) * int(lengths[b].max()) for b in batches)
     random_batches = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).split(32)
     assert padded < 0.8 * sum(len(b) * int(lengths[b].max()) for b in random_batches)
+
+
+def test_compare_with_table7_reads_the_usual_comparisons():
+    from bertlab.tasks.feature_based import PAPER_FINETUNE_DEV_F1, compare_with_table7
+
+    f1 = {
+        "first_layer": 60.0,
+        "last_hidden": 70.0,
+        "sum_all": 72.5,
+        "second_to_last": 68.0,
+        "sum_last_four": 69.0,
+        "concat_last_four": 72.5,  # ties sum_all: the first in the given order is the best
+    }
+    r = compare_with_table7(f1, finetuned=75.0)
+    assert (r.best, r.worst) == ("sum_all", "first_layer")
+    assert r.mixed_beat == ["sum_all", "concat_last_four"]  # sum_last_four (69) is below the last layer
+    assert r.second_minus_last == pytest.approx(-2.0) and r.best_minus_finetuned == pytest.approx(-2.5)
+    # the paper's side, from its quoted Table 7
+    assert (r.paper_best, r.paper_worst) == ("concat_last_four", "first_layer")
+    assert r.paper_mixed_beat == list(r.mixed) and len(r.mixed) == 3
+    assert r.paper_second_minus_last == pytest.approx(PAPER_DEV_F1["second_to_last"] - PAPER_DEV_F1["last_hidden"])
+    assert r.paper_best_minus_finetuned == pytest.approx(max(PAPER_DEV_F1.values()) - PAPER_FINETUNE_DEV_F1)
+    # against itself as "the paper", every comparison agrees with the run's
+    same = compare_with_table7(f1, 75.0, paper=f1, paper_finetuned=75.0)
+    assert (same.paper_best, same.paper_mixed_beat) == (same.best, same.mixed_beat)
+    assert same.paper_second_minus_last == same.second_minus_last
+    with pytest.raises(ValueError, match="sum_all"):
+        compare_with_table7({k: v for k, v in f1.items() if k != "sum_all"}, 75.0)

@@ -76,3 +76,25 @@ def test_gains_chart_draws_every_seed_and_the_floors():
     assert floors == [50.9, 81.2]
     assert [t.get_text() for t in ax.texts if t.get_text()] == ["+2.0", "-5.0"]  # (the arrows are empty)
     assert "SST-2, 500 examples" in ax.get_yticklabels()[0].get_text()
+
+
+def test_combinations_chart_sets_a_run_beside_the_papers_table():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bertlab.analysis.viz import combinations_chart
+
+    f1 = {"first_layer": 50.0, "last_hidden": 70.0, "concat_last_four": 65.0}
+    paper = {"concat_last_four": 96.1, "first_layer": 91.0, "last_hidden": 94.9}  # another order: f1's is drawn
+    fig = combinations_chart(f1, paper, finetuned=72.25, paper_finetuned=96.4, title="NER")
+    bars, relative = fig.axes
+    heights = [p.get_height() for p in bars.patches]
+    assert heights == pytest.approx([91.0, 94.9, 96.1, 50.0, 70.0, 65.0])  # the paper's bars, then the run's
+    assert [t.get_text() for t in bars.texts] == ["50.0", "70.0", "65.0"]
+    dashed = sorted(line.get_ydata()[0] for line in bars.lines)
+    assert dashed == [72.25, 96.4]
+    assert "this page, fine-tuned (72.2)" in [t.get_text() for t in bars.get_legend().get_texts()]
+    assert [t.get_text() for t in bars.get_xticklabels()] == ["first\nlayer", "last\nhidden", "concat\nlast\nfour"]
+    paper_rel, ours_rel = (line.get_ydata() for line in relative.lines)
+    assert list(ours_rel) == pytest.approx([-20.0, 0.0, -5.0]) and max(paper_rel) == 0.0
+    assert fig._suptitle.get_text() == "NER"

@@ -420,3 +420,37 @@ def gains_chart(rows, floors=None, ax=None, title: str | None = None):
     if title:
         ax.set_title(title)
     return ax
+
+
+def combinations_chart(f1, paper, finetuned: float, paper_finetuned: float, title: str | None = None):
+    """Feature-based NER by layer combination (the paper's Table 7 beside a run), two panels: the
+    dev F1 of each combination, the paper's (quoted, grey) and the run's (blue, its value above
+    the bar), with both fine-tuning scores as dashed lines; and each column's F1 minus its own best
+    combination, to compare the orderings. `f1` and `paper`: {combination: F1}, drawn in `f1`'s
+    order. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    names = list(f1)
+    ours = np.array([f1[n] for n in names])
+    theirs = np.array([paper[n] for n in names])
+    x = np.arange(len(names))
+    ticks = [n.replace("_", "\n") for n in names]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained", gridspec_kw={"width_ratios": [3, 2]})
+    ax1.bar(x - 0.2, theirs, 0.4, color="0.7", label="paper, BERT-Base (quoted)")
+    ax1.bar(x + 0.2, ours, 0.4, color="C0", label="this page")
+    ax1.axhline(paper_finetuned, color="0.4", ls="--", lw=1, label=f"paper, fine-tuned ({paper_finetuned}, quoted)")
+    ax1.axhline(finetuned, color="C3", ls="--", lw=1, label=f"this page, fine-tuned ({finetuned:.1f})")
+    for i, v in enumerate(ours):
+        ax1.text(i + 0.2, v + 0.8, f"{v:.1f}", ha="center", fontsize=8)
+    ax1.set_xticks(x, ticks, fontsize=8)
+    ax1.set(ylabel="CoNLL-2003 dev entity F1", ylim=(0, 128), title="frozen features + tagger, by combination")
+    ax1.legend(fontsize=8, loc="upper left", ncol=2)
+    # the same numbers relative to each column's own best: is the ordering the same?
+    ax2.plot(x, theirs - theirs.max(), "o-", color="0.5", label="paper")
+    ax2.plot(x, ours - ours.max(), "o-", color="C0", label="this page")
+    ax2.set_xticks(x, ticks, fontsize=8)
+    ax2.set(ylabel="F1 minus the best combination", title="relative to the best")
+    ax2.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig

@@ -133,6 +133,58 @@ def layers_used(combination: str, num_layers: int) -> list[int]:
     }[combination]
 
 
+# The combinations that mix several layers, each compared with the last layer alone.
+MIXED = ("sum_all", "sum_last_four", "concat_last_four")
+
+
+@dataclass(frozen=True)
+class Table7Comparison:
+    """A run's F1 per combination against the paper's Table 7, on the comparisons the table is
+    usually read for; each `paper_*` field is the same quantity on the paper's (quoted) numbers.
+    Differences are in F1 points; a positive `second_minus_last` means the second-to-last layer
+    scored higher than the last."""
+
+    best: str  # the combination with the highest F1 (the first of a tie, in the given order)
+    worst: str
+    paper_best: str
+    paper_worst: str
+    mixed: tuple[str, ...]  # MIXED
+    mixed_beat: list[str]  # the mixed combinations that scored above `last_hidden`
+    paper_mixed_beat: list[str]
+    second_minus_last: float  # second_to_last - last_hidden
+    paper_second_minus_last: float
+    best_minus_finetuned: float  # the best frozen combination - fine-tuning
+    paper_best_minus_finetuned: float
+
+
+def compare_with_table7(
+    f1: dict[str, float],
+    finetuned: float,
+    paper: dict[str, float] = PAPER_DEV_F1,
+    paper_finetuned: float = PAPER_FINETUNE_DEV_F1,
+) -> Table7Comparison:
+    """Table 7's usual comparisons for one run: `f1` is its dev F1 per combination (all six),
+    `finetuned` the F1 of fine-tuning the same encoder on the same sentences."""
+    missing = sorted(set(COMBINATIONS) - set(f1))
+    if missing:
+        raise ValueError(f"no F1 for {', '.join(missing)}: the comparison needs all six combinations")
+    rank = sorted(f1, key=lambda n: -f1[n])
+    p_rank = sorted(paper, key=lambda n: -paper[n])
+    return Table7Comparison(
+        best=rank[0],
+        worst=rank[-1],
+        paper_best=p_rank[0],
+        paper_worst=p_rank[-1],
+        mixed=MIXED,
+        mixed_beat=[n for n in MIXED if f1[n] > f1["last_hidden"]],
+        paper_mixed_beat=[n for n in MIXED if paper[n] > paper["last_hidden"]],
+        second_minus_last=f1["second_to_last"] - f1["last_hidden"],
+        paper_second_minus_last=paper["second_to_last"] - paper["last_hidden"],
+        best_minus_finetuned=f1[rank[0]] - finetuned,
+        paper_best_minus_finetuned=paper[p_rank[0]] - paper_finetuned,
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # Extracting the hidden states once: one vector per word and per layer
 # ------------------------------------------------------------------------------------------------
