@@ -340,3 +340,20 @@ def test_pearson_and_spearman_match_scipy():
         assert pearson(pred, gold) == pytest.approx(100 * stats.pearsonr(pred, gold)[0], abs=1e-9)
         assert spearman(pred, gold) == pytest.approx(100 * stats.spearmanr(pred, gold)[0], abs=1e-9)
         assert average_ranks(pred).tolist() == pytest.approx(stats.rankdata(pred).tolist())
+
+
+def test_standard_error_and_clears():
+    # 50% on 872 sentences (SST-2 dev): sqrt(0.25 / 872) = 1.693 points
+    assert metrics.standard_error(50.0, 872) == pytest.approx(100 * (0.25 / 872) ** 0.5)
+    assert metrics.standard_error(50.0, 872) == pytest.approx(1.693, abs=1e-3)
+    # a certain outcome has no spread; more examples, less spread
+    assert metrics.standard_error(100.0, 10) == 0.0
+    assert metrics.standard_error(70.0, 400) < metrics.standard_error(70.0, 100)
+    se = metrics.standard_error(60.0, 277)  # RTE dev
+    assert metrics.clears(60.0 + 2 * se + 0.01, 60.0, 277)
+    assert not metrics.clears(60.0 + 2 * se - 0.01, 60.0, 277)
+    assert metrics.clears(60.0 + 1.5 * se, 60.0, 277, sigmas=1.0)
+    with pytest.raises(ValueError, match="at least one example"):
+        metrics.standard_error(50.0, 0)
+    with pytest.raises(ValueError, match="percentage"):
+        metrics.standard_error(170.0, 10)

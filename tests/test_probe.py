@@ -77,3 +77,27 @@ def test_bad_shapes_are_clear_errors():
         linear_probe(torch.zeros(20, 4), torch.zeros(19), torch.zeros(5, 4), torch.zeros(5))
     with pytest.raises(ValueError, match="at least 10"):
         linear_probe(torch.zeros(5, 4), torch.zeros(5), torch.zeros(5, 4), torch.zeros(5))
+
+
+def test_compare_probes_against_the_median_twin():
+    from bertlab.analysis.linear_probe import compare_probes
+
+    rows = [
+        {"init": "pretrained", "seed": 0, "layer": 0, "train_examples": 500, "accuracy": 60.0},
+        {"init": "pretrained", "seed": 0, "layer": 1, "train_examples": 500, "accuracy": 64.0},
+        {"init": "pretrained", "seed": 0, "layer": 1, "train_examples": 2000, "accuracy": 64.0},
+        {"init": "pretrained", "seed": 0, "layer": 0, "train_examples": 2000, "accuracy": 58.0},
+    ]
+    for seed, acc in ((0, 50.0), (1, 56.0), (2, 52.0)):
+        for layer in (0, 1):
+            for n in (500, 2000):
+                rows.append({"init": "random", "seed": seed, "layer": layer, "train_examples": n, "accuracy": acc})
+    cmp = compare_probes(rows)
+    assert cmp.layers == (0, 1) and cmp.sizes == (500, 2000) and cmp.twins == 3
+    assert cmp.random[(1, 500)] == 52.0  # the median of 50, 56, 52
+    assert cmp.gain(0, 500) == pytest.approx(8.0)
+    assert cmp.best() == (1, 500)  # 64 twice: the fewer sentences
+    with pytest.raises(ValueError, match="unmatched"):
+        compare_probes(rows[:4])
+    with pytest.raises(ValueError, match="init"):
+        compare_probes([{**rows[0], "init": "frozen"}])

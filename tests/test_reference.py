@@ -246,7 +246,7 @@ def test_describe_reads_every_figure_from_the_record(record):
     assert f"{model.num_parameters() / 1e6:.1f}M parameters" in text
     assert f"vocabulary of {model.config.vocab_size:,} pieces" in text
     for part in (
-        "`cpu` recipe (15% of the pieces masked)",
+        "`cpu` recipe (post-LN layers; 15% of the pieces masked)",
         "for 50 minutes",
         "4,321 steps",
         "35.4M tokens",
@@ -260,13 +260,13 @@ def test_describe_reads_every_figure_from_the_record(record):
     (out / "provenance.json").write_text(json.dumps(prov))
     text = reference.find(out).describe()
     assert "compiled" not in text and "held-out" not in text
-    assert "`cpu` recipe (30% of the pieces masked)" in text
+    assert "`cpu` recipe (post-LN layers; 30% of the pieces masked)" in text
     # two segments per sequence and sequence-length phases, as the record's settings say
     prov["settings"].update(segment_pairs=True, phases="0.8:64:128,0.2:128:64")
     (out / "provenance.json").write_text(json.dumps(prov))
     text = reference.find(out).describe()
     assert (
-        "`cpu` recipe (30% of the pieces masked; two segments per sequence, without NSP; 80% of the "
+        "`cpu` recipe (post-LN layers; 30% of the pieces masked; two segments per sequence, without NSP; 80% of the "
         "steps on 128 sequences of 64 tokens, then 20% on 64 of 128)" in text
     )
     assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()

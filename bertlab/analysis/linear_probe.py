@@ -16,6 +16,7 @@ a probe flexible enough learns the task by itself, which is why this one is line
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -110,3 +111,56 @@ def linear_probe(
     best = max(l2_grid, key=lambda l2: (scores[l2], l2))  # ties: the stronger penalty
     w, b = _fit(x_train, y_train, num_classes, best)
     return ProbeResult(accuracy=_accuracy(w, b, x_eval, y_eval), l2=best, train_examples=len(x_train))
+
+
+@dataclass(frozen=True)
+class ProbeComparison:
+    """Recorded probes of one pre-trained encoder against randomly initialised twins of its size:
+    `pretrained[(layer, n)]` and `random[(layer, n)]` (the median over the twins) are dev
+    accuracies in percent of a probe trained on the first n sentences at hidden state `layer`
+    (0: the embedding output)."""
+
+    layers: tuple[int, ...]
+    sizes: tuple[int, ...]
+    twins: int
+    pretrained: dict[tuple[int, int], float]
+    random: dict[tuple[int, int], float]
+
+    def gain(self, layer: int, n: int) -> float:
+        """What pre-training stored, by this probe: pre-trained minus the twins' median, in points."""
+        return self.pretrained[(layer, n)] - self.random[(layer, n)]
+
+    def best(self) -> tuple[int, int]:
+        """The (layer, n) where the pre-trained encoder's probe scores highest (ties: the
+        earlier layer, then fewer sentences)."""
+        return max(sorted(self.pretrained), key=lambda k: (self.pretrained[k], -k[0], -k[1]))
+
+
+def compare_probes(rows: Sequence[dict]) -> ProbeComparison:
+    """Probe results as recorded (one dict per probe: `init` "pretrained" or "random", `seed`,
+    `layer`, `train_examples`, `accuracy`) -> a ProbeComparison. Every (layer, n) must have a
+    pre-trained probe and at least one random twin's."""
+    pre: dict[tuple[int, int], float] = {}
+    rand: dict[tuple[int, int], list[float]] = {}
+    seeds = set()
+    for r in rows:
+        key = (int(r["layer"]), int(r["train_examples"]))
+        if r["init"] == "pretrained":
+            pre[key] = float(r["accuracy"])
+        elif r["init"] == "random":
+            rand.setdefault(key, []).append(float(r["accuracy"]))
+            seeds.add(r.get("seed"))
+        else:
+            raise ValueError(f"a probe row's init is 'pretrained' or 'random', got {r['init']!r}")
+    if not pre or set(pre) != set(rand):
+        missing = sorted(set(pre) ^ set(rand))
+        raise ValueError(
+            f"every (layer, sentences) needs a pre-trained probe and a random twin's; unmatched: {missing}"
+        )
+    return ProbeComparison(
+        layers=tuple(sorted({k[0] for k in pre})),
+        sizes=tuple(sorted({k[1] for k in pre})),
+        twins=len(seeds),
+        pretrained=pre,
+        random={k: statistics.median(v) for k, v in rand.items()},
+    )

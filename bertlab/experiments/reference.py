@@ -120,8 +120,9 @@ class ReferenceRun:
         recipe = st.get("recipe", "?")
         # the masking rate: the run's own setting, else its recipe's (a record made before the setting)
         rate = st.get("mlm_probability") or (RECIPES[recipe].mlm_probability if recipe in RECIPES else None)
-        # the masking rate, then how the text was cut (two segments without NSP, length phases)
-        notes = [f"{rate:.0%} of the pieces masked"] if rate else []
+        # the layers' LayerNorm position, the masking rate, then how the text was cut (two segments
+        # without NSP, length phases)
+        notes = [f"{c.norm_position}-LN layers"] + ([f"{rate:.0%} of the pieces masked"] if rate else [])
         if st.get("segment_pairs"):
             notes.append("two segments per sequence, without NSP")
         if st.get("phases"):
