@@ -117,3 +117,127 @@ def test_nsp_accuracy_is_the_last_evaluation_of_the_nsp_model():
     recorded = ablations.load()
     if recorded is not None:  # the book's record: the NSP model learned its task
         assert 0.5 < ablations.nsp_accuracy(recorded)["nsp_acc"] <= 1.0
+
+
+def small_record():
+    """A constructed record of two models, one of them left-to-right, and the scratch control."""
+
+    def ft(*scores):
+        return {"metric": "accuracy", "median": sorted(scores)[len(scores) // 2], "scores": list(scores)}
+
+    return {
+        "finetuning": {"lr": 5e-4, "batch_size": 32, "tasks": {"sst2": {"max_train_examples": 100}}},
+        "models": {
+            "MLM, no NSP": {
+                "tokens": 1_000_000,
+                "heldout": {"mlm_loss": 2.0, "mlm_acc": 0.25},
+                "curve": [{"step": 10, "mlm_acc": 0.1}, {"step": 20, "mlm_acc": 0.25}],
+                "finetune": {"sst2": ft(60.0, 62.0, 61.0)},
+            },
+            "LTR, no NSP": {
+                "tokens": 1_000_000,
+                "heldout": {"ltr_loss": 1.0, "next_token_acc": 0.3},
+                "curve": [{"step": 20, "next_token_acc": 0.3}],
+            },
+        },
+        "scratch": {"sst2": ft(55.0, 56.0, 57.0)},
+    }
+
+
+@pytest.fixture
+def two_models(monkeypatch):
+    monkeypatch.setattr(ablations, "MODELS", {"LTR, no NSP": {}, "MLM, no NSP": {}})  # the plan's order
+    return small_record()
+
+
+def test_heldout_rows_score_each_model_on_its_own_task(two_models):
+    import math
+
+    rows = ablations.heldout_rows(two_models)
+    assert [(r["name"], r["task"]) for r in rows] == [("LTR, no NSP", "next token"), ("MLM, no NSP", "masked LM")]
+    assert rows[0]["loss"] == 1.0 and rows[0]["accuracy"] == 0.3
+    assert rows[1]["perplexity"] == pytest.approx(math.exp(2.0))
+    table = ablations.heldout_table(two_models).splitlines()
+    assert table[2] == "| LTR, no NSP | next token | 1.000 | 30.0% | 2.7 |" and len(table) == 4
+    curves = ablations.heldout_curves(two_models)
+    assert curves["MLM, no NSP"] == ([10, 20], [10.0, 25.0]) and curves["LTR, no NSP"] == ([20], [30.0])
+
+
+def test_finetune_table_shows_every_seed_a_dash_and_the_floor(two_models):
+    entries = ablations.finetune_entries(two_models)
+    assert list(entries) == ["LTR, no NSP", "MLM, no NSP", ablations.SCRATCH]  # the control last
+    assert entries["LTR, no NSP"] == {}  # not fine-tuned
+    lines = ablations.finetune_table(two_models, floors={"sst2": 50.9}).splitlines()
+    assert lines[0] == "| model | SST-2 dev accuracy, median (seeds) |"
+    assert lines[2] == "| LTR, no NSP | – |"
+    assert lines[3] == "| MLM, no NSP | **61.0** (60.0, 62.0, 61.0) |"
+    assert lines[-1] == "| floor: majority class | 50.9 |"
+    two_models["scratch"]["sst2"]["metric"] = "f1"  # an F1 task: the floor says both rules
+    assert "all pairs 'paraphrase' (F1)" in ablations.finetune_table(two_models, floors={"sst2": 81.2})
+
+
+def test_finetune_floors_are_the_trivial_baselines_in_each_tasks_metric(two_models, mirror):
+    from bertlab.tasks import trivial_baseline
+
+    two_models["finetuning"]["tasks"]["mrpc"] = {"max_train_examples": 50}
+    two_models["scratch"]["mrpc"] = {"metric": "f1"}
+    floors = ablations.finetune_floors(two_models)
+    assert floors["sst2"] == trivial_baseline("sst2", 100)["accuracy"]
+    assert floors["mrpc"] == trivial_baseline("mrpc", 50)["f1"] > trivial_baseline("mrpc", 50)["accuracy"]
+
+
+def test_seeds_apart_only_when_the_ranges_do_not_overlap():
+    assert ablations.seeds_apart({"scores": [70, 71]}, {"scores": [60, 69.9]})
+    assert ablations.seeds_apart({"scores": [60]}, {"scores": [70, 80]})
+    assert not ablations.seeds_apart({"scores": [60, 70]}, {"scores": [69, 80]})
+    assert not ablations.seeds_apart({"scores": [70]}, {"scores": [70]})
+
+
+class FakeReference:
+    """What beside_reference reads of a ReferenceRun."""
+
+    def __init__(self, curve, lr=5e-4):
+        self.curve = curve
+        self.provenance = {
+            "settings": {"ft_lr": lr, "ft_batch": 32},
+            "pretraining": {"tokens": 4_000_000, "final_heldout": {"mlm_acc": 0.4}},
+        }
+
+    def sst2_curve(self):
+        return self.curve
+
+    def gains(self):
+        return [{"task": "sst2", "gain": 1.0}, {"task": "conll2003", "gain": 14.0}]
+
+
+def test_beside_reference_reads_the_records_point_at_the_studys_size(two_models):
+    point = {"train_examples": 100, "pretrained": {"median": 66.0, "scores": [65, 66, 67]}}
+    point["scratch"] = {"median": 60.0, "scores": [59, 60, 61]}
+    other = {"train_examples": 500, "pretrained": {"median": 99.0}, "scratch": {"median": 0.0}}
+    b = ablations.beside_reference(two_models, FakeReference([other, point]))
+    assert (b.train_examples, b.study_tokens, b.ref_tokens) == (100, 1_000_000, 4_000_000)
+    assert (b.study_acc, b.ref_acc) == (0.25, 0.4) and b.same_recipe
+    assert b.study_gain == pytest.approx(5.0) and b.ref_gain == pytest.approx(6.0)
+    assert b.best_gain["task"] == "conll2003"
+    table = ablations.beside_reference_table(b).splitlines()
+    assert "SST-2, 100 sentences" in table[0]
+    assert table[2] == "| this chapter's study | 1.0M | 25.0% | 61.0 | 56.0 | +5.0 |"
+    assert table[3] == "| the reference run | 4.0M | 40.0% | 66.0 | 60.0 | +6.0 |"
+    assert not ablations.beside_reference(two_models, FakeReference([point], lr=1e-4)).same_recipe
+    missing = ablations.beside_reference(two_models, FakeReference([other]))
+    assert missing.ref_pretrained is None and missing.ref_gain is None and not missing.same_recipe
+    assert len(ablations.beside_reference_table(missing).splitlines()) == 3  # the study's row only
+
+
+def test_the_recorded_study_beside_the_recorded_reference_run():
+    from bertlab.experiments import reference
+
+    rec, ref = ablations.load(), reference.find()
+    if rec is None or ref is None:
+        pytest.skip("the ablation record or the reference run is not in this checkout")
+    b = ablations.beside_reference(rec, ref)
+    assert b.study_tokens == rec["models"]["MLM, no NSP"]["tokens"]
+    assert b.ref_tokens == ref.provenance["pretraining"]["tokens"]
+    assert b.study_gain == pytest.approx(ablations.gap(rec, "sst2", "MLM, no NSP", ablations.SCRATCH))
+    assert b.best_gain["gain"] == max(r["gain"] for r in ref.gains())
+    assert [r["name"] for r in ablations.heldout_rows(rec)] == list(ablations.MODELS)

@@ -98,3 +98,21 @@ def test_combinations_chart_sets_a_run_beside_the_papers_table():
     paper_rel, ours_rel = (line.get_ydata() for line in relative.lines)
     assert list(ours_rel) == pytest.approx([-20.0, 0.0, -5.0]) and max(paper_rel) == 0.0
     assert fig._suptitle.get_text() == "NER"
+
+
+def test_curve_panels_draw_one_panel_per_group_with_every_curve():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bertlab.analysis.viz import curve_panels
+
+    fig = curve_panels(
+        [("tasks", {"a": ([1, 2], [10.0, 20.0]), "b": ([1, 2, 3], [5.0, 6.0, 7.0])}), ("sizes", {"c": ([4], [1.0])})],
+        ylabel="accuracy (%)",
+    )
+    left, right = fig.axes
+    assert [ax.get_title() for ax in fig.axes] == ["tasks", "sizes"]
+    assert [list(line.get_ydata()) for line in left.lines] == [[10.0, 20.0], [5.0, 6.0, 7.0]]
+    assert [t.get_text() for t in right.get_legend().get_texts()] == ["c"]
+    assert left.get_xlabel() == "step" and right.get_ylabel() == "accuracy (%)"
+    assert len(curve_panels([("one", {"x": ([0], [0])})]).axes) == 1  # a single panel works too

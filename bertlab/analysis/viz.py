@@ -454,3 +454,20 @@ def combinations_chart(f1, paper, finetuned: float, paper_finetuned: float, titl
     if title:
         fig.suptitle(title)
     return fig
+
+
+def curve_panels(panels, xlabel: str = "step", ylabel: str = "", figsize=(10, 3.6)):
+    """Curves in panels side by side: `panels` is a list of (title, {label: (xs, ys)}), one panel
+    each, every curve drawn with dots in its own colour and labelled in the panel's legend (e.g.
+    each ablation model's held-out accuracy against its step, bertlab.experiments.ablations
+    .heldout_curves). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, layout="constrained", squeeze=False)
+    for ax, (title, curves) in zip(axes[0], panels):
+        for label, (xs, ys) in curves.items():
+            ax.plot(xs, ys, "o-", ms=3, label=label)
+        ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig

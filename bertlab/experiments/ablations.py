@@ -20,7 +20,9 @@ and fine-tuning scores per seed with their median.
 from __future__ import annotations
 
 import json
+import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +256,176 @@ def gap(record_: dict[str, Any], task: str, a: str, b: str) -> float:
     return median(a) - median(b)
 
 
+# How the chapter's tables name the tasks and their metrics.
+NAMES = {"sst2": "SST-2", "mrpc": "MRPC", "accuracy": "accuracy", "f1": "F1"}
+
+
+def seeds_apart(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two fine-tunings' seed scores do not overlap: every seed of one above every seed of
+    the other (`a`, `b`: results with "scores")."""
+    return min(a["scores"]) > max(b["scores"]) or min(b["scores"]) > max(a["scores"])
+
+
+def heldout_rows(record_: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per model, in the plan's order (MODELS), on its own held-out task: `task` ("masked
+    LM", or "next token" for the left-to-right model), `loss` (mean cross-entropy), `accuracy` (a
+    fraction) and `perplexity` (exp of the loss)."""
+    rows = []
+    for name in MODELS:
+        h = record_["models"][name]["heldout"]
+        ltr = "next_token_acc" in h
+        loss = h["ltr_loss"] if ltr else h["mlm_loss"]
+        acc = h["next_token_acc"] if ltr else h["mlm_acc"]
+        task = "next token" if ltr else "masked LM"
+        rows.append({"name": name, "task": task, "loss": loss, "accuracy": acc, "perplexity": math.exp(loss)})
+    return rows
+
+
+def heldout_table(record_: dict[str, Any]) -> str:
+    """`heldout_rows` as a Markdown table (for display(Markdown(...)))."""
+    lines = [
+        "| model | task scored | held-out loss | held-out accuracy | perplexity |",
+        "|---|---|---|---|---|",
+    ]
+    for r in heldout_rows(record_):
+        lines.append(f"| {r['name']} | {r['task']} | {r['loss']:.3f} | {r['accuracy']:.1%} | {r['perplexity']:.1f} |")
+    return "\n".join(lines)
+
+
+def heldout_curves(record_: dict[str, Any]) -> dict[str, tuple[list[int], list[float]]]:
+    """Each model's held-out accuracy during its run, on its own task: {name: (steps, accuracy in
+    percent)}, in the plan's order."""
+    out = {}
+    for name in MODELS:
+        curve = record_["models"][name]["curve"]
+        key = "next_token_acc" if "next_token_acc" in curve[-1] else "mlm_acc"
+        out[name] = ([q["step"] for q in curve], [100 * q[key] for q in curve])
+    return out
+
+
+def finetune_entries(record_: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every model's fine-tuning results ({task: {"median", "scores", ...}}; empty for a model
+    that was not fine-tuned), in the plan's order, then the scratch control's (SCRATCH)."""
+    entries = {name: record_["models"][name].get("finetune", {}) for name in MODELS}
+    entries[SCRATCH] = record_["scratch"]
+    return entries
+
+
+def finetune_floors(record_: dict[str, Any]) -> dict[str, float]:
+    """The trivial floor of each fine-tuning task of the record, in that task's metric: what a
+    model that ignores its input scores on the dev set after the same labelled examples
+    (bertlab.tasks.trivial_baseline: the majority class, or every pair a paraphrase for F1)."""
+    # local: the task table reads datasets; reading the record alone should not
+    from bertlab.tasks import trivial_baseline
+
+    return {
+        task: trivial_baseline(task, spec["max_train_examples"])[record_["scratch"][task]["metric"]]
+        for task, spec in record_["finetuning"]["tasks"].items()
+    }
+
+
+def finetune_table(record_: dict[str, Any], floors: dict[str, float] | None = None) -> str:
+    """Every model's fine-tuning scores as a Markdown table: per task, the median in bold and every
+    seed's score, a dash where a model was not fine-tuned on the task, and the trivial floor
+    (`floors`, {task: points}; default finetune_floors) as the last row."""
+    tasks = record_["finetuning"]["tasks"]
+    metric = {t: record_["scratch"][t]["metric"] for t in tasks}
+    floors = finetune_floors(record_) if floors is None else floors
+    heads = [f"{NAMES.get(t, t)} dev {NAMES.get(metric[t], metric[t])}, median (seeds)" for t in tasks]
+    lines = ["| model | " + " | ".join(heads) + " |", "|---|" + "---|" * len(tasks)]
+    for name, res in finetune_entries(record_).items():
+        cells = [
+            f"**{res[t]['median']:.1f}** ({', '.join(f'{x:.1f}' for x in res[t]['scores'])})" if t in res else "–"
+            for t in tasks
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    label = (
+        "floor: majority class"
+        if set(metric.values()) == {"accuracy"}
+        else "floor: majority class (accuracy), all pairs 'paraphrase' (F1)"
+    )
+    lines.append(f"| {label} | " + " | ".join(f"{floors[t]:.1f}" for t in tasks) + " |")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BesideReference:
+    """The study's masked-LM-only BERT-Mini ("MLM, no NSP") beside the book's reference run, the
+    same model pre-trained longer: token positions, held-out MLM accuracy (a fraction) and SST-2
+    fine-tuned on the study's number of labelled sentences, from the pretrained weights and from
+    scratch ({"median", "scores"}). The reference side is None where its record has no SST-2
+    fine-tuning on that many sentences; `same_recipe`: it was fine-tuned with the study's learning
+    rate and batch size; `best_gain`: the record's fine-tuning with the largest gain over scratch
+    (a row of ReferenceRun.gains())."""
+
+    train_examples: int
+    study_tokens: int
+    study_acc: float
+    study_pretrained: dict[str, Any]
+    study_scratch: dict[str, Any]
+    ref_tokens: int
+    ref_acc: float
+    ref_pretrained: dict[str, Any] | None
+    ref_scratch: dict[str, Any] | None
+    same_recipe: bool
+    best_gain: dict[str, Any] | None
+
+    @property
+    def study_gain(self) -> float:
+        return self.study_pretrained["median"] - self.study_scratch["median"]
+
+    @property
+    def ref_gain(self) -> float | None:
+        if self.ref_pretrained is None:
+            return None
+        return self.ref_pretrained["median"] - self.ref_scratch["median"]
+
+
+def beside_reference(record_: dict[str, Any], ref: Any, model: str = "MLM, no NSP") -> BesideReference:
+    """The study's `model` beside the reference run `ref` (a bertlab.experiments.reference
+    ReferenceRun) on SST-2: see BesideReference."""
+    study, ft = record_["models"][model], record_["finetuning"]
+    n = ft["tasks"]["sst2"]["max_train_examples"]
+    point = next((p for p in ref.sst2_curve() or [] if p["train_examples"] == n), None)
+    prov = ref.provenance
+    same = point is not None and all(
+        prov["settings"][a] == ft[b] for a, b in (("ft_lr", "lr"), ("ft_batch", "batch_size"))
+    )
+    gains = ref.gains()
+    return BesideReference(
+        train_examples=n,
+        study_tokens=study["tokens"],
+        study_acc=study["heldout"]["mlm_acc"],
+        study_pretrained=study["finetune"]["sst2"],
+        study_scratch=record_["scratch"]["sst2"],
+        ref_tokens=prov["pretraining"]["tokens"],
+        ref_acc=prov["pretraining"]["final_heldout"]["mlm_acc"],
+        ref_pretrained=point["pretrained"] if point else None,
+        ref_scratch=point["scratch"] if point else None,
+        same_recipe=same,
+        best_gain=max(gains, key=lambda r: r["gain"]) if gains else None,
+    )
+
+
+def beside_reference_table(b: BesideReference) -> str:
+    """`beside_reference` as a Markdown table: the study's row, and the reference run's where its
+    record has the same fine-tuning."""
+    n = f"{b.train_examples:,}"
+    lines = [
+        "| BERT-Mini, masked LM, no NSP | token positions | held-out MLM accuracy "
+        f"| SST-2, {n} sentences: pre-trained | from scratch | gain |",
+        "|---|---|---|---|---|---|",
+        f"| this chapter's study | {b.study_tokens / 1e6:.1f}M | {b.study_acc:.1%} | "
+        f"{b.study_pretrained['median']:.1f} | {b.study_scratch['median']:.1f} | {b.study_gain:+.1f} |",
+    ]
+    if b.ref_pretrained is not None:
+        lines.append(
+            f"| the reference run | {b.ref_tokens / 1e6:.1f}M | {b.ref_acc:.1%} | "
+            f"{b.ref_pretrained['median']:.1f} | {b.ref_scratch['median']:.1f} | {b.ref_gain:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def _slug(name: str) -> str:
     keep = "".join(c.lower() if c.isalnum() else "-" for c in name)
     while "--" in keep:
@@ -272,4 +444,15 @@ __all__ = [
     "load",
     "record",
     "gap",
+    "NAMES",
+    "seeds_apart",
+    "heldout_rows",
+    "heldout_table",
+    "heldout_curves",
+    "finetune_entries",
+    "finetune_floors",
+    "finetune_table",
+    "BesideReference",
+    "beside_reference",
+    "beside_reference_table",
 ]
