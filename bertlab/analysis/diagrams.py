@@ -1,0 +1,596 @@
+"""Figures that draw the model's mechanics for the chapters of Part I: the paper's architecture
+and recipe diagrams (its Figures 1 and 3), a packed input sequence, one attention head's numbers,
+bertviz's head view as a static figure, LayerNorm against BatchNorm, where BERT's parameters sit,
+the masked LM's draws and measured rates, and chapter 8's stand-in masked LM with its unigram
+yardstick (the numbers its prose states when no recorded model is at hand).
+
+Every drawing function draws on the matplotlib Axes it is given (a new figure when `ax` or `axes`
+is None) and returns it (or the Figure, for figures of several panels); none calls `plt.show()`,
+the chapter does. The colours are the chapters' own, kept here so that every figure that shows
+the same thing shows it in the same colour.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from matplotlib.collections import LineCollection
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from bertlab.config import BertConfig
+from bertlab.data.corpus import load_corpus
+from bertlab.data.masking import MaskedLMCollator
+from bertlab.data.pretraining_data import PretrainingBatches, PretrainingDataset, prepare_pretraining_data
+from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece
+from bertlab.model import IGNORE_INDEX, BertForPreTraining
+
+# Figure 3 of the paper: the input embeddings, the Transformer units and the outputs
+TRANSFORMER_BLUE = "#3b75af"
+EMBEDDING_YELLOW = ("#fff3c4", "#c9a227")  # face, edge
+OUTPUT_BLUE = ("#dbe9f6", TRANSFORMER_BLUE)
+ELMO_LEFT_TO_RIGHT = "#d95f02"
+ELMO_RIGHT_TO_LEFT = "#1b9e77"
+# a packed sequence: text A, text B, the special tokens
+SEGMENT_COLOURS = {0: "#a6cee3", 1: "#fdbf6f", None: "#dddddd"}
+# what the masked LM did to a chosen token ("" = not chosen)
+FATE_COLOURS = {"mask": "#e31a1c", "random": "#ff7f00", "same": "#33a02c", "": None}
+FATE_NAMES = {"mask": "[MASK]", "random": "random token", "same": "chosen, unchanged"}
+# where the parameters sit (chapter 7)
+PARAMETER_GROUP_COLOURS = {
+    "token embeddings": "#c9a227",
+    "position + segment embeddings": "#f0d77a",
+    "attention": "#3b75af",
+    "feed-forward": "#d95f02",
+    "LayerNorm": "#7a7a7a",
+    "pooler": "#1b9e77",
+}
+# one colour per head in the head view (tab10, then two more: 12 heads)
+HEAD_COLOURS = [plt.cm.tab10(i)[:3] for i in range(10)] + [(0.0, 0.0, 0.0), (0.6, 0.45, 0.0)]
+
+
+def new_axes(ax, figsize: tuple[float, float]):
+    """`ax` itself, or the Axes of a new figure of `figsize` when `ax` is None."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def as_numpy(x) -> np.ndarray:
+    """A tensor or an array-like as a float NumPy array."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=float)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 1: the paper's Figure 3 (three pre-training architectures) and Figure 1 (the recipe)
+
+
+def transformer_stack(mask, title: str, ax=None):
+    """Inputs E_1..E_n at the bottom, two layers of Transformer units ("Trm"), outputs T_1..T_n
+    on top; a line joins unit i of a layer to unit j of the layer below wherever `mask[i, j]`
+    (query i may attend to key j). A full mask draws BERT, a lower-triangular one GPT."""
+    mask = torch.as_tensor(mask, dtype=torch.bool)
+    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+        raise ValueError(f"mask must be a square (n, n) matrix, got shape {tuple(mask.shape)}")
+    n = mask.shape[0]
+    ax = new_axes(ax, (3.4, 3.4))
+    ys = {"E": 0.0, "1": 1.0, "2": 2.0, "T": 3.0}
+    for lo, hi in (("E", "1"), ("1", "2")):
+        for i in range(n):
+            for j in range(n):
+                if mask[i, j]:
+                    ax.plot([j, i], [ys[lo] + 0.15, ys[hi] - 0.15], color=TRANSFORMER_BLUE, lw=0.7, alpha=0.8)
+    for i in range(n):
+        ax.plot([i, i], [2.15, 2.85], color=TRANSFORMER_BLUE, lw=0.7)
+        for y in (1.0, 2.0):
+            ax.add_patch(plt.Circle((i, y), 0.16, fc="white", ec=TRANSFORMER_BLUE))
+            ax.text(i, y, "Trm", ha="center", va="center", fontsize=6)
+    label_stack(ax, n, title)
+    return ax
+
+
+def elmo_stack(n: int, title: str, ax=None):
+    """ELMo as the paper draws it: two independent chains of LSTM units per layer, one left to
+    right (orange), one right to left (green), concatenated only at the top."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    ax = new_axes(ax, (3.4, 3.4))
+    for y, y_prev in ((1.0, 0.0), (2.0, 1.0)):
+        for i in range(n):
+            for dx, colour in ((-0.17, ELMO_LEFT_TO_RIGHT), (0.17, ELMO_RIGHT_TO_LEFT)):
+                ax.plot([i, i + dx], [y_prev + 0.15, y - 0.15], color=colour, lw=0.8)
+                box = FancyBboxPatch(
+                    (i + dx - 0.13, y - 0.13), 0.26, 0.26, boxstyle="round,pad=0.02", fc="white", ec=colour
+                )
+                ax.add_patch(box)
+            if i < n - 1:  # the left-to-right chain, then the right-to-left one
+                arrow = dict(arrowstyle="->", color=ELMO_LEFT_TO_RIGHT, lw=0.8)
+                ax.annotate("", (i + 1 - 0.17 - 0.14, y), (i - 0.17 + 0.14, y), arrowprops=arrow)
+                arrow = dict(arrowstyle="->", color=ELMO_RIGHT_TO_LEFT, lw=0.8)
+                ax.annotate("", (i + 0.17 + 0.14, y), (i + 1 + 0.17 - 0.14, y), arrowprops=arrow)
+    for i in range(n):
+        ax.plot([i - 0.17, i], [2.15, 2.85], color=ELMO_LEFT_TO_RIGHT, lw=0.8)
+        ax.plot([i + 0.17, i], [2.15, 2.85], color=ELMO_RIGHT_TO_LEFT, lw=0.8)
+    label_stack(ax, n, title)
+    return ax
+
+
+def label_stack(ax, n: int, title: str) -> None:
+    """The input embeddings E_i and the outputs T_i of a Figure 3 panel, its limits and title."""
+    for i in range(n):
+        face, edge = EMBEDDING_YELLOW
+        ax.text(i, 0.0, f"$E_{i + 1}$", ha="center", va="center", bbox=dict(boxstyle="round", fc=face, ec=edge))
+        face, edge = OUTPUT_BLUE
+        ax.text(i, 3.0, f"$T_{i + 1}$", ha="center", va="center", bbox=dict(boxstyle="round", fc=face, ec=edge))
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(-0.5, 3.5)
+    ax.set_title(title)
+    ax.axis("off")
+
+
+def recipe_box(ax, xy: tuple[float, float], w: float, h: float, text: str, fc: str, fs: float = 9) -> None:
+    """A rounded box with centred text (the boxes of the paper's Figure 1)."""
+    ax.add_patch(FancyBboxPatch(xy, w, h, boxstyle="round,pad=0.02", fc=fc, ec="#555555"))
+    ax.text(xy[0] + w / 2, xy[1] + h / 2, text, ha="center", va="center", fontsize=fs, wrap=True)
+
+
+def recipe_arrow(ax, a: tuple[float, float], b: tuple[float, float]) -> None:
+    """An arrow from point a to point b."""
+    ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=14, color="#555555"))
+
+
+# the four kinds of fine-tuning task of the paper's Figure 4: (input -> output, the output layer)
+FINETUNING_TASKS = [
+    ("sentence pair → class\n(MNLI, MRPC, RTE)", "$\\mathrm{softmax}(CW^\\top)$ on [CLS]"),
+    ("one sentence → class\n(SST-2, CoLA)", "$\\mathrm{softmax}(CW^\\top)$ on [CLS]"),
+    ("token → label\n(CoNLL-2003 NER)", "a softmax on every token"),
+    ("question + passage → span\n(SQuAD)", "start and end vectors $S$, $E$"),
+]
+
+
+def pretraining_and_finetuning(ax=None):
+    """The paper's Figure 1 as a flow: unlabelled text -> BERT with its two pre-training heads ->
+    pre-trained weights, which initialise one fine-tuned BERT per kind of task, each with its
+    small output layer (FINETUNING_TASKS)."""
+    ax = new_axes(ax, (10, 4.4))
+    ax.set_xlim(0, 12)
+    ax.set_ylim(0, 4.6)
+    ax.axis("off")
+    ax.text(2.2, 4.35, "1. Pre-training (once)", ha="center", fontsize=11, weight="bold")
+    ax.text(8.6, 4.35, "2. Fine-tuning (per task, all parameters)", ha="center", fontsize=11, weight="bold")
+    text = "unlabelled text\n(the paper: BooksCorpus + English Wikipedia)"
+    recipe_box(ax, (0.2, 2.9), 4.0, 1.0, text, "#fff3c4")
+    recipe_box(ax, (0.2, 1.5), 4.0, 1.0, "BERT encoder\n+ masked-LM head + next-sentence head", "#dbe9f6")
+    recipe_box(ax, (0.2, 0.2), 4.0, 0.9, "pre-trained weights", "#e6f2e6")
+    recipe_arrow(ax, (2.2, 2.9), (2.2, 2.5))
+    recipe_arrow(ax, (2.2, 1.5), (2.2, 1.1))
+    for k, (task, head) in enumerate(FINETUNING_TASKS):
+        y = 3.35 - k * 1.05
+        recipe_box(ax, (5.6, y), 3.1, 0.8, "BERT encoder\n(initialised from step 1)", "#dbe9f6", fs=8)
+        recipe_box(ax, (9.0, y), 2.8, 0.8, f"{task}\n+ {head}", "#f6dbe9", fs=8)
+        recipe_arrow(ax, (4.2, 0.65), (5.6, y + 0.4))
+        recipe_arrow(ax, (8.7, y + 0.4), (9.0, y + 0.4))
+    return ax
+
+
+def off_diagonal(sim) -> torch.Tensor:
+    """The entries of a square matrix off its diagonal (every pair of two different items)."""
+    sim = torch.as_tensor(sim)
+    if sim.ndim != 2 or sim.shape[0] != sim.shape[1]:
+        raise ValueError(f"expected a square matrix, got shape {tuple(sim.shape)}")
+    return sim[~torch.eye(len(sim), dtype=torch.bool)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 2: what BERT reads
+
+
+def packed_sequence(enc, ax=None):
+    """One encoded sequence, [CLS] A [SEP] B [SEP], as a row of cells: each token's cell coloured
+    by its text (A blue, B orange, special tokens grey), with its segment id and position below.
+    `enc`: a one-sequence Encoding (tokens, token_type_ids, sequence_ids)."""
+    tokens, segments, sequences = list(enc.tokens), list(enc.token_type_ids), list(enc.sequence_ids)
+    if not len(tokens) == len(segments) == len(sequences):
+        raise ValueError("enc must be one sequence: tokens, token_type_ids and sequence_ids of one length")
+    ax = new_axes(ax, (11, 2.6))
+    for pos, (token, seg, seq) in enumerate(zip(tokens, segments, sequences)):
+        colour = SEGMENT_COLOURS[seq if token not in ("[CLS]", "[SEP]") else None]
+        ax.add_patch(plt.Rectangle((pos, 0), 0.92, 1, color=colour))
+        ax.text(pos + 0.46, 0.5, token, rotation=90, ha="center", va="center", fontsize=9)
+        ax.text(pos + 0.46, -0.25, str(seg), ha="center", va="center", fontsize=9)
+        ax.text(pos + 0.46, -0.6, str(pos), ha="center", va="center", fontsize=7, color="grey")
+    ax.text(-0.3, -0.25, "segment", ha="right", va="center", fontsize=9)
+    ax.text(-0.3, -0.6, "position", ha="right", va="center", fontsize=8, color="grey")
+    ax.set_xlim(-3.2, len(tokens))
+    ax.set_ylim(-0.9, 1.05)
+    ax.axis("off")
+    return ax
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapters 4 and 5: one head's numbers, and every head's lines
+
+
+def attention_head_panels(q, k, v, weights, z, tokens: Sequence[str], layer: int, head: int, axes=None):
+    """One head of a trained model as five pictures, rows the query tokens: Q, K and V (T, d_k),
+    its attention weights (T, T) and its output Z = weights V (T, d_k). Q, K, V and Z share a
+    red-blue scale centred on 0 (each its own range); the weights run from 0 to 1."""
+    q, k, v, weights, z = (as_numpy(m) for m in (q, k, v, weights, z))
+    T = len(tokens)
+    if weights.shape != (T, T) or any(m.ndim != 2 or m.shape[0] != T for m in (q, k, v, z)):
+        raise ValueError(f"expected Q, K, V, Z of T rows and (T, T) weights for the {T} tokens")
+    if axes is None:
+        fig, axes = plt.subplots(1, 5, figsize=(17, 4.6), gridspec_kw={"width_ratios": [1, 1, 1, 1.4, 1]})
+    fig = axes[0].figure
+    tokens = list(tokens)
+    for ax, (name, m) in zip(axes, [("Q = X W^Q + b", q), ("K", k), ("V", v)]):
+        top = np.abs(m).max()
+        ax.imshow(m, cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
+        ax.set_title(name)
+        ax.set_xlabel(f"dimension (d_k = {q.shape[1]})")
+        ax.set_yticks(range(T), tokens if ax is axes[0] else [])
+    ax = axes[3]
+    ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    ax.set_title(f"weights, layer {layer} head {head}")
+    ax.set_xticks(range(T), tokens, rotation=90)
+    ax.set_yticks(range(T), tokens)
+    ax.set_xlabel("key j")
+    top = np.abs(z).max()
+    axes[4].imshow(z, cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
+    axes[4].set_title("Z = weights V")
+    axes[4].set_yticks(range(T), [])
+    axes[4].set_xlabel("dimension")
+    return fig
+
+
+def head_view_lines(att, tokens: Sequence[str], title: str, ncols: int = 6):
+    """bertviz's head view drawn with matplotlib: att is one layer's (A, T, T) weights; one panel
+    per head, a line from every query token (left) to every key token (right), its opacity the
+    weight, in the head's colour (HEAD_COLOURS). Returns the Figure."""
+    att = as_numpy(att)
+    n_heads, n = att.shape[0], len(tokens)
+    if att.ndim != 3 or att.shape[1:] != (n, n):
+        raise ValueError(f"att must be (A, T, T) with T = {n} tokens, got shape {att.shape}")
+    nrows = math.ceil(n_heads / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 0.24 * n * nrows + 0.6), squeeze=False)
+    y = -np.arange(n)
+    for h, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if h >= n_heads:
+            continue
+        colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+        segments = [[(0, y[i]), (1, y[j])] for i in range(n) for j in range(n)]
+        colours = [(*colour, float(att[h, i, j])) for i in range(n) for j in range(n)]
+        ax.add_collection(LineCollection(segments, colors=colours, linewidths=1.5))
+        for i, token in enumerate(tokens):
+            ax.text(-0.04, y[i], token, ha="right", va="center", fontsize=7)
+            ax.text(1.04, y[i], token, ha="left", va="center", fontsize=7)
+        ax.set_xlim(-0.75, 1.75)
+        ax.set_ylim(-n + 0.5, 0.5)
+        ax.set_title(f"head {h}", color=colour)
+    fig.suptitle(title)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 6: which axis LayerNorm and BatchNorm normalise
+
+
+def axis_statistics(t) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For a (..., H) tensor seen as rows = tokens, columns = features: the mean and (population)
+    standard deviation of every token over its features, then of every feature over the tokens."""
+    flat = torch.as_tensor(t).reshape(-1, torch.as_tensor(t).shape[-1])
+    return flat.mean(1), flat.std(1, unbiased=False), flat.mean(0), flat.std(0, unbiased=False)
+
+
+def two_decimals(x: float) -> float:
+    """x rounded to 2 decimals, with -0.00 written as 0.00."""
+    return round(float(x), 2) + 0.0
+
+
+def normalisation_axes(panels: Mapping[str, torch.Tensor], axes=None):
+    """Tensors of one shape (B, T, H) side by side, tokens as rows ("seq b, tok t") and features as
+    columns, every value written in its cell; right of each row its mean / std over the features,
+    under each column its mean and std over the tokens. For the input, LayerNorm(x), BatchNorm(x):
+    each normalisation makes the statistics along its own axis 0 and 1. Returns the Figure."""
+    shapes = {tuple(t.shape) for t in panels.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 3:
+        raise ValueError(f"expected tensors of one (B, T, H) shape, got {sorted(shapes)}")
+    B, T, H = next(iter(shapes))
+    if axes is None:
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2))
+    axes = np.atleast_1d(axes)
+    labels = [f"seq {b}, tok {t}" for b in range(B) for t in range(T)]
+    for ax, (name, t) in zip(axes, panels.items()):
+        flat = t.detach().reshape(-1, H)
+        tok_mean, tok_std, feat_mean, feat_std = axis_statistics(flat)
+        top = float(flat.abs().max())
+        ax.imshow(flat.numpy(), cmap="coolwarm", vmin=-top, vmax=top, aspect="auto")
+        for (r, c), value in np.ndenumerate(flat.numpy()):
+            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=9)
+        for r in range(B * T):
+            row = f"{two_decimals(tok_mean[r]):+.2f} / {tok_std[r]:.2f}"
+            ax.text(H - 0.4, r, row, va="center", fontsize=8, color="dimgray")
+        for c in range(H):
+            column = f"{two_decimals(feat_mean[c]):+.2f}\n{feat_std[c]:.2f}"
+            ax.text(c, B * T, column, ha="center", va="center", fontsize=8, color="dimgray")
+        ax.set_xticks(range(H), [f"feature {j}" for j in range(H)], fontsize=8)
+        ax.xaxis.tick_top()
+        ax.set_yticks(range(B * T), labels if ax is axes[0] else [], fontsize=8)
+        ax.set_title(name, pad=22)
+    fig = axes[0].figure
+    note = "right of each row: mean / std over its features;  under each column: mean and std over the tokens"
+    fig.text(0.5, -0.04, note, ha="center", fontsize=9, color="dimgray")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 7: where the parameters sit
+
+
+def parameters_by_block(config: BertConfig) -> tuple[list[str], dict[str, list[int]]]:
+    """The closed-form parameter count of a BertModel, block by block: the blocks (embeddings,
+    layer 1..L, pooler) and, for each group of PARAMETER_GROUP_COLOURS, its count in every block.
+    Summed over the blocks, each group is the chapter's closed form."""
+    H, I, L = config.hidden_size, config.intermediate_size, config.num_layers
+    P, S = config.max_position_embeddings, config.type_vocab_size
+    blocks = ["embeddings"] + [f"layer {i + 1}" for i in range(L)] + ["pooler"]
+    nothing = [0] * L
+    per_block = {
+        "token embeddings": [config.vocab_size * H] + nothing + [0],
+        "position + segment embeddings": [(P + S) * H] + nothing + [0],
+        "attention": [0] + [4 * H * H + 4 * H] * L + [0],
+        "feed-forward": [0] + [2 * H * I + I + H] * L + [0],
+        "LayerNorm": [2 * H] + [4 * H] * L + [0],
+        "pooler": [0] + nothing + [H * H + H],
+    }
+    return blocks, per_block
+
+
+def parameter_breakdown(sizes: Mapping[str, Mapping[str, int]], config: BertConfig, name: str = "BERT-Base", axes=None):
+    """Left: each model of `sizes` ({"base": {group: count}, ...}) as one bar, stacked by group;
+    right: `config`'s model (called `name`) block by block (parameters_by_block), in millions;
+    one legend below. Returns the Figure."""
+    unknown = {g for groups in sizes.values() for g in groups} - set(PARAMETER_GROUP_COLOURS)
+    if unknown:
+        raise ValueError(f"unknown parameter groups {sorted(unknown)}; known: {list(PARAMETER_GROUP_COLOURS)}")
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 2]})
+    ax1, ax2 = axes
+    for k, preset in enumerate(sizes):
+        left = 0
+        for g, n in sizes[preset].items():
+            label = g if k == 0 else None
+            ax1.barh(k, n / 1e6, left=left, color=PARAMETER_GROUP_COLOURS[g], label=label)
+            left += n / 1e6
+    ax1.set_yticks(range(len(sizes)), [f"BERT-{p.capitalize()}" for p in sizes])
+    ax1.set_xlabel("parameters (millions)")
+    ax1.set_title("whole model")
+    blocks, per_block = parameters_by_block(config)
+    bottom = [0.0] * len(blocks)
+    for g, ns in per_block.items():
+        ax2.bar(blocks, [n / 1e6 for n in ns], bottom=bottom, color=PARAMETER_GROUP_COLOURS[g])
+        bottom = [b + n / 1e6 for b, n in zip(bottom, ns)]
+    ax2.set_ylabel("parameters (millions)")
+    ax2.set_title(f"{name}, block by block")
+    ax2.tick_params(axis="x", rotation=60)
+    fig = ax1.figure
+    fig.legend(loc="lower center", ncol=6, bbox_to_anchor=(0.5, -0.08), fontsize=9)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 8: the masked LM's draws, its measured rates, and a stand-in model
+
+
+def masked_tokens_html(before: Sequence[str], after: Sequence[str], fate: Sequence[str]) -> str:
+    """One masked sentence as HTML: every chosen token in its fate's colour (FATE_COLOURS), showing
+    what the model sees, with the original token (the label) in small grey text after a replaced
+    one and as the tooltip; then a legend. fate[i] is "mask", "random", "same" or "" (not chosen)."""
+    if not len(before) == len(after) == len(fate):
+        raise ValueError(f"before, after and fate differ in length: {len(before)}, {len(after)}, {len(fate)}")
+    cells = []
+    for b_, a_, f in zip(before, after, fate):
+        if f not in FATE_COLOURS:
+            raise ValueError(f"unknown fate {f!r}; expected one of {list(FATE_COLOURS)}")
+        if f:
+            shown = a_ if f != "same" else b_
+            cells.append(
+                f'<span style="background:{FATE_COLOURS[f]};color:white;padding:1px 4px;border-radius:3px" '
+                f'title="original: {b_}">{shown}</span>'
+                + (f'<sub style="color:#555">{b_}</sub>' if f != "same" else "")
+            )
+        else:
+            cells.append(b_)
+    legend = (
+        '<div style="font-size:85%;margin-top:4px">'
+        '<span style="color:#e31a1c">&#9632; [MASK]</span> '
+        '<span style="color:#ff7f00">&#9632; random token</span> '
+        '<span style="color:#33a02c">&#9632; chosen but unchanged</span> '
+        "(small grey text: the original token, the label)</div>"
+    )
+    return '<div style="line-height:2.0;font-family:monospace">' + " ".join(cells) + "</div>" + legend
+
+
+def masking_draws(draws: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]], seeds: Sequence[int], ax=None):
+    """Several independent maskings of one sentence, one column per draw (labelled by its seed),
+    one row per token: a chosen token's cell in its fate's colour, showing what the model sees
+    there (the random token, or [MASK]); a legend of the three fates below. Each draw is
+    (tokens before, tokens after, fate per token)."""
+    if len(draws) != len(seeds) or not draws:
+        raise ValueError(f"one seed per draw: {len(draws)} draws, {len(seeds)} seeds")
+    tokens = list(draws[0][0])
+    ax = new_axes(ax, (9, 0.24 * (len(tokens) - 2) + 1.4))
+    for col, (before, after, fate) in enumerate(draws):
+        for row, (b_, a_, f) in enumerate(zip(before, after, fate)):
+            shown = b_ if f in ("", "same") else a_
+            if f:
+                ax.add_patch(plt.Rectangle((col - 0.48, row - 0.45), 0.96, 0.9, color=FATE_COLOURS[f], alpha=0.85))
+            ax.text(col, row, shown, ha="center", va="center", fontsize=8, color="white" if f else "black")
+    ax.set_xlim(-0.6, len(seeds) - 0.4)
+    ax.set_ylim(len(tokens) - 0.5, -0.5)
+    ax.set_xticks(range(len(seeds)), [f"draw {s}" for s in seeds], fontsize=8)
+    ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=FATE_COLOURS[k]) for k in FATE_NAMES]
+    ax.legend(handles, list(FATE_NAMES.values()), loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=3, fontsize=9)
+    return ax
+
+
+def masking_rates(n_real: int, n_chosen: int, share: Mapping[str, float], axes=None):
+    """The masked LM's rates as measured: left, the share of real tokens chosen against the
+    paper's 15%; right, the shares of the chosen tokens replaced by [MASK], by a random token and
+    left unchanged (`share`, in that order, fractions) against its 80 / 10 / 10. Returns the
+    Figure (its suptitle is the chapter's)."""
+    if len(share) != 3 or n_real <= 0:
+        raise ValueError("share must hold three fractions ([MASK], random, unchanged) and n_real must be positive")
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
+    ax1, ax2 = axes
+    chosen = 100 * n_chosen / n_real
+    ax1.bar(["chosen"], [chosen], color="#1f78b4")
+    ax1.axhline(15, color="black", ls="--", lw=1)
+    ax1.text(0, 15.4, f"{chosen:.2f}% (paper 15%)", ha="center", fontsize=9)
+    ax1.set_ylim(0, 18)
+    ax1.set_ylabel("% of real tokens")
+    names = list(share)
+    colours = [FATE_COLOURS[f] for f in ("mask", "random", "same")]
+    ax2.bar(names, [100 * share[k] for k in names], color=colours)
+    for x, target in enumerate([80, 10, 10]):
+        ax2.hlines(target, x - 0.4, x + 0.4, color="black", ls="--", lw=1)
+        ax2.text(
+            x, 100 * share[names[x]] + 2, f"{100 * share[names[x]]:.1f}% (paper {target}%)", ha="center", fontsize=9
+        )
+    ax2.set_ylim(0, 95)
+    ax2.set_ylabel("% of chosen tokens")
+    return ax1.figure
+
+
+@dataclass
+class TinyMaskedLM:
+    """A tiny BERT pre-trained with the masked LM alone, with what it was trained and judged on."""
+
+    model: BertForPreTraining
+    tokenizer: WordPieceTokenizer
+    train_set: PretrainingDataset
+    held_batches: list[dict[str, torch.Tensor]]  # masked held-out batches to score it on
+    steps: int
+    seconds: float  # data preparation and training
+
+
+def tiny_masked_lm(
+    heldout_docs: Sequence, workdir: str | Path, steps: int = 150, lr: float = 2e-3, words: int = 200_000
+) -> TinyMaskedLM:
+    """Chapter 8's stand-in for a recorded model: the first `words` words of the books corpus, a
+    2,000-piece WordPiece vocabulary trained on them, sequences of 64 tokens, and a tiny BERT
+    (L=2, H=128, A=2, no dropout) trained for `steps` steps of 32 sequences with the MLM loss at
+    the chosen positions (AdamW, warm-up over 10% of the steps then linear decay, gradients clipped
+    at norm 1), on one CPU thread. Five masked batches of 64 sequences from two held-out documents
+    are kept to score it. Seeded: the same model every time."""
+    start = time.perf_counter()
+    workdir = Path(workdir)
+    train_docs, n_words = [], 0
+    for doc in load_corpus("books", "train"):
+        train_docs.append(doc)
+        n_words += doc.num_words
+        if n_words >= words:
+            break
+    tok = train_wordpiece((s for d in train_docs for s in d.sentences), vocab_size=2_000)
+    train_set = prepare_pretraining_data(train_docs, tok, workdir / "train", max_len=64, nsp=False)
+    held_set = prepare_pretraining_data(heldout_docs[:2], tok, workdir / "held", max_len=64, nsp=False, seed=1)
+    stream = PretrainingBatches(train_set, 32, MaskedLMCollator(tok, seed=0), seed=0)
+    held_stream = PretrainingBatches(held_set, 64, MaskedLMCollator(tok, seed=1234), seed=1234)
+    held_batches = [next(held_stream) for _ in range(5)]
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # matrices this small run faster on one thread than on several
+    try:
+        torch.manual_seed(0)
+        config = BertConfig.preset("tiny", vocab_size=tok.vocab_size, hidden_dropout=0.0, attention_dropout=0.0)
+        model = BertForPreTraining(config)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+        for step in range(steps):
+            scale = min((step + 1) / (0.1 * steps), (steps - step) / (0.9 * steps))  # warm-up, then decay
+            for group in optimizer.param_groups:
+                group["lr"] = lr * scale
+            model(**next(stream)).mlm_loss.backward()  # the loss at the chosen positions
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    return TinyMaskedLM(model, tok, train_set, held_batches, steps, time.perf_counter() - start)
+
+
+@dataclass
+class UnigramComparison:
+    """A masked LM against the unigram baseline on the same masked held-out tokens."""
+
+    n_tokens: int  # masked held-out tokens scored
+    uniform_ce: float  # ln V: a uniform guess
+    uniform_acc: float  # 1 / V
+    unigram_ce: float  # each token predicted with its training-text frequency
+    unigram_acc: float  # always the most frequent token
+    unigram_top: str  # that token
+    model_ce: float
+    model_acc: float
+    guesses: list[tuple[str, int, float, float]]  # the model's most frequent guesses: token, times, right, base rate
+
+    @property
+    def learned(self) -> bool:
+        """Better than the unigram baseline on both measures."""
+        return self.model_ce < self.unigram_ce and self.model_acc > self.unigram_acc
+
+    def context_tokens(self) -> list[str]:
+        """The frequent guesses that are right more than twice as often as the token is the answer
+        at all: where the model has begun to use the context."""
+        return [token for token, _, right, base in self.guesses if right > 2 * base]
+
+
+@torch.no_grad()
+def unigram_comparison(
+    model, tokenizer: WordPieceTokenizer, train_set: PretrainingDataset, held_batches, top: int = 6
+) -> UnigramComparison:
+    """Score a masked LM on the chosen positions of `held_batches` (cross-entropy in nats and
+    accuracy) beside a uniform guess and the unigram baseline (each token's frequency in
+    `train_set`, special tokens excluded), and list its `top` most frequent guesses with how often
+    each is right and how often that token is the answer at all (its base rate)."""
+    counts = np.bincount(np.asarray(train_set.input_ids).ravel(), minlength=tokenizer.vocab_size).astype(float)
+    counts[tokenizer.special_ids] = 0
+    unigram = counts / counts.sum()
+    labels = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])
+    logits = torch.cat([model(**b).mlm_logits[b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])
+    guesses = logits.argmax(-1)
+    table = [
+        (
+            tokenizer.id_to_token(t),
+            n,
+            (labels[guesses == t] == t).float().mean().item(),
+            (labels == t).float().mean().item(),
+        )
+        for t, n in collections.Counter(guesses.tolist()).most_common(top)
+    ]
+    return UnigramComparison(
+        n_tokens=len(labels),
+        uniform_ce=math.log(tokenizer.vocab_size),
+        uniform_acc=1 / tokenizer.vocab_size,
+        unigram_ce=float(-np.log(unigram[labels.numpy()]).mean()),
+        unigram_acc=(labels == int(unigram.argmax())).float().mean().item(),
+        unigram_top=tokenizer.id_to_token(int(unigram.argmax())),
+        model_ce=F.cross_entropy(logits, labels).item(),
+        model_acc=(guesses == labels).float().mean().item(),
+        guesses=table,
+    )
