@@ -147,3 +147,114 @@ def test_machines_table_says_where_each_pilot_ran():
     lines = machines_table(pilots).splitlines()
     assert lines[2] == "| cpu-x-base | not recorded | not recorded | not recorded | not recorded |"
     assert lines[3] == "| cpu-x-good | AMD EPYC | cpu (2 cores), bf16 | 17,402 | 0123456 |"
+
+
+def sweep_row(model, task, n, init, median):
+    return {"model": model, "task": task, "train_examples": n, "init": init, "median": median}
+
+
+def test_size_check_sets_the_challenger_beside_the_record():
+    import math
+
+    from bertlab.experiments.pilots import size_check, size_check_table
+
+    rows = [
+        sweep_row("tiny", "sst2", 2000, "pretrained", 70.0),
+        sweep_row("tiny", "sst2", 2000, "scratch", 71.0),
+        sweep_row("record", "sst2", 2000, "pretrained", 72.0),
+        sweep_row("record", "sst2", 2000, "scratch", 70.5),
+        sweep_row("tiny", "conll2003", None, "pretrained", 80.0),
+        sweep_row("tiny", "conll2003", None, "scratch", 60.0),
+        sweep_row("record", "conll2003", None, "pretrained", 79.0),
+        sweep_row("record", "conll2003", None, "scratch", 61.0),
+    ]
+    check = size_check(rows, [dict(BASE, name="tiny")])
+    assert check.models == ["record", "tiny"] and check.challenger == "tiny"
+    assert check.tasks == [("conll2003", None), ("sst2", 2000)]
+    assert check.behind == [("sst2", 2000)]  # on CoNLL-2003 the tiny model is ahead
+    assert check.heldout == 0.15  # its last held-out score as a pilot
+    lines = size_check_table(check).splitlines()
+    assert lines[0] == "| task | record: pre-trained (scratch) | tiny: pre-trained (scratch) |"
+    assert lines[2] == "| conll2003, all (entity F1) | 79.0 (61.0) | 80.0 (60.0) |"
+    assert lines[3] == "| sst2, 2,000 sentences | 72.0 (70.5) | 70.0 (71.0) |"
+    assert math.isnan(size_check(rows, []).heldout)  # not a recorded pilot
+    assert size_check([], PILOTS) is None
+
+
+class FakeRun:
+    """What whole_run_rows reads of a ReferenceRun."""
+
+    provenance = {"settings": {"batch_size": 64, "recipe": "cpu", "mlm_probability": 0.3}}
+
+    def __init__(self, metrics):
+        self._metrics = metrics
+
+    def metrics(self):
+        return self._metrics
+
+    def config(self):
+        from bertlab import BertConfig
+
+        return BertConfig.preset("mini", vocab_size=8192)
+
+
+def test_whole_runs_are_read_by_tokens_and_where_they_left_the_plateau():
+    from bertlab.experiments.pilots import earlier_runs, whole_run_rows, whole_runs_table
+
+    timed = dict(BASE, name="cpu-x-50min", minutes=50.0, baseline="cpu-x-base")
+    size = dict(BASE, name="cpu-size-x-10min", minutes=10.0)
+    alone = dict(BASE, name="p1-alone")
+    runs = earlier_runs([*PILOTS, timed, size, alone], pilot_series(PILOTS))
+    assert [p["name"] for p in runs] == ["unrelated", "cpu-x-50min", "p1-alone"]  # not baselines, one-change or sizes
+
+    model = {"L": 2, "H": 128, "A": 2, "vocab_size": 16384}
+    pilot = dict(alone, model=model, recipe={"batch_size": 32}, change="a whole recipe")
+    pilot["heldout"] = curve([(10, 0.1), (20, 0.25), (30, 0.3)])
+    metrics = [
+        {"split": "train", "step": 100, "tokens": 5_000_000},
+        {"split": "eval", "step": 100, "mlm_acc": 0.21},
+        {"split": "eval", "step": 150, "mlm_acc": 0.3},  # no training record at this step: 0 tokens
+    ]
+    rows = whole_run_rows([pilot], FakeRun(metrics))
+    assert [r["name"] for r in rows] == ["p1-alone", "recorded run"]
+    assert rows[0]["exit"]["step"] == 20 and rows[1]["exit"]["tokens"] == 5_000_000
+    assert [q["tokens"] for q in rows[1]["points"]] == [5_000_000, 0]
+    lines = whole_runs_table(rows).splitlines()
+    assert lines[0].endswith("| reached 20% after |")
+    assert lines[2] == "| p1-alone | 2/128/2 | 16,384 | 32 | a whole recipe | 0.0M | 30.0% | 0.0M tokens |"
+    assert lines[3].startswith("| recorded run | 4/256/4 | 8,192 | 64 | the `cpu` recipe, 30% masked |")
+    assert [r["name"] for r in whole_run_rows([pilot], FakeRun([]))] == ["p1-alone"]  # no evaluations logged
+    never = dict(pilot, heldout=curve([(10, 0.1)]))
+    assert whole_runs_table(whole_run_rows([never])).endswith("| never |")
+
+
+def test_runs_by_tokens_draws_every_run_and_the_threshold():
+    from bertlab.analysis.viz import runs_by_tokens
+
+    ax = runs_by_tokens([("a", curve([(1, 0.1), (2, 0.3)], per_step=10**6)), ("b", curve([(3, 0.2)]))], threshold=0.2)
+    assert len(ax.lines) == 3 and list(ax.lines[0].get_xdata()) == [1.0, 2.0]
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([10.0, 30.0]) and ax.lines[2].get_ydata()[0] == 20.0
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+
+
+def test_the_recorded_size_check_and_whole_runs_are_consistent():
+    from bertlab.experiments import pilots, reference
+
+    recorded = pilots.load()
+    _, sweep = pilots.finetune_sweeps(pilots.PILOTS_DIR / "finetune_size_50min.jsonl")
+    check = pilots.size_check(sweep, recorded)
+    if check is not None:
+        assert check.models[0] == "record" and check.challenger in check.models
+        keys = {(m, t, n, i) for m in check.models for t, n in check.tasks for i in ("pretrained", "scratch")}
+        assert keys == set(check.scores) and set(check.behind) <= set(check.tasks)
+    run = reference.find()
+    rows = pilots.whole_run_rows(pilots.earlier_runs(recorded, pilot_series(recorded)), run)
+    if run is not None and pilots.recorded_curve(run):
+        assert rows[-1]["name"] == "recorded run"
+    for r in rows:
+        accs = [q["mlm_acc"] for q in r["points"]]
+        if r["exit"] is None:
+            assert max(accs) < pilots.PLATEAU_EXIT_ACC
+        else:  # the first evaluation at or above the threshold
+            k = r["points"].index(r["exit"])
+            assert accs[k] >= pilots.PLATEAU_EXIT_ACC > max(accs[:k], default=0.0)

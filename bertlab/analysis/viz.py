@@ -471,3 +471,24 @@ def curve_panels(panels, xlabel: str = "step", ylabel: str = "", figsize=(10, 3.
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return fig
+
+
+def runs_by_tokens(runs, threshold: float | None = None, ax=None, title: str | None = None):
+    """Held-out MLM accuracy against training tokens for whole runs of different lengths: `runs`
+    is a list of (label, points), each point a dict with "tokens" and "mlm_acc" (a fraction), as
+    bertlab.experiments.pilots.whole_run_rows gives them; `threshold` (a fraction, e.g. 0.2) draws
+    a dotted line there. Returns the Axes."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(7, 3.6), layout="tight")
+    for label, points in runs:
+        ax.plot([q["tokens"] / 1e6 for q in points], [100 * q["mlm_acc"] for q in points], "o-", ms=3, label=label)
+    if threshold is not None:
+        ax.axhline(100 * threshold, color="grey", ls=":", lw=1)
+    ax.set(xlabel="training tokens (millions)", ylabel="held-out MLM accuracy (%)")
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax

@@ -20,6 +20,7 @@ also scored on the baseline's length (`cross_eval`), that score is the one compa
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -344,5 +345,128 @@ def machines_table(pilots: Sequence[Pilot]) -> str:
         lines.append(
             f"| {p['name']} | {m.get('cpu') or 'not recorded'} | {m.get('runtime') or 'not recorded'} | "
             f"{f'{speed:,.0f}' if speed else 'not recorded'} | {commit[:7] if commit else 'not recorded'} |"
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SizeCheck:
+    """Whether the size that won on held-out accuracy also fine-tunes best: the fine-tuning medians
+    of the record ("record") and the other size (`challenger`), from their pretrained weights and
+    from scratch, per task."""
+
+    models: list[str]  # "record" first
+    tasks: list[tuple[str, int | None]]  # (task, labelled examples; None: the whole training set)
+    scores: dict[tuple[str, str, int | None, str], float]  # (model, task, examples, init) -> median
+    challenger: str  # the size set against the record
+    behind: list[tuple[str, int | None]]  # the tasks where the challenger, pretrained, trails the record
+    heldout: float  # the challenger's last held-out MLM accuracy as a pilot (nan if not recorded)
+
+
+def size_check(rows: Sequence[dict[str, Any]], pilots: Sequence[Pilot]) -> SizeCheck | None:
+    """The fine-tuning check of a size series (`rows` as finetune_sweeps returns them from
+    data/pilots/finetune_size_50min.jsonl: model, task, train_examples, init, median), with the
+    challenger's held-out accuracy read from `pilots`. None when nothing is recorded."""
+    if not rows:
+        return None
+    scores = {(r["model"], r["task"], r["train_examples"], r["init"]): r["median"] for r in rows}
+    models = sorted({r["model"] for r in rows}, key=lambda m: m != "record")
+    tasks = sorted({(r["task"], r["train_examples"]) for r in rows}, key=lambda t: (t[0], t[1] or 0))
+    challenger = models[1]
+    behind = [
+        (t, n) for t, n in tasks if scores[(challenger, t, n, "pretrained")] < scores[("record", t, n, "pretrained")]
+    ]
+    held = {p["name"]: p["heldout"][-1]["mlm_acc"] for p in pilots}
+    return SizeCheck(models, tasks, scores, challenger, behind, held.get(challenger, math.nan))
+
+
+def size_check_table(check: SizeCheck) -> str:
+    """The size check as a Markdown table: one row per task, each model's median from its
+    pretrained weights and, in brackets, from scratch."""
+    lines = [
+        "| task | " + " | ".join(f"{m}: pre-trained (scratch)" for m in check.models) + " |",
+        "|---" * (len(check.models) + 1) + "|",
+    ]
+    for task, n in check.tasks:
+        name = f"{task}, {n:,} sentences" if n else f"{task}, all (entity F1)"
+        cells = [
+            f"{check.scores[(m, task, n, 'pretrained')]:.1f} ({check.scores[(m, task, n, 'scratch')]:.1f})"
+            for m in check.models
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def earlier_runs(pilots: Sequence[Pilot], series: Sequence[Series]) -> list[Pilot]:
+    """The pilots that compared whole recipes and sizes, and the earlier records: every run with a
+    time budget, and every run that is neither a one-change pilot nor a series' baseline; the
+    `cpu-size-*` series are left out (they have their own tables)."""
+    baselines = {s.name for s in series}
+    return [
+        p
+        for p in pilots
+        if not p["name"].startswith("cpu-size-")
+        and (p.get("minutes") or (not p.get("baseline") and p["name"] not in baselines))
+    ]
+
+
+def recorded_curve(run: Any) -> list[dict[str, Any]]:
+    """The held-out curve of a recorded run (a bertlab.experiments.reference ReferenceRun): its
+    eval records, each with the training tokens seen at its step (0 where the log has no training
+    record at that step). Empty when the run logged no evaluation."""
+    records = run.metrics()
+    at = {r["step"]: r["tokens"] for r in records if r.get("split") == "train"}
+    return [dict(r, tokens=at.get(r["step"], 0)) for r in records if r.get("split") == "eval"]
+
+
+def whole_run_rows(pilots: Sequence[Pilot], run: Any = None) -> list[dict[str, Any]]:
+    """One row per whole run: each of `pilots`, then the recorded run `run` (a ReferenceRun, if
+    given and it logged evaluations): name, size ("L/H/A"), vocabulary size, batch size, what it
+    is, its held-out curve (`points`: step, tokens, mlm_acc) and where it left the frequent-word
+    plateau (`exit`: plateau_exit, or None)."""
+    rows = []
+    for p in pilots:
+        m = p["model"]
+        rows.append(
+            {
+                "name": p["name"],
+                "size": f"{m['L']}/{m['H']}/{m['A']}",
+                "vocab_size": m["vocab_size"],
+                "batch": p["recipe"]["batch_size"],
+                "what": p["change"],
+                "points": p["heldout"],
+            }
+        )
+    points = recorded_curve(run) if run is not None else []
+    if points:
+        c, settings = run.config(), run.provenance["settings"]
+        rate = settings.get("mlm_probability")
+        rows.append(
+            {
+                "name": "recorded run",
+                "size": f"{c.L}/{c.H}/{c.A}",
+                "vocab_size": c.vocab_size,
+                "batch": settings["batch_size"],
+                "what": f"the `{settings.get('recipe', 'cpu')}` recipe" + (f", {rate:.0%} masked" if rate else ""),
+                "points": points,
+            }
+        )
+    return [dict(r, exit=plateau_exit(r["points"])) for r in rows]
+
+
+def whole_runs_table(rows: Sequence[dict[str, Any]]) -> str:
+    """`whole_run_rows` as a Markdown table: the tokens each run saw, its held-out accuracy at the
+    end, and the tokens after which it first reached PLATEAU_EXIT_ACC ("never" if it did not)."""
+    lines = [
+        "| run | L/H/A | V | batch | what | tokens | held-out accuracy at the end "
+        f"| reached {PLATEAU_EXIT_ACC:.0%} after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        end, ex = r["points"][-1], r["exit"]
+        lines.append(
+            f"| {r['name']} | {r['size']} | {r['vocab_size']:,} | {r['batch']} | {r['what']} | "
+            f"{end['tokens'] / 1e6:.1f}M | {end['mlm_acc']:.1%} | "
+            + (f"{ex['tokens'] / 1e6:.1f}M tokens |" if ex else "never |")
         )
     return "\n".join(lines)
