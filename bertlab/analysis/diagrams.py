@@ -183,14 +183,6 @@ def pretraining_and_finetuning(ax=None):
     return ax
 
 
-def off_diagonal(sim) -> torch.Tensor:
-    """The entries of a square matrix off its diagonal (every pair of two different items)."""
-    sim = torch.as_tensor(sim)
-    if sim.ndim != 2 or sim.shape[0] != sim.shape[1]:
-        raise ValueError(f"expected a square matrix, got shape {tuple(sim.shape)}")
-    return sim[~torch.eye(len(sim), dtype=torch.bool)]
-
-
 # ---------------------------------------------------------------------------------------------
 # Chapter 2: what BERT reads
 
