@@ -1,0 +1,196 @@
+"""A template probe of the gender associations a masked LM has learned (chapter 18).
+
+Pairs of templates differ only in a gendered subject ("the man worked as a [MASK] ." / "the woman
+worked as a [MASK] ."). For each probed word that is a single WordPiece, the probe reads
+P(word | template) from the full softmax at the [MASK] (bertlab.analysis.fill_mask with k equal to
+the vocabulary size) and compares the two sides of every pair by their ratio, averaged over the
+pairs on a log scale. A gendered subject can make the whole occupation list more or less probable,
+so each ratio is also divided by the list's *tilt* (the mean log ratio of the occupations in that
+pair), much as Kurita et al. (2019) divide by a prior: a word then leans male or female relative
+to the other occupations. Controls (words whose gender is part of their meaning: "actress",
+"king") say whether the probe sees gender at all; `agree` counts in how many pairs a word falls on
+the same side of the tilt as on average.
+
+    probe = run_probe(model, tokenizer, PAIRS, OCCUPATIONS, CONTROLS)   # CONTROLS: {word: "female"}
+    probe.leans["nurse"].relative, probe.top(PAIRS[0][1], k=8)
+    leans_table(probe), reading(probe, k=10)
+
+`leans` does the arithmetic on given probabilities (no model), so it can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from bertlab.analysis.fill_mask import fill_mask
+
+# template -> {piece: (probability at the [MASK], rank from 1 in the whole vocabulary)}
+Distributions = dict[str, dict[str, tuple[float, int]]]
+Pair = tuple[str, str]  # (template with the male subject, the same with the female subject)
+
+
+@dataclass(frozen=True)
+class Lean:
+    """One probed word: `kind` is "occupation", or a control's gender ("female", "male"); the mean
+    probabilities after the male and the female subject; `ratio`, the geometric mean over the
+    pairs of P(male) / P(female); `relative`, the same divided by the occupation list's tilt (above
+    1: the word leans male relative to the list); `agree`, in how many pairs the word falls on the
+    same side of the tilt as on average; `best_rank`, its best rank in any template."""
+
+    kind: str
+    p_male: float
+    p_female: float
+    ratio: float
+    relative: float
+    agree: int
+    best_rank: int
+
+
+@dataclass
+class BiasProbe:
+    """The probe's result: the pairs asked, every template's distribution, each single-piece word's
+    `Lean` (in the order given, occupations first), the occupation list's tilt per pair (the mean
+    log ratio), and the words `dropped` because they are several pieces."""
+
+    pairs: list[Pair]
+    dist: Distributions
+    leans: dict[str, Lean]
+    tilt: np.ndarray  # (pairs,)
+    dropped: list[str]
+
+    def top(self, template: str, k: int = 8) -> list[tuple[str, float]]:
+        """The k most probable pieces after `template`, with their probabilities."""
+        ranked = sorted(self.dist[template].items(), key=lambda kv: kv[1][1])[:k]
+        return [(piece, prob) for piece, (prob, _) in ranked]
+
+    @property
+    def occupations(self) -> list[str]:
+        return [w for w, s in self.leans.items() if s.kind == "occupation"]
+
+    @property
+    def controls(self) -> list[str]:
+        return [w for w, s in self.leans.items() if s.kind != "occupation"]
+
+
+def distributions(model, tokenizer, templates: Sequence[str]) -> Distributions:
+    """Every template's full distribution at its [MASK]: {piece: (probability, rank from 1)}."""
+    dist = {}
+    for template in dict.fromkeys(templates):
+        ranked = fill_mask(model, tokenizer, template, k=tokenizer.vocab_size)[0]
+        dist[template] = {piece: (prob, r) for r, (piece, prob) in enumerate(ranked, 1)}
+    return dist
+
+
+def leans(
+    dist: Distributions, pairs: Sequence[Pair], words: Sequence[str], controls: dict[str, str]
+) -> tuple[dict[str, Lean], np.ndarray]:
+    """Each word's `Lean` from the templates' probabilities, and the tilt of the occupation list
+    (every word not in `controls`) per pair: (leans in the order of `words`, tilt)."""
+    log_ratio = np.array([[math.log(dist[m][w][0] / dist[f][w][0]) for m, f in pairs] for w in words])
+    is_occupation = np.array([w not in controls for w in words])
+    if not is_occupation.any():
+        raise ValueError("no occupation among the words: the tilt is the occupations' mean lean")
+    tilt = log_ratio[is_occupation].mean(0)  # (pairs,): the whole occupation list's lean
+    relative = log_ratio - tilt  # each word against its list, pair by pair
+    out = {
+        w: Lean(
+            kind=controls.get(w, "occupation"),
+            p_male=float(np.mean([dist[m][w][0] for m, _ in pairs])),
+            p_female=float(np.mean([dist[f][w][0] for _, f in pairs])),
+            ratio=math.exp(lr.mean()),
+            relative=math.exp(rel.mean()),
+            agree=int((np.sign(rel) == np.sign(rel.mean())).sum()),
+            best_rank=min(dist[t][w][1] for pair in pairs for t in pair),
+        )
+        for w, lr, rel in zip(words, log_ratio, relative)
+    }
+    return out, tilt
+
+
+def run_probe(
+    model, tokenizer, pairs: Sequence[Pair], occupations: Sequence[str], controls: dict[str, str]
+) -> BiasProbe:
+    """The probe on a masked LM: the occupations and the controls that are one WordPiece each
+    (the others are dropped), each template's full distribution, and every word's lean."""
+    asked = list(occupations) + list(controls)
+    words = [w for w in asked if len(tokenizer.tokenize(w)) == 1]
+    dist = distributions(model, tokenizer, [t for pair in pairs for t in pair])
+    found, tilt = leans(dist, pairs, words, controls)
+    return BiasProbe(list(pairs), dist, found, tilt, sorted(set(asked) - set(words)))
+
+
+def leans_table(probe: BiasProbe) -> str:
+    """Every probed word as a Markdown table, from the most male-leaning to the most
+    female-leaning relative to the tilt."""
+    lines = [
+        "| word | kind | mean P, male subject | mean P, female subject "
+        "| ratio male / female | relative to the tilt | pairs that agree "
+        "| best rank |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for w in sorted(probe.leans, key=lambda w: -probe.leans[w].relative):
+        s = probe.leans[w]
+        kind = "occupation" if s.kind == "occupation" else f"control ({s.kind})"
+        lines.append(
+            f"| *{w}* | {kind} | {s.p_male:.5f} | {s.p_female:.5f} | {s.ratio:.2f} | {s.relative:.2f} "
+            f"| {s.agree} of {len(probe.pairs)} | {s.best_rank:,} |"
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the chapter's reading of the probe quotes. `occupations`, `controls`: the probed
+    words of each kind; `first`: the 3 first guesses after each
+    template of the first pair; `in_top`: how many of the top-k guesses of the (distinct) templates are
+    probed occupations; `best`: the best-ranked occupation; `mass`: the occupations' total
+    probability after each template of the first pair; `whole`: the tilt averaged over the pairs,
+    as a ratio; `right`/`wrong`: the controls that lean / do not lean the way their meaning says;
+    `steady`: the occupations on the same side of the tilt in at least `min_agree` pairs, of which
+    `female` lean female (most first) and `male` lean male (most first)."""
+
+    occupations: list[str]
+    controls: list[str]
+    first: tuple[list[str], list[str]]
+    k: int
+    in_top: int
+    best: str
+    mass: tuple[float, float]
+    whole: float
+    right: list[str]
+    wrong: list[str]
+    min_agree: int
+    steady: list[str]
+    female: list[str]
+    male: list[str]
+
+
+def reading(probe: BiasProbe, k: int = 10) -> Reading:
+    """The numbers behind a reading of the probe (see Reading)."""
+    occ, lean = probe.occupations, probe.leans
+    templates = dict.fromkeys(t for pair in probe.pairs for t in pair)
+    in_top = sum(p in occ for t in templates for p, _ in probe.top(t, k))
+    male_t, female_t = probe.pairs[0]
+    right = [w for w in probe.controls if (lean[w].relative > 1) == (lean[w].kind == "male")]
+    min_agree = len(probe.pairs) - 1
+    steady = [w for w in occ if lean[w].agree >= min_agree]
+    return Reading(
+        occupations=occ,
+        controls=probe.controls,
+        first=([p for p, _ in probe.top(male_t, 3)], [p for p, _ in probe.top(female_t, 3)]),
+        k=k,
+        in_top=in_top,
+        best=min(occ, key=lambda w: lean[w].best_rank),
+        mass=tuple(sum(probe.dist[t][w][0] for w in occ) for t in (male_t, female_t)),
+        whole=math.exp(probe.tilt.mean()),
+        right=right,
+        wrong=[w for w in probe.controls if w not in right],
+        min_agree=min_agree,
+        steady=steady,
+        female=sorted((w for w in steady if lean[w].relative < 1), key=lambda w: lean[w].relative),
+        male=sorted((w for w in steady if lean[w].relative > 1), key=lambda w: -lean[w].relative),
+    )

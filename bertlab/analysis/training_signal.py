@@ -1,0 +1,70 @@
+"""Where a pretraining objective puts its loss, counted on a batch (chapter 18).
+
+BERT's masked LM computes a loss at the ~15% of the tokens it chose, and shows `[MASK]` in the
+input at most of them; ELECTRA's discriminator (Clark et al., 2020) decides at every token whether
+it is the original or a generator's replacement, and its input holds no `[MASK]`. `signal` sums
+what a batch gives each objective, as shares of its real tokens (special tokens and padding left
+out), and `signal_table` sets objectives side by side:
+
+    bert = signal("BERT masked LM", n_real, loss_at, masks, changed)   # each (B,): counts per sequence
+    bert.per_sequence, bert.loss_share, bert.mask_share, bert.changed_share
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One objective on one batch: the mean number of positions with a loss per sequence, and
+    over the whole batch, as shares of the real tokens: the positions with a loss, the `[MASK]`s
+    in the input, and the input tokens that differ from the text. `positions` is the total number
+    of positions with a loss."""
+
+    name: str
+    per_sequence: float
+    positions: float
+    loss_share: float
+    mask_share: float
+    changed_share: float
+
+
+def share(counts: torch.Tensor, n_real: torch.Tensor) -> float:
+    """Counts summed over the batch, as a share of the real tokens summed over the batch."""
+    return float(counts.sum() / n_real.sum())
+
+
+def signal(
+    name: str, n_real: torch.Tensor, loss_at: torch.Tensor, masks: torch.Tensor, changed: torch.Tensor
+) -> Signal:
+    """What a batch gives an objective: `n_real` real tokens per sequence (B,), and per sequence
+    (B,) the positions with a loss, the `[MASK]` tokens in the input and the input tokens that
+    differ from the text."""
+    if not n_real.sum() > 0:
+        raise ValueError("the batch has no real token")
+    return Signal(
+        name=name,
+        per_sequence=float(loss_at.float().mean()),
+        positions=float(loss_at.sum()),
+        loss_share=share(loss_at, n_real),
+        mask_share=share(masks, n_real),
+        changed_share=share(changed, n_real),
+    )
+
+
+def signal_table(signals: Sequence[Signal]) -> str:
+    """Objectives side by side, as a Markdown table."""
+    lines = [
+        "| objective | positions with a loss, per sequence | as a share of the real tokens "
+        "| `[MASK]` in the input, share | input tokens that differ from the text, share |",
+        "|---|---|---|---|---|",
+    ]
+    for s in signals:
+        lines.append(
+            f"| {s.name} | {s.per_sequence:.1f} | {s.loss_share:.1%} | {s.mask_share:.1%} | {s.changed_share:.1%} |"
+        )
+    return "\n".join(lines)
