@@ -1,5 +1,6 @@
 """Plots and tables the chapters share: attention maps, attention masks, bertviz on bertlab's
-outputs, and labelled tables of numbers.
+outputs, labelled tables of numbers, and the charts of the recorded studies (pilots, ablations,
+the feature-based study, what pretraining bought).
 
 Every plotting function takes plain tensors or arrays (what bertlab's models return with
 `output_attentions=True`), draws on a matplotlib Axes (a new one unless `ax` is given) and

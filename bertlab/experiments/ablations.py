@@ -11,6 +11,10 @@ architecture from random weights.
     python scripts/record_ablations.py            # about an hour on 2 CPU cores; resumable
     from bertlab.experiments import ablations; ablations.load()   # the record, as chapter 17 reads it
 
+Chapter 17's tables come from it: `heldout_table` (each model on its own held-out task),
+`finetune_table` (every seed, and the trivial floor) and `beside_reference` (the masked-LM model
+beside the book's reference run, the same size trained longer).
+
 The record is data/ablations/ablations.json: the settings, the machine, and per model its size,
 steps, tokens, training time, held-out scores (bertlab.training.pretrain.evaluate_checkpoint: the masked
 LM on the fixed held-out masks, the LTR model on next-token prediction of the same sequences)

@@ -12,6 +12,8 @@ not compare. A series under a time budget (`minutes`) is also read by where each
     series = pilot_series()                 # every series, baselines first by name
     lever_effects(series)                   # each change's effect in points, largest first
     series_table(s), series_reading(s)      # Markdown for the book
+    size_check(rows, pilots)                # does the size that won on held-out accuracy fine-tune best?
+    whole_run_rows(earlier_runs(...), run)  # whole runs and the record: tokens, end, plateau exit
 
 A pilot trained on shorter sequences is scored on held-out windows of its own length; where it was
 also scored on the baseline's length (`cross_eval`), that score is the one compared.
