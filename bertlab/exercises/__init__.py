@@ -32,7 +32,10 @@ each assignment are a module of this package (attention.py holds check_attention
 ...); framework.py holds what they share.
 
 Each check is made of parts that pass or fail on their own; `RESULTS[name]` holds the latest
-CheckResult of each check, which is what the grader scores (partial credit).
+CheckResult of each check, which is what the grader scores (partial credit). Every check can be
+judged outside the student's process (bertlab.exercises.replay): the student's code is reached
+only through `call_student` (calls on plain data) and `observe_student` (a model or a class the
+check drives, observed as data: outputs, gradients, parameters, losses, learning rates).
 
 `python -m bertlab.exercises grade <folder>` grades every submitted notebook in <folder>: it runs
 the notebook's code in a fresh kernel, then the checks on the functions it defined, with a time
@@ -61,12 +64,17 @@ from .framework import (  # noqa: F401  (the framework's public names, re-export
     ExerciseFailure,
     PartResult,
     Parts,
+    attempt,
     bert_tokenizer,
     call_student,
     expect_same,
     expect_tensor,
     fail_check,
+    gradients_of,
     grading,
+    observe_student,
+    outcome,
+    parameters_of,
     recording,
     report_pass,
     sentence_documents,
@@ -164,8 +172,10 @@ def grade_in_kernel(
     reads; a crash of the check is recorded as its error. With `memory_mb`, the check may
     allocate at most that much (`memory_limit`): an exercise that allocates past it scores 0,
     with a message that says so. With `record` (a path without suffix), every call of the
-    student's functions is written down there (bertlab.exercises.replay) for `replay_check` to
-    judge in a clean process; the kernel's own verdict is kept as well."""
+    student's functions, and every observation a check makes of the student's objects
+    (`observe_student`), is written down there (bertlab.exercises.replay) for `replay_check` to
+    judge in a clean process; the kernel's own parts are written as well, but the grader takes
+    points only from the replay (bertlab.course.grading)."""
     import json
 
     RESULTS.pop(name, None)

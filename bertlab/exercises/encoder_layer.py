@@ -4,11 +4,16 @@
     check_param_count: chapter 7
 
 Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
+(bertlab.exercises.framework). check_encoder_layer builds the student's class inside
+`observe_student`: the layer gets the weights of a bertlab EncoderLayer the check makes from a
+fixed seed, runs on fixed inputs, and its outputs (and, in the last part, its gradients by
+parameter name) are what the check records and compares; the reference layer, the hints and
+every comparison run on data, so the grader judges them outside the student's process.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -27,7 +32,11 @@ from .framework import (
     expect_same,
     expect_tensor,
     fail_check,
+    gradients_of,
+    observe_student,
 )
+
+LAYER_PARTS = ("q", "k", "v", "o", "norm1", "ffn1", "ffn2", "norm2")  # the attributes the notebook fixes
 
 
 def _small_config(H: int, A: int, I: int, **kw):
@@ -96,6 +105,50 @@ def _encoder_variant(ref, x, mask, variant: str) -> torch.Tensor:
     return n2(h + feed(h))
 
 
+def _student_layer(name: str, EncoderLayer: Callable, H: int, A: int, I: int):
+    """The student's EncoderLayer(H, A, I), with the attributes the notebook fixes."""
+    __tracebackhide__ = True
+    mine = call_student(name, EncoderLayer, H, A, I)
+    for attr in LAYER_PARTS:
+        if not hasattr(mine, attr):
+            fail_check(
+                name,
+                f"EncoderLayer({H}, {A}, {I}) has no attribute {attr!r}: keep the layers "
+                "that __init__ creates, with their names, and use them in forward",
+            )
+    return mine
+
+
+def _run_with_weights(
+    name: str, EncoderLayer: Callable, sizes: tuple[int, int, int], ref, x: torch.Tensor, mask
+) -> torch.Tensor:
+    """(observe_student's drive) The student's EncoderLayer(*sizes) with the weights of bertlab's
+    layer `ref`, in eval mode, on x and mask."""
+    __tracebackhide__ = True
+    mine = _student_layer(name, EncoderLayer, *sizes)
+    _copy_into_student(mine, ref)
+    mine.eval()
+    with torch.no_grad():
+        return call_student(name, mine, x.clone(), None if mask is None else mask.clone())
+
+
+def _gradients_of_layer(
+    name: str, EncoderLayer: Callable, sizes: tuple[int, int, int], x: torch.Tensor, r: torch.Tensor
+) -> dict:
+    """(observe_student's drive) The gradients, by parameter name, of (output * r).sum() for the
+    student's layer (its own initial weights, seeded) on x, every token real. (A random r: the plain
+    sum of a LayerNorm's output does not depend on what comes before it.)"""
+    __tracebackhide__ = True
+    torch.manual_seed(9)
+    mine = _student_layer(name, EncoderLayer, *sizes)
+    out = expect_tensor(
+        name, call_student(name, mine, x.clone(), torch.ones(x.shape[:2], dtype=torch.bool)), "the output"
+    )
+    if out.requires_grad:
+        (out * r if out.shape == r.shape else out).sum().backward()
+    return gradients_of(mine)
+
+
 def check_encoder_layer(EncoderLayer: Callable) -> None:
     """EncoderLayer(hidden_size, num_heads, intermediate_size) -> a module whose forward(x, mask)
     maps x (B, T, H) and mask (B, T) bool (True = real token) or None to (B, T, H):
@@ -129,16 +182,6 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
                 for norm in (ref.attention_norm, ref.ffn_norm):
                     norm.weight.normal_(1.0, 0.2)
                     norm.bias.normal_(0.0, 0.2)
-            mine = call_student(name, EncoderLayer, H, A, I)
-            for attr in ("q", "k", "v", "o", "norm1", "ffn1", "ffn2", "norm2"):
-                if not hasattr(mine, attr):
-                    fail_check(
-                        name,
-                        f"EncoderLayer({H}, {A}, {I}) has no attribute {attr!r}: keep the layers "
-                        "that __init__ creates, with their names, and use them in forward",
-                    )
-            _copy_into_student(mine, ref)
-            mine.eval()
             x = torch.randn(B, T, H, generator=g)
             mask = None
             if pads is not None:
@@ -146,9 +189,14 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
                 for b, p in enumerate(pads):
                     if p:
                         mask[b, T - p :] = False
+            got = observe_student(
+                name,
+                EncoderLayer,
+                {"case": label, "sizes": (H, A, I), "weights": ref.state_dict(), "x": x, "mask": mask},
+                functools.partial(_run_with_weights, name, EncoderLayer, (H, A, I), ref, x, mask),
+            )
             with torch.no_grad():
                 expected, _ = ref(x, attention_mask_for(None if mask is None else mask.long(), T, False))
-                got = call_student(name, mine, x.clone(), None if mask is None else mask.clone())
                 hints = [
                     (_encoder_variant(ref, x, mask, v), why)
                     for v, why in hints_for.items()
@@ -163,11 +211,16 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
                 name, got_t * keep, expected * keep, what, atol=1e-4, hints=[(w * keep, why) for w, why in hints]
             )
     with parts("gradients reach every parameter"):
-        mine = call_student(name, EncoderLayer, 32, 4, 64)
-        x = torch.randn(2, 5, 32, generator=g)
-        out = call_student(name, mine, x, torch.ones(2, 5, dtype=torch.bool))
-        expect_tensor(name, out, "the output").sum().backward()
-        dead = [n for n, p in mine.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+        x, r = torch.randn(2, 5, 32, generator=g), torch.randn(2, 5, 32, generator=g)
+        grads = observe_student(
+            name,
+            EncoderLayer,
+            {"case": "gradients", "sizes": (32, 4, 64), "seed": 9, "x": x, "r": r},
+            functools.partial(_gradients_of_layer, name, EncoderLayer, (32, 4, 64), x, r),
+        )
+        if not isinstance(grads, dict):
+            fail_check(name, "the gradients of the layer's parameters were not recorded")
+        dead = [n for n, gr in grads.items() if not isinstance(gr, torch.Tensor) or not gr.abs().sum() > 0]
         if dead:
             fail_check(
                 name,

@@ -2,6 +2,15 @@
 (partial credit), `RESULTS` holds the latest result of each, and the helpers every check uses
 (calling the student's function, comparing tensors with hints at known mistakes, the real data
 the checks share). The checks themselves are one module per assignment beside this one.
+
+Every check is written so that the grader can judge it outside the student's process
+(bertlab.exercises.replay): the student's code is reached only through `call_student` (a call on
+plain data, recorded by its inputs) or, where it works on objects that are not data (the
+student's nn.Module class, a model it trains), through `observe_student`, which runs a piece of
+the check that drives those objects and returns what it observed as data (outputs, parameters,
+gradients, losses). Everything after that, the reference and the comparisons, runs on data and
+so runs the same in the notebook, in the grader's kernel and in the clean process that replays
+the check from the kernel's record.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ import torch
 
 from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
 
-from .replay import Recorder, Replayer, call_key
+from .replay import Recorder, Replayer, as_data, call_key
 
 NOT_RUN = object()  # what a check holds before the student's function has returned
 PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
@@ -194,6 +203,82 @@ def call_student(name: str, fn: Callable, *args, **kwargs):
     if recorder is not None:
         recorder.add(key, args, result=result)
     return result
+
+
+OBSERVED = "observed by the check"  # what tells observe_student's records from call_student's
+
+
+def observe_student(name: str, fn: Callable, inputs: Any, drive: Callable[[], Any]) -> Any:
+    """What `drive()` observed of the student's code, as plain data (bertlab.exercises.replay).
+
+    `drive` is the piece of a check that works objects that are not data: it builds the student's
+    class (`fn`) or hands the student's function `fn` a model and an optimizer, calls them through
+    call_student, and returns what the verdict depends on, as data (outputs, parameters before and
+    after, gradients, losses, learning rates, modes seen by a hook). `inputs` is everything that
+    run depends on, as plain data (sizes, seeds, the state_dict the check loads, the batches): the
+    observation is recorded under it (its fingerprint) when the grader records, and when it
+    replays, `drive` is not run at all: the observation comes from the record, and everything the
+    check does with it runs in the clean process. A failure inside `drive` (the student's code
+    raising, a missing attribute, a shape the check cannot load weights into) is an
+    ExerciseFailure, recorded and raised again in the replay."""
+    __tracebackhide__ = True
+    fname = student_fn_name(fn)
+    replayer = ACTIVE["replayer"]
+    if replayer is not None:
+        entry = replayer.answer(call_key(fname, (OBSERVED, inputs), {}), ())
+        if entry is None:
+            raise ExerciseFailure(
+                name,
+                f"{fname}: the notebook's run holds no answer for this run of the check (the inputs it "
+                "was given there differ from the check's)",
+            )
+        if "raised" in entry:
+            raise ExerciseFailure(name, entry["raised"])
+        return entry["result"]
+    recorder = ACTIVE["recorder"]
+    key = recorder.key(fn, (OBSERVED, inputs), {}) if recorder is not None else None
+    try:
+        with recording():  # the calls inside are the drive's own: recorded as its observation only
+            observed = as_data(drive())
+    except ExerciseFailure as err:
+        if recorder is not None:
+            recorder.add(key, (), raised=err.detail)
+        raise
+    except Exception as err:  # the check could not work with what the student's code made
+        message = f"using {fname}: {type(err).__name__}: {err}"[:500]
+        if recorder is not None:
+            recorder.add(key, (), raised=message)
+        raise ExerciseFailure(name, message) from err
+    if recorder is not None:
+        recorder.add(key, (), result=observed)
+    return observed
+
+
+def attempt(name: str, fn: Callable, *args, **kwargs) -> dict[str, Any]:
+    """call_student, its failure kept as data: {"result": value} or {"raised": message}. For a
+    drive (observe_student) that observes more after the call, whether or not it failed."""
+    try:
+        return {"result": call_student(name, fn, *args, **kwargs)}
+    except ExerciseFailure as err:
+        return {"raised": err.detail}
+
+
+def outcome(name: str, attempted: dict[str, Any]) -> Any:
+    """The result of an `attempt`, or its failure raised again."""
+    __tracebackhide__ = True
+    if "raised" in attempted:
+        raise ExerciseFailure(name, str(attempted["raised"]))
+    return attempted["result"]
+
+
+def parameters_of(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A model's parameters, by name, as data (copies, detached)."""
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def gradients_of(model: torch.nn.Module) -> dict[str, torch.Tensor | None]:
+    """A model's gradients, by parameter name (None where a parameter holds none), as data."""
+    return {n: None if p.grad is None else p.grad.detach().clone() for n, p in model.named_parameters()}
 
 
 def student_fn_name(fn: Any) -> str:

@@ -14,10 +14,19 @@ torch inside the notebook can then only change the student's own answers (or the
 kernel fingerprinted, after which no recorded answer matches the honest inputs and that part
 fails).
 
+Where the student's code works on objects that are not data (the student's nn.Module class, a
+model and an optimizer that a training step updates), the check drives it inside
+`framework.observe_student`: keyed by the plain inputs that the run depends on (sizes, seeds, the
+state_dict the check loads, the batches), it records what the check observed as data (outputs,
+parameters before and after, gradients, losses, learning rates), and the replay takes that
+observation from the record instead of running anything. A value the student's code returns
+that is not plain data is recorded as the name of its type (`Opaque`), so that it fails the
+replayed comparison like any wrong answer.
+
 What a record holds is data only: nothing is unpickled, and a record that does not parse is a
-failed exercise. A check whose arguments or results are not plain data (a model, the student's
-class) cannot be recorded (`NotReplayable`); the grader then keeps the kernel's own verdict and
-says so in the report.
+failed exercise. A check whose own arguments cannot be fingerprinted cannot be recorded
+(`NotReplayable`); the grader then gives no points for it (the kernel's verdict is never trusted)
+and says why in the report.
 
 Arguments that the student's function changes in place (a random generator it draws from, a
 tensor it edits) are recorded as they were after the call and put back in that state in the
@@ -39,8 +48,19 @@ FORMAT = "bertlab-exercise-record/1"
 
 
 class NotReplayable(BaseException):
-    """A value a check passes to or gets from the student's function that is not plain data. A
+    """A value a check passes to the student's function, or records, that is not plain data. A
     BaseException, so that no part of a check mistakes it for the student's failure."""
+
+
+class Opaque:
+    """What the replay sees of a value that was not plain data (an object of the student's own
+    class, a module): only the name of its type. `opaque(name)` makes one whose type has that
+    name, so that a check's message ("expected a torch.Tensor, got Foo") reads the same in the
+    kernel and in the replay."""
+
+
+def opaque(type_name: str) -> Opaque:
+    return type(str(type_name)[:100], (Opaque,), {})()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -92,14 +112,18 @@ def call_key(fn_name: str, args: tuple, kwargs: dict) -> str:
 # ------------------------------------------------------------------------------------------------
 # Values as data: JSON for the structure, safetensors for the tensors
 # ------------------------------------------------------------------------------------------------
-def encode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    """`obj` as JSON-able data, its tensors moved into `tensors` (referenced by key)."""
+def encode(obj: Any, tensors: dict[str, torch.Tensor], lenient: bool = False) -> Any:
+    """`obj` as JSON-able data, its tensors moved into `tensors` (referenced by key). A value that
+    is not plain data raises NotReplayable, or with `lenient` (what the student's code returned)
+    is kept as the name of its type (`Opaque`)."""
+    if isinstance(obj, Opaque):
+        return {"__opaque__": type(obj).__name__}
     if isinstance(obj, torch.Tensor):
         key = f"t{len(tensors)}"  # unique in `tensors`, which only grows
         tensors[key] = obj.detach().cpu().contiguous().clone()
         return {"__tensor__": key}
     if isinstance(obj, np.ndarray):
-        return encode(torch.from_numpy(np.ascontiguousarray(obj)), tensors)
+        return encode(torch.from_numpy(np.ascontiguousarray(obj)), tensors, lenient)
     if isinstance(obj, np.generic):
         return obj.item()
     if obj is None or isinstance(obj, (bool, int, str)):
@@ -107,11 +131,13 @@ def encode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
     if isinstance(obj, float):
         return {"__float__": repr(obj)}  # nan and inf survive
     if isinstance(obj, tuple):
-        return {"__tuple__": [encode(x, tensors) for x in obj]}
+        return {"__tuple__": [encode(x, tensors, lenient) for x in obj]}
     if isinstance(obj, list):
-        return [encode(x, tensors) for x in obj]
+        return [encode(x, tensors, lenient) for x in obj]
     if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
-        return {"__dict__": {k: encode(v, tensors) for k, v in obj.items()}}
+        return {"__dict__": {k: encode(v, tensors, lenient) for k, v in obj.items()}}
+    if lenient:
+        return {"__opaque__": type(obj).__name__}
     raise NotReplayable(f"cannot record a value of type {type(obj).__name__}")
 
 
@@ -127,8 +153,17 @@ def decode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
             return tuple(decode(x, tensors) for x in obj["__tuple__"])
         if "__dict__" in obj:
             return {k: decode(v, tensors) for k, v in obj["__dict__"].items()}
+        if "__opaque__" in obj:
+            return opaque(obj["__opaque__"])
         raise ValueError(f"unknown record entry {sorted(obj)}")
     return obj
+
+
+def as_data(obj: Any) -> Any:
+    """`obj` as the replay will see it: tensors detached and copied, what is not plain data
+    replaced by an `Opaque` of its type (encode, then decode)."""
+    tensors: dict[str, torch.Tensor] = {}
+    return decode(encode(obj, tensors, lenient=True), tensors)
 
 
 def _state_of(arg: Any, tensors: dict[str, torch.Tensor]) -> Any:
@@ -191,7 +226,7 @@ class Recorder:
             return
         try:
             entry: dict[str, Any] = (
-                {"raised": raised} if raised is not None else {"result": encode(result, self.tensors)}
+                {"raised": raised} if raised is not None else {"result": encode(result, self.tensors, lenient=True)}
             )
             states = {str(i): s for i, a in enumerate(args) if (s := _state_of(a, self.tensors)) is not None}
         except NotReplayable as err:
