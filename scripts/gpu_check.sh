@@ -13,6 +13,8 @@
 # finetune_pretrained.json, finetune_scratch.json, throughput.json, and log.txt (everything printed).
 #
 #   scripts/gpu_check.sh                         # on a machine with a CUDA GPU
+# Each stage has a time limit (PRETRAIN_LIMIT_S, FT_LIMIT_S, BENCH_LIMIT_S; FT_EPOCHS sets the
+# fine-tuning's epochs, default 3).
 #   PRESET=tiny MINUTES=0.2 MAX_DOCS=20 FT_MAX=200 BENCH_PRESET=tiny scripts/gpu_check.sh   # a CPU smoke
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +53,8 @@ EOF
 
 stage "1. pretraining ($PRESET, budget recipe, $MINUTES min)"
 t0=$(date +%s)
-"$PY" -m bertlab pretrain --preset "$PRESET" --recipe budget --corpus books+wiki --vocab-size 16384 \
+# many cores here: let the tokenizer use them for the vocabulary and the pre-tokenization
+TOKENIZERS_PARALLELISM=true timeout "${PRETRAIN_LIMIT_S:-900}" "$PY" -m bertlab pretrain --preset "$PRESET" --recipe budget --corpus books+wiki --vocab-size 16384 \
     --minutes "$MINUTES" --compile --log-every 50 --eval-every 200 --eval-batches 10 \
     --checkpoint-every 100000 --no-progress "${docs[@]}" --out "$WORK/pretrain"
 echo "pretraining stage: exit $?, $(( $(date +%s) - t0 )) s"
@@ -62,13 +65,14 @@ stage "2. CoNLL-2003 from the pretrained weights and from scratch"
 for arm in pretrained scratch; do
     t0=$(date +%s)
     if [ "$arm" = pretrained ]; then init=(--init "$WORK/pretrain/final"); else init=(--init scratch --like "$WORK/pretrain/final"); fi
-    "$PY" -m bertlab finetune --task conll2003 "${init[@]}" --lr 1e-4 --epochs 3 --batch-size 32 \
+    timeout "${FT_LIMIT_S:-600}" "$PY" -m bertlab finetune --task conll2003 "${init[@]}" --lr 1e-4 \
+        --epochs "${FT_EPOCHS:-3}" --batch-size 32 \
         --seeds 0 --no-progress "${ft_max[@]}" --out "$WORK/ft-$arm"
     echo "fine-tuning ($arm): exit $?, $(( $(date +%s) - t0 )) s"
     cp "$WORK/ft-$arm/results.json" "$OUT/finetune_$arm.json" 2>/dev/null
 done
 
 stage "3. throughput against transformers ($BENCH_PRESET)"
-"$PY" benchmarks/throughput.py --preset "$BENCH_PRESET" --compile --json "$OUT/throughput.json"
+timeout "${BENCH_LIMIT_S:-900}" "$PY" benchmarks/throughput.py --preset "$BENCH_PRESET" --compile --json "$OUT/throughput.json"
 echo "throughput stage: exit $?"
 stage done
