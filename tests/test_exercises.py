@@ -823,6 +823,90 @@ def test_grader_verdicts_do_not_trust_the_students_process(graded):
         assert all(e.verdict == "grader" for e in graded[name].exercises), name
 
 
+# The checks whose student code is a class or works on a model (the encoder layer, the pretraining
+# step, the fine-tuning loop) record what they observe of it as data and are judged outside the
+# student's process too.
+MODEL_PATCHES = TORCH_PATCHES + "torch.testing.assert_close = lambda *a, **k: None\n"
+WRONG_MODELS = {
+    "05_encoder_layer": {"forward": ("F.gelu(self.ffn1(h))", "F.relu(self.ffn1(h))")},  # ReLU for GELU
+    "06_training": {
+        "pretraining_step": (  # no gradient clipping
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)",
+            "pass  # no clipping",
+        ),
+        "finetune": ('group["lr"] = lr_at(step)', 'group["lr"] = lr_at(step + 1)'),  # lr off by one step
+    },
+}
+BOX = (  # split_heads returns an object of its own that merge_heads unwraps: nothing the grader can replay
+    "class Box:\n    def __init__(self, x):\n        self.x = x\n"
+    "def split_heads(x, num_heads):\n    return Box(x)\n"
+    "_merge = merge_heads\n"
+    "def merge_heads(z):\n    return z.x if isinstance(z, Box) else _merge(z)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def graded_models(tmp_path_factory) -> dict:
+    """One grading run over the assignments 05_encoder_layer and 06_training: the instructor's
+    notebooks (amy); wrong code, as is (bea) and with torch's comparisons patched to say "equal"
+    (cal); and an attention notebook whose split_heads returns an object that is not data (box)."""
+    from bertlab.course.grading import grade_folder
+
+    folder = tmp_path_factory.mktemp("model_submissions")
+    for stem, wrong in WRONG_MODELS.items():
+        shutil.copy(EXERCISES / f"{stem}.ipynb", folder / f"amy_{stem}.ipynb")
+        _variant(EXERCISES / f"{stem}.ipynb", folder, f"bea_{stem}.ipynb", wrong)
+        _variant(EXERCISES / f"{stem}.ipynb", folder, f"cal_{stem}.ipynb", wrong, extra=MODEL_PATCHES)
+    _variant(EXERCISES / "02_attention.ipynb", folder, "box_02_attention.ipynb", extra=BOX)
+    grades = grade_folder(folder, verbose=False)
+    return {Path(g.notebook).stem: g for g in grades}
+
+
+def test_grader_judges_model_checks_outside_the_students_process(graded_models):
+    for stem in WRONG_MODELS:
+        amy = graded_models[f"amy_{stem}"]
+        assert amy.cell_errors == [] and amy.points == amy.of, (stem, amy.to_dict())
+        assert all(p["passed"] for e in amy.exercises for p in e.parts)
+        assert all(e.verdict == "grader" for e in amy.exercises), stem
+    assert {e.exercise for g in graded_models.values() for e in g.exercises} >= {
+        "encoder_layer",
+        "pretraining_step",
+        "finetune_loop",
+    }
+
+
+def test_model_checks_ignore_patched_comparisons(graded_models):
+    """The wrong layer, step and loop score the same with torch's comparisons patched in the
+    notebook as without: the kernel only records outputs, parameters, gradients, losses and
+    learning rates; the clean process compares them with bertlab's own modules."""
+    for stem in WRONG_MODELS:
+        honest, patched = graded_models[f"bea_{stem}"], graded_models[f"cal_{stem}"]
+        assert _points(patched) == _points(honest), stem
+        assert [e.parts for e in patched.exercises] == [e.parts for e in honest.exercises], stem
+        assert all(e.verdict == "grader" for e in honest.exercises + patched.exercises), stem
+    bea_05, bea_06 = _points(graded_models["bea_05_encoder_layer"]), _points(graded_models["bea_06_training"])
+    # ReLU fails the 4 output cases, not the gradients; no clipping fails 3 of 5 parts; the lr one
+    # step ahead fails the learning rates, the losses and the weights, not the modes or accuracy
+    assert bea_05 == {"encoder_layer": 3.0, "param_count": 10}
+    assert bea_06 == {"pretraining_step": 4.0, "finetune_loop": 6.0}
+    feedback = {
+        e.exercise: e.feedback for g in graded_models.values() if g.notebook.startswith("cal_") for e in g.exercises
+    }
+    assert "uses ReLU" in feedback["encoder_layer"] and "not clipped" in feedback["pretraining_step"]
+    assert "count steps from 0" in feedback["finetune_loop"]
+
+
+def test_grader_gives_no_points_from_the_kernel_alone(graded_models):
+    """merge_heads unwraps what split_heads returned, so the notebook's own kernel passes two of
+    the three parts of heads; those calls are not data the grader can replay, and the kernel's
+    verdict alone gives no points."""
+    box = {e.exercise: e for e in graded_models["box_02_attention"].exercises}
+    assert box["attention"].points == 10 and box["attention"].verdict == "grader"
+    heads = box["heads"]
+    assert heads.points == 0 and heads.verdict == "kernel" and heads.parts == []
+    assert "not graded" in heads.error and "Box" in heads.error
+
+
 def test_grader_student_edition_scores_zero_with_feedback(graded):
     eve = graded["eve"]
     assert eve.assignment == "01_tokens_and_positions" and eve.cell_errors == []
@@ -1126,3 +1210,47 @@ def test_replay_records_are_plain_data_and_restore_what_calls_change(tmp_path):
         Replayer(tmp_path / "forged")
     with pytest.raises(NotReplayable):
         call_key("f", (object(),), {})
+
+
+def test_replay_keeps_what_is_not_data_as_its_type_name(tmp_path):
+    """A result that is not plain data is recorded as the name of its type: the check stays
+    replayable, and the replay sees an object of that type's name (which fails as a wrong answer)."""
+    from bertlab.exercises.replay import Opaque, Recorder, Replayer, call_key
+
+    class Box:
+        pass
+
+    def make(n):
+        return [n, Box()]
+
+    recorder = Recorder({id(make): "make"})
+    recorder.add(recorder.key(make, (2,), {}), (2,), result=make(2))
+    assert recorder.unreplayable is None
+    recorder.save(tmp_path / "rec")
+    got = Replayer(tmp_path / "rec").answer(call_key("make", (2,), {}), (2,))["result"]
+    assert got[0] == 2 and isinstance(got[1], Opaque) and type(got[1]).__name__ == "Box"
+
+
+def test_observed_check_is_judged_from_its_record(tmp_path, monkeypatch):
+    """The encoder-layer check drives the student's class in the kernel and records its outputs and
+    gradients; torch.allclose patched there fools the kernel's own comparisons, not the replay's,
+    which fails the same parts as for the same layer recorded without the patch."""
+    import json
+
+    from bertlab.exercises import grade_in_kernel, replay_check
+
+    namespace = {"EncoderLayer": _encoder(relu=True)}
+    grade_in_kernel(
+        "encoder_layer", ["EncoderLayer"], namespace, str(tmp_path / "h.json"), record=str(tmp_path / "h-record")
+    )
+    with monkeypatch.context() as m:
+        m.setattr(torch, "allclose", lambda *a, **k: True)
+        grade_in_kernel(
+            "encoder_layer", ["EncoderLayer"], namespace, str(tmp_path / "p.json"), record=str(tmp_path / "p-record")
+        )
+    patched = json.loads((tmp_path / "p.json").read_text())
+    assert patched["record"] and all(p["passed"] for p in patched["parts"])  # the patch fooled the kernel
+    judged = replay_check("encoder_layer", ["EncoderLayer"], str(tmp_path / "p-record"))
+    assert [p["passed"] for p in judged["parts"]] == [False] * 4 + [True]
+    assert all("uses ReLU" in p["message"] for p in judged["parts"][:4])
+    assert judged == replay_check("encoder_layer", ["EncoderLayer"], str(tmp_path / "h-record"))

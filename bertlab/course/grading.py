@@ -20,8 +20,12 @@ For each notebook the grader
      (`python -m bertlab.exercises replay`): the check builds every input itself, takes each
      answer from the record by its inputs' fingerprint, and compares with untouched libraries.
      Patching torch, numpy, builtins or bertlab in the notebook then changes only the student's
-     own answers. A check whose inputs or answers are not plain data (a model, the student's
-     class) is judged by the kernel's own run, and the report says so (`verdict`).
+     own answers. Where the student's code works on objects that are not data (the encoder
+     layer is a class; the training step and loop update a model), the check drives them in the
+     kernel and records what it observes as data (outputs, gradients, parameters before and
+     after, losses, learning rates), and the replay compares those with bertlab's own modules
+     run in the clean process. The kernel's own verdict never gives points: an exercise whose
+     answers could not be recorded scores 0, and the report says why (`verdict`).
      An exercise that runs past its time limit (an infinite loop) scores 0, the kernel is
      replaced by a fresh one with the notebook's cells run again, and the remaining exercises
      are graded there. The kernel dying counts the same way.
@@ -64,8 +68,9 @@ class ExerciseGrade:
     of: int
     parts: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""  # "timeout after 60 s", "functions not defined: ...", a crash of the check
-    # where the comparisons ran: "grader" (a clean process, from the kernel's recorded answers)
-    # or "kernel" (the student's own kernel: a check whose inputs or answers are not plain data)
+    # where the parts were judged: "grader" (a clean process, from the kernel's recorded answers)
+    # or "kernel" (the check failed in the student's kernel before anything could be judged: not
+    # defined, a crash, a timeout, the memory limit; such an exercise scores 0)
     verdict: str = "kernel"
 
     @property
@@ -115,7 +120,7 @@ class NotebookGrade:
             lines.append(
                 "judged outside your notebook's process, from its recorded answers"
                 if e.verdict == "grader"
-                else "judged inside your notebook's kernel"
+                else "scored 0 in your notebook's kernel: the check failed there before the grader could judge it"
             )
             h_passed, h_of = e.hidden_parts
             if h_of:
@@ -366,11 +371,26 @@ def _read_result(ex: Exercise, out: Path, status: str, message: str, timeout: in
     verdict = "kernel"
     if data.get("record") and data.get("parts"):  # judged again outside the student's process
         judged = replay(ex, data["record"], timeout)
-        if "unreplayable" not in judged:
+        if "unreplayable" in judged:
+            data = _not_judged(ex, judged["unreplayable"])
+        else:
             data, verdict = judged, "grader"
+    elif any(p.get("passed") for p in data.get("parts", [])):  # the kernel's passes alone: not trusted
+        data = _not_judged(ex, data.get("unreplayable") or "no record")
     parts = data.get("parts", [])
     fraction = sum(bool(p["passed"]) for p in parts) / len(parts) if parts else 0.0
     return ExerciseGrade(ex.name, round(ex.points * fraction, 2), ex.points, parts, data.get("error", ""), verdict)
+
+
+def _not_judged(ex: Exercise, why: str) -> dict[str, Any]:
+    return {
+        "error": (
+            f"[{ex.name}] not graded: the notebook's answers could not be recorded as data for the grader "
+            f"({why}), and the verdict of its own kernel is not trusted; return tensors, numbers, strings, lists "
+            "or dicts from your functions"
+        )[:500],
+        "parts": [],
+    }
 
 
 def grade_folder(
