@@ -266,7 +266,9 @@ def test_reference_run_smoke(tmp_path):
     assert prov["weights"]["megabytes"] <= 20
     assert prov["kind"] == "smoke" and prov["cpu_model"]
     config = json.loads((out / "config.json").read_text())
-    assert config["norm_position"] == "pre" and config["hidden_dropout"] == 0.0  # the CPU recipe
+    # the paper's post-LN layers (the reference run's setting, over the recipe's pre-LN), no dropout
+    assert config["norm_position"] == "post" and config["hidden_dropout"] == 0.0
+    assert prov["settings"]["norm_position"] == "post"
     run = json.loads((out / "pretrain" / "run.json").read_text())
     assert run["recipe"]["mlm_probability"] == prov["settings"]["mlm_probability"] == 0.3
     # two segments per sequence without NSP, and sequence-length phases, as the CPU record trains
