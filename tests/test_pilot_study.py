@@ -258,3 +258,24 @@ def test_the_recorded_size_check_and_whole_runs_are_consistent():
         else:  # the first evaluation at or above the threshold
             k = r["points"].index(r["exit"])
             assert accs[k] >= pilots.PLATEAU_EXIT_ACC > max(accs[:k], default=0.0)
+
+
+def test_sweep_pairs_and_the_pooling_effect():
+    from bertlab.experiments import pilots
+
+    def row(init, median, pooling="cls", lr=5e-4, n=2000, task="sst2"):
+        return {"task": task, "train_examples": n, "lr": lr, "pooling": pooling, "init": init, "median": median}
+
+    rows = [
+        row("pretrained", 72.0),
+        row("scratch", 70.0),
+        row("pretrained", 75.0, "mean"),
+        row("scratch", 70.5, "mean"),
+        row("pretrained", 60.0, lr=1e-4),  # no scratch arm: left out
+        row("pretrained", 80.0, "mean", task="conll2003", n=None),
+        row("scratch", 60.0, "mean", task="conll2003", n=None),  # no [CLS] twin: no pooling pair
+    ]
+    pairs = pilots.sweep_pairs(rows)
+    assert set(pairs) == {("sst2", 2000, 5e-4, "cls"), ("sst2", 2000, 5e-4, "mean"), ("conll2003", None, 5e-4, "mean")}
+    assert pairs[("sst2", 2000, 5e-4, "mean")]["pretrained"]["median"] == 75.0
+    assert pilots.pooling_effect(pairs) == [(pytest.approx(4.5), pytest.approx(2.0), 5e-4)]

@@ -126,6 +126,31 @@ def finetune_sweeps(path: str | Path = PILOTS_DIR / "finetune_lr.jsonl") -> tupl
     return meta, [r for r in lines if "meta" not in r]
 
 
+def sweep_pairs(rows: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, dict[str, Any]]]:
+    """The rows of a fine-tuning sweep (finetune_sweeps) grouped into matched arms: {(task,
+    train_examples, lr, pooling): {"pretrained": row, "scratch": row}}, only where both arms ran."""
+    grouped: dict[tuple, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        key = (r["task"], r["train_examples"], r["lr"], r.get("pooling"))
+        grouped.setdefault(key, {})[r["init"]] = r
+    return {k: v for k, v in grouped.items() if {"pretrained", "scratch"} <= set(v)}
+
+
+def pooling_effect(pairs: dict[tuple, dict[str, dict[str, Any]]]) -> list[tuple[float, float, float]]:
+    """What reading the mean of the token vectors instead of `[CLS]` did to pre-training's gain:
+    one (gain with mean pooling, gain with `[CLS]`, lr) per setting (task, size, lr) swept both
+    ways, where gain = pretrained median - scratch median, in points."""
+
+    def gain(pair: dict[str, dict[str, Any]]) -> float:
+        return pair["pretrained"]["median"] - pair["scratch"]["median"]
+
+    return [
+        (gain(pair), gain(pairs[(task, n, lr, "cls")]), lr)
+        for (task, n, lr, pooling), pair in pairs.items()
+        if pooling == "mean" and (task, n, lr, "cls") in pairs
+    ]
+
+
 def load(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:
     """Every recorded pilot (the data/pilots/*.json files with a held-out curve; the folder also
     holds other checks), sorted by name."""
