@@ -103,6 +103,29 @@ def test_code_lines_fit_the_page(path: Path):
     )
 
 
+# A hidden cell longer than this holds analysis or drawing that belongs in a tested library
+# function (bertlab.analysis.viz, bertlab.analysis.diagrams, ...): the chapter keeps the call and
+# its sentence template.
+MAX_HIDDEN_CELL = 30
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+def test_hidden_cells_stay_short(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    hidden = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+    long = [
+        (i, len(c.source.splitlines()), c.source.splitlines()[0][:50])
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        and hidden & set(c.metadata.get("tags", []))
+        and len(c.source.splitlines()) > MAX_HIDDEN_CELL
+    ]
+    assert not long, (
+        f"{path.name}: {len(long)} hidden code cells longer than {MAX_HIDDEN_CELL} lines; move "
+        f"their computation into a tested bertlab function. (cell, lines, start): {long}"
+    )
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
 def test_first_code_cell_is_the_setup_cell(path: Path):
     nb = nbformat.read(path, as_version=4)
