@@ -19,7 +19,9 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangl
 
 from bertlab import BertConfig, BertModel  # noqa: E402
 from bertlab.analysis import diagrams  # noqa: E402
+from bertlab.analysis.fill_mask import UnigramComparison, unigram_comparison  # noqa: E402
 from bertlab.model import IGNORE_INDEX  # noqa: E402
+from bertlab.training.stand_in import tiny_masked_lm  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -299,7 +301,7 @@ def test_unigram_comparison_scores_a_model_against_word_frequencies():
     train_set = SimpleNamespace(input_ids=np.array([[1, 1, 1, 2, 0, 0], [1, 2, 3, 0, 0, 0]]))  # the 4, dog 2, cat 1
     held = [{"mlm_labels": torch.tensor([[2, 2, 1, IGNORE_INDEX], [3, IGNORE_INDEX, IGNORE_INDEX, IGNORE_INDEX]])}]
     model = Guesser([0.0, 0.0, 3.0, 0.0])  # always "dog"
-    u = diagrams.unigram_comparison(model, tokenizer, train_set, held)
+    u = unigram_comparison(model, tokenizer, train_set, held)
     assert u.n_tokens == 4
     assert u.uniform_ce == pytest.approx(math.log(4)) and u.uniform_acc == 0.25
     assert u.unigram_top == "the" and u.unigram_acc == 0.25  # "the" is the answer once in four
@@ -313,7 +315,7 @@ def test_unigram_comparison_scores_a_model_against_word_frequencies():
 
 
 def test_context_tokens_are_guesses_right_more_than_twice_their_base_rate():
-    u = diagrams.UnigramComparison(
+    u = UnigramComparison(
         n_tokens=100,
         uniform_ce=7.6,
         uniform_acc=0.0005,
@@ -326,18 +328,18 @@ def test_context_tokens_are_guesses_right_more_than_twice_their_base_rate():
     )
     assert u.context_tokens() == ["of"]  # 0.2 is not more than twice 0.1
     assert u.learned
-    assert not diagrams.UnigramComparison(**{**u.__dict__, "model_acc": 0.04}).learned
+    assert not UnigramComparison(**{**u.__dict__, "model_acc": 0.04}).learned
 
 
 def test_tiny_masked_lm_trains_from_the_corpus(mirror, tmp_path, one_thread):
     from bertlab.data.corpus import load_corpus
 
     threads = torch.get_num_threads()
-    run = diagrams.tiny_masked_lm(load_corpus("books", "heldout"), tmp_path, steps=2)  # the chapter's data
+    run = tiny_masked_lm(load_corpus("books", "heldout"), tmp_path, steps=2)  # the chapter's data
     assert torch.get_num_threads() == threads
     assert run.steps == 2 and not run.model.training and run.seconds > 0
     assert run.tokenizer.vocab_size <= 2_000 and run.model.config.vocab_size == run.tokenizer.vocab_size
     assert (run.model.config.num_layers, run.model.config.hidden_size) == (2, 128)
     assert len(run.held_batches) == 5 and run.held_batches[0]["input_ids"].shape[1] == 64
-    u = diagrams.unigram_comparison(run.model, run.tokenizer, run.train_set, run.held_batches)
+    u = unigram_comparison(run.model, run.tokenizer, run.train_set, run.held_batches)
     assert u.n_tokens > 0 and 0 <= u.model_acc <= 1 and u.unigram_ce < u.uniform_ce

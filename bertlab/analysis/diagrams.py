@@ -1,8 +1,8 @@
 """Figures that draw the model's mechanics for the chapters of Part I: the paper's architecture
 and recipe diagrams (its Figures 1 and 3), a packed input sequence, one attention head's numbers,
 bertviz's head view as a static figure, LayerNorm against BatchNorm, where BERT's parameters sit,
-the masked LM's draws and measured rates, and chapter 8's stand-in masked LM with its unigram
-yardstick (the numbers its prose states when no recorded model is at hand).
+and the masked LM's draws and measured rates. (Chapter 8's stand-in masked LM is
+`bertlab.training.stand_in`; its unigram yardstick, `bertlab.analysis.fill_mask.unigram_comparison`.)
 
 Every drawing function draws on the matplotlib Axes it is given (a new figure when `ax` or `axes`
 is None) and returns it (or the Figure, for figures of several panels); none calls `plt.show()`,
@@ -12,26 +12,16 @@ the same thing shows it in the same colour.
 
 from __future__ import annotations
 
-import collections
 import math
-import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-import torch.nn.functional as F
 from matplotlib.collections import LineCollection
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from bertlab.config import BertConfig
-from bertlab.data.corpus import load_corpus
-from bertlab.data.masking import MaskedLMCollator
-from bertlab.data.pretraining_data import PretrainingBatches, PretrainingDataset, prepare_pretraining_data
-from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece
-from bertlab.model import IGNORE_INDEX, BertForPreTraining
 
 # Figure 3 of the paper: the input embeddings, the Transformer units and the outputs
 TRANSFORMER_BLUE = "#3b75af"
@@ -382,7 +372,7 @@ def parameter_breakdown(sizes: Mapping[str, Mapping[str, int]], config: BertConf
 
 
 # ---------------------------------------------------------------------------------------------
-# Chapter 8: the masked LM's draws, its measured rates, and a stand-in model
+# Chapter 8: the masked LM's draws and its measured rates
 
 
 def masked_tokens_html(before: Sequence[str], after: Sequence[str], fate: Sequence[str]) -> str:
@@ -468,121 +458,3 @@ def masking_rates(n_real: int, n_chosen: int, share: Mapping[str, float], axes=N
     ax2.set_ylim(0, 95)
     ax2.set_ylabel("% of chosen tokens")
     return ax1.figure
-
-
-@dataclass
-class TinyMaskedLM:
-    """A tiny BERT pre-trained with the masked LM alone, with what it was trained and judged on."""
-
-    model: BertForPreTraining
-    tokenizer: WordPieceTokenizer
-    train_set: PretrainingDataset
-    held_batches: list[dict[str, torch.Tensor]]  # masked held-out batches to score it on
-    steps: int
-    seconds: float  # data preparation and training
-
-
-def tiny_masked_lm(
-    heldout_docs: Sequence, workdir: str | Path, steps: int = 150, lr: float = 2e-3, words: int = 200_000
-) -> TinyMaskedLM:
-    """Chapter 8's stand-in for a recorded model: the first `words` words of the books corpus, a
-    2,000-piece WordPiece vocabulary trained on them, sequences of 64 tokens, and a tiny BERT
-    (L=2, H=128, A=2, no dropout) trained for `steps` steps of 32 sequences with the MLM loss at
-    the chosen positions (AdamW, warm-up over 10% of the steps then linear decay, gradients clipped
-    at norm 1), on one CPU thread. Five masked batches of 64 sequences from two held-out documents
-    are kept to score it. Seeded: the same model every time."""
-    start = time.perf_counter()
-    workdir = Path(workdir)
-    train_docs, n_words = [], 0
-    for doc in load_corpus("books", "train"):
-        train_docs.append(doc)
-        n_words += doc.num_words
-        if n_words >= words:
-            break
-    tok = train_wordpiece((s for d in train_docs for s in d.sentences), vocab_size=2_000)
-    train_set = prepare_pretraining_data(train_docs, tok, workdir / "train", max_len=64, nsp=False)
-    held_set = prepare_pretraining_data(heldout_docs[:2], tok, workdir / "held", max_len=64, nsp=False, seed=1)
-    stream = PretrainingBatches(train_set, 32, MaskedLMCollator(tok, seed=0), seed=0)
-    held_stream = PretrainingBatches(held_set, 64, MaskedLMCollator(tok, seed=1234), seed=1234)
-    held_batches = [next(held_stream) for _ in range(5)]
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # matrices this small run faster on one thread than on several
-    try:
-        torch.manual_seed(0)
-        config = BertConfig.preset("tiny", vocab_size=tok.vocab_size, hidden_dropout=0.0, attention_dropout=0.0)
-        model = BertForPreTraining(config)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-        for step in range(steps):
-            scale = min((step + 1) / (0.1 * steps), (steps - step) / (0.9 * steps))  # warm-up, then decay
-            for group in optimizer.param_groups:
-                group["lr"] = lr * scale
-            model(**next(stream)).mlm_loss.backward()  # the loss at the chosen positions
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad()
-    finally:
-        torch.set_num_threads(threads)
-    model.eval()
-    return TinyMaskedLM(model, tok, train_set, held_batches, steps, time.perf_counter() - start)
-
-
-@dataclass
-class UnigramComparison:
-    """A masked LM against the unigram baseline on the same masked held-out tokens."""
-
-    n_tokens: int  # masked held-out tokens scored
-    uniform_ce: float  # ln V: a uniform guess
-    uniform_acc: float  # 1 / V
-    unigram_ce: float  # each token predicted with its training-text frequency
-    unigram_acc: float  # always the most frequent token
-    unigram_top: str  # that token
-    model_ce: float
-    model_acc: float
-    guesses: list[tuple[str, int, float, float]]  # the model's most frequent guesses: token, times, right, base rate
-
-    @property
-    def learned(self) -> bool:
-        """Better than the unigram baseline on both measures."""
-        return self.model_ce < self.unigram_ce and self.model_acc > self.unigram_acc
-
-    def context_tokens(self) -> list[str]:
-        """The frequent guesses that are right more than twice as often as the token is the answer
-        at all: where the model has begun to use the context."""
-        return [token for token, _, right, base in self.guesses if right > 2 * base]
-
-
-@torch.no_grad()
-def unigram_comparison(
-    model, tokenizer: WordPieceTokenizer, train_set: PretrainingDataset, held_batches, top: int = 6
-) -> UnigramComparison:
-    """Score a masked LM on the chosen positions of `held_batches` (cross-entropy in nats and
-    accuracy) beside a uniform guess and the unigram baseline (each token's frequency in
-    `train_set`, special tokens excluded), and list its `top` most frequent guesses with how often
-    each is right and how often that token is the answer at all (its base rate)."""
-    counts = np.bincount(np.asarray(train_set.input_ids).ravel(), minlength=tokenizer.vocab_size).astype(float)
-    counts[tokenizer.special_ids] = 0
-    unigram = counts / counts.sum()
-    labels = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])
-    logits = torch.cat([model(**b).mlm_logits[b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])
-    guesses = logits.argmax(-1)
-    table = [
-        (
-            tokenizer.id_to_token(t),
-            n,
-            (labels[guesses == t] == t).float().mean().item(),
-            (labels == t).float().mean().item(),
-        )
-        for t, n in collections.Counter(guesses.tolist()).most_common(top)
-    ]
-    return UnigramComparison(
-        n_tokens=len(labels),
-        uniform_ce=math.log(tokenizer.vocab_size),
-        uniform_acc=1 / tokenizer.vocab_size,
-        unigram_ce=float(-np.log(unigram[labels.numpy()]).mean()),
-        unigram_acc=(labels == int(unigram.argmax())).float().mean().item(),
-        unigram_top=tokenizer.id_to_token(int(unigram.argmax())),
-        model_ce=F.cross_entropy(logits, labels).item(),
-        model_acc=(guesses == labels).float().mean().item(),
-        guesses=table,
-    )

@@ -6,19 +6,27 @@ The probes a recorded run is judged by are drawn here too: held-out sentences wi
 (a single WordPiece of letters) replaced by [MASK], chosen by a seeded rule so that every run and
 every checkpoint is asked the same questions. `fill_mask_along` asks them of a series of
 checkpoints, to watch a model leave the "frequent words" plateau: at first every blank gets the
-same few frequent pieces; later the guesses follow the context.
+same few frequent pieces; later the guesses follow the context. `unigram_comparison` measures
+the same thing in numbers: a masked LM against the unigram baseline (every blank filled with the
+word frequencies of the training text) on the same masked held-out tokens.
 """
 
 from __future__ import annotations
 
+import collections
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from bertlab import checkpoint as ckpt
-from bertlab.model import BertForPreTraining
+from bertlab.data.pretraining_data import PretrainingDataset
+from bertlab.data.tokenizer import WordPieceTokenizer
+from bertlab.model import IGNORE_INDEX, BertForPreTraining
 
 # The paper's own masked-LM examples (Devlin et al. 2018, section 3.1 and appendix A.1).
 PAPER_PROBES = [
@@ -86,3 +94,64 @@ def fill_mask_along(
         model = ckpt.load_model(folder, model_cls or BertForPreTraining)
         out.append({"model": Path(folder).name, "fills": [fill_mask(model, tokenizer, t, k) for t in texts]})
     return out
+
+
+@dataclass
+class UnigramComparison:
+    """A masked LM against the unigram baseline on the same masked held-out tokens."""
+
+    n_tokens: int  # masked held-out tokens scored
+    uniform_ce: float  # ln V: a uniform guess
+    uniform_acc: float  # 1 / V
+    unigram_ce: float  # each token predicted with its training-text frequency
+    unigram_acc: float  # always the most frequent token
+    unigram_top: str  # that token
+    model_ce: float
+    model_acc: float
+    guesses: list[tuple[str, int, float, float]]  # the model's most frequent guesses: token, times, right, base rate
+
+    @property
+    def learned(self) -> bool:
+        """Better than the unigram baseline on both measures."""
+        return self.model_ce < self.unigram_ce and self.model_acc > self.unigram_acc
+
+    def context_tokens(self) -> list[str]:
+        """The frequent guesses that are right more than twice as often as the token is the answer
+        at all: where the model has begun to use the context."""
+        return [token for token, _, right, base in self.guesses if right > 2 * base]
+
+
+@torch.no_grad()
+def unigram_comparison(
+    model, tokenizer: WordPieceTokenizer, train_set: PretrainingDataset, held_batches, top: int = 6
+) -> UnigramComparison:
+    """Score a masked LM on the chosen positions of `held_batches` (cross-entropy in nats and
+    accuracy) beside a uniform guess and the unigram baseline (each token's frequency in
+    `train_set`, special tokens excluded), and list its `top` most frequent guesses with how often
+    each is right and how often that token is the answer at all (its base rate)."""
+    counts = np.bincount(np.asarray(train_set.input_ids).ravel(), minlength=tokenizer.vocab_size).astype(float)
+    counts[tokenizer.special_ids] = 0
+    unigram = counts / counts.sum()
+    labels = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])
+    logits = torch.cat([model(**b).mlm_logits[b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])
+    guesses = logits.argmax(-1)
+    table = [
+        (
+            tokenizer.id_to_token(t),
+            n,
+            (labels[guesses == t] == t).float().mean().item(),
+            (labels == t).float().mean().item(),
+        )
+        for t, n in collections.Counter(guesses.tolist()).most_common(top)
+    ]
+    return UnigramComparison(
+        n_tokens=len(labels),
+        uniform_ce=math.log(tokenizer.vocab_size),
+        uniform_acc=1 / tokenizer.vocab_size,
+        unigram_ce=float(-np.log(unigram[labels.numpy()]).mean()),
+        unigram_acc=(labels == int(unigram.argmax())).float().mean().item(),
+        unigram_top=tokenizer.id_to_token(int(unigram.argmax())),
+        model_ce=F.cross_entropy(logits, labels).item(),
+        model_acc=(guesses == labels).float().mean().item(),
+        guesses=table,
+    )
