@@ -69,8 +69,8 @@ class ExerciseGrade:
     parts: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""  # "timeout after 60 s", "functions not defined: ...", a crash of the check
     # where the parts were judged: "grader" (a clean process, from the kernel's recorded answers)
-    # or "kernel" (the check failed in the student's kernel before anything could be judged: not
-    # defined, a crash, a timeout, the memory limit; such an exercise scores 0)
+    # or "kernel" (nothing the grader could judge: the check failed in the student's kernel (not
+    # defined, a crash, a timeout, the memory limit) or its answers could not be recorded; 0 points)
     verdict: str = "kernel"
 
     @property

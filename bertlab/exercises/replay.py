@@ -274,7 +274,7 @@ class Replayer:
 
 class Placeholder:
     """What a replayed check gets instead of the student's function: only its name. Calling it
-    directly (not through call_student) means the check cannot be replayed."""
+    directly (not through call_student or observe_student) means the check cannot be replayed."""
 
     def __init__(self, name: str):
         self.__name__ = name
