@@ -11,9 +11,11 @@ from bertlab.data.corpus import load_corpus
 from bertlab.data.masking import (
     MaskedLMCollator,
     NextTokenCollator,
+    chosen_mask,
     default_max_predictions,
     mask_tokens,
     next_token_labels,
+    word_coverage,
 )
 from bertlab.data.tokenizer import bert_uncased_tokenizer
 
@@ -117,6 +119,32 @@ def test_whole_word_masking_never_splits_a_word(tok, real_batch):
     assert cont.sum() > 5000 and (sel & cont).sum() > 500  # the check really saw multi-piece words
     frac = sel.sum().item() / (~special).sum().item()
     assert abs(frac - 0.15) < 0.01, frac
+
+
+def test_word_coverage_by_hand(tok):
+    ids = torch.tensor([[tok.cls_id] + tok.encode("unaffable dogs").input_ids[1:-1] + [tok.sep_id, tok.pad_id]])
+    assert [tok.id_to_token(i) for i in ids[0]] == ["[CLS]", "una", "##ffa", "##ble", "dogs", "[SEP]", "[PAD]"]
+    kw = dict(is_continuation=tok.is_continuation(), special_ids=tok.special_ids)
+    half = word_coverage(ids, torch.tensor([[0, 0, 1, 0, 1, 0, 0]]).bool(), **kw)
+    assert (half.words, half.multi_piece, half.touched, half.touched_multi_piece, half.partial) == (2, 1, 2, 1, 1)
+    assert half.partial_tokens[0].tolist() == [False, True, True, True, False, False, False]
+    whole = word_coverage(ids, torch.tensor([[0, 1, 1, 1, 0, 0, 0]]).bool(), **kw)
+    assert (whole.touched, whole.partial) == (1, 0) and not whole.partial_tokens.any()
+
+
+def test_piece_level_masking_splits_words_and_whole_word_does_not(tok, real_batch):
+    ids = real_batch["input_ids"]
+    kw = dict(is_continuation=tok.is_continuation(), special_ids=tok.special_ids)
+    for whole_word in (False, True):
+        out = MaskedLMCollator(tok, whole_word=whole_word, seed=2)(real_batch)
+        chosen = chosen_mask(out["mlm_positions"], out["mlm_labels"], ids.shape[1])
+        assert int(chosen.sum()) == int((out["mlm_labels"] != IGNORE_INDEX).sum())
+        cover = word_coverage(ids, chosen, **kw)
+        assert cover.multi_piece > 5000 and cover.touched_multi_piece > 500
+        if whole_word:
+            assert cover.partial == 0 and not cover.partial_tokens.any()
+        else:  # a piece chosen alone, next to its visible siblings
+            assert cover.partial > 0.5 * cover.touched_multi_piece
 
 
 def test_static_number_of_predictions(tok, real_batch):

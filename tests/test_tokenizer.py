@@ -14,7 +14,16 @@ import pytest
 import torch
 
 import conftest
-from bertlab.data.tokenizer import BERT_SPECIAL_IDS, WordPieceTokenizer, bert_uncased_tokenizer, train_wordpiece
+from bertlab.data.tokenizer import (
+    BERT_SPECIAL_IDS,
+    WORD_START,
+    WordPieceTokenizer,
+    bert_normalizer,
+    bert_uncased_tokenizer,
+    is_cjk_ideograph,
+    train_unigram,
+    train_wordpiece,
+)
 
 MIRROR = conftest.MIRROR
 BOOKS = ["pg11.txt.gz", "pg35.txt.gz", "pg43.txt.gz", "pg46.txt.gz", "pg16.txt.gz"]
@@ -180,6 +189,41 @@ def test_trained_vocabulary_on_books(tmp_path):
         assert again.vocab_size == 4000 and again.fingerprint == tok.fingerprint
         for s in text[100:140]:
             assert again.encode(s, max_length=30).input_ids == tok.encode(s, max_length=30).input_ids
+
+
+def test_cased_and_uncased_normalisers(tok, sents):
+    uncased, cased = bert_normalizer(True), bert_normalizer(False)
+    # the uncased normaliser is bert-base-uncased's own
+    for s in sents[:300] + ["Café Naïve ÉCOLE", "北京 is Beijing"]:
+        assert uncased.normalize_str(s) == tok.backend.normalizer.normalize_str(s)
+    assert uncased.normalize_str("Café in Paris") == "cafe in paris"
+    assert cased.normalize_str("Café in Paris") == "Café in Paris"
+    # both give every CJK ideograph a word of its own
+    for norm in (uncased, cased):
+        assert norm.normalize_str("自然语言").split() == ["自", "然", "语", "言"]
+
+
+def test_cjk_ideographs_are_what_the_normaliser_spaces_out():
+    norm = bert_normalizer(False)
+    text = "我喜欢自然语言处理。私は自然言語処理が好きです。한국어 Café 㐀 丽"
+    for ch in set(text) - {" "}:
+        assert norm.normalize_str(f"a{ch}b") == (f"a {ch} b" if is_cjk_ideograph(ch) else f"a{ch}b"), ch
+    assert is_cjk_ideograph("语") and not is_cjk_ideograph("が") and not is_cjk_ideograph("한")
+    with pytest.raises(ValueError, match="one character"):
+        is_cjk_ideograph("语言")
+
+
+def test_unigram_vocabulary_marks_word_starts():
+    text = [p for name in BOOKS[:2] for p in book_paragraphs(name)]
+    uni = train_unigram(text, vocab_size=2000)
+    assert uni.get_vocab_size() == 2000 and uni.token_to_id("<unk>") is not None
+    for s in text[100:160]:
+        pieces = uni.encode(s).tokens
+        words = bert_normalizer(True).normalize_str(s).split()
+        # one piece per word starts with the mark, and decoding gives the normalised text back
+        assert sum(p.startswith(WORD_START) for p in pieces) == len(words)
+        assert uni.decode(uni.encode(s).ids) == " ".join(words)
+    assert not any(t.startswith("##") for t in uni.get_vocab())
 
 
 def test_vocab_txt_of_bert_matches(tok, tmp_path):

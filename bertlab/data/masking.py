@@ -58,6 +58,72 @@ class MaskedBatch:
     selected: torch.Tensor  # (B, T) bool, True at the chosen tokens (for inspection and tests)
 
 
+def word_starts(input_ids: torch.Tensor, candidate: torch.Tensor, is_continuation: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool, True at the first piece of every word: a candidate token that is not a "##"
+    piece continuing a candidate before it. These are the units whole-word masking chooses from
+    (a "##" piece right after [CLS] starts a word of its own). input_ids (B, T); candidate (B, T)
+    bool, the tokens that may be chosen; is_continuation (V,) bool, `tokenizer.is_continuation()`."""
+    cont = is_continuation.to(input_ids.device)[input_ids.long()]
+    prev_candidate = torch.nn.functional.pad(candidate[:, :-1], (1, 0), value=False)
+    return candidate & ~(cont & prev_candidate)
+
+
+def chosen_mask(mlm_positions: torch.Tensor, mlm_labels: torch.Tensor, length: int) -> torch.Tensor:
+    """(B, length) bool, True at the tokens a collated batch asks the model to predict: its
+    `mlm_positions` whose `mlm_labels` slot is used (not IGNORE_INDEX)."""
+    used = mlm_labels != IGNORE_INDEX
+    chosen = torch.zeros(mlm_positions.shape[0], length, dtype=torch.bool, device=mlm_positions.device)
+    rows = torch.arange(mlm_positions.shape[0], device=mlm_positions.device)[:, None].expand_as(mlm_positions)
+    chosen[rows[used], mlm_positions[used]] = True
+    return chosen
+
+
+@dataclass
+class WordCoverage:
+    """How a masking treated whole words (`word_coverage`). Counts are over the batch."""
+
+    words: int  # words (runs of a word-initial piece and its "##" pieces), special tokens excluded
+    multi_piece: int  # of them, spelled with two or more pieces
+    touched: int  # words with at least one chosen piece
+    touched_multi_piece: int  # multi-piece words with at least one chosen piece
+    partial: int  # words with some, but not all, of their pieces chosen
+    partial_tokens: torch.Tensor  # (B, T) bool: the tokens of those half-chosen words
+
+
+def word_coverage(
+    input_ids: torch.Tensor,
+    chosen: torch.Tensor,
+    *,
+    is_continuation: torch.Tensor,
+    special_ids: Sequence[int] | torch.Tensor,
+) -> WordCoverage:
+    """Count the words of a batch that a masking chose in full, in part or not at all.
+
+    input_ids (B, T) the unmasked ids; chosen (B, T) bool (`MaskedBatch.selected`, or
+    `chosen_mask` of a collated batch). Words are split as whole-word masking splits them
+    (`word_starts`). Piece-level masking leaves some multi-piece words half chosen; whole-word
+    masking leaves none (`partial == 0`)."""
+    ids = input_ids.long()
+    B, T = ids.shape
+    special = torch.as_tensor(special_ids, dtype=torch.long, device=ids.device)
+    candidate = ~torch.isin(ids, special)
+    start = word_starts(ids, candidate, is_continuation)
+    unit = (torch.cumsum(start.long(), 1) - 1).clamp(min=0) + T * torch.arange(B, device=ids.device)[:, None]
+    keys = unit[candidate]
+    pieces = torch.bincount(keys, minlength=B * T)
+    hit = torch.bincount(keys, weights=chosen[candidate].double(), minlength=B * T).long()
+    exists, multi, touched = pieces > 0, pieces > 1, hit > 0
+    partial = touched & (hit < pieces)
+    return WordCoverage(
+        words=int(exists.sum()),
+        multi_piece=int(multi.sum()),
+        touched=int(touched.sum()),
+        touched_multi_piece=int((touched & multi).sum()),
+        partial=int(partial.sum()),
+        partial_tokens=candidate & partial[unit],
+    )
+
+
 def mask_tokens(
     input_ids: torch.Tensor,
     *,
@@ -107,9 +173,7 @@ def mask_tokens(
     # Units of choice. Token-level: every candidate token is its own unit. Whole-word: a unit
     # starts at a candidate that is not a "##" piece continuing a candidate before it.
     if whole_word:
-        cont = is_continuation.to(device)[ids]
-        prev_candidate = torch.nn.functional.pad(candidate[:, :-1], (1, 0), value=False)
-        start = candidate & ~(cont & prev_candidate)
+        start = word_starts(ids, candidate, is_continuation)
     else:
         start = candidate
     unit = torch.cumsum(start.long(), 1) - 1  # (B, T) unit index of each token (valid on candidates)

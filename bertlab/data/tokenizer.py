@@ -357,12 +357,47 @@ class WordPieceTokenizer:
         raise ValueError(f"{path}: expected tokenizer.json or vocab.txt")
 
 
+# The code points BERT's BasicTokenizer treats as CJK ideographs (its `_is_chinese_char`): the CJK
+# Unified Ideographs and their extensions and compatibility blocks. Japanese kana and Korean
+# Hangul are not among them; they stay in runs, as words.
+CJK_IDEOGRAPH_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def is_cjk_ideograph(char: str) -> bool:
+    """True for a character that BERT's normaliser spaces out as a word of its own (a CJK
+    ideograph, as in Chinese text or Japanese kanji): `is_cjk_ideograph("语")` is True,
+    `is_cjk_ideograph("が")` (hiragana) and `is_cjk_ideograph("a")` are False."""
+    if len(char) != 1:
+        raise ValueError(f"one character expected, got {char!r}")
+    code = ord(char)
+    return any(lo <= code <= hi for lo, hi in CJK_IDEOGRAPH_RANGES)
+
+
+def bert_normalizer(lowercase: bool = True) -> normalizers.BertNormalizer:
+    """Stage 1 as BERT configures it: clean control characters, put spaces around every CJK
+    ideograph (so that each becomes a word of its own), and, for the *uncased* model
+    (lowercase=True), lowercase and strip accents; the *cased* model keeps both.
+
+    `bert_normalizer(True).normalize_str("Café in Paris")` is "cafe in paris";
+    `bert_normalizer(False)` leaves it as it is."""
+    return normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase
+    )
+
+
 def _bert_pipeline(model: models.WordPiece, lowercase: bool) -> Tokenizer:
     """Stages 1, 2, 4 and the decoder around a WordPiece model (stage 3)."""
     tok = Tokenizer(model)
-    tok.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase
-    )
+    tok.normalizer = bert_normalizer(lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     for t in SPECIAL_TOKENS:  # so that "[MASK]" in text is one token, never split
@@ -432,6 +467,44 @@ def train_wordpiece(
             f"min_frequency={min_frequency}; train on more text or lower min_frequency"
         )
     return WordPieceTokenizer(backend)
+
+
+WORD_START = "\u2581"  # "▁", SentencePiece's mark of a piece that starts a word
+
+
+def train_unigram(
+    texts: Iterable[str],
+    vocab_size: int = 8000,
+    lowercase: bool = True,
+    show_progress: bool = False,
+) -> Tokenizer:
+    """Learn a Unigram-LM vocabulary of `vocab_size` pieces (one of them "<unk>") the way
+    SentencePiece does (Kudo, 2018; Kudo and Richardson, 2018), to set beside `train_wordpiece`.
+
+    Differences from WordPiece, all visible in the result:
+    * the text is not split into words first: spaces become part of the pieces, as the mark
+      WORD_START ("▁") at the start of a word-initial piece, and a piece without it continues
+      the word (WordPiece marks the *continuation* with "##" instead); punctuation is not split
+      off, so "alice," may be one piece;
+    * training starts from a large set of candidate pieces and prunes the ones whose removal
+      costs the training text's likelihood least, under a model in which each piece is drawn
+      independently; encoding picks the most likely segmentation of a word (Viterbi), not the
+      greedy longest match;
+    * decoding turns "▁" back into spaces, so the text comes back as it was normalised.
+
+    The normaliser is BERT's (`bert_normalizer(lowercase)`), so that a comparison with a
+    WordPiece vocabulary trained on the same text differs in the vocabulary alone. Returns a
+    plain `tokenizers.Tokenizer` (no [CLS]/[SEP] template: this is for comparing vocabularies).
+    """
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = bert_normalizer(lowercase)
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>", show_progress=show_progress
+    )
+    tok.train_from_iterator(iter(texts), trainer=trainer)
+    return tok
 
 
 def bert_uncased_tokenizer() -> WordPieceTokenizer:
