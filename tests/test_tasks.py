@@ -335,3 +335,21 @@ def test_glue_coverage_counts_the_mirrors_examples(mirror):
         assert rows["QNLI"].splits["dev"] == len(task_data.read_qnli("dev")[0])
     assert set(cov.unlisted).isdisjoint(cov.runnable)
     assert all(not rows[t].splits for t in cov.unlisted)
+
+
+def test_from_pretrained_takes_a_bertlab_folder(tmp_path):
+    """The book's own record is a bertlab folder, not a transformers one: from_pretrained loads its
+    encoder as the checkpoint module does, and only the new output layer is fresh."""
+    from bertlab import BertConfig, BertForPreTraining
+    from bertlab import checkpoint as ckpt
+
+    torch.manual_seed(0)
+    pre = BertForPreTraining(BertConfig.preset("tiny", vocab_size=64))
+    folder = ckpt.save_model(tmp_path / "model", pre)
+    task = get_task("sst2")
+    model = task.from_pretrained(folder)
+    assert isinstance(model, task.model_class)
+    for name, value in pre.bert.state_dict().items():
+        assert torch.equal(model.bert.state_dict()[name], value), name
+    with pytest.raises(TypeError, match="bertlab folder"):
+        task.from_pretrained(folder, strict=False)

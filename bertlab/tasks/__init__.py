@@ -32,12 +32,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
+from bertlab import checkpoint as ckpt
 from bertlab.data import task_data
+from bertlab.hf import is_hf_folder
 from bertlab.model import (
     IGNORE_INDEX,
     BertForQuestionAnswering,
@@ -224,9 +227,15 @@ class Task:
         return self.model_class(config, **self.model_kwargs)
 
     def from_pretrained(self, source: Any, **kwargs: Any) -> torch.nn.Module:
-        """The task's model with its encoder from pretrained Hugging Face-format weights (a folder,
-        a state dict, a hub name; see bertlab.hf); the new output layer is freshly initialised.
-        kwargs go to `from_hf` (config=..., strict=...)."""
+        """The task's model with its encoder from pretrained weights: a bertlab model folder (the
+        book's record, `<run>/final`, a checkpoint) or Hugging Face-format weights (a folder, a
+        state dict, a hub name; see bertlab.hf); the new output layer is freshly initialised.
+        kwargs go to `from_hf` (config=..., strict=...) for Hugging Face weights."""
+        folder = Path(source) if isinstance(source, (str, Path)) else None
+        if folder is not None and (folder / "config.json").is_file() and not is_hf_folder(folder):
+            if kwargs:
+                raise TypeError(f"{sorted(kwargs)} apply to Hugging Face weights; {folder} is a bertlab folder")
+            return ckpt.load_model(folder, self.model_class, **self.model_kwargs)
         return self.model_class.from_hf(source, **self.model_kwargs, **kwargs)
 
     # --- data ---------------------------------------------------------------------------------
