@@ -8,7 +8,8 @@ every checkpoint is asked the same questions. `fill_mask_along` asks them of a s
 checkpoints, to watch a model leave the "frequent words" plateau: at first every blank gets the
 same few frequent pieces; later the guesses follow the context. `unigram_comparison` measures
 the same thing in numbers: a masked LM against the unigram baseline (every blank filled with the
-word frequencies of the training text) on the same masked held-out tokens.
+word frequencies of the training text) on the same masked held-out tokens; `continuation_score`
+lets a masked LM choose between endings of a text (SWAG's task) without any task training.
 """
 
 from __future__ import annotations
@@ -53,6 +54,35 @@ def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, f
         [(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(ti, pi)]
         for ti, pi in zip(top.tolist(), probs.tolist())
     ]
+
+
+@torch.no_grad()
+def continuation_score(model, tokenizer, context: str, continuation: str) -> float:
+    """How well a masked LM thinks `continuation` follows `context`, with no task training: the
+    pair is packed as `[CLS] context [SEP] continuation [SEP]`, each piece of the continuation is
+    masked in turn (one copy of the sequence per piece), and the log-probabilities the model gives
+    the true pieces are averaged (a pseudo-log-likelihood, Salazar et al. 2020, per piece so that
+    long and short continuations compare). Higher is more plausible; 0 would be certainty."""
+    enc = tokenizer.encode(context, continuation, return_tensors="pt")
+    ids, segments = enc.input_ids[0], enc.token_type_ids[0]
+    where = ((segments == 1) & (ids != tokenizer.sep_id)).nonzero().flatten()  # the continuation's pieces
+    if len(where) == 0:
+        raise ValueError(f"continuation {continuation!r} has no pieces to score")
+    n = len(where)
+    batch = ids.repeat(n, 1)
+    batch[torch.arange(n), where] = tokenizer.mask_id  # row k hides piece k only
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out = model(
+        input_ids=batch.to(device),
+        token_type_ids=segments.repeat(n, 1).to(device),
+        attention_mask=enc.attention_mask.repeat(n, 1).to(device),
+        mlm_positions=where[:, None].to(device),
+    )
+    model.train(was_training)
+    log_probs = out.mlm_logits[:, 0].float().log_softmax(-1)  # (n, V)
+    return float(log_probs[torch.arange(n), ids[where].to(log_probs.device)].mean())
 
 
 def probe_sentences(
