@@ -343,3 +343,33 @@ def test_tiny_masked_lm_trains_from_the_corpus(mirror, tmp_path, one_thread):
     assert len(run.held_batches) == 5 and run.held_batches[0]["input_ids"].shape[1] == 64
     u = unigram_comparison(run.model, run.tokenizer, run.train_set, run.held_batches)
     assert u.n_tokens > 0 and 0 <= u.model_acc <= 1 and u.unigram_ce < u.uniform_ce
+
+
+def test_finetuning_setups_draws_the_papers_figure_4():
+    fig = diagrams.finetuning_setups()
+    axes = fig.axes
+    assert len(axes) == 4
+    for ax, (title, a, b, read) in zip(axes, diagrams.FIGURE4_PANELS):
+        assert ax.get_title() == title
+        texts = [t.get_text() for t in ax.texts]
+        tokens = ["[CLS]", *a, "[SEP]", *b] + (["[SEP]"] if b else [])
+        cells = [p for p in ax.patches if isinstance(p, Rectangle)]
+        assert len(cells) == len(tokens) and all(t in texts for t in tokens)
+        # B's tokens are coloured as segment B, A's as segment A
+        colours = [to_rgba(c.get_facecolor()) for c in cells]
+        assert colours.count(to_rgba(diagrams.SEGMENT_COLOURS[1])) == len(b)
+        assert colours.count(to_rgba(diagrams.SEGMENT_COLOURS[0])) == len(a)
+        red = [p for p in ax.patches if isinstance(p, FancyArrowPatch) and to_rgba(p.get_edgecolor()) == to_rgba("C3")]
+        if read == "class":
+            assert len(red) == 1 and "class\nlabel" in texts
+        elif read == "span":
+            assert len(red) == 2 and {"start", "end"} <= set(texts)
+            starts = [t for t in ax.texts if t.get_text() in ("start", "end")]
+            assert all(t.get_position()[0] > len(a) + 1 for t in starts)  # both inside the passage (B)
+        else:
+            assert len(red) == len(tokens) - 2  # a label on every token between [CLS] and [SEP]
+    plt.close(fig)
+    _, two = plt.subplots(1, 2)
+    with pytest.raises(ValueError, match="4 panels"):
+        diagrams.finetuning_setups(two)
+    plt.close("all")

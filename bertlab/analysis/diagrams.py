@@ -173,6 +173,60 @@ def pretraining_and_finetuning(ax=None):
     return ax
 
 
+# the four panels of the paper's Figure 4: title, input tokens (A then, after [SEP], B), and
+# where the output is read ("class": C only; "tags": every token of A; "span": start/end over B)
+FIGURE4_PANELS = [
+    (
+        "(a) sentence pair classification\nMNLI, QQP, QNLI, STS-B, MRPC, RTE, SWAG",
+        ("Tok 1", "Tok N"),
+        ("Tok 1", "Tok M"),
+        "class",
+    ),
+    ("(b) single sentence classification\nSST-2, CoLA", ("Tok 1", "Tok 2", "Tok N"), (), "class"),
+    ("(c) question answering\nSQuAD v1.1", ("Tok 1", "Tok N"), ("Tok 1", "Tok M"), "span"),
+    ("(d) single sentence tagging\nCoNLL-2003 NER", ("Tok 1", "Tok 2", "Tok N"), (), "tags"),
+]
+
+
+def finetuning_setups(axes=None):
+    """The paper's Figure 4 redrawn: for each of its four kinds of task, the input sequence
+    ([CLS], the tokens of A, [SEP], and of B where there is a pair), one BERT box above it, and
+    the output read from it: a class label from C (the final [CLS] vector), a label on every
+    token T_i, or the start and end of an answer span over the tokens of B. Returns the figure."""
+    if axes is None:
+        _, axes = plt.subplots(1, 4, figsize=(15, 3.6), layout="constrained")
+    if len(axes) != len(FIGURE4_PANELS):
+        raise ValueError(f"finetuning_setups draws {len(FIGURE4_PANELS)} panels, got {len(axes)} axes")
+    for ax, (title, a, b, read) in zip(axes, FIGURE4_PANELS):
+        tokens = ["[CLS]", *a, "[SEP]", *b] + (["[SEP]"] if b else [])
+        n = len(tokens)
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_ylim(-0.2, 4.1)
+        ax.axis("off")
+        ax.set_title(title, fontsize=9)
+        in_b = set(range(len(a) + 2, len(a) + 2 + len(b)))
+        for i, token in enumerate(tokens):
+            colour = SEGMENT_COLOURS[None] if token in ("[CLS]", "[SEP]") else SEGMENT_COLOURS[1 if i in in_b else 0]
+            ax.add_patch(plt.Rectangle((i - 0.42, 0), 0.84, 0.7, color=colour))
+            ax.text(i, 0.35, token, ha="center", va="center", fontsize=7)
+        ax.add_patch(FancyBboxPatch((-0.45, 1.2), n - 0.1, 0.9, boxstyle="round,pad=0.05", fc="#dbe9f6", ec="0.4"))
+        ax.text((n - 1) / 2, 1.65, "BERT", ha="center", va="center", fontsize=10, weight="bold")
+        for i in range(n):
+            ax.add_patch(FancyArrowPatch((i, 0.72), (i, 1.18), arrowstyle="-|>", mutation_scale=7, color="0.5"))
+        if read == "class":
+            outputs = {0: "class\nlabel"}
+        elif read == "tags":
+            outputs = {i: "B-PER" if i == 1 else "O" for i in range(1, n - 1)}  # a label per token
+        else:  # the span: its start and its end, both among the tokens of B
+            first, last = min(in_b), max(in_b)
+            outputs = {first: "start", last: "end"}
+        for i, label in outputs.items():
+            ax.add_patch(FancyArrowPatch((i, 2.12), (i, 2.75), arrowstyle="-|>", mutation_scale=8, color="C3"))
+            ax.text(i, 2.85, label, ha="center", va="bottom", fontsize=7, color="C3")
+        ax.text(0, 2.3, "C", ha="right", va="center", fontsize=8, style="italic")
+    return axes[0].figure
+
+
 # ---------------------------------------------------------------------------------------------
 # Chapter 2: what BERT reads
 
