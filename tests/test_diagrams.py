@@ -314,6 +314,18 @@ def test_unigram_comparison_scores_a_model_against_word_frequencies():
     assert u.context_tokens() == []  # right exactly as often as "dog" is the answer
 
 
+def test_unigram_comparison_smoothing_keeps_an_unseen_answer_finite():
+    vocab = ["[PAD]", "the", "dog", "cat"]
+    tokenizer = SimpleNamespace(vocab_size=4, special_ids=[0], id_to_token=lambda i: vocab[i])
+    train_set = SimpleNamespace(input_ids=np.array([[1, 1, 1, 2, 0, 0]]))  # "cat" never seen
+    held = [{"mlm_labels": torch.tensor([[3, 1, IGNORE_INDEX]])}]
+    model = Guesser([0.0, 3.0, 0.0, 0.0])
+    assert math.isinf(unigram_comparison(model, tokenizer, train_set, held).unigram_ce)
+    u = unigram_comparison(model, tokenizer, train_set, held, smoothing=1.0)  # counts 4, 2, 1 of 7
+    assert u.unigram_ce == pytest.approx(-np.mean(np.log([1 / 7, 4 / 7])))
+    assert u.unigram_top == "the"
+
+
 def test_context_tokens_are_guesses_right_more_than_twice_their_base_rate():
     u = UnigramComparison(
         n_tokens=100,

@@ -153,13 +153,21 @@ class UnigramComparison:
 
 @torch.no_grad()
 def unigram_comparison(
-    model, tokenizer: WordPieceTokenizer, train_set: PretrainingDataset, held_batches, top: int = 6
+    model,
+    tokenizer: WordPieceTokenizer,
+    train_set: PretrainingDataset,
+    held_batches,
+    top: int = 6,
+    smoothing: float = 0.0,
 ) -> UnigramComparison:
     """Score a masked LM on the chosen positions of `held_batches` (cross-entropy in nats and
     accuracy) beside a uniform guess and the unigram baseline (each token's frequency in
     `train_set`, special tokens excluded), and list its `top` most frequent guesses with how often
-    each is right and how often that token is the answer at all (its base rate)."""
+    each is right and how often that token is the answer at all (its base rate). `smoothing` is
+    added to every count (add-one: 1.0), so that a held-out piece never seen in `train_set` costs
+    a finite loss instead of an infinite one."""
     counts = np.bincount(np.asarray(train_set.input_ids).ravel(), minlength=tokenizer.vocab_size).astype(float)
+    counts += smoothing
     counts[tokenizer.special_ids] = 0
     unigram = counts / counts.sum()
     labels = torch.cat([b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX] for b in held_batches])

@@ -165,22 +165,31 @@ def recording(recorder: Recorder | None = None, replayer: Replayer | None = None
         ACTIVE.update(before)
 
 
+def replayed(name: str, replayer: Replayer, fname: str, key: str, args: tuple, what: str) -> Any:
+    """The answer the notebook's run recorded under `key` for the student's `fname`: its result, or
+    its failure raised again as an ExerciseFailure; a key the record lacks fails too (the check's
+    inputs changed)."""
+    __tracebackhide__ = True
+    entry = replayer.answer(key, args)
+    if entry is None:
+        raise ExerciseFailure(
+            name,
+            f"{fname}: the notebook's run holds no answer for {what} (the inputs it was given there "
+            "differ from the check's)",
+        )
+    if "raised" in entry:
+        raise ExerciseFailure(name, entry["raised"])
+    return entry["result"]
+
+
 def call_student(name: str, fn: Callable, *args, **kwargs):
     """Call the student's function; a stub or a crash becomes an ExerciseFailure. When the grader
     records or replays (`recording`), the call is written down, or answered from the record."""
     __tracebackhide__ = True
     replayer = ACTIVE["replayer"]
     if replayer is not None:
-        entry = replayer.answer(call_key(student_fn_name(fn), args, kwargs), args)
-        if entry is None:
-            raise ExerciseFailure(
-                name,
-                f"{student_fn_name(fn)}: the notebook's run holds no answer for this call (the inputs it "
-                "was given there differ from the check's)",
-            )
-        if "raised" in entry:
-            raise ExerciseFailure(name, entry["raised"])
-        return entry["result"]
+        fname = student_fn_name(fn)
+        return replayed(name, replayer, fname, call_key(fname, args, kwargs), args, "this call")
     recorder = ACTIVE["recorder"]
     key = recorder.key(fn, args, kwargs) if recorder is not None else None  # before the call changes args
     try:
@@ -225,16 +234,8 @@ def observe_student(name: str, fn: Callable, inputs: Any, drive: Callable[[], An
     fname = student_fn_name(fn)
     replayer = ACTIVE["replayer"]
     if replayer is not None:
-        entry = replayer.answer(call_key(fname, (OBSERVED, inputs), {}), ())
-        if entry is None:
-            raise ExerciseFailure(
-                name,
-                f"{fname}: the notebook's run holds no answer for this run of the check (the inputs it "
-                "was given there differ from the check's)",
-            )
-        if "raised" in entry:
-            raise ExerciseFailure(name, entry["raised"])
-        return entry["result"]
+        key = call_key(fname, (OBSERVED, inputs), {})
+        return replayed(name, replayer, fname, key, (), "this run of the check")
     recorder = ACTIVE["recorder"]
     key = recorder.key(fn, (OBSERVED, inputs), {}) if recorder is not None else None
     try:
