@@ -279,3 +279,40 @@ def test_sweep_pairs_and_the_pooling_effect():
     assert set(pairs) == {("sst2", 2000, 5e-4, "cls"), ("sst2", 2000, 5e-4, "mean"), ("conll2003", None, 5e-4, "mean")}
     assert pairs[("sst2", 2000, 5e-4, "mean")]["pretrained"]["median"] == 75.0
     assert pilots.pooling_effect(pairs) == [(pytest.approx(4.5), pytest.approx(2.0), 5e-4)]
+
+
+def test_runs_of_one_phase_plan_compare_only_inside_the_same_phase():
+    plan = [{"fraction": 0.8, "seq_len": 64, "batch_size": 16}, {"fraction": 0.2, "seq_len": 128, "batch_size": 8}]
+    base = {"name": "cpu-p-base", "change": "", "minutes": 5.0, "recipe": {"phases": plan}}
+    base["heldout"] = curve([(10, 0.1), (20, 0.2), (30, 0.3), (40, 0.4), (50, 0.5)])  # 40 steps at 64, then 128
+    pilot = {"name": "cpu-p-pre", "change": "slower", "baseline": "cpu-p-base", "minutes": 5.0}
+    pilot["recipe"] = {"phases": plan}
+    pilot["heldout"] = curve([(10, 0.1), (20, 0.2), (30, 0.35)])  # 24 steps at 64: step 30 is in its second phase
+    [s] = pilot_series([base, pilot])
+    assert s.tokens == 20_000  # not 30,000: there the pilot had already moved to 128 tokens
+    [lever] = lever_effects([s])
+    assert lever.points == 0.0
+    reading = series_reading(s)
+    assert reading.startswith("At 20,000 tokens, where every run was still in the same phase of sequence lengths,")
+    assert "After the whole five minutes: `cpu-p-base` 50.0%" in reading
+    # a pilot whose change is the plan itself is compared at every common count
+    other = dict(pilot, recipe={"phases": plan[:1]})
+    assert pilot_series([base, other])[0].tokens == 30_000
+    # without phases nothing changes
+    assert pilot_series([dict(base, recipe={}), dict(pilot, recipe={})])[0].tokens == 30_000
+
+
+def test_the_recorded_runs_own_pilot_file_is_not_a_second_row():
+    from bertlab.experiments.pilots import whole_run_rows
+
+    metrics = [
+        {"split": "train", "step": 10, "tokens": 10_000},
+        {"split": "eval", "step": 10, "mlm_acc": 0.1},
+        {"split": "train", "step": 20, "tokens": 20_000},
+        {"split": "eval", "step": 20, "mlm_acc": 0.15},
+    ]
+    model = {"L": 4, "H": 256, "A": 4, "vocab_size": 8192}
+    own = dict(BASE, name="cpu-own-50min", model=model, recipe={"batch_size": 64})
+    other = dict(own, name="cpu-other", heldout=curve([(10, 0.1), (20, 0.16)]))
+    rows = whole_run_rows([own, other], FakeRun(metrics))
+    assert [r["name"] for r in rows] == ["cpu-other", "recorded run"]

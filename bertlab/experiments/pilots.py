@@ -5,7 +5,9 @@ by how much, compared at the same number of training tokens.
 A *series* is a baseline run and the pilots that each change one thing of it (same data,
 vocabulary, seed and learning-rate schedule). Runs of a series are compared at the most tokens
 every one of them was scored at: a pilot with twice the batch takes half the steps, so steps would
-not compare. A series under a time budget (`minutes`) is also read by where each run ended.
+not compare. A series under a time budget (`minutes`) is also read by where each run ended; when
+its runs share a plan of sequence-length phases, they are compared only where all are in the same
+phase (each run reaches the boundaries after its own number of steps).
 
     record_pilot(run_dir, name, change)     # a finished pretraining run -> data/pilots/<name>.json
     load()                                  # every recorded pilot
@@ -32,6 +34,7 @@ from bertlab.prose import count
 from bertlab.records import records_dir
 from bertlab.runtime import machine
 from bertlab.training.logs import read_metrics
+from bertlab.training.recipes import Phase, phase_ends
 
 Pilot = dict[str, Any]
 
@@ -218,10 +221,34 @@ def pilot_series(pilots: Sequence[Pilot] | None = None) -> list[Series]:
     for base_name in sorted(grouped):
         base, same = by_name[base_name], tuple(grouped[base_name])
         common = set.intersection(*({q["tokens"] for q in r["heldout"]} for r in (base, *same)))
+        common = same_phase(common, (base, *same))
         if not common:
             raise ValueError(f"the runs of series {base_name} were never scored at the same number of tokens")
         out.append(Series(base, same, max(common), same[0].get("minutes")))
     return out
+
+
+def phase_index(run: Pilot, step: int) -> int:
+    """Which of `run`'s sequence-length phases (recipe.phases) the optimiser step `step` belongs
+    to, the run's last evaluation taken as its length (0 for a run without phases)."""
+    phases = [Phase(**ph) for ph in (run.get("recipe") or {}).get("phases") or ()]
+    if not phases:
+        return 0
+    ends = phase_ends(phases, run["heldout"][-1]["step"])
+    return next((k for k, end in enumerate(ends) if step <= end), len(ends) - 1)
+
+
+def same_phase(tokens: set[int], runs: Sequence[Pilot]) -> set[int]:
+    """Of the token counts every run of a series was scored at, those where every run was in the
+    same phase, when all the runs share one plan of phases (runs of a time budget reach the phase
+    boundaries after different numbers of tokens: past the first boundary, equal tokens would set
+    one run's longer sequences against another's shorter ones). Runs without phases, or with
+    different plans (the plan is then the change a pilot makes), keep every count."""
+    plans = [json.dumps((r.get("recipe") or {}).get("phases") or [], sort_keys=True) for r in runs]
+    if len(set(plans)) != 1 or plans[0] == "[]":
+        return tokens
+    steps = [{q["tokens"]: q["step"] for q in r["heldout"]} for r in runs]
+    return {t for t in tokens if len({phase_index(r, at[t]) for r, at in zip(runs, steps)}) == 1}
 
 
 def short_label(pilot_name: str, baseline_name: str) -> str:
@@ -319,7 +346,13 @@ def series_reading(s: Series, level: float = 0.5) -> str:
         )
         if x
     ]
-    text = f"At {tokens_text(s.tokens)}, in points of held-out accuracy, " + "; ".join(parts) + "."
+    plans = {json.dumps((r.get("recipe") or {}).get("phases") or [], sort_keys=True) for r in s.runs}
+    where = (
+        ", where every run was still in the same phase of sequence lengths,"
+        if plans - {"[]"} and len(plans) == 1
+        else ""
+    )
+    text = f"At {tokens_text(s.tokens)}{where or ','} in points of held-out accuracy, " + "; ".join(parts) + "."
     if s.minutes:
         ends = sorted(s.runs, key=lambda r: -r["heldout"][-1]["mlm_acc"])
         ranked = ", ".join(
@@ -451,8 +484,13 @@ def whole_run_rows(pilots: Sequence[Pilot], run: Any = None) -> list[dict[str, A
     given and it logged evaluations): name, size ("L/H/A"), vocabulary size, batch size, what it
     is, its held-out curve (`points`: step, tokens, mlm_acc) and where it left the frequent-word
     plateau (`exit`: plateau_exit, or None)."""
+    points = recorded_curve(run) if run is not None else []
     rows = []
     for p in pilots:
+        if points and [(q["step"], round(q["mlm_acc"], 4)) for q in p["heldout"]] == [
+            (q["step"], round(q["mlm_acc"], 4)) for q in points
+        ]:
+            continue  # the recorded run's own pilot file: its row is the recorded run's, below
         m = p["model"]
         rows.append(
             {
@@ -464,7 +502,6 @@ def whole_run_rows(pilots: Sequence[Pilot], run: Any = None) -> list[dict[str, A
                 "points": p["heldout"],
             }
         )
-    points = recorded_curve(run) if run is not None else []
     if points:
         c, settings = run.config(), run.provenance["settings"]
         rate = settings.get("mlm_probability")
