@@ -210,6 +210,15 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     assert rows["mrpc"]["metric"] == "f1" and rows["mrpc"]["train_examples"] is None
     assert rows["conll2003"]["gain"] == pytest.approx(74.0 - 63.0)
     assert rows["conll2003"]["scratch_scores"] == [63.0, 62.0, 64.0]
+    table = reference.gains_table(run.gains()).splitlines()
+    assert table[0] == "| task | examples | metric | pre-trained | from scratch | gain |"
+    assert table[2] == "| SST-2 | 500 | accuracy | 60.0 | 64.0 | -4.0 |"
+    assert table[4] == "| CoNLL-2003 | all | f1 | 74.0 | 63.0 | +11.0 |"
+    reading = reference.gains_reading(run.gains())
+    assert reading.startswith("The largest gain is on CoNLL-2003 (+11.0 points); on SST-2 the gain is -4.0.")
+    assert "single words in context" in reading  # entities gained more than any SST-2 size
+    sst_only = [r for r in run.gains() if r["task"] != "conll2003"]
+    assert "single words" not in reference.gains_reading(sst_only) and reference.gains_reading([]) == ""
 
 
 def test_finetune_sweeps_reads_the_recorded_table(tmp_path):

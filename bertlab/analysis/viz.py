@@ -25,6 +25,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from bertlab.prose import TASK_TITLES
+
 
 def _to_numpy(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
@@ -385,7 +387,7 @@ def gains_chart(rows, floors=None, ax=None, title: str | None = None):
 
         _, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.3), layout="tight")
     floors = floors or {}
-    names = {"sst2": "SST-2", "mrpc": "MRPC", "rte": "RTE", "conll2003": "CoNLL-2003", "squad": "SQuAD v1.1"}
+    names = TASK_TITLES
     y = np.arange(len(rows))[::-1]
     labels = []
     for yi, r in zip(y, rows):
