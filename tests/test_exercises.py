@@ -1144,12 +1144,24 @@ def test_nbgrader_comparison_reads_stubs_as_equal_and_finds_leaks():
     assert "nbgrader has 3 cells, the student edition 2" in rt.compare(theirs, ours)
 
 
-NBGRADER = os.environ.get("BERTLAB_NBGRADER") or shutil.which("nbgrader")
+# scripts/setup.sh installs nbgrader 0.9.6 in .venv-nbgrader; BERTLAB_NBGRADER or PATH can name another.
+_SETUP_NBGRADER = ROOT / ".venv-nbgrader" / "bin" / "nbgrader"
+NBGRADER = (
+    os.environ.get("BERTLAB_NBGRADER")
+    or (str(_SETUP_NBGRADER) if _SETUP_NBGRADER.exists() else None)
+    or shutil.which("nbgrader")
+)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not NBGRADER, reason="nbgrader not installed: set BERTLAB_NBGRADER to its command")
+@pytest.mark.skipif(
+    not NBGRADER and not os.environ.get("CI"),
+    reason="nbgrader not installed: run scripts/setup.sh, or set BERTLAB_NBGRADER to its command",
+)
 def test_nbgrader_generates_the_same_student_edition():
+    """nbgrader's generate_assignment, run for real, makes the book's student edition (under CI
+    it must run: setup.sh installs it)."""
+    assert NBGRADER, "nbgrader is missing: scripts/setup.sh installs it in .venv-nbgrader"
     rt = _roundtrip_module()
     for name in ("02_attention", "06_training"):
         assert rt.roundtrip(name, NBGRADER) == [], name
