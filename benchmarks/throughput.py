@@ -53,6 +53,16 @@ it), precision, compiled, compile_s (bertlab's;
 transformers_compile_s beside it; null when not compiled), cpu (/proc/cpuinfo's model name),
 threads (torch.get_num_threads()), loadavg (the 1-minute load average at the start: a busy
 machine makes every number a lower bound) and the configuration, dropout included. --json FILE also writes it there.
+
+    python benchmarks/throughput.py --device cpu --preset mini --vocab-size 8192 --dropout 0 --attribution --json F
+
+--attribution says where the speed-up over transformers comes from. bertlab's step differs from
+transformers' by four levers (LEVERS): the MLM decoder at the chosen positions only, attention
+written out on a CPU, bf16 autocast and torch.compile. It times bertlab's own training step with
+none of them, each alone, all four, and all but each (8 steps each after one warm-up), and
+transformers in fp32 eager and in bf16 compiled; every row also records the mean MLM loss of its
+steps, which must not depend on the levers. The JSON (the last line) has one row per setting;
+bertlab.experiments.speed reads it.
 """
 
 from __future__ import annotations
@@ -475,6 +485,128 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     return summary
 
 
+# ------------------------------------------------------------------------------------------------
+# Where the speed-up over transformers comes from (--attribution)
+# ------------------------------------------------------------------------------------------------
+# bertlab's step differs from transformers' in four switches; everything else is the same model.
+LEVERS = {
+    "sparse_head": "the MLM decoder at the chosen positions only (off: at every position, as in transformers)",
+    "attention": "attention as bertlab runs it on the device, the formula written out on a CPU "
+    "(off: PyTorch's fused SDPA kernel, as transformers calls it)",
+    "bf16": "bf16 autocast (off: fp32)",
+    "compile": "torch.compile (off: eager)",
+}
+
+
+def every_position_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The same batch for an MLM head that runs at every position, as transformers' does: positions
+    0..T-1, the chosen tokens' labels in their places and IGNORE_INDEX everywhere else. The loss is
+    the same; the decoder's work is T / P times larger."""
+    B, T = batch["input_ids"].shape
+    chosen = batch["mlm_labels"] != IGNORE_INDEX  # (B, P)
+    rows = torch.arange(B)[:, None].expand_as(chosen)
+    labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long)
+    labels[rows[chosen], batch["mlm_positions"][chosen]] = batch["mlm_labels"][chosen]
+    return {**batch, "mlm_positions": torch.arange(T).expand(B, T).contiguous(), "mlm_labels": labels}
+
+
+def bench_levers(L, H, A, V, T, B, on: frozenset, device: str, warmup: int, steps: int, dropout: float) -> dict:
+    """bertlab's own training step (Trainer.train_step) with the levers in `on` switched on and the
+    others off. Returns tokens/s, seconds per step and the mean MLM loss over all its steps (the
+    same batch every step), which does not depend on the levers up to rounding."""
+    from bertlab.model import SelfAttention
+    from bertlab.training.pretrain import PretrainConfig, Stat, Trainer, zero_stats
+
+    if unknown := set(on) - set(LEVERS):
+        raise ValueError(f"unknown lever(s) {sorted(unknown)}; the levers are {list(LEVERS)}")
+    rt = make_runtime(device, "bf16" if "bf16" in on else "fp32", compile="compile" in on, distributed=False)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
+    )
+    model = BertForPreTraining(config)
+    for module in model.modules():
+        if isinstance(module, SelfAttention):
+            module.fused = None if "attention" in on else True
+    batch = random_batch(B, T, V, torch.Generator().manual_seed(0))
+    if "sparse_head" not in on:
+        batch = every_position_batch(batch)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = PretrainConfig(steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, out=out, progress=False)
+        trainer = Trainer(cfg, model, source=None, eval_batches=None, rt=rt)
+        batch = rt.to_device(batch)
+        stats = zero_stats(rt.device)
+        first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
+        first, sec = _time(lambda: trainer.train_step([batch], stats, first_bad), rt, warmup, steps)
+    loss = (stats[Stat.LM_LOSS_SUM] / stats[Stat.LM_PREDICTIONS]).item()
+    return {
+        "on": [lever for lever in LEVERS if lever in on],
+        "precision": rt.precision,
+        "compiled": rt.compile,
+        "s_per_step": _r(sec),
+        "tokens_per_s": _r(B * T / sec, 5),
+        "first_step_s": _r(first),
+        "mlm_loss": _r(loss, 6),
+    }
+
+
+def attribution_settings(levers: list[str]) -> list[frozenset]:
+    """The settings measured: none of the levers, each alone, all of them, all but each one."""
+    every = frozenset(levers)
+    settings = [frozenset()] + [frozenset([x]) for x in levers] + [every] + [every - {x} for x in levers]
+    return list(dict.fromkeys(settings))  # with one lever some coincide
+
+
+def run_attribution(args) -> dict:
+    """bertlab at every setting of the levers, and transformers with every lever it has (bf16,
+    compile) off and on, at one configuration of the CPU mode; returns the record."""
+    L, H, A = PRESETS[args.preset or "mini"]
+    L, H, A = args.layers or L, args.hidden or H, args.heads or A
+    V, T, B = args.vocab_size or 16384, args.seq_len or 128, args.batch or SINGLE_DEFAULTS["cpu"][0]
+    steps, warmup = args.steps or 8, args.warmup if args.warmup is not None else 1
+    levers = args.levers or list(LEVERS)
+    loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    rows = []
+    for on in attribution_settings(levers):
+        print(f"bertlab with {sorted(on) or 'no lever'} on ...", file=sys.stderr, flush=True)
+        rows.append({"impl": "bertlab", **bench_levers(L, H, A, V, T, B, on, args.device, warmup, steps, args.dropout)})
+    for on in dict.fromkeys((frozenset(), frozenset({"bf16", "compile"}) & frozenset(levers))):
+        rt = make_runtime(args.device, "bf16" if "bf16" in on else "fp32", compile="compile" in on, distributed=False)
+        print(f"transformers with {sorted(on) or 'no lever'} on ...", file=sys.stderr, flush=True)
+        m = bench_transformers("attribution", L, H, A, V, T, B, rt, warmup, steps, rt.compile, args.dropout)
+        rows.append(
+            {
+                "impl": "transformers",
+                "on": sorted(on),
+                "precision": rt.precision,
+                "compiled": rt.compile,
+                "s_per_step": _r(m.seconds_per_step),
+                "tokens_per_s": _r(m.tokens_per_s, 5),
+                "first_step_s": _r(m.first_step_s),
+            }
+        )
+    return {
+        "what": "speed-up attribution: bertlab's training step with each lever on or off, transformers beside it",
+        "levers": {x: LEVERS[x] for x in levers},
+        "cpu": cpu_model() or "unknown",
+        "device": args.device,
+        "threads": torch.get_num_threads(),
+        "loadavg": _r(loadavg, 3),
+        "torch": torch.__version__,
+        "layers": L,
+        "hidden": H,
+        "heads": A,
+        "vocab_size": V,
+        "seq_len": T,
+        "batch_size": B,
+        "mlm_predictions": round(MLM_PROBABILITY * T),
+        "dropout": args.dropout,
+        "steps": steps,
+        "warmup_steps": warmup,
+        "rows": rows,
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -545,6 +677,15 @@ def main(argv=None) -> int:
         help="n of the n^3 ceiling matmul (default 2048 on a CPU, 8192 on a GPU)",
     )
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    p.add_argument(
+        "--attribution",
+        action="store_true",
+        help="where the speed-up comes from: bertlab's step with each lever (--levers) on alone, all on, "
+        "all on but each, none; transformers in fp32 eager and in bf16 compiled (one configuration; 8 steps each)",
+    )
+    p.add_argument(
+        "--levers", nargs="+", default=None, choices=list(LEVERS), help="with --attribution (default: all four)"
+    )
     args = p.parse_args(argv)
 
     try:
@@ -560,6 +701,28 @@ def main(argv=None) -> int:
     if not 0.0 <= args.dropout < 1.0:
         print(f"error: --dropout must be in [0, 1), not {args.dropout}", file=sys.stderr)
         return 2
+    if args.attribution:
+        if args.configs or args.quick or args.compile is not None or args.precision != "auto":
+            print(
+                "error: --attribution measures every setting of bf16 and compile itself: drop --configs, --quick, "
+                "--compile and --precision",
+                file=sys.stderr,
+            )
+            return 2
+        try:
+            record = run_attribution(args)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        for row in record["rows"]:
+            print(f"{row['impl']:<13} {', '.join(row['on']) or '(none)':<40} {row['tokens_per_s']:>10,.0f} tokens/s")
+        if args.json:
+            line = json.dumps(record)
+            if args.json != "-":
+                with open(args.json, "w") as f:
+                    f.write(line + "\n")
+            print(line, flush=True)
+        return 0
     compile = args.compile if args.compile is not None else rt.device.type == "cuda"
     rt.compile = compile
     single_flags = (args.preset, args.layers, args.hidden, args.heads, args.vocab_size, args.seq_len, args.matmul_size)

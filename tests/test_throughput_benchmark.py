@@ -219,3 +219,54 @@ def test_step_matmuls_add_up_to_the_model_flops():
         total = sum(2 * b * m * k * n * t for _, b, m, k, n, t in shapes)
         assert total == pretraining_flops(cfg, B, T, P)
         assert len(shapes) == 30 and all(min(s[1:]) >= 1 for s in shapes)
+
+
+def test_every_position_batch_keeps_the_chosen_tokens_and_their_labels():
+    bench = load_benchmark()
+    b = bench.random_batch(3, 20, 100, torch.Generator().manual_seed(1))
+    d = bench.every_position_batch(b)
+    assert d["mlm_positions"].shape == d["mlm_labels"].shape == (3, 20)
+    assert torch.equal(d["mlm_positions"][1], torch.arange(20))
+    for row in range(3):
+        chosen = b["mlm_labels"][row] != bench.IGNORE_INDEX
+        dense = {int(p): int(t) for p, t in enumerate(d["mlm_labels"][row]) if t != bench.IGNORE_INDEX}
+        sparse = {int(p): int(t) for p, t in zip(b["mlm_positions"][row][chosen], b["mlm_labels"][row][chosen])}
+        assert dense == sparse and len(dense) == 3  # round(0.15 * 20)
+    assert torch.equal(d["input_ids"], b["input_ids"])
+
+
+def test_attribution_times_every_setting_and_the_loss_does_not_depend_on_the_levers(tmp_path):
+    """--attribution: bertlab with no lever, each alone, all, all but each; transformers beside it.
+    The levers change the speed, never the computation: the MLM loss is the same in every row."""
+    from bertlab.experiments import speed
+
+    args = [a for a in TINY if a not in ("--precision", "fp32", "--matmul-size", "256")]
+    out = tmp_path / "attribution.json"
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--attribution", "--levers", "sparse_head", "attention", "--json", out],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    record = speed.load_attribution(out)
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == record
+    bertlab_rows = [r for r in record["rows"] if r["impl"] == "bertlab"]
+    assert sorted(map(tuple, (r["on"] for r in bertlab_rows))) == [
+        (),
+        ("attention",),
+        ("sparse_head",),
+        ("sparse_head", "attention"),
+    ]
+    assert [r["on"] for r in record["rows"] if r["impl"] == "transformers"] == [[]]
+    losses = [r["mlm_loss"] for r in bertlab_rows]
+    assert max(losses) - min(losses) < 1e-4 * max(losses), losses
+    assert all(r["tokens_per_s"] > 0 and r["precision"] == "fp32" and not r["compiled"] for r in record["rows"])
+    assert "attention written out" in speed.attribution_table(record)
+
+
+def test_attribution_refuses_a_fixed_precision_or_compile(capsys):
+    bench = load_benchmark()
+    assert bench.main(["--device", "cpu", "--attribution", "--compile"]) == 2
+    assert "--attribution measures every setting" in capsys.readouterr().err

@@ -1,0 +1,125 @@
+"""Where bertlab's speed over transformers comes from: reading the record that
+`benchmarks/throughput.py --attribution` writes (data/benchmarks/*attribution*.json).
+
+That record times bertlab's own training step with each of four levers switched on or off (the MLM
+decoder at the chosen positions only, attention written out on a CPU, bf16 autocast,
+torch.compile) and transformers' BertForPreTraining beside it. Two views answer two questions:
+
+- *each alone*: starting from a step with none of the levers, how much faster does switching one
+  on make it? (what a lever buys by itself)
+- *each left out*: starting from bertlab's full step, how much slower does switching one off make
+  it? (what the record's step owes to it; levers that help each other show up larger here)
+
+The ratios are of tokens per second measured in one run on one machine, so they can be compared
+with each other, never with another machine's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bertlab.prose import number
+
+SHORT = {  # the levers' names in tables and sentences
+    "sparse_head": "MLM decoder at the chosen positions only",
+    "attention": "attention written out",
+    "bf16": "bf16 autocast",
+    "compile": "torch.compile",
+}
+
+
+def load_attribution(path: str | Path) -> dict:
+    """A record of `throughput.py --attribution`, checked: it names its levers and has the rows
+    that the readings below need (none on, each alone, all on, all but each, transformers)."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text().strip().splitlines()[-1])
+    except (OSError, IndexError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a record of benchmarks/throughput.py --attribution ({e})") from e
+    if not isinstance(record, dict) or "levers" not in record or "rows" not in record:
+        raise ValueError(f"{path}: no 'levers' and 'rows': write it with benchmarks/throughput.py --attribution --json")
+    levers = list(record["levers"])
+    for on in [[], levers, *([x] for x in levers), *([y for y in levers if y != x] for x in levers)]:
+        _speed(record, "bertlab", on)  # raises if a setting is missing
+    _speed(record, "transformers", [])
+    return record
+
+
+def _speed(record: dict, impl: str, on: list[str]) -> float:
+    for row in record["rows"]:
+        if row["impl"] == impl and set(row["on"]) == set(on):
+            return float(row["tokens_per_s"])
+    raise ValueError(f"the attribution record has no {impl} row with {sorted(on) or 'no lever'} on")
+
+
+def lever_effects(record: dict) -> dict[str, dict[str, float]]:
+    """For each lever: `alone`, tokens/s with it alone over tokens/s with none; `left_out`,
+    tokens/s of the full step over tokens/s with every lever but it (both > 1 when it helps)."""
+    levers = list(record["levers"])
+    none, full = _speed(record, "bertlab", []), _speed(record, "bertlab", levers)
+    return {
+        x: {
+            "alone": _speed(record, "bertlab", [x]) / none,
+            "left_out": full / _speed(record, "bertlab", [y for y in levers if y != x]),
+        }
+        for x in levers
+    }
+
+
+def attribution_table(record: dict) -> str:
+    """A Markdown table: one row per lever (its effect alone and left out), then the two ends, both
+    beside transformers at the same settings."""
+    levers = list(record["levers"])
+    effects = lever_effects(record)
+    rows = [
+        "| lever | tokens/s, this lever alone | speed-up alone | tokens/s, all but this lever | speed-up it gives the full step |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for x in levers:
+        alone = _speed(record, "bertlab", [x])
+        without = _speed(record, "bertlab", [y for y in levers if y != x])
+        rows.append(
+            f"| {SHORT.get(x, x)} | {alone:,.0f} | {effects[x]['alone']:.2f}x | {without:,.0f} | "
+            f"{effects[x]['left_out']:.2f}x |"
+        )
+    rows.append(f"| none (bertlab) | {_speed(record, 'bertlab', []):,.0f} | 1.00x | | |")
+    rows.append(f"| all (bertlab) | {_speed(record, 'bertlab', levers):,.0f} | | | |")
+    for row in record["rows"]:
+        if row["impl"] == "transformers":
+            how = ", ".join(SHORT.get(x, x) for x in row["on"]) or "fp32, eager"
+            rows.append(f"| transformers ({how}) | {row['tokens_per_s']:,.0f} | | | |")
+    return "\n".join(rows)
+
+
+def attribution_reading(record: dict) -> str:
+    """Two or three sentences generated from the record: the end-to-end speed-up over transformers,
+    which lever matters most, and what the levers multiply to against what they give together."""
+    levers = list(record["levers"])
+    effects = lever_effects(record)
+    none, full = _speed(record, "bertlab", []), _speed(record, "bertlab", levers)
+    hf_on = [x for x in ("bf16", "compile") if x in levers]
+    hf_plain, hf_best = _speed(record, "transformers", []), _speed(record, "transformers", hf_on)
+    ranked = sorted(levers, key=lambda x: effects[x]["left_out"], reverse=True)
+    product = 1.0
+    for x in levers:
+        product *= effects[x]["alone"]
+    first = (
+        f"With none of the {number(len(levers))} levers, bertlab's step runs at {none / hf_plain:.2f} times "
+        f"transformers' in fp32 and eager mode ({none:,.0f} against {hf_plain:,.0f} tokens/s): the same "
+        f"model doing the same work. With all of them it runs at {full / hf_best:.2f} times transformers "
+        f"with {' and '.join(SHORT[x] for x in hf_on) or 'nothing'} on ({full:,.0f} against {hf_best:,.0f})."
+    )
+    second = (
+        f"The full step owes most to the {SHORT.get(ranked[0], ranked[0])} (it runs "
+        f"{effects[ranked[0]]['left_out']:.2f}x faster with it than without) and least to the "
+        f"{SHORT.get(ranked[-1], ranked[-1])} ({effects[ranked[-1]]['left_out']:.2f}x)."
+    )
+    together = full / none
+    relation = "more" if together > product * 1.05 else "less" if together < product / 1.05 else "about as much"
+    third = (
+        f"Alone, the levers' speed-ups multiply to {product:.2f}x; together they give {together:.2f}x, "
+        f"{relation} than that product"
+        + (", so they help each other." if relation == "more" else ", so they overlap." if relation == "less" else ".")
+    )
+    return " ".join([first, second, third])

@@ -1,0 +1,68 @@
+"""bertlab.experiments.speed: reading the throughput benchmark's speed-up attribution."""
+
+import json
+
+import pytest
+
+from bertlab.experiments import speed
+
+LEVERS = ["sparse_head", "attention", "bf16", "compile"]
+# tokens/s: each lever multiplies the speed by its factor; bf16 and compile together a further 1.25x
+FACTOR = {"sparse_head": 1.5, "attention": 1.2, "bf16": 2.0, "compile": 1.1}
+
+
+def tokens_per_s(on):
+    v = 1000.0
+    for x in on:
+        v *= FACTOR[x]
+    return v * (1.25 if {"bf16", "compile"} <= set(on) else 1.0)
+
+
+def record(drop=None):
+    settings = [[], *([x] for x in LEVERS), LEVERS, *([y for y in LEVERS if y != x] for x in LEVERS)]
+    rows = [{"impl": "bertlab", "on": on, "tokens_per_s": tokens_per_s(on)} for on in settings if on != drop]
+    rows += [
+        {"impl": "transformers", "on": [], "tokens_per_s": 500.0},
+        {"impl": "transformers", "on": ["bf16", "compile"], "tokens_per_s": 2000.0},
+    ]
+    return {"levers": {x: "" for x in LEVERS}, "rows": rows}
+
+
+def test_lever_effects_alone_and_left_out():
+    e = speed.lever_effects(record())
+    assert e["sparse_head"] == {"alone": pytest.approx(1.5), "left_out": pytest.approx(1.5)}
+    assert e["bf16"]["alone"] == pytest.approx(2.0)
+    assert e["bf16"]["left_out"] == pytest.approx(2.0 * 1.25)  # it also unlocks the interaction
+    assert e["compile"]["left_out"] == pytest.approx(1.1 * 1.25)
+
+
+def test_reading_ranks_the_levers_and_compares_with_transformers():
+    text = speed.attribution_reading(record())
+    full = tokens_per_s(LEVERS)
+    assert f"{1000 / 500:.2f} times transformers' in fp32" in text
+    assert f"{full / 2000:.2f} times transformers with bf16 autocast and torch.compile on" in text
+    assert "owes most to the bf16 autocast (it runs 2.50x" in text
+    assert "least to the attention written out (1.20x)" in text
+    assert "multiply to 3.96x; together they give 4.95x, more than that product, so they help each other" in text
+
+
+def test_table_has_a_row_per_lever_and_the_transformers_rows():
+    table = speed.attribution_table(record()).splitlines()
+    assert len(table) == 2 + 4 + 2 + 2
+    assert table[2].startswith("| MLM decoder at the chosen positions only | 1,500 | 1.50x |")
+    assert table[-1] == "| transformers (bf16 autocast, torch.compile) | 2,000 | | | |"
+
+
+def test_load_names_what_is_missing(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(record(drop=["bf16"])))
+    with pytest.raises(ValueError, match=r"no bertlab row with \['bf16'\] on"):
+        speed.load_attribution(path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not a record of benchmarks/throughput.py --attribution"):
+        speed.load_attribution(path)
+    path.write_text(json.dumps({"rows": []}))
+    with pytest.raises(ValueError, match="write it with benchmarks/throughput.py --attribution --json"):
+        speed.load_attribution(path)
+    path.write_text(json.dumps(record()))
+    assert speed.load_attribution(path)["levers"] == {x: "" for x in LEVERS}
