@@ -172,8 +172,16 @@ def test_finetune_table_shows_every_seed_a_dash_and_the_floor(two_models):
     assert lines[2] == "| LTR, no NSP | – |"
     assert lines[3] == "| MLM, no NSP | **61.0** (60.0, 62.0, 61.0) |"
     assert lines[-1] == "| floor: majority class | 50.9 |"
-    two_models["scratch"]["sst2"]["metric"] = "f1"  # an F1 task: the floor says both rules
-    assert "all pairs 'paraphrase' (F1)" in ablations.finetune_table(two_models, floors={"sst2": 81.2})
+    two_models["scratch"]["sst2"]["metric"] = "f1"  # an F1 task of pairs: its floor's rule
+    assert lines[-1] != (line := ablations.finetune_table(two_models, floors={"sst2": 81.2}).splitlines()[-1])
+    assert line == "| floor: all pairs 'paraphrase' | 81.2 |"
+    two_models["scratch"]["sst2"]["metric"] = "accuracy"
+    two_models["finetuning"]["tasks"]["conll2003"] = {"max_train_examples": 100}
+    two_models["scratch"]["conll2003"] = {"metric": "f1", "median": 20.0, "scores": [19.0, 20.0, 21.0]}
+    table = ablations.finetune_table(two_models, floors={"sst2": 50.9, "conll2003": 0.0}).splitlines()
+    assert table[0] == "| model | SST-2 dev accuracy, median (seeds) | CoNLL-2003 dev entity F1, median (seeds) |"
+    assert table[3] == "| MLM, no NSP | **61.0** (60.0, 62.0, 61.0) | – |"
+    assert table[-1] == "| floor: majority class (SST-2), no entity (CoNLL-2003) | 50.9 | 0.0 |"
 
 
 def test_finetune_floors_are_the_trivial_baselines_in_each_tasks_metric(two_models, mirror):
@@ -241,3 +249,18 @@ def test_the_recorded_study_beside_the_recorded_reference_run():
     assert b.study_gain == pytest.approx(ablations.gap(rec, "sst2", "MLM, no NSP", ablations.SCRATCH))
     assert b.best_gain["gain"] == max(r["gain"] for r in ref.gains())
     assert [r["name"] for r in ablations.heldout_rows(rec)] == list(ablations.MODELS)
+
+
+def test_compare_with_paper_reads_each_gap_against_the_seeds(two_models):
+    paper = {
+        ("sst2", "MLM, no NSP", ablations.SCRATCH): None,
+        ("sst2", "MLM, no NSP", "LTR, no NSP"): 0.5,  # not fine-tuned: left out
+        ("mrpc", "MLM, no NSP", ablations.SCRATCH): 1.0,  # not a task of the record: left out
+    }
+    [v] = ablations.compare_with_paper(two_models, paper)
+    assert (v["task"], v["a"], v["b"], v["paper"]) == ("sst2", "MLM, no NSP", ablations.SCRATCH, None)
+    assert v["ours"] == pytest.approx(61.0 - 56.0) and v["apart"] and v["same"]
+    two_models["scratch"]["sst2"]["scores"] = [55.0, 56.0, 60.5]  # overlaps 60.0
+    [v] = ablations.compare_with_paper(two_models, {("sst2", "MLM, no NSP", ablations.SCRATCH): -2.0})
+    assert not v["apart"] and not v["same"]
+    assert ("conll2003", "MLM, no NSP", "LTR, no NSP") in ablations.PAPER_GAPS
