@@ -116,3 +116,22 @@ def test_curve_panels_draw_one_panel_per_group_with_every_curve():
     assert [t.get_text() for t in right.get_legend().get_texts()] == ["c"]
     assert left.get_xlabel() == "step" and right.get_ylabel() == "accuracy (%)"
     assert len(curve_panels([("one", {"x": ([0], [0])})]).axes) == 1  # a single panel works too
+
+
+def test_changes_chart_fills_one_dot_per_change_and_names_an_unknown_part():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bertlab.analysis.viz import changes_chart
+
+    parts = ["objective", "masking", "data"]
+    ax = changes_chart({"A": ["masking"], "B": ["objective", "data"], "C": []}, parts)
+    big = [c for c in ax.collections if c.get_sizes()[0] > 50]
+    filled = sorted((int(x), int(y)) for c in big for x, y in c.get_offsets())
+    assert filled == [(0, 1), (1, 2), (2, 1)]  # rows drawn top to bottom: A at y=2, B at y=1
+    faint = sum(len(c.get_offsets()) for c in ax.collections if c.get_sizes()[0] < 50)
+    assert faint == 3 * 3 - 3
+    ticks = {int(y): t.get_text() for y, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+    assert ticks == {2: "A", 1: "B", 0: "C"}
+    with pytest.raises(ValueError, match=r"parts \['NSP'\] are not columns"):
+        changes_chart({"A": ["NSP"]}, parts)

@@ -495,3 +495,33 @@ def runs_by_tokens(runs, threshold: float | None = None, ax=None, title: str | N
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def changes_chart(changes, parts: Sequence[str], ax=None, title: str | None = None):
+    """Which parts of BERT each successor changed: a grid with one row per model (`changes`:
+    {model: [the parts it changed]}, in the order given) and one column per part of the recipe
+    (`parts`), a filled dot where the model changed that part and a faint one where it kept BERT's.
+    A part that is not in `parts` is an error (a misspelt part would silently vanish)."""
+    unknown = sorted({p for changed in changes.values() for p in changed} - set(parts))
+    if unknown:
+        raise ValueError(f"parts {unknown} are not columns of the chart; the columns are {list(parts)}")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(1.0 * len(parts) + 2.2, 0.42 * len(changes) + 1.4), layout="tight")
+    models = list(changes)
+    y = np.arange(len(models))[::-1]
+    for yi, model in zip(y, models):
+        kept = [x for x, p in enumerate(parts) if p not in changes[model]]
+        changed = [x for x, p in enumerate(parts) if p in changes[model]]
+        ax.scatter(kept, [yi] * len(kept), s=18, color="0.85", zorder=2)
+        ax.scatter(changed, [yi] * len(changed), s=110, color="tab:blue", zorder=3)
+    ax.set_xticks(range(len(parts)), parts, rotation=30, ha="right", fontsize=9)
+    ax.set_yticks(y, models, fontsize=9)
+    ax.set_xlim(-0.6, len(parts) - 0.4)
+    ax.set_ylim(-0.6, len(models) - 0.4)
+    ax.grid(alpha=0.25)
+    ax.set_axisbelow(True)
+    if title:
+        ax.set_title(title)
+    return ax
