@@ -238,14 +238,19 @@ def phase_index(run: Pilot, step: int) -> int:
     return next((k for k, end in enumerate(ends) if step <= end), len(ends) - 1)
 
 
+def shared_phase_plan(runs: Sequence[Pilot]) -> bool:
+    """Whether all `runs` follow one plan of sequence-length phases (recipe.phases), and it has phases."""
+    plans = {json.dumps((r.get("recipe") or {}).get("phases") or [], sort_keys=True) for r in runs}
+    return len(plans) == 1 and plans != {"[]"}
+
+
 def same_phase(tokens: set[int], runs: Sequence[Pilot]) -> set[int]:
     """Of the token counts every run of a series was scored at, those where every run was in the
     same phase, when all the runs share one plan of phases (runs of a time budget reach the phase
     boundaries after different numbers of tokens: past the first boundary, equal tokens would set
     one run's longer sequences against another's shorter ones). Runs without phases, or with
     different plans (the plan is then the change a pilot makes), keep every count."""
-    plans = [json.dumps((r.get("recipe") or {}).get("phases") or [], sort_keys=True) for r in runs]
-    if len(set(plans)) != 1 or plans[0] == "[]":
+    if not shared_phase_plan(runs):
         return tokens
     steps = [{q["tokens"]: q["step"] for q in r["heldout"]} for r in runs]
     return {t for t in tokens if len({phase_index(r, at[t]) for r, at in zip(runs, steps)}) == 1}
@@ -346,12 +351,7 @@ def series_reading(s: Series, level: float = 0.5) -> str:
         )
         if x
     ]
-    plans = {json.dumps((r.get("recipe") or {}).get("phases") or [], sort_keys=True) for r in s.runs}
-    where = (
-        ", where every run was still in the same phase of sequence lengths,"
-        if plans - {"[]"} and len(plans) == 1
-        else ""
-    )
+    where = ", where every run was still in the same phase of sequence lengths," if shared_phase_plan(s.runs) else ""
     text = f"At {tokens_text(s.tokens)}{where or ','} in points of held-out accuracy, " + "; ".join(parts) + "."
     if s.minutes:
         ends = sorted(s.runs, key=lambda r: -r["heldout"][-1]["mlm_acc"])
