@@ -137,7 +137,8 @@ def featurize_squad(
 ) -> Features:
     """SQuAD examples (id, question, context, answers [(text, answer_start)]) -> one item per
     window: input_ids, token_type_ids and the first gold answer's start_positions /
-    end_positions (0 = [CLS] where the window lacks the whole answer).
+    end_positions (0 = [CLS] where the window lacks the whole answer, and for a question without
+    any answer, which SQuAD 2.0 trains to point at [CLS]).
 
     `features.meta` keeps what decoding needs, one row per window: example_index (N,),
     token_to_char (N, T, 2) (character span in the context of each token, -1 for question,
@@ -220,13 +221,12 @@ def featurize_squad(
                 "input_ids": np.array(input_ids, dtype=np.int64),
                 "token_type_ids": np.array(token_type_ids, dtype=np.int64),
             }
-            if answers:
-                start_pos = end_pos = 0
-                if answer_tokens is not None and s <= answer_tokens[0] and answer_tokens[1] < s + L:
-                    start_pos, end_pos = c0 + answer_tokens[0] - s, c0 + answer_tokens[1] - s
-                else:
-                    report["windows_without_answer"] += 1
-                item["start_positions"], item["end_positions"] = start_pos, end_pos
+            start_pos = end_pos = 0  # [CLS]: no answer in this window (SQuAD 2.0's rule for none at all)
+            if answer_tokens is not None and s <= answer_tokens[0] and answer_tokens[1] < s + L:
+                start_pos, end_pos = c0 + answer_tokens[0] - s, c0 + answer_tokens[1] - s
+            elif answers:
+                report["windows_without_answer"] += 1
+            item["start_positions"], item["end_positions"] = start_pos, end_pos
             items.append(item)
             example_index.append(e)
             chars = np.full((len(input_ids), 2), -1, dtype=np.int32)

@@ -1,0 +1,192 @@
+"""SQuAD 2.0's answer-or-abstain rule, trained on the book's own BERT with questions made from
+SQuAD v1.1, and its record (data/squad2/).
+
+SQuAD 2.0 (Rajpurkar et al. 2018) is not in the book's offline mirror, but its idea can be built
+from v1.1: a question becomes *unanswerable* when it is set beside another paragraph of the same
+article, one that holds none of its gold answers. The paragraph is on the same topic, so the
+question still looks answerable there, which is the property SQuAD 2.0's crowd workers wrote their
+questions for (theirs are harder: written against the very paragraph). BERT's recipe for such
+questions needs no new parameters (the paper's section 4.3): they are trained to point at [CLS],
+and at prediction time a span is answered only when its score beats the null score by a threshold
+tau chosen on held-out questions (bertlab.tasks.squad: null_and_best_span, best_null_threshold).
+
+    python scripts/record_squad2.py        # fine-tune the record, choose tau, write data/squad2/
+    from bertlab.experiments import squad2; squad2.load()   # the record, as chapter 13b reads it
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from bertlab.records import records_dir
+from bertlab.tasks import metrics
+from bertlab.tasks.inputs import Features, example_field
+from bertlab.tasks.squad import best_null_threshold, best_spans, decode
+
+SQUAD2_DIR = records_dir("squad2")
+RECORD_FILE = "results.json"
+UNANSWERABLE_SUFFIX = "-unanswerable"
+
+
+def unanswerable_questions(examples: Sequence[Any], fraction: float = 0.5, seed: int = 0) -> list[Any]:
+    """Questions without an answer, made from answerable ones: for a random `fraction` of the
+    questions, a copy set beside another paragraph of the same article that contains none of its
+    gold answers (compared in lower case), with no answers and the id `<id>-unanswerable`. A
+    question whose article has no such paragraph is skipped. The examples are dataclasses (as
+    bertlab.data.task_data.SquadExample) or dicts with id, title, question, context and answers."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    paragraphs: dict[str, list[str]] = {}
+    for ex in examples:
+        contexts = paragraphs.setdefault(example_field(ex, "title"), [])
+        if example_field(ex, "context") not in contexts:
+            contexts.append(example_field(ex, "context"))
+    rng = random.Random(seed)
+    out = []
+    for ex in examples:
+        if rng.random() >= fraction:
+            continue
+        golds = [text.lower() for text, _ in example_field(ex, "answers")]
+        others = [
+            c
+            for c in paragraphs[example_field(ex, "title")]
+            if c != example_field(ex, "context") and not any(g in c.lower() for g in golds)
+        ]
+        if others:
+            change = dict(id=f"{example_field(ex, 'id')}{UNANSWERABLE_SUFFIX}", context=rng.choice(others), answers=[])
+            out.append({**ex, **change} if isinstance(ex, dict) else replace(ex, **change))
+    return out
+
+
+def with_unanswerable(examples: Sequence[Any], fraction: float = 0.5, seed: int = 0) -> list[Any]:
+    """The answerable questions followed by `unanswerable_questions` made from them."""
+    return list(examples) + unanswerable_questions(examples, fraction, seed)
+
+
+def question_margins(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, features: Features, max_answer_length: int = 30
+) -> tuple[np.ndarray, dict[str, str]]:
+    """Per question of `features` (in order): its margin s_hat - s_null, and its best span's text.
+
+    Per window, s_null = start_logits[0] + end_logits[0] ([CLS]) and s_hat is the best span among
+    the paragraph tokens scored in that window (as `decode` chooses them). A question read in
+    several windows takes its best span over all of them and its smallest null score (the window
+    most sure there is an answer); a question without any allowed span has margin -inf."""
+    meta = features.meta
+    in_context = torch.as_tensor(meta["token_to_char"])[..., 0] >= 0
+    T = in_context.shape[1]
+    s, e = start_logits[:, :T].float(), end_logits[:, :T].float()
+    scores, _, _ = best_spans(s, e, torch.as_tensor(meta["max_context"]), in_context, max_answer_length, 1)
+    null = (s[:, 0] + e[:, 0]).numpy()
+    best = scores[:, 0].numpy()
+    n = len(features.examples)
+    s_hat, s_null = np.full(n, -np.inf), np.full(n, np.inf)
+    np.maximum.at(s_hat, meta["example_index"], best)
+    np.minimum.at(s_null, meta["example_index"], null)
+    return s_hat - s_null, decode(start_logits, end_logits, features, max_answer_length)
+
+
+def squad2_scores(margins: np.ndarray, answers: dict[str, str], examples: Sequence[Any]) -> dict[str, Any]:
+    """SQuAD 2.0's scores of the answer-or-abstain rule on `examples` (with their margins and best
+    spans from `question_margins`): tau chosen to maximise F1 on these very questions (as the
+    paper chooses it on dev; None when abstaining on every question scores best), the F1 and
+    exact match there, the F1 at tau = 0, the F1 of the
+    questions with an answer (abstaining scores 0) and the share of those without one where the
+    rule abstains, and the floor of abstaining everywhere (the share without an answer)."""
+    ids = [example_field(ex, "id") for ex in examples]
+    golds = [[t for t, _ in example_field(ex, "answers")] for ex in examples]
+    has = np.array([bool(g) for g in golds])
+    if has.all() or not has.any():
+        raise ValueError("SQuAD 2.0's scores need questions both with and without an answer")
+    f1 = np.array([max((metrics.span_f1(answers.get(q, ""), t) for t in g), default=0.0) for q, g in zip(ids, golds)])
+    em = np.array(
+        [max((metrics.exact_match(answers.get(q, ""), t) for t in g), default=0.0) for q, g in zip(ids, golds)]
+    )
+    tau, best_f1 = best_null_threshold(margins, has, f1)
+    answered = margins > tau
+
+    def score(per_question: np.ndarray, at: float) -> float:  # answer where margin > at, else abstain
+        return 100 * float(np.where(margins > at, np.where(has, per_question, 0.0), (~has).astype(float)).mean())
+
+    return {
+        "questions": int(len(has)),
+        "unanswerable": int((~has).sum()),
+        "tau": tau if np.isfinite(tau) else None,  # None: abstaining everywhere scored best
+        "f1": best_f1,
+        "exact_match": score(em, tau),
+        "f1_at_tau_0": score(f1, 0.0),
+        "has_answer_f1": 100 * float(np.where(answered, f1, 0.0)[has].mean()),
+        "no_answer_abstained": 100 * float((~answered)[~has].mean()),
+        "abstain_everywhere_f1": 100 * float((~has).mean()),
+    }
+
+
+def load(folder: str | Path = SQUAD2_DIR) -> dict[str, Any] | None:
+    """The recorded SQuAD 2.0-style study (data/squad2/results.json), or None without a record."""
+    path = Path(folder) / RECORD_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def model_folder(folder: str | Path = SQUAD2_DIR) -> Path:
+    """The recorded fine-tuned model (a bertlab model folder: fp16 weights, config, tokenizer)."""
+    path = Path(folder) / "model"
+    if not (path / "model.safetensors").exists():
+        raise FileNotFoundError(f"no SQuAD 2.0 model at {path}: record it with `python scripts/record_squad2.py`")
+    return path
+
+
+ROWS = {  # the record's scores, as the table names them
+    "f1": "F1 at the chosen tau",
+    "exact_match": "exact match at the chosen tau",
+    "f1_at_tau_0": "F1 at tau = 0",
+    "has_answer_f1": "F1 on the questions with an answer",
+    "no_answer_abstained": "questions without an answer where it abstains (%)",
+}
+
+
+def scores_table(record_: dict[str, Any]) -> str:
+    """A Markdown table: the span layer untrained and fine-tuned, on every score of ROWS, then the
+    floor of abstaining everywhere."""
+    before, after = record_["untrained_span_layer"], record_["fine_tuned"]
+    lines = ["| held-out questions | span layer untrained | fine-tuned |", "|---|---:|---:|"]
+    for key, label in ROWS.items():
+        lines.append(f"| {label} | {before[key]:.1f} | {after[key]:.1f} |")
+    lines.append(f"| tau chosen | {_tau(before['tau'])} | {_tau(after['tau'])} |")
+    lines.append(f"| floor: abstain on every question (F1) | {before['abstain_everywhere_f1']:.1f} | |")
+    return "\n".join(lines)
+
+
+def _tau(tau: float | None) -> str:
+    return "none (abstain everywhere)" if tau is None else f"{tau:+.2f}"
+
+
+def reading(record_: dict[str, Any]) -> str:
+    """What fine-tuning bought, generated from the record: the F1 against the abstain-everywhere
+    floor, before and after, and how the fine-tuned model splits the two kinds of question."""
+    s, before, after = record_["settings"], record_["untrained_span_layer"], record_["fine_tuned"]
+    floor = after["abstain_everywhere_f1"]
+    text = (
+        f"On {s['eval_questions']:,} held-out questions ({s['eval_unanswerable']:,} of them without an answer), "
+        f"abstaining on every question already scores an F1 of {floor:.1f}. With its span layer untrained the "
+        f"book's BERT reaches {before['f1']:.1f} at its best tau"
+    )
+    text += (
+        ": that best tau abstains everywhere, since no span it finds is worth answering."
+        if before["tau"] is None or before["f1"] <= floor + 0.05
+        else f", {before['f1'] - floor:+.1f} points above that floor."
+    )
+    gain = after["f1"] - floor
+    text += (
+        f" Fine-tuned on {s['train_questions']:,} questions ({s['train_unanswerable']:,} without an answer), "
+        f"it reaches {after['f1']:.1f} ({gain:+.1f} over the floor): at its tau it answers questions that have "
+        f"an answer with an F1 of {after['has_answer_f1']:.1f} and abstains on {after['no_answer_abstained']:.0f}% "
+        "of those without one."
+    )
+    return text

@@ -1,0 +1,123 @@
+#!/usr/bin/env python
+"""Record SQuAD 2.0's answer-or-abstain rule on the book's own BERT (bertlab.experiments.squad2).
+
+SQuAD v1.1's dev set is split by article as the reference run splits it for SQuAD (SQUAD_CPU:
+a quarter of the articles held out); each side gains unanswerable questions made from its own
+(a question set beside another paragraph of its article without its answer). The record is
+fine-tuned on the training side with the reference run's SQuAD recipe, one seed; then, on the
+held-out side, every question gets its margin s_hat - s_null and tau is chosen to maximise
+SQuAD 2.0's F1. The same is measured for the record with its span layer untrained, the state
+chapter 13b starts from. Writes data/squad2/: results.json (settings, scores, every held-out
+question's margin, the machine, the code's commit, the time) and the fine-tuned model in fp16
+(model.safetensors, config.json, tokenizer.json; about 11 MB), which chapter 13b loads.
+
+    python scripts/record_squad2.py                         # about 10 minutes on 2 CPU cores
+    python scripts/record_squad2.py --max-train 200 --max-eval 100 --out /tmp/squad2   # a smoke run
+"""
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from bertlab import BertForQuestionAnswering
+from bertlab import checkpoint as ckpt
+from bertlab.data.tokenizer import load_tokenizer_for
+from bertlab.experiments import reference, squad2
+from bertlab.experiments.reference_run import SQUAD_CPU
+from bertlab.files import write_json
+from bertlab.runtime import git_commit, machine, make_runtime
+from bertlab.tasks import get_task
+from bertlab.tasks.squad import featurize_squad, span_logits, split_by_article
+from bertlab.training.finetune import FinetuneConfig, finetune
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--fraction", type=float, default=0.5, help="unanswerable copies per answerable question")
+parser.add_argument("--max-train", type=int, default=None, help="the first N answerable training questions")
+parser.add_argument("--max-eval", type=int, default=None, help="the first N answerable held-out questions")
+parser.add_argument("--out", default=str(squad2.SQUAD2_DIR))
+args = parser.parse_args()
+
+run = reference.find()
+if run is None or run.smoke:
+    raise SystemExit("no recorded reference run in data/reference_run/: nothing to fine-tune")
+t0 = time.perf_counter()
+folder = run.model_folder()
+tok = load_tokenizer_for(folder)
+train, held = split_by_article(
+    get_task("squad").load("dev"), eval_fraction=SQUAD_CPU["eval_fraction"], seed=SQUAD_CPU["split_seed"]
+)
+train, held = train[: args.max_train], held[: args.max_eval]
+train2 = squad2.with_unanswerable(train, args.fraction, seed=0)
+held2 = squad2.with_unanswerable(held, args.fraction, seed=1)
+settings = {
+    "split": {k: SQUAD_CPU[k] for k in ("eval_fraction", "split_seed")},
+    "unanswerable_fraction": args.fraction,
+    "train_questions": len(train2),
+    "train_unanswerable": len(train2) - len(train),
+    "eval_questions": len(held2),
+    "eval_unanswerable": len(held2) - len(held),
+    **{k: SQUAD_CPU[k] for k in ("max_len", "doc_stride", "epochs", "lr", "batch_size")},
+    "seed": 0,
+}
+print(settings, flush=True)
+
+
+def scores_of(model):
+    feats = featurize_squad(held2, tok, max_len=SQUAD_CPU["max_len"], doc_stride=SQUAD_CPU["doc_stride"])
+    start, end = span_logits(model, feats)
+    margins, answers = squad2.question_margins(start, end, feats)
+    return margins, squad2.squad2_scores(margins, answers, held2)
+
+
+untrained = ckpt.load_model(folder, BertForQuestionAnswering).eval()
+_, untrained_scores = scores_of(untrained)
+print("untrained span layer:", untrained_scores, flush=True)
+
+with tempfile.TemporaryDirectory() as work:
+    result = finetune(
+        FinetuneConfig(
+            task="squad",
+            init=str(folder),
+            max_len=SQUAD_CPU["max_len"],
+            doc_stride=SQUAD_CPU["doc_stride"],
+            epochs=SQUAD_CPU["epochs"],
+            lr=SQUAD_CPU["lr"],
+            batch_size=SQUAD_CPU["batch_size"],
+            seeds=(0,),
+            eval_every_epoch=False,
+            out=work,
+            save_models=True,
+        ),
+        train_examples=train2,
+        eval_examples=held,  # SQuAD v1.1's scores on the answerable held-out questions
+    )
+    print(result.summary(), flush=True)
+    model = ckpt.load_model(Path(work) / "seed-0", BertForQuestionAnswering).eval()
+margins, trained_scores = scores_of(model)
+print("fine-tuned:", trained_scores, flush=True)
+
+out = Path(args.out)
+ckpt.save_model(out / "model", model, dtype=torch.float16, tokenizer_file=folder / "tokenizer.json")
+write_json(
+    out / squad2.RECORD_FILE,
+    {
+        "about": "SQuAD 2.0's answer-or-abstain rule on the book's own BERT, with unanswerable questions made "
+        "from SQuAD v1.1 (bertlab.experiments.squad2); scores in percent on the held-out articles",
+        "command": "python scripts/record_squad2.py",
+        "record": run.short_label(),
+        "settings": settings,
+        "fine_tuned": trained_scores,
+        "untrained_span_layer": untrained_scores,
+        "v1_answerable_only": result.runs[0].metrics,
+        "margins": [round(float(m), 3) for m in margins],
+        "has_answer": [bool(ex.answers) for ex in held2],
+        "seconds": round(time.perf_counter() - t0, 1),
+        "finetune_seconds": round(result.runs[0].seconds, 1),
+        "machine": machine(make_runtime("cpu", "auto", distributed=False)),
+        "git_commit": git_commit(),
+    },
+)
+print(f"wrote {out}", flush=True)

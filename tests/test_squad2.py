@@ -1,0 +1,116 @@
+"""bertlab.experiments.squad2: unanswerable questions made from SQuAD v1.1, their [CLS] labels, the
+per-question margins over several windows, and SQuAD 2.0's scores."""
+
+import numpy as np
+import pytest
+import torch
+
+from bertlab.experiments import squad2
+from bertlab.tasks.squad import best_null_threshold, featurize_squad
+
+PARIS = "Paris is the capital of France. It lies on the Seine."
+LYON = "Lyon is a city on the Rhone. It is known for its food."
+NICE = "Nice is on the coast. The city of Paris is far to the north."
+OSLO = "Oslo is the capital of Norway."
+
+
+def example(qid, title, question, context, answer):
+    return {
+        "id": qid,
+        "title": title,
+        "question": question,
+        "context": context,
+        "answers": [(answer, context.index(answer))],
+    }
+
+
+EXAMPLES = [
+    example("q1", "France", "What is the capital of France?", PARIS, "Paris"),
+    example("q2", "France", "Which river runs through Lyon?", LYON, "Rhone"),
+    example("q3", "France", "Where is Nice?", NICE, "on the coast"),
+    example("q4", "Norway", "What is the capital of Norway?", OSLO, "Oslo"),  # its article has one paragraph
+]
+
+
+def test_unanswerable_questions_use_another_paragraph_of_the_same_article_without_the_answer():
+    made = squad2.unanswerable_questions(EXAMPLES, fraction=1.0, seed=0)
+    by_id = {m["id"]: m for m in made}
+    assert set(by_id) == {"q1-unanswerable", "q2-unanswerable", "q3-unanswerable"}  # q4: no other paragraph
+    assert by_id["q1-unanswerable"]["context"] == LYON  # NICE mentions "Paris": never chosen for q1
+    assert by_id["q2-unanswerable"]["context"] in (PARIS, NICE)
+    assert all(m["answers"] == [] and m["title"] == "France" for m in made)
+    assert [e["id"] for e in squad2.with_unanswerable(EXAMPLES, 1.0)][:4] == ["q1", "q2", "q3", "q4"]
+    assert len(squad2.unanswerable_questions(EXAMPLES * 50, fraction=0.5, seed=1)) < 150 * 0.7
+    with pytest.raises(ValueError, match="fraction"):
+        squad2.unanswerable_questions(EXAMPLES, fraction=0.0)
+
+
+def test_a_question_without_an_answer_is_labelled_cls_in_every_window(bert_tokenizer):
+    made = squad2.with_unanswerable(EXAMPLES, 1.0)
+    f = featurize_squad(made, bert_tokenizer, max_len=24, doc_stride=4)
+    rows = {}
+    for item, e in zip(f.items, f.meta["example_index"]):
+        rows.setdefault(made[e]["id"], []).append((item["start_positions"], item["end_positions"]))
+    assert all(p == (0, 0) for p in rows["q1-unanswerable"]) and len(rows["q1-unanswerable"]) > 1
+    assert any(p != (0, 0) for p in rows["q1"])  # the answerable original points at its answer
+    assert f.report["unanswered"] == 3
+
+
+def test_question_margins_take_the_best_span_and_the_smallest_null_over_windows(bert_tokenizer):
+    f = featurize_squad(EXAMPLES[:1], bert_tokenizer, max_len=20, doc_stride=4)
+    n_windows, T = len(f.items), f.meta["token_to_char"].shape[1]
+    assert n_windows >= 2
+    start, end = torch.full((n_windows, T), -5.0), torch.full((n_windows, T), -5.0)
+    start[:, 0], end[:, 0] = torch.arange(n_windows) + 1.0, 0.0  # null scores 1, 2, ...: the smallest is 1
+    w, i = n_windows - 1, int(np.flatnonzero(f.meta["max_context"][n_windows - 1])[0])
+    start[w, i], end[w, i] = 4.0, 3.0  # one span, one token, in the last window: s_hat = 7
+    margins, answers = squad2.question_margins(start, end, f)
+    assert margins.tolist() == [pytest.approx(7.0 - 1.0)]
+    a, b = f.meta["token_to_char"][w, i]
+    assert answers["q1"] == PARIS[a:b]
+
+
+def test_squad2_scores_choose_tau_and_score_both_kinds_of_question():
+    made = squad2.with_unanswerable(EXAMPLES[:2], 1.0)  # q1, q2 answerable; two unanswerable
+    margins = np.array([3.0, -1.0, 0.5, -2.0])
+    answers = {"q1": "Paris", "q2": "Lyon", "q1-unanswerable": "Lyon", "q2-unanswerable": "Paris"}
+    r = squad2.squad2_scores(margins, answers, made)
+    f1 = np.array([1.0, 0.0, 0.0, 0.0])  # q2's best span is wrong
+    tau, best = best_null_threshold(margins, [True, True, False, False], f1)
+    assert (r["tau"], r["f1"]) == (tau, best)
+    assert r["f1"] == pytest.approx(75.0)  # answer q1 only, abstain on the rest: 1 + 0 + 1 + 1
+    assert r["exact_match"] == pytest.approx(75.0)
+    assert r["f1_at_tau_0"] == pytest.approx(50.0)  # answers q1 (1) and the first unanswerable (0)
+    assert r["has_answer_f1"] == pytest.approx(50.0) and r["no_answer_abstained"] == pytest.approx(100.0)
+    assert r["abstain_everywhere_f1"] == pytest.approx(50.0) and r["unanswerable"] == 2
+    never = squad2.squad2_scores(np.array([-1.0, -2.0, 3.0, 4.0]), answers, made)  # only the wrong ones answer
+    assert never["tau"] is None and never["f1"] == never["abstain_everywhere_f1"] == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="both with and without"):
+        squad2.squad2_scores(margins[:2], answers, made[:2])
+
+
+def record(before_tau=None, before_f1=33.3):
+    scores = dict(exact_match=0.0, f1_at_tau_0=10.0, has_answer_f1=0.0, no_answer_abstained=100.0)
+    return {
+        "settings": dict(eval_questions=300, eval_unanswerable=100, train_questions=900, train_unanswerable=300),
+        "untrained_span_layer": {**scores, "f1": before_f1, "tau": before_tau, "abstain_everywhere_f1": 33.3},
+        "fine_tuned": {
+            **scores,
+            "f1": 45.0,
+            "tau": -1.5,
+            "has_answer_f1": 30.2,
+            "no_answer_abstained": 71.0,
+            "abstain_everywhere_f1": 33.3,
+        },
+    }
+
+
+def test_table_and_reading_come_from_the_record():
+    table = squad2.scores_table(record()).splitlines()
+    assert table[2] == "| F1 at the chosen tau | 33.3 | 45.0 |"
+    assert "| tau chosen | none (abstain everywhere) | -1.50 |" in table
+    text = squad2.reading(record())
+    assert "abstaining on every question already scores an F1 of 33.3" in text
+    assert "that best tau abstains everywhere" in text
+    assert "it reaches 45.0 (+11.7 over the floor)" in text and "abstains on 71% of those without one" in text
+    assert "+2.0 points above that floor" in squad2.reading(record(before_tau=0.5, before_f1=35.3))
