@@ -69,11 +69,11 @@ def scores_of(model):
     feats = featurize_squad(held2, tok, max_len=SQUAD_CPU["max_len"], doc_stride=SQUAD_CPU["doc_stride"])
     start, end = span_logits(model, feats)
     margins, answers = squad2.question_margins(start, end, feats)
-    return margins, squad2.squad2_scores(margins, answers, held2)
+    return margins, squad2.answer_scores(answers, held2), squad2.squad2_scores(margins, answers, held2)
 
 
 untrained = ckpt.load_model(folder, BertForQuestionAnswering).eval()
-_, untrained_scores = scores_of(untrained)
+_, _, untrained_scores = scores_of(untrained)
 print("untrained span layer:", untrained_scores, flush=True)
 
 with tempfile.TemporaryDirectory() as work:
@@ -96,7 +96,7 @@ with tempfile.TemporaryDirectory() as work:
     )
     print(result.summary(), flush=True)
     model = ckpt.load_model(Path(work) / "seed-0", BertForQuestionAnswering).eval()
-margins, trained_scores = scores_of(model)
+margins, span_f1, trained_scores = scores_of(model)
 print("fine-tuned:", trained_scores, flush=True)
 
 out = Path(args.out)
@@ -114,6 +114,7 @@ write_json(
         "v1_answerable_only": result.runs[0].metrics,
         "margins": [round(float(m), 3) for m in margins],
         "has_answer": [bool(ex.answers) for ex in held2],
+        "span_f1": [round(float(f), 4) for f in span_f1],  # each question's best span against its gold answers
         "seconds": round(time.perf_counter() - t0, 1),
         "finetune_seconds": round(result.runs[0].seconds, 1),
         "machine": machine(make_runtime("cpu", "auto", distributed=False)),

@@ -93,22 +93,27 @@ def question_margins(
     return s_hat - s_null, decode(start_logits, end_logits, features, max_answer_length)
 
 
+def answer_scores(answers: dict[str, str], examples: Sequence[Any], measure=metrics.span_f1) -> np.ndarray:
+    """What answering scores on each question (0-1): `measure` (span F1, or exact match) of its
+    best span (`answers`, id -> text) against its best gold answer; 0 for a question without one."""
+    out = []
+    for ex in examples:
+        said = answers.get(example_field(ex, "id"), "")
+        out.append(max((measure(said, t) for t, _ in example_field(ex, "answers")), default=0.0))
+    return np.array(out)
+
+
 def squad2_scores(margins: np.ndarray, answers: dict[str, str], examples: Sequence[Any]) -> dict[str, Any]:
     """SQuAD 2.0's scores of the answer-or-abstain rule on `examples` (with their margins and best
     spans from `question_margins`): tau chosen to maximise F1 on these very questions (as the
     paper chooses it on dev; None when abstaining on every question scores best), the F1 and
-    exact match there, the F1 at tau = 0, the F1 of the
-    questions with an answer (abstaining scores 0) and the share of those without one where the
-    rule abstains, and the floor of abstaining everywhere (the share without an answer)."""
-    ids = [example_field(ex, "id") for ex in examples]
-    golds = [[t for t, _ in example_field(ex, "answers")] for ex in examples]
-    has = np.array([bool(g) for g in golds])
+    exact match there, the F1 at tau = 0, the F1 of the questions with an answer (abstaining
+    scores 0) and the share of those without one where the rule abstains, and the floor of
+    abstaining everywhere (the share without an answer)."""
+    has = np.array([bool(example_field(ex, "answers")) for ex in examples])
     if has.all() or not has.any():
         raise ValueError("SQuAD 2.0's scores need questions both with and without an answer")
-    f1 = np.array([max((metrics.span_f1(answers.get(q, ""), t) for t in g), default=0.0) for q, g in zip(ids, golds)])
-    em = np.array(
-        [max((metrics.exact_match(answers.get(q, ""), t) for t in g), default=0.0) for q, g in zip(ids, golds)]
-    )
+    f1, em = answer_scores(answers, examples), answer_scores(answers, examples, metrics.exact_match)
     tau, best_f1 = best_null_threshold(margins, has, f1)
     answered = margins > tau
 
