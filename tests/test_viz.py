@@ -135,3 +135,21 @@ def test_changes_chart_fills_one_dot_per_change_and_names_an_unknown_part():
     assert ticks == {2: "A", 1: "B", 0: "C"}
     with pytest.raises(ValueError, match=r"parts \['NSP'\] are not columns"):
         changes_chart({"A": ["NSP"]}, parts)
+
+
+def test_margins_chart_overlays_both_kinds_of_question_and_the_threshold():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bertlab.analysis.viz import margins_chart
+
+    margins = [-3.0, -1.0, 0.5, 2.0, 4.0, float("-inf")]
+    has = [False, False, True, True, True, True]
+    ax = margins_chart(margins, has, tau=0.0)
+    heights = [sum(p.get_height() for p in c) for c in ax.containers]
+    assert heights == [3, 2]  # the -inf margin is left out
+    assert [line.get_xdata()[0] for line in ax.lines] == [0.0]
+    assert "with an answer (3)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not margins_chart(margins, has, tau=None).lines
+    with pytest.raises(ValueError, match="6 margins but 2"):
+        margins_chart(margins, has[:2], tau=0.0)

@@ -525,3 +525,30 @@ def changes_chart(changes, parts: Sequence[str], ax=None, title: str | None = No
     if title:
         ax.set_title(title)
     return ax
+
+
+def margins_chart(margins, has_answer, tau: float | None, ax=None, title: str | None = None):
+    """SQuAD 2.0's decision on real questions: a histogram of each question's margin s_hat - s_null,
+    those with an answer (green) and those without (orange) overlaid on the same bins, and the
+    threshold tau as a dashed line (a question is answered where its margin exceeds it; `tau` None:
+    abstain everywhere, no line). Questions without any span (margin -inf) are left out."""
+    m = np.asarray(margins, dtype=float)
+    has = np.asarray(has_answer, dtype=bool)
+    if m.shape != has.shape:
+        raise ValueError(f"{m.size} margins but {has.size} has_answer flags")
+    keep = np.isfinite(m)
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(7.5, 3.4), layout="tight")
+    bins = np.histogram_bin_edges(m[keep], bins=40)
+    ax.hist(m[keep & has], bins=bins, alpha=0.6, color="tab:green", label=f"with an answer ({(keep & has).sum():,})")
+    ax.hist(m[keep & ~has], bins=bins, alpha=0.6, color="tab:orange", label=f"without ({(keep & ~has).sum():,})")
+    if tau is not None:
+        ax.axvline(tau, color="black", ls="--", label=f"tau = {tau:+.2f}: answer to the right")
+    ax.set_xlabel("margin s_hat - s_null")
+    ax.set_ylabel("questions")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return ax
