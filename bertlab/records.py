@@ -1,5 +1,6 @@
 """Where the book's recorded runs live: the `data/` folder of a checkout of the repository
-(`data/reference_run/`, `data/pilots/`, `data/ablations/`, `data/capstone/`, `data/benchmarks/`).
+(`data/reference_run/`, `data/pilots/`, `data/ablations/`, `data/capstone/`, `data/benchmarks/`,
+`data/squad2/`).
 
     records_dir()                  # the folder
     records_dir("pilots")          # a part of it

@@ -114,3 +114,25 @@ def test_table_and_reading_come_from_the_record():
     assert "that best tau abstains everywhere" in text
     assert "it reaches 45.0 (+11.7 over the floor)" in text and "abstains on 71% of those without one" in text
     assert "+2.0 points above that floor" in squad2.reading(record(before_tau=0.5, before_f1=35.3))
+
+
+def test_the_recorded_model_was_fine_tuned_from_the_current_record():
+    """data/squad2/ goes stale when the reference run is made again: its vocabulary and size must
+    be the record's, and its scores must agree with its own margins."""
+    import json
+
+    from bertlab.experiments import reference
+    from bertlab.files import sha256_file
+
+    rec, run = squad2.load(), reference.find()
+    if rec is None or run is None:
+        pytest.skip("no SQuAD 2.0 record or no reference run")
+    folder = squad2.model_folder()
+    assert sha256_file(folder / "tokenizer.json") == sha256_file(run.path / "tokenizer.json")
+    mine, theirs = json.loads((folder / "config.json").read_text()), json.loads((run.path / "config.json").read_text())
+    assert {k: mine[k] for k in ("num_layers", "hidden_size", "vocab_size")} == {
+        k: theirs[k] for k in ("num_layers", "hidden_size", "vocab_size")
+    }
+    assert len(rec["margins"]) == len(rec["has_answer"]) == len(rec["span_f1"]) == rec["settings"]["eval_questions"]
+    _, f1 = best_null_threshold(rec["margins"], rec["has_answer"], rec["span_f1"])
+    assert f1 == pytest.approx(rec["fine_tuned"]["f1"], abs=0.05)
