@@ -66,3 +66,14 @@ def test_load_names_what_is_missing(tmp_path):
         speed.load_attribution(path)
     path.write_text(json.dumps(record()))
     assert speed.load_attribution(path)["levers"] == {x: "" for x in LEVERS}
+
+
+def test_reading_names_a_lever_that_pays_only_with_the_others():
+    rec = record()
+    for row in rec["rows"]:
+        if row["impl"] == "bertlab" and row["on"] == ["attention"]:
+            row["tokens_per_s"] = 950.0  # slower alone; the full step still owes it 1.2x
+    text = speed.attribution_reading(rec)
+    assert "The attention written out slows the plain step down by itself (0.95x)" in text
+    assert "full step owes it 1.20x: it pays only together with the others." in text
+    assert "slows the plain step" not in speed.attribution_reading(record())

@@ -73,7 +73,8 @@ def attribution_table(record: dict) -> str:
     levers = list(record["levers"])
     effects = lever_effects(record)
     rows = [
-        "| lever | tokens/s, this lever alone | speed-up alone | tokens/s, all but this lever | speed-up it gives the full step |",
+        "| switch | tokens/s, this switch alone | speed-up alone | tokens/s, all but this switch "
+        "| speed-up it gives the full step |",
         "|---|---:|---:|---:|---:|",
     ]
     for x in levers:
@@ -105,7 +106,7 @@ def attribution_reading(record: dict) -> str:
     for x in levers:
         product *= effects[x]["alone"]
     first = (
-        f"With none of the {number(len(levers))} levers, bertlab's step runs at {none / hf_plain:.2f} times "
+        f"With none of the {number(len(levers))} switches, bertlab's step runs at {none / hf_plain:.2f} times "
         f"transformers' in fp32 and eager mode ({none:,.0f} against {hf_plain:,.0f} tokens/s): the same "
         f"model doing the same work. With all of them it runs at {full / hf_best:.2f} times transformers "
         f"with {' and '.join(SHORT[x] for x in hf_on) or 'nothing'} on ({full:,.0f} against {hf_best:,.0f})."
@@ -115,10 +116,17 @@ def attribution_reading(record: dict) -> str:
         f"{effects[ranked[0]]['left_out']:.2f}x faster with it than without) and least to the "
         f"{SHORT.get(ranked[-1], ranked[-1])} ({effects[ranked[-1]]['left_out']:.2f}x)."
     )
+    turns = [x for x in levers if effects[x]["alone"] < 1 < effects[x]["left_out"]]
+    if turns:
+        second += " " + " ".join(
+            f"The {SHORT.get(x, x)} slows the plain step down by itself ({effects[x]['alone']:.2f}x) and yet the "
+            f"full step owes it {effects[x]['left_out']:.2f}x: it pays only together with the others."
+            for x in turns
+        )
     together = full / none
     relation = "more" if together > product * 1.05 else "less" if together < product / 1.05 else "about as much"
     third = (
-        f"Alone, the levers' speed-ups multiply to {product:.2f}x; together they give {together:.2f}x, "
+        f"Alone, the switches' speed-ups multiply to {product:.2f}x; together they give {together:.2f}x, "
         f"{relation} than that product"
         + (", so they help each other." if relation == "more" else ", so they overlap." if relation == "less" else ".")
     )
