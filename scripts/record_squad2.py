@@ -35,6 +35,8 @@ from bertlab.training.finetune import FinetuneConfig, finetune
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--fraction", type=float, default=0.5, help="unanswerable copies per answerable question")
+parser.add_argument("--other-article", type=float, default=0.5, help="share of them beside another article")
+parser.add_argument("--epochs", type=int, default=SQUAD_CPU["epochs"])
 parser.add_argument("--max-train", type=int, default=None, help="the first N answerable training questions")
 parser.add_argument("--max-eval", type=int, default=None, help="the first N answerable held-out questions")
 parser.add_argument("--out", default=str(squad2.SQUAD2_DIR))
@@ -50,16 +52,18 @@ train, held = split_by_article(
     get_task("squad").load("dev"), eval_fraction=SQUAD_CPU["eval_fraction"], seed=SQUAD_CPU["split_seed"]
 )
 train, held = train[: args.max_train], held[: args.max_eval]
-train2 = squad2.with_unanswerable(train, args.fraction, seed=0)
-held2 = squad2.with_unanswerable(held, args.fraction, seed=1)
+train2 = squad2.with_unanswerable(train, args.fraction, seed=0, other_article=args.other_article)
+held2 = squad2.with_unanswerable(held, args.fraction, seed=1, other_article=args.other_article)
 settings = {
     "split": {k: SQUAD_CPU[k] for k in ("eval_fraction", "split_seed")},
     "unanswerable_fraction": args.fraction,
+    "other_article_share": args.other_article,
     "train_questions": len(train2),
     "train_unanswerable": len(train2) - len(train),
     "eval_questions": len(held2),
     "eval_unanswerable": len(held2) - len(held),
-    **{k: SQUAD_CPU[k] for k in ("max_len", "doc_stride", "epochs", "lr", "batch_size")},
+    **{k: SQUAD_CPU[k] for k in ("max_len", "doc_stride", "lr", "batch_size")},
+    "epochs": args.epochs,
     "seed": 0,
 }
 print(settings, flush=True)
@@ -69,12 +73,13 @@ def scores_of(model):
     feats = featurize_squad(held2, tok, max_len=SQUAD_CPU["max_len"], doc_stride=SQUAD_CPU["doc_stride"])
     start, end = span_logits(model, feats)
     margins, answers = squad2.question_margins(start, end, feats)
-    return margins, squad2.answer_scores(answers, held2), squad2.squad2_scores(margins, answers, held2)
+    scores = squad2.squad2_scores(margins, answers, held2)
+    return margins, squad2.answer_scores(answers, held2), scores, squad2.separations(margins, held2)
 
 
 untrained = ckpt.load_model(folder, BertForQuestionAnswering).eval()
-_, _, untrained_scores = scores_of(untrained)
-print("untrained span layer:", untrained_scores, flush=True)
+_, _, untrained_scores, untrained_sep = scores_of(untrained)
+print("untrained span layer:", untrained_scores, untrained_sep, flush=True)
 
 with tempfile.TemporaryDirectory() as work:
     result = finetune(
@@ -83,7 +88,7 @@ with tempfile.TemporaryDirectory() as work:
             init=str(folder),
             max_len=SQUAD_CPU["max_len"],
             doc_stride=SQUAD_CPU["doc_stride"],
-            epochs=SQUAD_CPU["epochs"],
+            epochs=args.epochs,
             lr=SQUAD_CPU["lr"],
             batch_size=SQUAD_CPU["batch_size"],
             seeds=(0,),
@@ -96,8 +101,8 @@ with tempfile.TemporaryDirectory() as work:
     )
     print(result.summary(), flush=True)
     model = ckpt.load_model(Path(work) / "seed-0", BertForQuestionAnswering).eval()
-margins, span_f1, trained_scores = scores_of(model)
-print("fine-tuned:", trained_scores, flush=True)
+margins, span_f1, trained_scores, trained_sep = scores_of(model)
+print("fine-tuned:", trained_scores, trained_sep, flush=True)
 
 out = Path(args.out)
 ckpt.save_model(out / "model", model, dtype=torch.float16, tokenizer_file=folder / "tokenizer.json")
@@ -111,9 +116,11 @@ write_json(
         "settings": settings,
         "fine_tuned": trained_scores,
         "untrained_span_layer": untrained_scores,
+        "separation": {"untrained_span_layer": untrained_sep, "fine_tuned": trained_sep},
         "v1_answerable_only": result.runs[0].metrics,
         "margins": [round(float(m), 3) for m in margins],
         "has_answer": [bool(ex.answers) for ex in held2],
+        "kind": [squad2.kind_of(ex) for ex in held2],
         "span_f1": [round(float(f), 4) for f in span_f1],  # each question's best span against its gold answers
         "seconds": round(time.perf_counter() - t0, 1),
         "finetune_seconds": round(result.runs[0].seconds, 1),

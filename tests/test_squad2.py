@@ -32,26 +32,45 @@ EXAMPLES = [
 ]
 
 
-def test_unanswerable_questions_use_another_paragraph_of_the_same_article_without_the_answer():
-    made = squad2.unanswerable_questions(EXAMPLES, fraction=1.0, seed=0)
+def test_unanswerable_questions_use_another_paragraph_without_the_answer():
+    made = squad2.unanswerable_questions(EXAMPLES, fraction=1.0, seed=0, other_article=0.0)
     by_id = {m["id"]: m for m in made}
-    assert set(by_id) == {"q1-unanswerable", "q2-unanswerable", "q3-unanswerable"}  # q4: no other paragraph
-    assert by_id["q1-unanswerable"]["context"] == LYON  # NICE mentions "Paris": never chosen for q1
-    assert by_id["q2-unanswerable"]["context"] in (PARIS, NICE)
+    assert set(by_id) == {"q1-unanswerable-same", "q2-unanswerable-same", "q3-unanswerable-same"}  # q4: alone
+    assert by_id["q1-unanswerable-same"]["context"] == LYON  # NICE mentions "Paris": never chosen for q1
+    assert by_id["q2-unanswerable-same"]["context"] in (PARIS, NICE)
     assert all(m["answers"] == [] and m["title"] == "France" for m in made)
-    assert [e["id"] for e in squad2.with_unanswerable(EXAMPLES, 1.0)][:4] == ["q1", "q2", "q3", "q4"]
-    assert len(squad2.unanswerable_questions(EXAMPLES * 50, fraction=0.5, seed=1)) < 150 * 0.7
+    other = squad2.unanswerable_questions(EXAMPLES, fraction=1.0, seed=0, other_article=1.0)
+    assert {m["id"] for m in other} == {f"q{i}-unanswerable-other" for i in (1, 2, 3, 4)}
+    assert next(m for m in other if m["id"] == "q4-unanswerable-other")["context"] in (PARIS, LYON, NICE)
+    assert next(m for m in other if m["id"] == "q1-unanswerable-other")["context"] == OSLO
+    kinds = [squad2.kind_of(e) for e in squad2.with_unanswerable(EXAMPLES, 1.0, other_article=0.5)]
+    assert kinds[:4] == ["answerable"] * 4 and set(kinds[4:]) <= {"same article", "other article"}
+    assert len(squad2.unanswerable_questions(EXAMPLES * 50, fraction=0.5, seed=1)) < 200 * 0.6
     with pytest.raises(ValueError, match="fraction"):
         squad2.unanswerable_questions(EXAMPLES, fraction=0.0)
+    with pytest.raises(ValueError, match="other_article"):
+        squad2.unanswerable_questions(EXAMPLES, other_article=1.5)
+
+
+def test_separation_is_the_chance_that_an_answerable_question_has_the_larger_margin():
+    assert squad2.separation([3.0, 2.0, 1.0, 0.0], [True, True, False, False]) == 1.0
+    assert squad2.separation([0.0, 1.0, 2.0, 3.0], [True, True, False, False]) == 0.0
+    assert squad2.separation([1.0, 1.0], [True, False]) == 0.5  # a tie counts a half
+    assert squad2.separation([2.0, 0.0, 1.0], [True, True, False]) == 0.5
+    made = squad2.with_unanswerable(EXAMPLES[:3], 1.0, other_article=0.0)  # q1-q3, three of the same kind
+    seps = squad2.separations([5.0, 1.0, 3.0, 2.0, 0.0, 4.0], made)
+    assert seps == {"all": pytest.approx(6 / 9), "same article": pytest.approx(6 / 9)}  # 5>2,0,4; 1>0; 3>2,0
+    with pytest.raises(ValueError, match="both with and without"):
+        squad2.separation([1.0], [True])
 
 
 def test_a_question_without_an_answer_is_labelled_cls_in_every_window(bert_tokenizer):
-    made = squad2.with_unanswerable(EXAMPLES, 1.0)
+    made = squad2.with_unanswerable(EXAMPLES, 1.0, other_article=0.0)
     f = featurize_squad(made, bert_tokenizer, max_len=24, doc_stride=4)
     rows = {}
     for item, e in zip(f.items, f.meta["example_index"]):
         rows.setdefault(made[e]["id"], []).append((item["start_positions"], item["end_positions"]))
-    assert all(p == (0, 0) for p in rows["q1-unanswerable"]) and len(rows["q1-unanswerable"]) > 1
+    assert all(p == (0, 0) for p in rows["q1-unanswerable-same"]) and len(rows["q1-unanswerable-same"]) > 1
     assert any(p != (0, 0) for p in rows["q1"])  # the answerable original points at its answer
     assert f.report["unanswered"] == 3
 
@@ -71,9 +90,9 @@ def test_question_margins_take_the_best_span_and_the_smallest_null_over_windows(
 
 
 def test_squad2_scores_choose_tau_and_score_both_kinds_of_question():
-    made = squad2.with_unanswerable(EXAMPLES[:2], 1.0)  # q1, q2 answerable; two unanswerable
+    made = squad2.with_unanswerable(EXAMPLES[:2], 1.0, other_article=0.0)  # q1, q2 answerable; two without
     margins = np.array([3.0, -1.0, 0.5, -2.0])
-    answers = {"q1": "Paris", "q2": "Lyon", "q1-unanswerable": "Lyon", "q2-unanswerable": "Paris"}
+    answers = {"q1": "Paris", "q2": "Lyon", "q1-unanswerable-same": "Lyon", "q2-unanswerable-same": "Paris"}
     r = squad2.squad2_scores(margins, answers, made)
     f1 = np.array([1.0, 0.0, 0.0, 0.0])  # q2's best span is wrong
     tau, best = best_null_threshold(margins, [True, True, False, False], f1)
@@ -94,6 +113,10 @@ def record(before_tau=None, before_f1=33.3):
     return {
         "settings": dict(eval_questions=300, eval_unanswerable=100, train_questions=900, train_unanswerable=300),
         "untrained_span_layer": {**scores, "f1": before_f1, "tau": before_tau, "abstain_everywhere_f1": 33.3},
+        "separation": {
+            "untrained_span_layer": {"all": 0.5, "same article": 0.49, "other article": 0.51},
+            "fine_tuned": {"all": 0.7, "same article": 0.55, "other article": 0.85},
+        },
         "fine_tuned": {
             **scores,
             "f1": 45.0,
@@ -114,6 +137,8 @@ def test_table_and_reading_come_from_the_record():
     assert "that best tau abstains everywhere" in text
     assert "it reaches 45.0 (+11.7 over the floor)" in text and "abstains on 71% of those without one" in text
     assert "+2.0 points above that floor" in squad2.reading(record(before_tau=0.5, before_f1=35.3))
+    assert "another article's paragraph with a separation of 0.85" in text and "own article with 0.55" in text
+    assert "| ... from those beside a paragraph of another article | 0.51 | 0.85 |" in table
 
 
 def test_the_recorded_model_was_fine_tuned_from_the_current_record():
@@ -133,6 +158,7 @@ def test_the_recorded_model_was_fine_tuned_from_the_current_record():
     assert {k: mine[k] for k in ("num_layers", "hidden_size", "vocab_size")} == {
         k: theirs[k] for k in ("num_layers", "hidden_size", "vocab_size")
     }
-    assert len(rec["margins"]) == len(rec["has_answer"]) == len(rec["span_f1"]) == rec["settings"]["eval_questions"]
+    n = rec["settings"]["eval_questions"]
+    assert len(rec["margins"]) == len(rec["has_answer"]) == len(rec["span_f1"]) == len(rec["kind"]) == n
     _, f1 = best_null_threshold(rec["margins"], rec["has_answer"], rec["span_f1"])
     assert f1 == pytest.approx(rec["fine_tuned"]["f1"], abs=0.05)

@@ -35,14 +35,21 @@ RECORD_FILE = "results.json"
 UNANSWERABLE_SUFFIX = "-unanswerable"
 
 
-def unanswerable_questions(examples: Sequence[Any], fraction: float = 0.5, seed: int = 0) -> list[Any]:
+def unanswerable_questions(
+    examples: Sequence[Any], fraction: float = 0.5, seed: int = 0, other_article: float = 0.5
+) -> list[Any]:
     """Questions without an answer, made from answerable ones: for a random `fraction` of the
-    questions, a copy set beside another paragraph of the same article that contains none of its
-    gold answers (compared in lower case), with no answers and the id `<id>-unanswerable`. A
-    question whose article has no such paragraph is skipped. The examples are dataclasses (as
+    questions, a copy set beside another paragraph that contains none of its gold answers
+    (compared in lower case), with no answers. For a random `other_article` share of them the
+    paragraph comes from another article (a question on another topic: the easier kind, id
+    `<id>-unanswerable-other`), for the rest from the same article (same topic, so the question
+    still looks answerable there: id `<id>-unanswerable-same`). A question whose article has no
+    such paragraph is skipped. The examples are dataclasses (as
     bertlab.data.task_data.SquadExample) or dicts with id, title, question, context and answers."""
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    if not 0.0 <= other_article <= 1.0:
+        raise ValueError(f"other_article must be in [0, 1], got {other_article}")
     paragraphs: dict[str, list[str]] = {}
     for ex in examples:
         contexts = paragraphs.setdefault(example_field(ex, "title"), [])
@@ -53,21 +60,62 @@ def unanswerable_questions(examples: Sequence[Any], fraction: float = 0.5, seed:
     for ex in examples:
         if rng.random() >= fraction:
             continue
-        golds = [text.lower() for text, _ in example_field(ex, "answers")]
-        others = [
-            c
-            for c in paragraphs[example_field(ex, "title")]
-            if c != example_field(ex, "context") and not any(g in c.lower() for g in golds)
-        ]
+        title, golds = example_field(ex, "title"), [text.lower() for text, _ in example_field(ex, "answers")]
+        elsewhere = rng.random() < other_article and len(paragraphs) > 1
+        if elsewhere:
+            pool = paragraphs[rng.choice([t for t in paragraphs if t != title])]
+        else:
+            pool = [c for c in paragraphs[title] if c != example_field(ex, "context")]
+        others = [c for c in pool if not any(g in c.lower() for g in golds)]
         if others:
-            change = dict(id=f"{example_field(ex, 'id')}{UNANSWERABLE_SUFFIX}", context=rng.choice(others), answers=[])
+            kind = "other" if elsewhere else "same"
+            change = dict(
+                id=f"{example_field(ex, 'id')}{UNANSWERABLE_SUFFIX}-{kind}", context=rng.choice(others), answers=[]
+            )
             out.append({**ex, **change} if isinstance(ex, dict) else replace(ex, **change))
     return out
 
 
-def with_unanswerable(examples: Sequence[Any], fraction: float = 0.5, seed: int = 0) -> list[Any]:
+def with_unanswerable(
+    examples: Sequence[Any], fraction: float = 0.5, seed: int = 0, other_article: float = 0.5
+) -> list[Any]:
     """The answerable questions followed by `unanswerable_questions` made from them."""
-    return list(examples) + unanswerable_questions(examples, fraction, seed)
+    return list(examples) + unanswerable_questions(examples, fraction, seed, other_article)
+
+
+def kind_of(example: Any) -> str:
+    """ "answerable", "same article" or "other article": what kind of question `example` is."""
+    qid = example_field(example, "id")
+    if UNANSWERABLE_SUFFIX not in qid:
+        return "answerable"
+    return "other article" if qid.endswith("-other") else "same article"
+
+
+def separation(margins: Any, has_answer: Any) -> float:
+    """How well the margins tell questions with an answer from those without: the probability
+    that a random question with an answer has a larger margin than a random one without (the area
+    under the ROC curve; ties count a half). 0.5 is chance, 1 a perfect split."""
+    m = np.asarray(margins, dtype=np.float64)
+    has = np.asarray(has_answer, dtype=bool)
+    pos, neg = m[has], m[~has]
+    if not len(pos) or not len(neg):
+        raise ValueError("separation needs questions both with and without an answer")
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def separations(margins: Any, examples: Sequence[Any]) -> dict[str, float]:
+    """`separation` of the answerable questions from all those without an answer, and from each
+    kind of them (kind_of): {"all": ..., "same article": ..., "other article": ...} (a kind with
+    no question is left out)."""
+    m = np.asarray(margins, dtype=np.float64)
+    kinds = np.array([kind_of(ex) for ex in examples])
+    out = {"all": separation(m, kinds == "answerable")}
+    for kind in ("same article", "other article"):
+        keep = (kinds == "answerable") | (kinds == kind)
+        if (kinds == kind).any():
+            out[kind] = separation(m[keep], kinds[keep] == "answerable")
+    return out
 
 
 def question_margins(
@@ -156,6 +204,13 @@ ROWS = {  # the record's scores, as the table names them
 }
 
 
+SEPARATION_ROWS = {  # separation (chance 0.5, perfect 1) of the answerable questions from ...
+    "all": "separation from every question without an answer (0.5 = chance)",
+    "same article": "... from those beside a paragraph of the same article",
+    "other article": "... from those beside a paragraph of another article",
+}
+
+
 def scores_table(record_: dict[str, Any]) -> str:
     """A Markdown table: the span layer untrained and fine-tuned, on every score of ROWS, then the
     floor of abstaining everywhere."""
@@ -164,6 +219,10 @@ def scores_table(record_: dict[str, Any]) -> str:
     for key, label in ROWS.items():
         lines.append(f"| {label} | {before[key]:.1f} | {after[key]:.1f} |")
     lines.append(f"| tau chosen | {_tau(before['tau'])} | {_tau(after['tau'])} |")
+    for kind, label in SEPARATION_ROWS.items():
+        if kind in record_["separation"]["fine_tuned"]:
+            b, a = record_["separation"]["untrained_span_layer"][kind], record_["separation"]["fine_tuned"][kind]
+            lines.append(f"| {label} | {b:.2f} | {a:.2f} |")
     lines.append(f"| floor: abstain on every question (F1) | {before['abstain_everywhere_f1']:.1f} | |")
     return "\n".join(lines)
 
@@ -194,4 +253,11 @@ def reading(record_: dict[str, Any]) -> str:
         f"an answer with an F1 of {after['has_answer_f1']:.1f} and abstains on {after['no_answer_abstained']:.0f}% "
         "of those without one."
     )
+    sep = record_["separation"]["fine_tuned"]
+    if "same article" in sep and "other article" in sep:
+        text += (
+            f" Its margins tell the questions with an answer from those beside another article's paragraph "
+            f"with a separation of {sep['other article']:.2f} (0.5 is chance, 1 a perfect split), and from those "
+            f"beside another paragraph of their own article with {sep['same article']:.2f}."
+        )
     return text
