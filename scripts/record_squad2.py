@@ -11,7 +11,7 @@ chapter 13b starts from. Writes data/squad2/: results.json (settings, scores, ev
 question's margin, the machine, the code's commit, the time) and the fine-tuned model in fp16
 (model.safetensors, config.json, tokenizer.json; about 11 MB), which chapter 13b loads.
 
-    python scripts/record_squad2.py                         # about 10 minutes on 2 CPU cores
+    python scripts/record_squad2.py --epochs 2              # about 16 minutes on 2 CPU cores
     python scripts/record_squad2.py --max-train 200 --max-eval 100 --out /tmp/squad2   # a smoke run
 """
 

@@ -139,6 +139,10 @@ def test_table_and_reading_come_from_the_record():
     assert "+2.0 points above that floor" in squad2.reading(record(before_tau=0.5, before_f1=35.3))
     assert "another article's paragraph with a separation of 0.85" in text and "own article with 0.55" in text
     assert "| ... from those beside a paragraph of another article | 0.51 | 0.85 |" in table
+    assert text.endswith("It has learned part of when a paragraph does not answer a question.")
+    weak = record()
+    weak["separation"]["fine_tuned"]["all"] = 0.54
+    assert "That is close to chance" in squad2.reading(weak)
 
 
 def test_the_recorded_model_was_fine_tuned_from_the_current_record():

@@ -260,4 +260,13 @@ def reading(record_: dict[str, Any]) -> str:
             f"with a separation of {sep['other article']:.2f} (0.5 is chance, 1 a perfect split), and from those "
             f"beside another paragraph of their own article with {sep['same article']:.2f}."
         )
+    overall = sep["all"]
+    text += (
+        " That is close to chance: this small model has learned little of when a paragraph does not answer "
+        "a question, and abstaining is still nearly its best answer."
+        if overall < 0.6
+        else " It has learned part of when a paragraph does not answer a question."
+        if overall < 0.8
+        else " It has learned, for the most part, when a paragraph does not answer a question."
+    )
     return text
