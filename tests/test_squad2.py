@@ -166,3 +166,17 @@ def test_the_recorded_model_was_fine_tuned_from_the_current_record():
     assert len(rec["margins"]) == len(rec["has_answer"]) == len(rec["span_f1"]) == len(rec["kind"]) == n
     _, f1 = best_null_threshold(rec["margins"], rec["has_answer"], rec["span_f1"])
     assert f1 == pytest.approx(rec["fine_tuned"]["f1"], abs=0.05)
+
+
+def test_demo_reading_follows_the_margins_and_the_record():
+    margins = {"answerable": -1.6, "no answer": -1.0}
+    text = squad2.demo_reading(margins, record(), n_spans=500, cut_word=False)
+    assert "margins are -1.60 for the question the paragraph answers and -1.00" in text
+    assert "(-1.50) it abstains on the first and answers the second." in text
+    good = squad2.demo_reading({"answerable": 2.0, "no answer": -3.0}, record(), 500, cut_word=True)
+    assert "it answers the first and abstains on the second." in good and "cuts a word in two" in good
+    assert "best served by abstaining everywhere" in squad2.demo_reading(
+        margins, record(before_tau=None) | {"fine_tuned": {"tau": None}}, 500, False
+    )
+    untrained = squad2.demo_reading({"answerable": 0.3, "no answer": -0.2}, None, 5775, False)
+    assert "the untrained layer answers one of the two questions" in untrained and "5,775 span scores" in untrained

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from bertlab.prose import number
 from bertlab.records import records_dir
 from bertlab.tasks import metrics
 from bertlab.tasks.inputs import Features, example_field
@@ -269,4 +270,43 @@ def reading(record_: dict[str, Any]) -> str:
         if overall < 0.8
         else " It has learned, for the most part, when a paragraph does not answer a question."
     )
+    return text
+
+
+def demo_reading(margins: dict[str, float], record_: dict[str, Any] | None, n_spans: int, cut_word: bool) -> str:
+    """Chapter 13b's sentences under its two-question demo: `margins` {"answerable": m, "no answer":
+    m} of the model it ran, `record_` the SQuAD 2.0 record when that model was the fine-tuned one
+    (None: an untrained span layer), `n_spans` how many spans the last question's s_hat was the
+    best of, `cut_word` whether its best span cut a word in two."""
+    text = (
+        "For each question the decision flips at $\\tau = \\hat s - s_{\\text{null}}$: just below it the "
+        "model answers, just above it abstains. "
+    )
+    if record_ is None:
+        text += (
+            f"At $\\tau = 0$ the untrained layer answers {number(sum(m > 0 for m in margins.values()))} of the "
+            f"{number(len(margins))} questions. $\\hat s$ is the largest of {n_spans:,} span scores while "
+            "$s_{\\text{null}}$ is a single score, and a maximum over many scores is large by chance alone: "
+            "an untrained model leans towards answering. Training on unanswerable questions raises the null "
+            "score where there is no answer, and $\\tau$ corrects what bias is left."
+        )
+    else:
+        tau = record_["fine_tuned"]["tau"]
+        text += (
+            f"The fine-tuned model's margins are {margins['answerable']:+.2f} for the question the paragraph "
+            f"answers and {margins['no answer']:+.2f} for the one it does not; "
+        )
+        if tau is None:
+            text += "its held-out questions were best served by abstaining everywhere."
+        else:
+            verb = {True: "answers", False: "abstains on"}
+            text += (
+                f"with the $\\tau$ chosen on held-out questions ({tau:+.2f}) it "
+                f"{verb[margins['answerable'] > tau]} the first and {verb[margins['no answer'] > tau]} the second."
+            )
+    if cut_word:
+        text += (
+            " The last best span cuts a word in two (its word pieces are printed above): the span layer has "
+            "not learned where answers begin and end."
+        )
     return text
