@@ -607,6 +607,17 @@ def run_attribution(args) -> dict:
     }
 
 
+def emit_json(result: dict, where: str | None) -> None:
+    """--json: print `result` as one JSON line, the last of stdout; --json FILE also writes it there."""
+    if not where:
+        return
+    line = json.dumps(result)
+    if where != "-":
+        with open(where, "w") as f:
+            f.write(line + "\n")
+    print(line, flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -716,12 +727,7 @@ def main(argv=None) -> int:
             return 2
         for row in record["rows"]:
             print(f"{row['impl']:<13} {', '.join(row['on']) or '(none)':<40} {row['tokens_per_s']:>10,.0f} tokens/s")
-        if args.json:
-            line = json.dumps(record)
-            if args.json != "-":
-                with open(args.json, "w") as f:
-                    f.write(line + "\n")
-            print(line, flush=True)
+        emit_json(record, args.json)
         return 0
     compile = args.compile if args.compile is not None else rt.device.type == "cuda"
     rt.compile = compile
@@ -742,12 +748,7 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        if args.json:
-            line = json.dumps(summary)
-            if args.json != "-":
-                with open(args.json, "w") as f:
-                    f.write(line + "\n")
-            print(line, flush=True)
+        emit_json(summary, args.json)
         return 0
 
     configs = args.configs or (["tiny"] if args.quick else ["base", "reference"])
