@@ -160,28 +160,45 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
     return first, (time.perf_counter() - t) / steps
 
 
-def bench_bertlab(
-    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1
-) -> Measurement:
+def time_train_step(
+    config: BertConfig, batch: dict, rt: Runtime, warmup: int, steps: int, fused_attention: bool | None = None
+) -> tuple[float | None, float, torch.Tensor]:
+    """bertlab's own training step (Trainer.train_step) on the same `batch` every step, timed:
+    (first warm-up step's seconds, seconds per measured step, the step statistics). The model is
+    built with seed 0; `fused_attention` overrides SelfAttention.fused (None: bertlab's choice for
+    the device); rt.compile compiles the step."""
+    from bertlab.model import SelfAttention
     from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
-    )
     model = BertForPreTraining(config)
+    for module in model.modules():
+        if isinstance(module, SelfAttention):
+            module.fused = fused_attention
+    B, T = batch["input_ids"].shape
     with tempfile.TemporaryDirectory() as out:
         cfg = PretrainConfig(
-            steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, compile=compile, out=out, progress=False
+            steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, compile=rt.compile, out=out, progress=False
         )
         trainer = Trainer(cfg, model, source=None, eval_batches=None, rt=rt)  # the real training step
-        batch = rt.to_device(random_batch(B, T, V, torch.Generator().manual_seed(0)))
+        batch = rt.to_device(batch)
         stats = zero_stats(rt.device)
         first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
         _reset_memory(rt)
         first, sec = _time(lambda: trainer.train_step([batch], stats, first_bad), rt, warmup, steps)
         if first_bad.item() >= 0:
             raise RuntimeError("bertlab's loss became non-finite during the benchmark")
+    return first, sec, stats
+
+
+def bench_bertlab(
+    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1
+) -> Measurement:
+    config = BertConfig(
+        vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
+    )
+    batch = random_batch(B, T, V, torch.Generator().manual_seed(0))
+    first, sec, _ = time_train_step(config, batch, rt, warmup, steps)
     return _measurement(name, "bertlab", config, B, T, rt, compile, sec, first)
 
 
@@ -511,33 +528,22 @@ def every_position_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tens
 
 
 def bench_levers(L, H, A, V, T, B, on: frozenset, device: str, warmup: int, steps: int, dropout: float) -> dict:
-    """bertlab's own training step (Trainer.train_step) with the levers in `on` switched on and the
+    """bertlab's own training step (time_train_step) with the levers in `on` switched on and the
     others off. Returns tokens/s, seconds per step and the mean MLM loss over all its steps (the
     same batch every step), which does not depend on the levers up to rounding."""
-    from bertlab.model import SelfAttention
-    from bertlab.training.pretrain import PretrainConfig, Stat, Trainer, zero_stats
+    from bertlab.training.pretrain import Stat
 
     if unknown := set(on) - set(LEVERS):
         raise ValueError(f"unknown lever(s) {sorted(unknown)}; the levers are {list(LEVERS)}")
     rt = make_runtime(device, "bf16" if "bf16" in on else "fp32", compile="compile" in on, distributed=False)
-    torch.manual_seed(0)
     config = BertConfig(
         vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
     )
-    model = BertForPreTraining(config)
-    for module in model.modules():
-        if isinstance(module, SelfAttention):
-            module.fused = None if "attention" in on else True
     batch = random_batch(B, T, V, torch.Generator().manual_seed(0))
     if "sparse_head" not in on:
         batch = every_position_batch(batch)
-    with tempfile.TemporaryDirectory() as out:
-        cfg = PretrainConfig(steps=warmup + steps, batch_size=B, seq_len=T, nsp=True, out=out, progress=False)
-        trainer = Trainer(cfg, model, source=None, eval_batches=None, rt=rt)
-        batch = rt.to_device(batch)
-        stats = zero_stats(rt.device)
-        first_bad = torch.full((), -1, dtype=torch.long, device=rt.device)
-        first, sec = _time(lambda: trainer.train_step([batch], stats, first_bad), rt, warmup, steps)
+    fused = None if "attention" in on else True
+    first, sec, stats = time_train_step(config, batch, rt, warmup, steps, fused_attention=fused)
     loss = (stats[Stat.LM_LOSS_SUM] / stats[Stat.LM_PREDICTIONS]).item()
     return {
         "on": [lever for lever in LEVERS if lever in on],

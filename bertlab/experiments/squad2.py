@@ -29,7 +29,7 @@ from bertlab.prose import number
 from bertlab.records import records_dir
 from bertlab.tasks import metrics
 from bertlab.tasks.inputs import Features, example_field
-from bertlab.tasks.squad import best_null_threshold, best_spans, decode
+from bertlab.tasks.squad import best_null_threshold, decode
 
 SQUAD2_DIR = records_dir("squad2")
 RECORD_FILE = "results.json"
@@ -124,22 +124,16 @@ def question_margins(
 ) -> tuple[np.ndarray, dict[str, str]]:
     """Per question of `features` (in order): its margin s_hat - s_null, and its best span's text.
 
-    Per window, s_null = start_logits[0] + end_logits[0] ([CLS]) and s_hat is the best span among
-    the paragraph tokens scored in that window (as `decode` chooses them). A question read in
-    several windows takes its best span over all of them and its smallest null score (the window
-    most sure there is an answer); a question without any allowed span has margin -inf."""
-    meta = features.meta
-    in_context = torch.as_tensor(meta["token_to_char"])[..., 0] >= 0
-    T = in_context.shape[1]
-    s, e = start_logits[:, :T].float(), end_logits[:, :T].float()
-    scores, _, _ = best_spans(s, e, torch.as_tensor(meta["max_context"]), in_context, max_answer_length, 1)
-    null = (s[:, 0] + e[:, 0]).numpy()
-    best = scores[:, 0].numpy()
-    n = len(features.examples)
-    s_hat, s_null = np.full(n, -np.inf), np.full(n, np.inf)
-    np.maximum.at(s_hat, meta["example_index"], best)
-    np.minimum.at(s_null, meta["example_index"], null)
-    return s_hat - s_null, decode(start_logits, end_logits, features, max_answer_length)
+    s_hat is the score of the best span `decode` finds for the question over all its windows; s_null
+    = start_logits[0] + end_logits[0] ([CLS]), the smallest over its windows (the window most sure
+    there is an answer). A question without any allowed span has margin -inf and the text ""."""
+    best = decode(start_logits, end_logits, features, max_answer_length, n_best=2)  # candidates, best first
+    ids = [example_field(ex, "id") for ex in features.examples]
+    s_hat = np.array([best[q][0]["score"] if best[q] else -np.inf for q in ids])
+    null = (start_logits[:, 0] + end_logits[:, 0]).float().numpy()
+    s_null = np.full(len(ids), np.inf)
+    np.minimum.at(s_null, features.meta["example_index"], null)
+    return s_hat - s_null, {q: best[q][0]["text"] if best[q] else "" for q in ids}
 
 
 def answer_scores(answers: dict[str, str], examples: Sequence[Any], measure=metrics.span_f1) -> np.ndarray:
