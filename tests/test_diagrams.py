@@ -196,6 +196,108 @@ def test_normalisation_axes_write_each_value_and_the_statistics_of_its_axis():
         diagrams.normalisation_axes({"a": x, "b": x[:, :2]})
 
 
+# chapter 6b ------------------------------------------------------------------------------------
+
+ENCODER_COLUMN = ["Input Embedding", "Multi-Head Attention", "Add & Norm", "Feed Forward", "Add & Norm"]
+DECODER_COLUMN = [
+    "Output Embedding",
+    "Masked Multi-Head Attention",
+    "Add & Norm",
+    diagrams.CROSS_ATTENTION,
+    "Add & Norm",
+    "Feed Forward",
+    "Add & Norm",
+    "Linear",
+    "Softmax",
+]
+
+
+def boxed_labels(ax) -> list[tuple[str, FancyBboxPatch]]:
+    """Each text of the two columns with its box: the smallest box drawn around the text's anchor."""
+    boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
+    pairs = []
+    for t in ax.texts:
+        if t.get_text() in ENCODER_COLUMN + DECODER_COLUMN:
+            x, y = t.get_position()
+            around = [b for b in boxes if b.get_bbox().contains(x, y)]
+            pairs.append((t.get_text(), min(around, key=lambda b: b.get_width() * b.get_height())))
+    return pairs
+
+
+def column(pairs, box) -> list[tuple[str, FancyBboxPatch]]:
+    """The labelled boxes centred on the same x as `box`, bottom to top."""
+    centre = box.get_x() + box.get_width() / 2
+    same = [(label, b) for label, b in pairs if math.isclose(b.get_x() + b.get_width() / 2, centre)]
+    return sorted(same, key=lambda pair: pair[1].get_y())
+
+
+def test_transformer_diagram_draws_the_encoder_beside_the_decoder_and_marks_berts_half():
+    ax = diagrams.transformer_diagram()
+    labels = texts(ax)
+    assert labels.count("Add & Norm") == 2 + 3 and labels.count("Feed Forward") == 2
+    assert labels.count("N×") == 2 and labels.count("Positional\nEncoding") == 2
+    assert {"Output Probabilities", "BERT keeps this half: the encoder", "Q", "K, V"} <= set(labels)
+    pairs = boxed_labels(ax)
+    by_label = dict(pairs)
+    encoder = column(pairs, by_label["Input Embedding"])
+    decoder = column(pairs, by_label["Output Embedding"])
+    assert [label for label, _ in encoder] == ENCODER_COLUMN  # each stack in the paper's order, bottom up
+    assert [label for label, _ in decoder] == DECODER_COLUMN
+    assert len(encoder) + len(decoder) == len(pairs)
+    for stack in (encoder, decoder):  # no box overlaps the one above it
+        assert all(a.get_y() + a.get_height() < b.get_y() for (_, a), (_, b) in zip(stack, stack[1:]))
+    enc_right = max(b.get_x() + b.get_width() for _, b in encoder)
+    dec_left = min(b.get_x() for _, b in decoder)
+    assert enc_right < dec_left  # the two columns side by side, apart
+    # BERT's half: the blue frame holds every encoder box and its label, and no decoder box
+    blue = [p for p in ax.patches if same_colour(p.get_edgecolor(), diagrams.TRANSFORMER_BLUE)]
+    (bert,) = [p for p in blue if isinstance(p, FancyBboxPatch)]
+    x0, x1, y0, y1 = bert.get_x(), bert.get_x() + bert.get_width(), bert.get_y(), bert.get_y() + bert.get_height()
+    assert all(x0 < b.get_x() and b.get_x() + b.get_width() < x1 and y0 < b.get_y() < y1 for _, b in encoder)
+    assert enc_right < x1 < dec_left
+    (label,) = [t for t in ax.texts if t.get_text() == "BERT keeps this half: the encoder"]
+    assert x0 < label.get_position()[0] < x1 and y0 < label.get_position()[1] < y1
+
+
+def arrow_points(arrow: FancyArrowPatch) -> np.ndarray:
+    path = arrow.get_path()  # in data coordinates: the line, then the head
+    return path.vertices[path.codes != path.CLOSEPOLY]
+
+
+def test_transformer_diagram_carries_the_encoder_output_into_the_cross_attention():
+    ax = diagrams.transformer_diagram()
+    pairs = boxed_labels(ax)
+    encoder = column(pairs, dict(pairs)["Input Embedding"])
+    top = encoder[-1][1]  # the encoder's last Add & Norm
+    cross = dict(pairs)[diagrams.CROSS_ATTENTION]
+    arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+    (memory,) = [a for a in arrows if same_colour(a.get_edgecolor(), diagrams.TRANSFORMER_BLUE)]
+    points = arrow_points(memory)
+    # it leaves the top of the encoder stack, rises above it, and ends on the cross-attention's left side
+    assert points[0] == pytest.approx((top.get_x() + top.get_width() / 2, top.get_y() + top.get_height()))
+    assert points[:, 1].max() > top.get_y() + top.get_height()
+    tip = points[points[:, 0].argmax()]
+    assert tip == pytest.approx((cross.get_x(), cross.get_y() + cross.get_height() / 2), abs=0.1)
+    assert tip[0] <= cross.get_x()
+    # a residual connection runs into the outer side of each of the five Add & Norm boxes
+    norms = [(label, b) for label, b in pairs if label == "Add & Norm"]
+    midpoint = top.get_x() + top.get_width() / 2
+    fed = 0
+    for _, box in norms:
+        outer = box.get_x() if box.get_x() < midpoint else box.get_x() + box.get_width()
+        side = np.array([outer, box.get_y() + box.get_height() / 2])
+        fed += any(np.linalg.norm(arrow_points(a) - side, axis=1).min() < 0.1 for a in arrows if a is not memory)
+    assert fed == len(norms) == 5
+
+
+def test_transformer_diagram_draws_on_the_axes_it_is_given():
+    fig, (left, right) = plt.subplots(1, 2)
+    assert diagrams.transformer_diagram(ax=right) is right
+    assert plt.get_fignums() == [fig.number]  # no new figure
+    assert not left.patches and not left.texts
+    assert "Masked Multi-Head Attention" in texts(right) and not right.axison
+
+
 # chapter 7 -------------------------------------------------------------------------------------
 
 

@@ -19,7 +19,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.collections import LineCollection
+from matplotlib.colors import to_rgba
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.path import Path
 
 from bertlab.config import BertConfig
 
@@ -368,6 +370,134 @@ def normalisation_axes(panels: Mapping[str, torch.Tensor], axes=None):
     note = "right of each row: mean / std over its features;  under each column: mean and std over the tokens"
     fig.text(0.5, -0.04, note, ha="center", fontsize=9, color="dimgray")
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 6b: the whole Transformer, encoder beside decoder (Figure 1 of Vaswani et al. 2017)
+
+# the fills of the Transformer diagram's boxes, by kind of box
+TRANSFORMER_FILLS = {
+    "attention": "#dbe9f6",
+    "cross-attention": "#f6dbe9",
+    "add & norm": "#eeeeee",
+    "feed-forward": "#fde0c5",
+    "embedding": EMBEDDING_YELLOW[0],
+    "output": "#e6f2e6",
+}
+CROSS_ATTENTION = "Multi-Head Attention\n(encoder-decoder attention)"
+# one layer of each stack, its sub-layers bottom to top: (label, kind of box)
+ENCODER_SUBLAYERS = [
+    ("Multi-Head Attention", "attention"),
+    ("Add & Norm", "add & norm"),
+    ("Feed Forward", "feed-forward"),
+    ("Add & Norm", "add & norm"),
+]
+DECODER_SUBLAYERS = [
+    ("Masked Multi-Head Attention", "attention"),
+    ("Add & Norm", "add & norm"),
+    (CROSS_ATTENTION, "cross-attention"),
+    ("Add & Norm", "add & norm"),
+    ("Feed Forward", "feed-forward"),
+    ("Add & Norm", "add & norm"),
+]
+# the size of a sub-layer's box, and the distance from one box's bottom to the next one's
+SUBLAYER_WIDTH, SUBLAYER_HEIGHT, SUBLAYER_STEP = 3.0, 0.55, 0.9
+
+
+def path_arrow(ax, points: Sequence[tuple[float, float]], color: str = "#555555", lw: float = 1.0) -> FancyArrowPatch:
+    """An arrow along the polyline through `points`, its head at the last one (an elbowed
+    recipe_arrow). Returns the patch."""
+    arrow = FancyArrowPatch(
+        path=Path(points), arrowstyle="-|>", mutation_scale=10, color=color, lw=lw, capstyle="butt", joinstyle="miter"
+    )
+    ax.add_patch(arrow)
+    return arrow
+
+
+def transformer_stack_column(ax, x: float, y0: float, sublayers, residual_side: int) -> list[float]:
+    """One stack of the Transformer diagram centred on x: its sub-layers' boxes from y0 upwards
+    (SUBLAYER_STEP apart), an arrow between each box and the next, a residual connection around
+    every sub-layer into its Add & Norm on side `residual_side` (-1 left, +1 right), and the grey
+    frame of the N layers. Returns the y of each box's bottom."""
+    w, h, step = SUBLAYER_WIDTH, SUBLAYER_HEIGHT, SUBLAYER_STEP
+    bottoms = [y0 + k * step for k in range(len(sublayers))]
+    top = bottoms[-1] + h
+    frame = FancyBboxPatch(
+        (x - w / 2 - 0.35, y0 - 0.35), w + 0.7, top - y0 + 0.6, boxstyle="round,pad=0.05", fc="none", ec="#999999"
+    )
+    ax.add_patch(frame)
+    side = x + residual_side * (w / 2 + 0.18)
+    for k, ((label, kind), y) in enumerate(zip(sublayers, bottoms)):
+        recipe_box(ax, (x - w / 2, y), w, h, label, TRANSFORMER_FILLS[kind], fs=8.5 if "\n" in label else 9)
+        if k:
+            recipe_arrow(ax, (x, y - step + h), (x, y))
+        if kind == "add & norm":  # from just below the sub-layer underneath, around it, into this box
+            branch = y - step - (step - h) / 2
+            edge = x + residual_side * w / 2
+            path_arrow(ax, [(x, branch), (side, branch), (side, y + h / 2), (edge, y + h / 2)])
+    return bottoms
+
+
+def transformer_diagram(ax=None):
+    """The encoder-decoder Transformer of Vaswani et al. (2017) as its Figure 1 lays it out: on
+    the left the encoder, N layers of multi-head self-attention and a feed-forward network, each
+    followed by Add & Norm (a residual connection, then LayerNorm); on the right the decoder, N
+    layers of masked multi-head self-attention, encoder-decoder (cross-) attention and a
+    feed-forward network, each followed by Add & Norm. Below each stack its embedding plus the
+    positional encoding; above the decoder the linear layer and softmax over the vocabulary. An
+    arrow carries the encoder's output M into the cross-attention of every decoder layer (its
+    keys and values; the queries come from the decoder). A shaded frame marks the half BERT
+    keeps: the encoder."""
+    ax = new_axes(ax, (8.4, 8.8))
+    ax.set_xlim(0, 10.9)
+    ax.set_ylim(-0.3, 11.2)
+    ax.axis("off")
+    w, h = SUBLAYER_WIDTH, SUBLAYER_HEIGHT
+    enc_x, dec_x, y0 = 2.85, 8.2, 3.0
+    shade = to_rgba(TRANSFORMER_BLUE, 0.1)  # BERT's half
+    bert = FancyBboxPatch((0.2, -0.2), 4.85, 8.25, boxstyle="round,pad=0.05", fc=shade, ec=TRANSFORMER_BLUE, ls="--")
+    ax.add_patch(bert)
+    text = "BERT keeps this half: the encoder"
+    ax.text(2.625, 7.8, text, ha="center", va="center", fontsize=10, weight="bold", color=TRANSFORMER_BLUE)
+    for x, name, inputs, side in (
+        (enc_x, "Input Embedding", "Inputs\n(source: je suis étudiant)", -1),
+        (dec_x, "Output Embedding", "Outputs (shifted right)\n(target: [BOS] i am a student)", +1),
+    ):
+        ax.text(x, 0.05, inputs, ha="center", va="center", fontsize=8.5)
+        recipe_box(ax, (x - w / 2, 0.6), w, h, name, TRANSFORMER_FILLS["embedding"])
+        recipe_arrow(ax, (x, 0.3), (x, 0.6))
+        ax.text(x, 1.75, "+", ha="center", va="center", fontsize=11, bbox=dict(boxstyle="circle,pad=0.15", fc="white"))
+        align = "right" if side < 0 else "left"  # outside the columns, as in the paper
+        ax.text(x + side * 0.35, 1.75, "Positional\nEncoding", ha=align, va="center", fontsize=8.5)
+        recipe_arrow(ax, (x, 0.6 + h), (x, 1.55))
+        recipe_arrow(ax, (x, 1.95), (x, y0))
+    enc = transformer_stack_column(ax, enc_x, y0, ENCODER_SUBLAYERS, residual_side=-1)
+    dec = transformer_stack_column(ax, dec_x, y0, DECODER_SUBLAYERS, residual_side=+1)
+    ax.text(enc_x - w / 2 - 0.5, (y0 + enc[-1] + h) / 2, "N×", ha="right", va="center", fontsize=12)
+    ax.text(dec_x + w / 2 + 0.5, (y0 + dec[-1] + h) / 2, "N×", ha="left", va="center", fontsize=12)
+    # the encoder's output M, out of the top of its stack into every decoder layer's cross-attention
+    cross = dec[[label for label, _ in DECODER_SUBLAYERS].index(CROSS_ATTENTION)]
+    enc_top, gap_x, out_y = enc[-1] + h, 5.95, enc[-1] + h + 0.55
+    path_arrow(
+        ax,
+        [(enc_x, enc_top), (enc_x, out_y), (gap_x, out_y), (gap_x, cross + h / 2), (dec_x - w / 2, cross + h / 2)],
+        color=TRANSFORMER_BLUE,
+        lw=2,
+    )
+    text = "encoder output M, read by\nevery decoder layer"
+    ax.text(enc_x + 0.9, out_y + 0.08, text, ha="center", va="bottom", fontsize=8.5, color=TRANSFORMER_BLUE)
+    ax.text(gap_x + 0.12, cross + h / 2 + 0.12, "K, V", ha="left", va="bottom", fontsize=8, color=TRANSFORMER_BLUE)
+    ax.text(dec_x - 0.1, cross - 0.17, "Q", ha="right", va="center", fontsize=8)
+    # linear and softmax over the target vocabulary
+    linear_y = dec[-1] + h + 0.55
+    recipe_box(ax, (dec_x - w / 2, linear_y), w, h, "Linear", TRANSFORMER_FILLS["output"])
+    recipe_box(ax, (dec_x - w / 2, linear_y + 0.9), w, h, "Softmax", TRANSFORMER_FILLS["output"])
+    recipe_arrow(ax, (dec_x, dec[-1] + h), (dec_x, linear_y))
+    recipe_arrow(ax, (dec_x, linear_y + h), (dec_x, linear_y + 0.9))
+    recipe_arrow(ax, (dec_x, linear_y + 0.9 + h), (dec_x, linear_y + 1.75))
+    ax.text(dec_x, linear_y + 1.9, "Output Probabilities", ha="center", va="center", fontsize=9)
+    ax.text(dec_x, 10.9, "the decoder: BERT drops it", ha="center", va="center", fontsize=10, color="#777777")
+    return ax
 
 
 # ---------------------------------------------------------------------------------------------
