@@ -384,7 +384,8 @@ def pretrained_encoder(
                 run.model_folder(),
                 True,
                 f"the book's own BERT (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}, "
-                f"vocabulary {c.vocab_size:,}), {run.label()}",
+                f"vocabulary {c.vocab_size:,}), pretrained in chapter 10: the book's recorded run, "
+                "not trained while this page was built",
             )
         return PretrainedEncoder(
             "all-MiniLM-L6-v2",
