@@ -402,6 +402,6 @@ def pretrained_encoder(
 
 
 def stand_in(why: str) -> PretrainedEncoder:
-    """all-MiniLM-L6-v2 for a page that needs an encoder trained far longer than the book's own
-    (e.g. a live fine-tuning of a few dozen steps), with `why` in its description."""
+    """all-MiniLM-L6-v2, an encoder trained far longer than the book's own, as a comparison line
+    beside it (chapters 11, 15, 16), with `why` in its description."""
     return PretrainedEncoder("all-MiniLM-L6-v2", Path(minilm_path()), False, f"{MINILM}. {why}")
