@@ -6,5 +6,9 @@ if [ -z "${BERTLAB_DATA_MIRROR:-}" ] && [ -f ../shared/data/SHA256SUMS ]; then
     BERTLAB_DATA_MIRROR=$(cd ../shared/data && pwd)
     export BERTLAB_DATA_MIRROR
 fi
-PY=python
-[ -x .venv/bin/python ] && PY=.venv/bin/python
+# (an `if`, not `[ ... ] && PY=...`: as the last line of a sourced file under `set -e`, a false
+# test would end the calling script without a word)
+if [ -z "${PY:-}" ]; then
+    PY=python
+    if [ -x .venv/bin/python ]; then PY=.venv/bin/python; fi
+fi
