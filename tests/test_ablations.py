@@ -90,6 +90,21 @@ def test_record_trains_scores_and_resumes(miniature, monkeypatch):
     assert again["models"] == saved["models"] and again["scratch"] == saved["scratch"]
 
 
+def test_parts_made_side_by_side_merge_into_one_record(miniature):
+    tok_file, tmp = miniature
+    kw = dict(steps=4, tokenizer=tok_file, compile=False, precision="fp32")
+    a = ablations.record(tmp / "a", tmp / "runs", only=("MLM, no NSP",), **kw)
+    b = ablations.record(tmp / "b", tmp / "runs", only=("LTR, no NSP", "MLM + NSP"), scratch=False, **kw)
+    assert "sst2" in a["scratch"] and b["scratch"] == {}
+    merged = ablations.merge([a, b])
+    assert merged["models"].keys() == ablations.MODELS.keys() and merged["scratch"] == a["scratch"]
+    assert merged["models"]["LTR, no NSP"] == b["models"]["LTR, no NSP"]
+    with pytest.raises(ValueError, match="MLM, no NSP in more than one part"):
+        ablations.merge([a, a])
+    with pytest.raises(ValueError, match="other pretraining settings"):
+        ablations.merge([a, {**b, "pretraining": {**b["pretraining"], "steps": 5}}])
+
+
 def test_incomplete_or_missing_record(tmp_path, monkeypatch):
     assert ablations.load(tmp_path) is None
     (tmp_path / "ablations.json").write_text(json.dumps({"models": {"MLM, no NSP": {}}}))

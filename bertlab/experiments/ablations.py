@@ -106,13 +106,16 @@ def record(
     compile: bool = True,
     precision: str = "auto",
     only: tuple[str, ...] | None = None,
+    scratch: bool = True,
 ) -> dict[str, Any]:
     """Pretrain every model of MODELS for `steps` steps, evaluate it on the held-out text, fine-tune
     it (and the scratch control) as FINETUNE_TASKS say, and write the record to <out>/ablations.json.
 
     Resumable at every level: a model whose run has finished is not trained again (an interrupted
     one resumes from its newest checkpoint), and a fine-tuning result already in the record is
-    kept. `only` limits the work to some models (the record still lists the others it had)."""
+    kept. `only` limits the work to some models (the record still lists the others it had);
+    `scratch=False` leaves out the scratch control, so that runs of disjoint `only` lists can go
+    side by side (on a GPU) and be merged with `merge`."""
     # local: the training stack (pretraining data, tasks); chapter 17 only reads the record
     from bertlab.training.finetune import FinetuneConfig, finetune
     from bertlab.training.heldout import evaluate_checkpoint
@@ -209,6 +212,8 @@ def record(
         for name in spec["models"]:
             if only and name not in only and name != SCRATCH:
                 continue
+            if name == SCRATCH and not scratch:
+                continue
             holder = results if name == SCRATCH else models[name].setdefault("finetune", {})
             if task in holder:
                 continue
@@ -239,6 +244,27 @@ def record(
             save()
     save()
     return rec
+
+
+def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record from records of the same plan made side by side (`record(only=..., scratch=...)`
+    in separate processes): their models and scratch results together. The parts must share
+    their settings and may not both hold the same model or scratch task."""
+    if not parts:
+        raise ValueError("merge needs at least one record")
+    first = parts[0]
+    out = {k: v for k, v in first.items() if k not in ("models", "scratch")}
+    out["models"], out["scratch"] = {}, {}
+    for i, part in enumerate(parts):
+        for key in ("pretraining", "finetuning"):
+            if part.get(key) != first.get(key):
+                raise ValueError(f"part {i} was made with other {key} settings than part 0; they cannot be merged")
+        for field in ("models", "scratch"):
+            twice = set(out[field]) & set(part.get(field, {}))
+            if twice:
+                raise ValueError(f"{', '.join(sorted(twice))} in more than one part ({field}); give each part its own")
+            out[field].update(part.get(field, {}))
+    return out
 
 
 def nsp_accuracy(record_: dict[str, Any], model: str = "MLM + NSP") -> dict[str, Any] | None:
