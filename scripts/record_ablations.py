@@ -1,15 +1,22 @@
 #!/usr/bin/env python
 """Record the paper's section 5 ablations on this machine (bertlab.experiments.ablations): pre-training tasks
 (MLM + NSP, MLM, LTR) and model sizes, one fixed budget each, then one fine-tuning recipe, into
-data/ablations/ablations.json. About an hour on 2 CPU cores; run it again to resume.
+data/ablations/ablations.json. One to two hours on 2 CPU cores, minutes on a GPU; run it again to resume.
+On a GPU the plan can be split into parts that run side by side and are merged afterwards
+(`bertlab.experiments.ablations.merge`): the scratch control in one part, --no-scratch in the others.
 
     python scripts/record_ablations.py
     python scripts/record_ablations.py --steps 1000 --only "MLM, no NSP"
+    python scripts/record_ablations.py --out runs/b --only "MLM + NSP" --no-scratch   # one part
+    python scripts/record_ablations.py --merge runs/a runs/b runs/c                   # into data/ablations
 """
 
 import argparse
+import json
+from pathlib import Path
 
-from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, STEPS, record
+from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, RECORD_FILE, STEPS, merge, record
+from bertlab.files import write_json
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--steps", type=int, default=STEPS, help=f"optimizer steps per model (default {STEPS})")
@@ -23,7 +30,21 @@ parser.add_argument(
     help="leave out the scratch control (for parts run side by side, merged with ablations.merge)",
 )
 parser.add_argument("--no-compile", dest="compile", action="store_false", help="eager mode (no torch.compile)")
+parser.add_argument(
+    "--merge", nargs="+", metavar="FOLDER", help="merge the records of parts run side by side into --out; train nothing"
+)
 args = parser.parse_args()
+if args.merge:
+    parts = []
+    for folder in args.merge:
+        path = Path(folder) / RECORD_FILE
+        if not path.exists():
+            parser.error(f"{path} does not exist: run that part first (--out {folder})")
+        parts.append(json.loads(path.read_text()))
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    write_json(Path(args.out) / RECORD_FILE, merge(parts))
+    print(f"merged {len(parts)} parts into {Path(args.out) / RECORD_FILE}")
+    raise SystemExit
 rec = record(
     args.out,
     args.work,

@@ -279,3 +279,55 @@ def test_compare_with_paper_reads_each_gap_against_the_seeds(two_models):
     [v] = ablations.compare_with_paper(two_models, {("sst2", "MLM, no NSP", ablations.SCRATCH): -2.0})
     assert not v["apart"] and not v["same"]
     assert ("conll2003", "MLM, no NSP", "LTR, no NSP") in ablations.PAPER_GAPS
+
+
+def test_same_plan_on_another_machine_is_compared_model_by_model():
+    def rec(machine, accs):
+        models = {n: {"heldout": {"mlm_loss": 5.0, "mlm_acc": a}} for n, a in zip(ablations.MODELS, accs)}
+        models["LTR, no NSP"]["heldout"] = {"ltr_loss": 4.5, "next_token_acc": accs[2]}
+        return {"pretraining": {**ablations.PRETRAIN, "steps": 1500}, "machine": machine, "models": models}
+
+    gpu = rec({"device": "NVIDIA H100", "precision": "bf16", "compile": False}, [0.147, 0.257, 0.239, 0.184, 0.250])
+    cpu_m = {"device": "cpu (2 cores)", "cpu": "AMD EPYC", "precision": "bf16", "compile": True}
+    cpu = rec(cpu_m, [0.147, 0.257, 0.239, 0.181, 0.258])
+    check = ablations.same_plan_elsewhere(gpu, cpu)
+    assert check["max_gap"] == pytest.approx(0.8)
+    assert [r["name"] for r in check["rows"]] == list(ablations.MODELS)
+    text = ablations.same_plan_reading(check)
+    assert "run earlier on 2 cores of an AMD EPYC (bf16, compiled)" in text and "within 0.8 points" in text
+    assert "2/256/4, 25.8% there against 25.0% here): the machine moved no model by a whole point." in text
+    with pytest.raises(ValueError, match="pre-trained differently \\(steps\\)"):
+        ablations.same_plan_elsewhere(gpu, {**cpu, "pretraining": {**cpu["pretraining"], "steps": 1000}})
+    recorded = ablations.load()
+    earlier = ablations.load_earlier()
+    if recorded is not None and earlier is not None:  # the book's two runs of the plan
+        assert ablations.same_plan_elsewhere(recorded, earlier)["max_gap"] < 2.0
+
+
+def test_record_ablations_merges_parts_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    plan = {"pretraining": {"steps": 4}, "finetuning": {"lr": 5e-4}, "machine": {"device": "x"}}
+    parts = {
+        "a": {**plan, "models": {"MLM, no NSP": {"steps": 4}}, "scratch": {"sst2": {"median": 50.0}}},
+        "b": {**plan, "models": {"LTR, no NSP": {"steps": 4}}, "scratch": {}},
+    }
+    for name, part in parts.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ablations.json").write_text(json.dumps(part))
+    from pathlib import Path
+
+    script = [
+        sys.executable,
+        str(Path(__file__).parents[1] / "scripts" / "record_ablations.py"),
+        "--out",
+        str(tmp_path / "m"),
+        "--merge",
+    ]
+    done = subprocess.run(script + [str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    merged = json.loads((tmp_path / "m" / "ablations.json").read_text())
+    assert merged["models"].keys() == {"MLM, no NSP", "LTR, no NSP"} and merged["scratch"] == parts["a"]["scratch"]
+    missing = subprocess.run(script + [str(tmp_path / "c")], capture_output=True, text=True)
+    assert missing.returncode != 0 and "c/ablations.json does not exist: run that part first" in missing.stderr

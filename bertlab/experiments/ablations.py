@@ -1,14 +1,14 @@
-"""The paper's section 5 ablations, run on a CPU with one fixed budget each, and their record.
+"""The paper's section 5 ablations, run with one fixed budget each, and their record.
 
 Section 5.1 (Table 5) compares pre-training tasks: the masked LM with next-sentence prediction
 (BERT), the masked LM alone, and a left-to-right LM ("LTR & No NSP"). Section 5.2 (Table 6)
 compares model sizes under the same pre-training. Here every model gets the same data (books +
 Wikipedia, the 8,192-piece vocabulary of the book's second reference run), the same `cpu` recipe and seed, and the
 same number of optimizer steps over a complete schedule (warm-up and decay); then each is
-fine-tuned with one recipe (SST-2 on 2,000 labelled sentences) with three seeds, beside the same
-architecture from random weights.
+fine-tuned with one recipe (SST-2 and CoNLL-2003 on 2,000 labelled sentences each) with three
+seeds, beside the same architecture from random weights.
 
-    python scripts/record_ablations.py            # about an hour on 2 CPU cores; resumable
+    python scripts/record_ablations.py            # 1-2 hours on 2 CPU cores, minutes on a GPU; resumable
     from bertlab.experiments import ablations; ablations.load()   # the record, as chapter 17 reads it
 
 Chapter 17's tables come from it: `heldout_table` (each model on its own held-out task),
@@ -36,6 +36,9 @@ from bertlab.runtime import git_commit, machine, make_runtime
 
 ABLATIONS_DIR = records_dir("ablations")
 RECORD_FILE = "ablations.json"
+# An earlier run of the same pre-training plan on 2 CPU cores (fine-tuned on SST-2 only), kept to
+# show that the machine does not change what the models learn (`same_plan_elsewhere`).
+EARLIER_FILE = "ablations_cpu.json"
 
 # One budget for every model: the same corpus, vocabulary, recipe, batch and number of steps.
 PRETRAIN = dict(
@@ -50,7 +53,7 @@ PRETRAIN = dict(
     checkpoint_every=250,
     keep_last=2,
 )
-STEPS = 1500  # about 13 minutes for BERT-Mini on 2 cores (bf16, compiled)
+STEPS = 1500  # about 15 minutes for BERT-Mini on 2 cores (bf16, compiled), half a minute on an H100
 
 # name -> (what the paper calls it, the settings that differ); the first three are Table 5's rows
 # (at the mini size), the sizes are Table 6's question ("MLM, no NSP" is the mini point of both).
@@ -96,6 +99,12 @@ def load(folder: str | Path = ABLATIONS_DIR) -> dict[str, Any] | None:
             f"`python scripts/record_ablations.py` (it resumes)"
         )
     return record
+
+
+def load_earlier(folder: str | Path = ABLATIONS_DIR) -> dict[str, Any] | None:
+    """The earlier run of the plan kept beside the record (EARLIER_FILE), or None."""
+    path = Path(folder) / EARLIER_FILE
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def record(
@@ -313,6 +322,43 @@ def heldout_rows(record_: dict[str, Any]) -> list[dict[str, Any]]:
         task = "next token" if ltr else "masked LM"
         rows.append({"name": name, "task": task, "loss": loss, "accuracy": acc, "perplexity": math.exp(loss)})
     return rows
+
+
+def same_plan_elsewhere(record_: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """The record beside another run of the same pre-training plan on another machine (say a GPU
+    record beside an earlier one on CPU cores): per model the held-out accuracy of both (on its
+    own task, in percent), and the largest gap in points. Raises if the two did not pre-train the
+    same way (settings, steps), since then a gap says nothing about the machine."""
+    keys = [k for k in PRETRAIN if k != "eval_every"] + ["steps"]
+    differ = [k for k in keys if record_["pretraining"].get(k) != other["pretraining"].get(k)]
+    if differ:
+        raise ValueError(f"the two records pre-trained differently ({', '.join(differ)}): not the same plan")
+    theirs = {r["name"]: r for r in heldout_rows(other)}
+    rows = [
+        {
+            "name": r["name"],
+            "task": r["task"],
+            "here": 100 * r["accuracy"],
+            "there": 100 * theirs[r["name"]]["accuracy"],
+        }
+        for r in heldout_rows(record_)
+    ]
+    return {"rows": rows, "max_gap": max(abs(r["here"] - r["there"]) for r in rows), "machine": other["machine"]}
+
+
+def same_plan_reading(check: dict[str, Any]) -> str:
+    """One sentence on `same_plan_elsewhere`: where the other run was made and how close it came."""
+    m = check["machine"]
+    device = m["device"]
+    where = f"{device.removeprefix('cpu').strip(' ()')} of an {m['cpu']}" if device.startswith("cpu") else device
+    worst = max(check["rows"], key=lambda r: abs(r["here"] - r["there"]))
+    return (
+        f"The same pre-training plan, run earlier on {where} ({m['precision']}"
+        f"{', compiled' if m.get('compile') else ''}), gave every model a held-out accuracy within "
+        f"{check['max_gap']:.1f} points of this record's (the largest gap: {worst['name']}, "
+        f"{worst['there']:.1f}% there against {worst['here']:.1f}% here)"
+        + (": the machine moved no model by a whole point." if check["max_gap"] < 1 else ".")
+    )
 
 
 def heldout_table(record_: dict[str, Any]) -> str:
