@@ -61,7 +61,12 @@ def test_seeds_results_and_reproducibility(pretrained, tmp_path):
     assert r.task == "rte" and r.main_metric == "accuracy" and len(r.runs) == 2
     assert all(len(run.history) == 1 and "train_loss" in run.history[0] for run in r.runs)
     assert r.median == pytest.approx(sum(r.scores) / 2)
+    for run in r.runs:  # the last evaluation's confusion counts: gold rows, predicted columns
+        (tn, fp), (fn, tp) = run.confusion
+        assert 100 * (tn + tp) / (tn + fp + fn + tp) == pytest.approx(run.metrics["accuracy"])
+        assert "confusion" not in run.history[-1]
     saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["runs"][0]["confusion"] == r.runs[0].confusion
     assert saved["scores"] == r.scores and saved["config"]["seeds"] == [0, 1]
     again = finetune(FinetuneConfig(task="rte", init=str(folder), seeds=(1,), **QUICK))
     assert again.runs[0].history[0]["train_loss"] == r.runs[1].history[0]["train_loss"]  # same seed, same run

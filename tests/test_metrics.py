@@ -52,6 +52,21 @@ def test_binary_f1_matches_sklearn():
         assert accuracy(p, y) == pytest.approx(100 * sk.accuracy_score(y.numpy(), p.numpy()))
 
 
+def test_confusion_matrix_by_hand_and_against_sklearn():
+    # gold 1 1 1 0 0, predicted 1 0 1 1 0: TP 2, FN 1, FP 1, TN 1
+    assert metrics.confusion_matrix([1, 0, 1, 1, 0], [1, 1, 1, 0, 0], 2) == [[1, 1], [1, 2]]
+    assert metrics.confusion_matrix([1, 1, 1], [0, 1, 1], 2) == [[0, 1], [0, 2]]  # "always 1" fills one column
+    assert metrics.confusion_matrix([2, 0], [0, 0], 3) == [[1, 0, 1], [0, 0, 0], [0, 0, 0]]
+    with pytest.raises(ValueError, match="outside 0..1; is num_labels=2 right"):
+        metrics.confusion_matrix([2, 0], [0, 0], 2)
+    with pytest.raises(ValueError, match="argmax of the logits"):
+        metrics.confusion_matrix(torch.tensor([0.3, 0.9]), [0, 1], 2)
+    sk = pytest.importorskip("sklearn.metrics")
+    g = torch.Generator().manual_seed(1)
+    y, p = torch.randint(0, 3, (300,), generator=g), torch.randint(0, 3, (300,), generator=g)
+    assert metrics.confusion_matrix(p, y, 3) == sk.confusion_matrix(y.numpy(), p.numpy()).tolist()
+
+
 # --- SQuAD -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "text, expected",

@@ -199,6 +199,14 @@ def test_evaluate(tok):
     assert task.evaluate([o.bfloat16() for o in outs], feats)["accuracy"] >= 0  # bf16 outputs are fine
     with pytest.raises(ValueError, match="predictions for 408 features"):
         task.evaluate(logits[:10], feats)
+    # the confusion matrix agrees with the scores: [[TN, FP], [FN, TP]]
+    (tn, fp), (fn, tp) = task.confusion(outs, feats)
+    assert tn + fp + fn + tp == len(gold) and fn + tp == pos
+    assert 100 * (tn + tp) / len(gold) == pytest.approx(scores["accuracy"])
+    assert 100 * 2 * tp / (2 * tp + fp + fn) == pytest.approx(scores["f1"])
+    assert task.confusion(torch.ones(len(gold), dtype=torch.long), feats) == [[0, len(gold) - pos], [0, pos]]
+    with pytest.raises(ValueError, match="a confusion matrix is for classification"):
+        get_task("conll2003").confusion(outs, feats)
 
 
 def test_sst2_and_rte_evaluate_accuracy_only(tok):

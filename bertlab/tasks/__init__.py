@@ -298,6 +298,21 @@ class Task:
         values = self._stacked(outputs, fill=float("nan") if self.kind == "token" else 0.0)
         if self.kind == "token":
             return evaluate_ner(values, features)
+        preds, gold = self._predicted_and_gold(values, features)
+        scores = {"accuracy": metrics.accuracy(preds, gold)}
+        if "f1" in self.metrics:
+            scores["f1"] = metrics.binary_f1(preds, gold)["f1"]
+        return {m: scores[m] for m in self.metrics}
+
+    def confusion(self, outputs: Any, features: Features) -> list[list[int]]:
+        """A classification task's confusion matrix for `features` (outputs as `evaluate` takes
+        them): rows the gold label, columns the predicted one, in the order of `label_names`."""
+        if self.kind != "classification":
+            raise ValueError(f"{self.name} is a {self.kind} task; a confusion matrix is for classification")
+        preds, gold = self._predicted_and_gold(self._stacked(outputs, fill=0.0), features)
+        return metrics.confusion_matrix(preds, gold, self.num_labels)
+
+    def _predicted_and_gold(self, values: torch.Tensor, features: Features) -> tuple[torch.Tensor, torch.Tensor]:
         preds = values.argmax(-1) if values.dim() == 2 else values
         gold = torch.tensor([it.get("labels", -1) for it in features.items])
         if (gold < 0).any():
@@ -307,10 +322,7 @@ class Task:
                 f"{self.name}: {len(preds)} predictions for {len(gold)} features; pass the "
                 f"outputs of the whole split, in order"
             )
-        scores = {"accuracy": metrics.accuracy(preds, gold)}
-        if "f1" in self.metrics:
-            scores["f1"] = metrics.binary_f1(preds, gold)["f1"]
-        return {m: scores[m] for m in self.metrics}
+        return preds, gold
 
     def _stacked(self, outputs: Any, fill: float) -> torch.Tensor:
         if isinstance(outputs, (torch.Tensor, np.ndarray)):

@@ -93,6 +93,23 @@ def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
 # ------------------------------------------------------------------------------------------------
 # CoLA and STS-B: correlations (times 100)
 # ------------------------------------------------------------------------------------------------
+def confusion_matrix(predictions: Any, labels: Any, num_labels: int) -> list[list[int]]:
+    """Counts of (gold, predicted) label pairs: row i, column j holds how many examples of gold
+    label i were predicted as j, for labels 0 .. num_labels - 1. For two classes with 1 the
+    positive one: [[TN, FP], [FN, TP]]. What an accuracy or an F1 hides (a classifier that always
+    answers one label fills one column) is plain in it."""
+    p, y = _flat(predictions), _flat(labels)
+    if p.shape != y.shape:
+        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    if p.is_floating_point() or y.is_floating_point():
+        raise ValueError("confusion_matrix takes class labels (integers); take the argmax of the logits first")
+    for name, t in (("prediction", p), ("label", y)):
+        if t.numel() and (t.min() < 0 or t.max() >= num_labels):
+            raise ValueError(f"a {name} outside 0..{num_labels - 1}; is num_labels={num_labels} right?")
+    counts = torch.bincount(y.long() * num_labels + p.long(), minlength=num_labels * num_labels)
+    return counts.reshape(num_labels, num_labels).tolist()
+
+
 def matthews_corrcoef(predictions: Any, labels: Any) -> float:
     """Matthews correlation coefficient (Matthews, 1975) between predicted and gold labels, times
     100: GLUE's score for CoLA. For two classes

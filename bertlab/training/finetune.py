@@ -90,6 +90,8 @@ class SeedResult:
     seconds: float
     model_dir: str | None = None
     step_losses: list[float] = field(default_factory=list)  # the training loss of every optimizer step
+    # classification: the last evaluation's counts, rows gold and columns predicted (task.label_names)
+    confusion: list[list[int]] | None = None
 
 
 @dataclass
@@ -215,10 +217,17 @@ def hub_tokenizer(name: str):
 # ------------------------------------------------------------------------------------------------
 # Evaluation
 # ------------------------------------------------------------------------------------------------
-def evaluate(model: nn.Module, task, features, rt: Runtime | None = None, batch_size: int = 128) -> dict[str, float]:
-    """The task's scores of `model` on featurized examples (dev or test with labels)."""
+def evaluate(
+    model: nn.Module, task, features, rt: Runtime | None = None, batch_size: int = 128, with_confusion: bool = False
+) -> dict[str, Any]:
+    """The task's scores of `model` on featurized examples (dev or test with labels). With
+    with_confusion, a classification task's scores also hold "confusion" (task.confusion)."""
     rt = rt or make_runtime("auto", "auto", distributed=False)
-    return task.evaluate(task.predict(model, features, batch_size, rt), features)
+    outputs = task.predict(model, features, batch_size, rt)
+    scores: dict[str, Any] = task.evaluate(outputs, features)
+    if with_confusion and task.kind == "classification":
+        scores["confusion"] = task.confusion(outputs, features)
+    return scores
 
 
 # ------------------------------------------------------------------------------------------------
@@ -272,7 +281,7 @@ def _train_one(
                 )
             scores = {}
             if cfg.eval_every_epoch or step >= total:
-                scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size)
+                scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size, with_confusion=step >= total)
             history.append(
                 {
                     "epoch": epoch,
@@ -295,6 +304,8 @@ def _train_one(
     model_dir = None
     if cfg.save_models and cfg.out:
         model_dir = str(ckpt.save_model(Path(cfg.out) / f"seed-{seed}", model, tokenizer_file=tokenizer_file))
+    # the confusion counts leave the epoch's row (the history keeps scores) for the seed's own field
+    confusion = history[-1].pop("confusion", None) if history else None
     result = SeedResult(
         seed=seed,
         metrics=history[-1] if history else {},
@@ -302,6 +313,7 @@ def _train_one(
         seconds=time.perf_counter() - t0,
         model_dir=model_dir,
         step_losses=step_losses,
+        confusion=confusion,
     )
     result.metrics = {k: v for k, v in result.metrics.items() if k in task.metrics}
     return result
