@@ -351,6 +351,9 @@ def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tm
     assert run.provenance["settings"]["ft_lr"] == 1e-4  # the record's own settings are kept
     rows = [g for g in run.gains() if g["task"] == "rte"]
     assert len(rows) == 1 and rows[0]["metric"] == "accuracy" and len(rows[0]["pretrained_scores"]) == 1
+    conf = run.confusions("rte")  # the added task keeps its confusion counts: 6 dev pairs
+    assert set(conf) == {"pretrained", "scratch"} and sum(map(sum, conf["pretrained"]["matrix"])) == 6
+    assert run.confusions("mrpc") is None  # not in the record
     with pytest.raises(ValueError, match="cannot add 'sst2'"):
         reference_run.add_task("sst2", out)
 
@@ -385,3 +388,41 @@ def test_phases_in_words():
     )
     with pytest.raises(ValueError, match="no phases"):
         phases_text([])
+
+
+def test_confusions_of_the_median_seed_table_and_reading(record):
+    out, _ = record
+    run = reference.find(out)
+
+    def entry(init, accs_and_matrices):
+        runs = [{"seed": i, "metrics": {"accuracy": a}, "confusion": m} for i, (a, m) in enumerate(accs_and_matrices)]
+        return {"task": "rte", "init": init, "main_metric": "accuracy", "runs": runs}
+
+    pre = [(60.0, [[100, 31], [80, 66]]), (56.0, [[110, 21], [101, 45]]), (52.0, [[131, 0], [133, 13]])]
+    scr = [(52.7, [[0, 131], [0, 146]])] * 3
+    files.write_json(
+        out / "finetune_results.json", {"rte_pretrained": entry(str(out), pre), "rte_scratch": entry("scratch", scr)}
+    )
+    conf = run.confusions("rte")
+    assert conf["pretrained"] == {"seed": 1, "score": 56.0, "matrix": [[110, 21], [101, 45]]}  # the median seed
+    labels = ["entailment", "not_entailment"]
+    table = reference.confusion_table(conf, labels)
+    assert "| pre-trained (seed 1) | entailment | 110 | 21 |" in table
+    assert "| always not_entailment | entailment | 0 | 131 |" in table.splitlines()[-2:]
+    text = reference.confusion_reading(conf, labels)
+    assert text.startswith("Pre-trained, the median seed labels 110 of the 131 entailment and 45 of the 146")
+    assert (
+        "Always answering not_entailment gets all 146 not_entailment pairs and none of the 131 entailment ones" in text
+    )
+    assert text.endswith("where it finds 110.")
+    conf["pretrained"]["matrix"] = [[0, 131], [0, 146]]
+    assert reference.confusion_reading(conf, labels).endswith("it never answers entailment.")
+    # a record fine-tuned before the counts were kept
+    files.write_json(
+        out / "finetune_results.json",
+        {
+            "rte_pretrained": {**entry(str(out), pre), "runs": [{"seed": 0, "metrics": {"accuracy": 1.0}}]},
+            "rte_scratch": entry("scratch", scr),
+        },
+    )
+    assert run.confusions("rte") is None

@@ -203,6 +203,28 @@ class ReferenceRun:
                 rows.append(row(pre["task"], n, pre, scr))
         return rows
 
+    def confusions(self, task: str) -> dict[str, dict[str, Any]] | None:
+        """The confusion matrices the record holds for a classification task, by arm ("pretrained",
+        "scratch"): {"seed", "score", "matrix"} of the median seed (rows gold, columns predicted,
+        in the task's label order). None when the record has no counts for the task (fine-tuned
+        before fine-tuning kept them)."""
+        results = self.finetune_results() or {}
+        out = {}
+        for arm in ("pretrained", "scratch"):
+            entry = results.get(f"{task}_{arm}")
+            if entry is None:
+                return None
+            runs = sorted(entry["runs"], key=lambda r: r["metrics"][entry["main_metric"]])
+            middle = runs[(len(runs) - 1) // 2]  # the median seed (the lower one of an even count)
+            if middle.get("confusion") is None:
+                return None
+            out[arm] = {
+                "seed": middle["seed"],
+                "score": middle["metrics"][entry["main_metric"]],
+                "matrix": middle["confusion"],
+            }
+        return out
+
     def floors(self) -> dict[tuple[str, int | None], float]:
         """The trivial floor of each of `gains()`'s rows, in its metric's points, keyed by (task,
         train_examples): what a model that ignores its input scores there
@@ -279,6 +301,62 @@ def gains_table(rows: list[dict[str, Any]]) -> str:
             f"{r['scratch']:.1f} | {r['gain']:+.1f} |"
         )
     return "\n".join(lines)
+
+
+ARM_TITLES = {"pretrained": "pre-trained", "scratch": "from scratch"}
+
+
+def confusion_table(confusions: dict[str, dict[str, Any]], label_names: list[str]) -> str:
+    """`ReferenceRun.confusions(task)` as a Markdown table: one row per arm and gold label, one
+    column per predicted label, and the answer that always gives the majority label last."""
+    head = "| model (median seed) | gold label | " + " | ".join(f"predicted {x}" for x in label_names) + " |"
+    lines = [head, "|---|---|" + "---:|" * len(label_names)]
+    for arm, c in confusions.items():
+        for gold, row in zip(label_names, c["matrix"]):
+            lines.append(
+                f"| {ARM_TITLES.get(arm, arm)} (seed {c['seed']}) | {gold} | " + " | ".join(map(str, row)) + " |"
+            )
+    totals = [sum(row) for row in next(iter(confusions.values()))["matrix"]]
+    majority = max(range(len(totals)), key=totals.__getitem__)
+    for gold, n in zip(label_names, totals):
+        cells = [str(n) if j == majority else "0" for j in range(len(label_names))]
+        lines.append(f"| always {label_names[majority]} | {gold} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def confusion_reading(confusions: dict[str, dict[str, Any]], label_names: list[str]) -> str:
+    """What the confusion matrices say that a score hides: for each arm, how many examples of each
+    gold label it got right, beside the majority answer, which gets every example of one label and
+    none of the other."""
+    totals = [sum(row) for row in next(iter(confusions.values()))["matrix"]]
+    majority = max(range(len(totals)), key=totals.__getitem__)
+    minority = [k for k in range(len(totals)) if k != majority]
+
+    def right(matrix: list[list[int]]) -> str:
+        return " and ".join(f"{matrix[k][k]:,} of the {totals[k]:,} {label_names[k]}" for k in range(len(totals)))
+
+    parts = [
+        f"{ARM_TITLES.get(arm, arm)}, the median seed labels {right(c['matrix'])} pairs correctly"
+        for arm, c in confusions.items()
+    ]
+    text = "; ".join(parts)
+    text = text[0].upper() + text[1:] + "."
+    others = " or ".join(label_names[k] for k in minority)
+    text += (
+        f" Always answering {label_names[majority]} gets all {totals[majority]:,} {label_names[majority]} pairs "
+        f"and none of the {sum(totals[k] for k in minority):,} {others} ones"
+    )
+    pre = confusions.get("pretrained")
+    if pre is not None:
+        found = sum(pre["matrix"][k][k] for k in minority)
+        text += (
+            f": the pre-trained model's gain over it, if any, is made on the {others} pairs, where it finds {found:,}."
+            if found
+            else f", and so does the pre-trained model: it never answers {others}."
+        )
+    else:
+        text += "."
+    return text
 
 
 def gains_reading(rows: list[dict[str, Any]]) -> str:
