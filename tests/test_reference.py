@@ -348,6 +348,9 @@ def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tm
     run = reference.find(out)
     added = run.provenance["added_tasks"]["rte"]
     assert added["settings"]["seeds"] == [0] and added["settings"]["batch_size"] == 4
+    m = added["machine"]  # where it ran, and the precision that resolved to
+    if m["device"].startswith("cpu"):
+        assert (m["precision"] == "bf16") == (m["cpu_bf16"] is not None), m
     assert run.provenance["settings"]["ft_lr"] == 1e-4  # the record's own settings are kept
     rows = [g for g in run.gains() if g["task"] == "rte"]
     assert len(rows) == 1 and rows[0]["metric"] == "accuracy" and len(rows[0]["pretrained_scores"]) == 1

@@ -419,6 +419,8 @@ def _add_to_record(
         "git_commit": commit,
         "wall_time_s": round(seconds, 1),
         "cpu_model": cpu_model(),
+        # the machine and the precision fine-tuning resolved to there (bf16 where the CPU has it)
+        "machine": machine(make_runtime("auto", "auto", distributed=False)),
         "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)",
     }
     prov.setdefault("other_tasks_median", {}).update(
