@@ -347,16 +347,16 @@ def confusion_reading(confusions: dict[str, dict[str, Any]], label_names: list[s
         f"and none of the {sum(totals[k] for k in minority):,} {others} ones"
     )
     pre = confusions.get("pretrained")
-    if pre is not None:
-        found = sum(pre["matrix"][k][k] for k in minority)
-        text += (
-            f": the pre-trained model's gain over it, if any, is made on the {others} pairs, where it finds {found:,}."
-            if found
-            else f", and so does the pre-trained model: it never answers {others}."
-        )
-    else:
-        text += "."
-    return text
+    if pre is None:
+        return text + "."
+    found = sum(pre["matrix"][k][k] for k in minority)
+    if not found:
+        return text + f", and so does the pre-trained model: it never answers {others}."
+    lost = totals[majority] - pre["matrix"][majority][majority]
+    return text + (
+        f". The pre-trained model trades between them: it finds {found:,} {others} pairs, which the "
+        f"majority answer never does, and gives up {lost:,} {label_names[majority]} pairs that it gets."
+    )
 
 
 def gains_reading(rows: list[dict[str, Any]]) -> str:
