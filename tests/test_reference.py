@@ -119,6 +119,7 @@ def test_cpu_record_label_and_layer_threshold(record, tmp_path, monkeypatch):
     assert own.is_reference and "L=2" in own.description
     # the long banner (machine, commit, time) is chapter 10's alone: the description stays short
     assert run.machine() not in own.description and "commit" not in own.description
+    assert max(map(len, own.description.splitlines())) <= 100  # printed in chapters: no sideways scrolling
     # an analysis that needs more layers than the record has falls back to MiniLM, and says why
     deep = reference.pretrained_encoder(min_layers=model.config.num_layers + 1)
     assert not deep.is_reference and deep.name == "all-MiniLM-L6-v2"

@@ -462,7 +462,8 @@ def pretrained_encoder(
                 run.model_folder(),
                 True,
                 f"the book's own BERT (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}, "
-                f"vocabulary {c.vocab_size:,}), pretrained in chapter 10: the book's recorded run, "
+                # two lines: printed, one would run past the page's width
+                f"vocabulary {c.vocab_size:,}), pretrained in chapter 10:\nthe book's recorded run, "
                 "not trained while this page was built",
             )
         return PretrainedEncoder(
