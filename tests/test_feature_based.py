@@ -167,19 +167,6 @@ def test_predict_tags_in_batches_equals_one_batch(one_thread):
     )
 
 
-def test_length_batches_cover_every_sentence_once():
-    from bertlab.tasks.feature_based import _length_batches
-
-    lengths = torch.randint(1, 40, (1000,), generator=torch.Generator().manual_seed(0))
-    batches = _length_batches(lengths, 32, torch.Generator().manual_seed(1))
-    assert sorted(torch.cat(batches).tolist()) == list(range(1000))
-    assert all(len(b) <= 32 for b in batches)
-    # similar lengths within a batch: far less padding than random batches
-    padded = sum(len(b) * int(lengths[b].max()) for b in batches)
-    random_batches = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).split(32)
-    assert padded < 0.8 * sum(len(b) * int(lengths[b].max()) for b in random_batches)
-
-
 def test_compare_with_table7_reads_the_usual_comparisons():
     from bertlab.tasks.feature_based import PAPER_FINETUNE_DEV_F1, compare_with_table7
 

@@ -203,3 +203,32 @@ def test_compare_with_scratch_runs_both_arms_with_one_recipe(pretrained, tmp_pat
     assert scr.runs[0].history[0]["train_loss"] != pre.runs[0].history[0]["train_loss"]
     with pytest.raises(FileNotFoundError, match="not a model folder"):
         compare_with_scratch(tmp_path / "nothing", FinetuneConfig(task="rte", **QUICK))
+
+
+def test_group_by_length_batches_pad_less_and_train_every_example(pretrained, monkeypatch):
+    """With group_by_length (the default) the training batches hold sentences of similar lengths;
+    without it they are plain random. Either way each epoch trains on every example once."""
+    import bertlab.training.finetune as ft
+
+    folder, _ = pretrained
+    seen: dict[bool, list] = {True: [], False: []}
+    task = get_task("sst2")
+    real = task.collate
+
+    def spy(batch, *a, **k):  # every training batch's lengths (evaluation collates elsewhere)
+        seen[current].append([len(it["input_ids"]) for it in batch])
+        return real(batch, *a, **k)
+
+    monkeypatch.setattr(type(task), "collate", lambda self, batch, *a, **k: spy(batch, *a, **k))
+    monkeypatch.setattr(ft, "get_task", lambda name: task)
+    quick = {**QUICK, "max_train_examples": 128, "max_eval_examples": 16, "batch_size": 8}
+    for current in (True, False):
+        r = finetune(FinetuneConfig(task="sst2", init=str(folder), group_by_length=current, **quick))
+        assert r.config["group_by_length"] is current
+        assert sum(len(b) for b in seen[current]) == 128 and len(seen[current]) == 16
+
+    def padded(batches):
+        return sum(len(b) * max(b) for b in batches)
+
+    assert padded(seen[True]) < 0.8 * padded(seen[False])
+    assert sorted(x for b in seen[True] for x in b) == sorted(x for b in seen[False] for x in b)

@@ -7,7 +7,14 @@ from torch.utils.data import DataLoader
 
 from bertlab import BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from bertlab.tasks import TASKS, featurize_classification, get_task, truncate_longest_first
-from bertlab.tasks.inputs import Features, collate, fast_tokenizer, stack_ragged
+from bertlab.tasks.inputs import (
+    Features,
+    LengthGroupedSampler,
+    collate,
+    fast_tokenizer,
+    length_grouped_batches,
+    stack_ragged,
+)
 
 
 @pytest.fixture(scope="module")
@@ -361,3 +368,40 @@ def test_from_pretrained_takes_a_bertlab_folder(tmp_path):
         assert torch.equal(model.bert.state_dict()[name], value), name
     with pytest.raises(TypeError, match="bertlab folder"):
         task.from_pretrained(folder, strict=False)
+
+
+def _padded_tokens(batches, lengths):
+    return sum(len(b) * int(lengths[b].max()) for b in batches)
+
+
+def test_length_grouped_batches_cover_every_index_once_and_pad_less():
+    lengths = torch.randint(1, 40, (1000,), generator=torch.Generator().manual_seed(0))
+    batches = length_grouped_batches(lengths, 32, torch.Generator().manual_seed(1))
+    assert sorted(torch.cat(batches).tolist()) == list(range(1000))
+    assert all(len(b) <= 32 for b in batches) and len(batches) == 32  # ceil(1000 / 32)
+    # similar lengths within a batch: far less padding than random batches
+    random_batches = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).split(32)
+    assert _padded_tokens(batches, lengths) < 0.8 * _padded_tokens(random_batches, lengths)
+    # within a pool the batches run longest to shortest; the pools' batches are then shuffled
+    firsts = [int(lengths[b].max()) for b in batches]
+    assert firsts != sorted(firsts, reverse=True)
+    # one batch per pool: plain random batches, exactly the shuffled order cut into batches
+    plain = length_grouped_batches(lengths, 32, torch.Generator().manual_seed(1), pool_batches=1)
+    assert sorted(torch.cat(plain).tolist()) == list(range(1000))
+    assert _padded_tokens(plain, lengths) > _padded_tokens(batches, lengths)
+    with pytest.raises(ValueError, match="batch_size"):
+        length_grouped_batches(lengths, 0, torch.Generator())
+
+
+def test_length_grouped_sampler_draws_new_batches_each_epoch():
+    lengths = list(range(1, 101))
+    sampler = LengthGroupedSampler(lengths, 8, torch.Generator().manual_seed(0))
+    first, second = list(sampler), list(sampler)
+    assert len(sampler) == 13 == len(first) == len(second)
+    assert first != second
+    for epoch in (first, second):
+        assert sorted(i for b in epoch for i in b) == list(range(100))
+    again = list(LengthGroupedSampler(lengths, 8, torch.Generator().manual_seed(0)))
+    assert again == first  # the generator's seed decides the batches
+    loader = DataLoader(list(range(100)), batch_sampler=sampler)
+    assert sum(len(b) for b in loader) == 100

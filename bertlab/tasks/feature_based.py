@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 from bertlab.model import IGNORE_INDEX
-from bertlab.tasks.inputs import Features, collate
+from bertlab.tasks.inputs import Features, collate, length_grouped_batches
 from bertlab.tasks.metrics import entity_f1
 
 
@@ -361,18 +361,6 @@ def predict_tags(
     return out
 
 
-def _length_batches(lengths: torch.Tensor, batch_size: int, g: torch.Generator) -> list:
-    """Sentence indices in random batches of similar lengths: shuffle, sort pools of 8 batches
-    by length, cut them into batches, shuffle the batches. A BiLSTM runs as many steps as the
-    longest sentence of its batch, so this saves most of the padding's time."""
-    perm = torch.randperm(len(lengths), generator=g)
-    batches = []
-    for pool in perm.split(8 * batch_size):
-        pool = pool[torch.argsort(lengths[pool], descending=True, stable=True)]
-        batches += list(pool.split(batch_size))
-    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
-
-
 def train_tagger(
     train: WordStates,
     dev: WordStates,
@@ -406,7 +394,7 @@ def train_tagger(
     for epoch in range(1, epochs + 1):
         tagger.train()
         total, n = 0.0, 0
-        for rows in _length_batches(train.lengths, batch_size, g):
+        for rows in length_grouped_batches(train.lengths, batch_size, g):  # a BiLSTM runs to its longest
             xb, lb = _padded(x_train, starts, train.lengths, rows)
             yb, _ = _padded(y_train, starts, train.lengths, rows)  # (B, W), 0 where padded
             mask = torch.arange(xb.shape[1])[None, :] < lb[:, None]  # (B, W) real words
