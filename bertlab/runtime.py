@@ -12,8 +12,10 @@ Training code asks one object, a `Runtime`, every hardware question:
 `precision="auto"` picks bf16 where it is native, else fp16 on a GPU, else fp32. On a CPU, bf16
 autocast runs the matrix multiplies in oneDNN's bf16 kernels (about 1.8x faster than fp32 on an
 AVX512-BF16 CPU, 2.3x with torch.compile); a CPU without native bf16 would emulate it slowly, so
-asking for bf16 there, or for fp16 or the fused AdamW kernel on any CPU, is a clear error
-instead of silently doing something else. TF32 matrix multiplies are switched on for Ampere and
+asking for bf16 there, or for fp16 on any CPU, is a clear error instead of silently doing
+something else. AdamW runs as PyTorch's fused kernel on CPUs and GPUs alike: one pass over the
+weights and both moments per update instead of one per operation (BERT-Mini's update: 15 ms
+against 100 ms on two cores of an AMD EPYC Zen 3). TF32 matrix multiplies are switched on for Ampere and
 newer GPUs (fp32 parameters keep full precision; only the matmul inputs are rounded).
 
 Several GPUs: `torchrun --nproc_per_node N -m bertlab pretrain ...` sets RANK, WORLD_SIZE and
@@ -141,6 +143,9 @@ def shutdown_distributed() -> None:
 # ------------------------------------------------------------------------------------------------
 # The runtime
 # ------------------------------------------------------------------------------------------------
+FUSED_ADAMW_DEVICES = ("cpu", "cuda")  # where torch.optim.AdamW(fused=True) has a kernel
+
+
 @dataclass
 class Runtime:
     device: torch.device
@@ -290,15 +295,19 @@ def make_runtime(
     distributed: bool = True,
 ) -> Runtime:
     """Resolve every hardware choice once, with clear errors for impossible combinations.
-    fused_adamw=None means: fused on CUDA, the default (foreach) implementation elsewhere."""
+    fused_adamw=None means: PyTorch's fused AdamW kernel where it has one (CPU, CUDA), the
+    default (foreach) implementation elsewhere."""
     want = None if device == "auto" else torch.device(device).type
     info = init_distributed(want) if distributed else DistInfo()
     dev = resolve_device(device, info)
     prec = resolve_precision(precision, dev)
     if fused_adamw is None:
-        fused_adamw = dev.type == "cuda"
-    elif fused_adamw and dev.type != "cuda":
-        raise ValueError("the fused AdamW kernel needs a CUDA GPU; drop --fused (it is chosen automatically on GPUs)")
+        fused_adamw = dev.type in FUSED_ADAMW_DEVICES
+    elif fused_adamw and dev.type not in FUSED_ADAMW_DEVICES:
+        raise ValueError(
+            f"PyTorch has no fused AdamW kernel for {dev.type}; leave fused_adamw unset "
+            f"(it is chosen where it exists: {', '.join(FUSED_ADAMW_DEVICES)})"
+        )
     if dev.type == "cuda":
         # TF32: fp32 matmuls on tensor cores with a 10-bit mantissa (Ampere+); harmless elsewhere.
         torch.backends.cuda.matmul.allow_tf32 = True

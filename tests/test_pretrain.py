@@ -234,8 +234,8 @@ def test_bad_settings_are_refused(tmp_path, tokenizer_file):
         tiny(tmp_path, tokenizer_file, seq_len=1024).validate()
     with pytest.raises(ValueError, match="needs a CUDA GPU"):
         resolve_precision("fp16", torch.device("cpu"))
-    with pytest.raises(ValueError, match="fused AdamW"):
-        make_runtime("cpu", "auto", fused_adamw=True, distributed=False)
+    assert make_runtime("cpu", "auto", distributed=False).fused_adamw  # PyTorch has a CPU kernel
+    assert not make_runtime("cpu", "auto", fused_adamw=False, distributed=False).fused_adamw
 
 
 def test_cpu_recipe_starts_pre_ln_with_the_unigram_bias(tmp_path, tokenizer_file):
@@ -272,6 +272,30 @@ def test_weight_decay_skips_biases_and_layernorm():
     assert "bert.layers.0.attention.qkv.weight" in decay_names and "bert.embeddings.token.weight" in decay_names
     assert all("norm" not in n and not n.endswith("bias") for n in decay_names)
     assert len(plain_names) + len(decay_names) == len(list(model.parameters()))
+
+
+def test_adamw_is_fused_on_a_cpu_and_makes_the_same_updates():
+    from bertlab import BertConfig, BertForPreTraining
+    from bertlab.training.optim import adamw
+
+    def trained(fused):
+        torch.manual_seed(0)
+        model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=500))
+        opt = adamw(model, 1e-3, fused=fused)
+        g = torch.Generator().manual_seed(1)
+        for _ in range(4):
+            for p in model.parameters():
+                p.grad = torch.randn(p.shape, generator=g)
+            opt.step()
+        return opt, torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    opt, fused = trained(None)
+    assert opt.defaults["fused"] is True  # the default on a CPU
+    plain_opt, plain = trained(False)
+    assert not plain_opt.defaults["fused"]
+    moved = (fused - trained(None)[1]).abs().max()
+    assert moved == 0  # deterministic
+    assert torch.allclose(fused, plain, rtol=0, atol=1e-6)
 
 
 def test_learning_rate_schedule():

@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from bertlab.runtime import FUSED_ADAMW_DEVICES
+
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW groups: weight decay on the weight matrices and embeddings, none on biases and
@@ -39,10 +41,14 @@ def adamw(
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-6,
     weight_decay: float = 0.01,
-    fused: bool = False,
+    fused: bool | None = None,
 ) -> torch.optim.AdamW:
     """AdamW over `model`'s trainable parameters, in the two groups of `parameter_groups`.
-    fused=True uses PyTorch's fused CUDA kernel (GPUs only)."""
+    fused: PyTorch's fused kernel, one pass over the weights and both moments per update (the
+    same numbers as the default implementation to within rounding, several times faster on a CPU).
+    None (the default) takes it wherever PyTorch has it (bertlab.runtime.FUSED_ADAMW_DEVICES)."""
+    if fused is None:
+        fused = all(p.device.type in FUSED_ADAMW_DEVICES for p in model.parameters())
     return torch.optim.AdamW(
         parameter_groups(model, weight_decay), lr=lr, betas=betas, eps=eps, **({"fused": True} if fused else {})
     )
