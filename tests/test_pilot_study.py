@@ -281,47 +281,6 @@ def test_sweep_pairs_and_the_pooling_effect():
     assert pilots.pooling_effect(pairs) == [(pytest.approx(4.5), pytest.approx(2.0), 5e-4)]
 
 
-def test_batching_pairs_table_and_reading():
-    from bertlab.experiments import pilots
-
-    def row(task, init, grouped, seconds, scores, n=None):
-        median = sorted(scores)[len(scores) // 2]
-        return dict(
-            task=task,
-            train_examples=n,
-            init=init,
-            group_by_length=grouped,
-            seconds=seconds,
-            median=median,
-            scores=scores,
-        )
-
-    rows = [
-        row("sst2", "pretrained", False, 300.0, [71.0, 72.0, 73.0], n=2000),
-        row("sst2", "pretrained", True, 120.0, [71.5, 72.5, 74.0], n=2000),
-        row("conll2003", "pretrained", True, 600.0, [80.0, 81.0, 82.0]),  # no random twin: left out
-        row("conll2003", "scratch", False, 900.0, [60.0, 61.0, 62.0]),
-        row("conll2003", "scratch", True, 300.0, [66.0, 66.5, 67.0]),
-    ]
-    pairs = pilots.batching_pairs(rows)
-    assert [(p.task, p.init) for p in pairs] == [("sst2", "pretrained"), ("conll2003", "scratch")]
-    sst, ner = pairs
-    assert sst.speedup == pytest.approx(2.5) and sst.change == pytest.approx(0.5)
-    assert sst.seed_spread == pytest.approx(2.5)  # the grouped arm's 71.5..74.0
-    assert ner.speedup == pytest.approx(3.0) and ner.change == pytest.approx(5.5) and ner.seed_spread == 2.0
-    table = pilots.batching_table(pairs, metric={"sst2": "%"})
-    assert "| SST-2, 2,000 sentences, pre-trained | 300 s | 120 s | 2.5x | 72.0% | 72.5% | +0.5 |" in table
-    assert "| CoNLL-2003, from scratch | 900 s | 300 s | 3.0x | 61.0 | 66.5 | +5.5 |" in table
-    text = pilots.batching_reading(pairs)
-    assert "between 2.5 and 3.0 times faster, over two settings" in text
-    assert "+0.5 to +5.5 points" in text
-    assert "one change larger than the seeds' own spread: CoNLL-2003, from scratch (+5.5, seeds 2.0 apart)" in text
-    calm = pilots.batching_reading(pairs[:1])
-    assert "2.5 times faster, over one setting" in calm and "noise" in calm
-    assert pilots.batching_pairs(rows[2:3]) == []
-    assert "No fine-tuning setting" in pilots.batching_reading([])
-
-
 def test_runs_of_one_phase_plan_compare_only_inside_the_same_phase():
     plan = [{"fraction": 0.8, "seq_len": 64, "batch_size": 16}, {"fraction": 0.2, "seq_len": 128, "batch_size": 8}]
     base = {"name": "cpu-p-base", "change": "", "minutes": 5.0, "recipe": {"phases": plan}}

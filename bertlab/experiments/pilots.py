@@ -15,7 +15,6 @@ phase (each run reaches the boundaries after its own number of steps).
     lever_effects(series)                   # each change's effect in points, largest first
     series_table(s), series_reading(s)      # Markdown for the book
     size_check(rows, pilots)                # does the size that won on held-out accuracy fine-tune best?
-    batching_pairs(finetune_sweeps(...)[1]) # fine-tuning with random batches against batches of similar lengths
     whole_run_rows(earlier_runs(...), run)  # whole runs and the record: tokens, end, plateau exit
 
 A pilot trained on shorter sequences is scored on held-out windows of its own length; where it was
@@ -153,97 +152,6 @@ def pooling_effect(pairs: dict[tuple, dict[str, dict[str, Any]]]) -> list[tuple[
         for (task, n, lr, pooling), pair in pairs.items()
         if pooling == "mean" and (task, n, lr, "cls") in pairs
     ]
-
-
-TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
-
-
-@dataclass(frozen=True)
-class BatchingPair:
-    """One fine-tuning setting run with plain random batches and with batches of similar lengths
-    (data/pilots/finetune_batching.jsonl): the two rows, and what grouping changed."""
-
-    task: str
-    train_examples: int | None
-    init: str  # "pretrained" or "scratch"
-    random: dict[str, Any]
-    grouped: dict[str, Any]
-
-    @property
-    def speedup(self) -> float:
-        """How many times faster the grouped arm ran (wall time over the same seeds)."""
-        return self.random["seconds"] / self.grouped["seconds"]
-
-    @property
-    def change(self) -> float:
-        """Grouped median minus random median, in points of the task's main metric."""
-        return self.grouped["median"] - self.random["median"]
-
-    @property
-    def seed_spread(self) -> float:
-        """The widest distance between two seeds of one arm, in points: the noise to compare with."""
-        return max(max(r["scores"]) - min(r["scores"]) for r in (self.random, self.grouped))
-
-
-def batching_pairs(rows: Sequence[dict[str, Any]]) -> list[BatchingPair]:
-    """The rows of finetune_batching.jsonl (read with `finetune_sweeps`) matched into pairs, one per
-    (task, train_examples, init) that ran both ways, in the file's order."""
-    arms: dict[tuple, dict[bool, dict[str, Any]]] = {}
-    for r in rows:
-        arms.setdefault((r["task"], r["train_examples"], r["init"]), {})[bool(r["group_by_length"])] = r
-    return [
-        BatchingPair(task, n, init, random=both[False], grouped=both[True])
-        for (task, n, init), both in arms.items()
-        if set(both) == {False, True}
-    ]
-
-
-def _setting(p: BatchingPair) -> str:
-    size = f", {p.train_examples:,} sentences" if p.train_examples else ""
-    return f"{TASK_NAMES.get(p.task, p.task)}{size}, {'from scratch' if p.init == 'scratch' else 'pre-trained'}"
-
-
-def batching_table(pairs: Sequence[BatchingPair], metric: dict[str, str] | None = None) -> str:
-    """Markdown: per setting, each arm's wall time and median score, the speed-up and the change."""
-    metric = metric or {}
-    rows = [
-        "| setting | random batches | similar lengths | faster | median, random | median, similar | change |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for p in pairs:
-        unit = metric.get(p.task, "")
-        rows.append(
-            f"| {_setting(p)} | {p.random['seconds']:,.0f} s | {p.grouped['seconds']:,.0f} s | "
-            f"{p.speedup:.1f}x | {p.random['median']:.1f}{unit} | {p.grouped['median']:.1f}{unit} | "
-            f"{p.change:+.1f} |"
-        )
-    return "\n".join(rows)
-
-
-def batching_reading(pairs: Sequence[BatchingPair]) -> str:
-    """One paragraph on what grouping by length bought and cost, from the pairs."""
-    if not pairs:
-        return "No fine-tuning setting has been run both ways yet."
-    fast = sorted(p.speedup for p in pairs)
-    changes = [p.change for p in pairs]
-    inside = [p for p in pairs if abs(p.change) <= p.seed_spread]
-    speed = f"{fast[0]:.1f}" if len(pairs) == 1 else f"between {fast[0]:.1f} and {fast[-1]:.1f}"
-    text = (
-        f"Batches of similar lengths made fine-tuning {speed} times faster, over "
-        f"{count(len(pairs), 'setting')}. The medians moved by {min(changes):+.1f} to {max(changes):+.1f} "
-        f"points; "
-    )
-    if len(inside) == len(pairs):
-        text += (
-            "every change is smaller than the distance between two seeds of the same arm: next to the "
-            "seeds, the batches' order is noise."
-        )
-    else:
-        out = ", ".join(
-            f"{_setting(p)} ({p.change:+.1f}, seeds {p.seed_spread:.1f} apart)" for p in pairs if p not in inside
-        )
-        text += f"{count(len(pairs) - len(inside), 'change')} larger than the seeds' own spread: {out}."
-    return text
 
 
 def load(folder: str | Path = PILOTS_DIR) -> list[dict[str, Any]]:

@@ -1,0 +1,202 @@
+"""What fine-tuning's two speed levers buy and cost: batches of similar lengths
+(`FinetuneConfig.group_by_length`) and PyTorch's fused AdamW.
+
+Two records answer two questions:
+
+- data/benchmarks/finetune_cpu.json (`benchmarks/finetune_step.py`): how long an epoch of each
+  task of the reference run takes with each lever on or off, timed in one run on one machine, the
+  settings taking turns (`load_benchmark`, `speed_table`, `speed_reading`);
+- data/pilots/finetune_batching.jsonl (`scripts/record_finetune_batching.py`): whether batches of
+  similar lengths change the scores, the reference run's recipe run both ways with its seeds
+  (`batching_pairs`, `batching_table`, `batching_reading`).
+
+The fused AdamW makes the same updates to within rounding (tests/test_pretrain.py checks it), so
+only the order of the batches needs the second record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from bertlab.prose import count
+
+TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
+SETTINGS = ("random, foreach", "similar lengths, foreach", "random, fused", "similar lengths, fused")
+BEFORE, AFTER = SETTINGS[0], SETTINGS[-1]  # the fifth record's fine-tuning, and the default now
+
+
+def load_benchmark(path: str | Path) -> dict[str, Any]:
+    """A record of benchmarks/finetune_step.py, checked: every task has the four settings."""
+    path = Path(path)
+    try:
+        bench = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a record of benchmarks/finetune_step.py ({e})") from e
+    tasks = bench.get("tasks") if isinstance(bench, dict) else None
+    if not tasks:
+        raise ValueError(f"{path}: no tasks; make it with python benchmarks/finetune_step.py --json {path}")
+    for name, row in tasks.items():
+        missing = [s for s in SETTINGS if s not in row]
+        if missing:
+            raise ValueError(f"{path}: task {name} lacks the settings {missing}; run the benchmark again")
+    return bench
+
+
+def speed_table(bench: dict[str, Any]) -> str:
+    """Markdown: per task, tokens computed per real token in each kind of batch, seconds per epoch
+    in each setting, and how much faster the levers together make an epoch."""
+    rows = [
+        "| task | examples | mean length | computed per real token, random / similar "
+        "| s per epoch: random, foreach | similar, foreach | random, fused | similar, fused | faster |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in bench["tasks"].items():
+        rows.append(
+            f"| {TASK_NAMES.get(name, name)} | {r['examples']:,} | {r['mean_length']:.0f} | "
+            f"{r[BEFORE]['padded_per_real_token']:.2f} / {r[AFTER]['padded_per_real_token']:.2f} | "
+            + " | ".join(f"{r[s]['s_per_epoch']:,.0f}" for s in SETTINGS)
+            + f" | {r[BEFORE]['s_per_epoch'] / r[AFTER]['s_per_epoch']:.1f}x |"
+        )
+    return "\n".join(rows)
+
+
+def speed_reading(bench: dict[str, Any]) -> str:
+    """One paragraph: what each lever alone and both together did to the time of an epoch."""
+    tasks = bench["tasks"]
+
+    def ratios(a: str, b: str) -> list[tuple[float, str]]:
+        return sorted((t[a]["s_per_epoch"] / t[b]["s_per_epoch"], n) for n, t in tasks.items())
+
+    def span(rs: list[tuple[float, str]]) -> str:
+        (lo, lo_task), (hi, hi_task) = rs[0], rs[-1]
+        if len(rs) == 1:
+            return f"{lo:.2f}"
+        return f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
+
+    both = ratios(BEFORE, AFTER)
+    ms = {s: [1000 * t[s]["s_per_step"] for t in tasks.values()] for s in (BEFORE, SETTINGS[2])}
+    saved = sorted(after - before for before, after in zip(ms[BEFORE], ms[SETTINGS[2]]))
+    steps = sorted(ms[BEFORE])
+    total_before = sum(t[BEFORE]["s_per_epoch"] for t in tasks.values())
+    total_after = sum(t[AFTER]["s_per_epoch"] for t in tasks.values())
+    return (
+        f"Batches of similar lengths alone sped an epoch up by a factor of {span(ratios(BEFORE, SETTINGS[1]))}: the "
+        f"shorter and the more varied a task's sequences, the more a random batch pads. The fused AdamW "
+        f"alone changed it by a factor of {span(ratios(BEFORE, SETTINGS[2]))}, {saved[0]:+.0f} to {saved[-1]:+.0f} ms "
+        f"on steps of {steps[0]:,.0f} to {steps[-1]:,.0f} ms: at these batch sizes the update is a small "
+        f"part of a step. Together, a factor of {span(both)}; one "
+        f"epoch of every task takes {total_after:,.0f} s instead of {total_before:,.0f} s "
+        f"({total_before / total_after:.1f} times faster)."
+    )
+
+
+@dataclass(frozen=True)
+class BatchingPair:
+    """One fine-tuning setting run with plain random batches and with batches of similar lengths
+    (data/pilots/finetune_batching.jsonl): the two rows, and what grouping changed."""
+
+    task: str
+    train_examples: int | None
+    init: str  # "pretrained" or "scratch"
+    random: dict[str, Any]
+    grouped: dict[str, Any]
+
+    @property
+    def change(self) -> float:
+        """Grouped median minus random median, in points of the task's main metric."""
+        return self.grouped["median"] - self.random["median"]
+
+    @property
+    def seed_spread(self) -> float:
+        """The widest distance between two seeds of one arm, in points: the noise to compare with."""
+        return max(max(r["scores"]) - min(r["scores"]) for r in (self.random, self.grouped))
+
+
+def batching_pairs(rows: Sequence[dict[str, Any]]) -> list[BatchingPair]:
+    """The rows of finetune_batching.jsonl (read with `pilots.finetune_sweeps`) matched into pairs,
+    one per (task, train_examples, init) that ran both ways, in the file's order."""
+    arms: dict[tuple, dict[bool, dict[str, Any]]] = {}
+    for r in rows:
+        arms.setdefault((r["task"], r["train_examples"], r["init"]), {})[bool(r["group_by_length"])] = r
+    return [
+        BatchingPair(task, n, init, random=both[False], grouped=both[True])
+        for (task, n, init), both in arms.items()
+        if set(both) == {False, True}
+    ]
+
+
+def _task(p: BatchingPair) -> str:
+    size = f", {p.train_examples:,} sentences" if p.train_examples else ""
+    return f"{TASK_NAMES.get(p.task, p.task)}{size}"
+
+
+def _setting(p: BatchingPair) -> str:
+    return f"{_task(p)}, {'from scratch' if p.init == 'scratch' else 'pre-trained'}"
+
+
+def batching_table(pairs: Sequence[BatchingPair]) -> str:
+    """Markdown: per setting, every seed's score and the median with each kind of batch."""
+    rows = [
+        "| setting | seeds, random batches | seeds, similar lengths | median, random | median, similar | change |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in pairs:
+        seeds = [", ".join(f"{x:.1f}" for x in arm["scores"]) for arm in (p.random, p.grouped)]
+        rows.append(
+            f"| {_setting(p)} | {seeds[0]} | {seeds[1]} | {p.random['median']:.1f} | "
+            f"{p.grouped['median']:.1f} | {p.change:+.1f} |"
+        )
+    return "\n".join(rows)
+
+
+def pretraining_gains(pairs: Sequence[BatchingPair]) -> list[tuple[str, float, float]]:
+    """(task, pre-trained minus scratch with random batches, the same with similar lengths), in
+    points, for each task whose two inits were both run both ways."""
+    by_task: dict[tuple, dict[str, BatchingPair]] = {}
+    for p in pairs:
+        by_task.setdefault((p.task, p.train_examples), {})[p.init] = p
+    return [
+        (
+            _task(both["pretrained"]),
+            both["pretrained"].random["median"] - both["scratch"].random["median"],
+            both["pretrained"].grouped["median"] - both["scratch"].grouped["median"],
+        )
+        for both in by_task.values()
+        if {"pretrained", "scratch"} <= set(both)
+    ]
+
+
+def batching_reading(pairs: Sequence[BatchingPair]) -> str:
+    """One paragraph on what batches of similar lengths did to the scores, from the pairs."""
+    if not pairs:
+        return "No fine-tuning setting has been run both ways yet."
+    changes = [p.change for p in pairs]
+    inside = [p for p in pairs if abs(p.change) <= p.seed_spread]
+    text = (
+        f"Over {count(len(pairs), 'setting')}, batches of similar lengths moved the median score by "
+        f"{min(changes):+.1f} to {max(changes):+.1f} points; "
+    )
+    if len(inside) == len(pairs):
+        text += (
+            "every change is smaller than the distance between two seeds of the same arm: next to the "
+            "seeds, the order of the batches is noise."
+        )
+    else:
+        out = ", ".join(
+            f"{_setting(p)} ({p.change:+.1f}, seeds {p.seed_spread:.1f} apart)" for p in pairs if p not in inside
+        )
+        text += f"{count(len(pairs) - len(inside), 'change')} larger than the seeds' own spread: {out}."
+    gains = pretraining_gains(pairs)
+    if gains:
+        text += (
+            " What pre-training buys over scratch: "
+            + "; ".join(
+                f"{task} {random:+.1f} points with random batches, {grouped:+.1f} with similar lengths"
+                for task, random, grouped in gains
+            )
+            + "."
+        )
+    return text

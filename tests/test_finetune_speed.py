@@ -1,0 +1,116 @@
+"""What fine-tuning's speed levers bought and cost, read from their records: tables and sentences
+generated from the numbers."""
+
+import json
+
+import pytest
+
+from bertlab.experiments import finetune_speed
+
+
+def bench(**epoch_seconds):
+    """A benchmark record: {task: (seconds per epoch in the four settings)}."""
+    tasks = {}
+    for name, secs in epoch_seconds.items():
+        row = {"examples": 1000, "batches_per_epoch": 32, "mean_length": 20.0}
+        for setting, s in zip(finetune_speed.SETTINGS, secs):
+            padded = 3.0 if setting.startswith("random") else 1.2
+            row[setting] = {"s_per_step": s / 32, "s_per_epoch": s, "padded_per_real_token": padded}
+        tasks[name] = row
+    return {"cpu": "AMD EPYC", "tasks": tasks}
+
+
+def test_speed_table_and_reading():
+    b = bench(sst2=(100.0, 40.0, 80.0, 25.0), squad=(300.0, 250.0, 280.0, 240.0))
+    table = finetune_speed.speed_table(b)
+    assert "| SST-2 | 1,000 | 20 | 3.00 / 1.20 | 100 | 40 | 80 | 25 | 4.0x |" in table
+    assert "| SQuAD | 1,000 | 20 | 3.00 / 1.20 | 300 | 250 | 280 | 240 | 1.2x |" in table
+    text = finetune_speed.speed_reading(b)
+    assert "alone sped an epoch up by a factor of 1.20 (SQuAD) to 2.50 (SST-2):" in text
+    assert (
+        "AdamW alone changed it by a factor of 1.07 (SQuAD) to 1.25 (SST-2), -625 to -625 ms on steps of 3,125" in text
+    )
+    assert "Together, a factor of 1.25 (SQuAD) to 4.00 (SST-2);" in text
+    assert "takes 265 s instead of 400 s (1.5 times faster)" in text
+    one = finetune_speed.speed_reading(bench(rte=(10.0, 5.0, 8.0, 4.0)))
+    assert "by a factor of 2.00:" in one
+
+
+def test_load_benchmark_names_what_is_missing(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(bench(sst2=(4.0, 3.0, 2.0, 1.0))))
+    assert set(finetune_speed.load_benchmark(good)["tasks"]) == {"sst2"}
+    broken = bench(sst2=(4.0, 3.0, 2.0, 1.0))
+    del broken["tasks"]["sst2"]["random, fused"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match=r"lacks the settings \['random, fused'\]"):
+        finetune_speed.load_benchmark(bad)
+    (tmp_path / "empty.json").write_text("{}")
+    with pytest.raises(ValueError, match="no tasks"):
+        finetune_speed.load_benchmark(tmp_path / "empty.json")
+    with pytest.raises(ValueError, match="not a record"):
+        finetune_speed.load_benchmark(tmp_path / "absent.json")
+
+
+def test_batching_pairs_table_and_reading():
+    def row(task, init, grouped, scores, n=None):
+        median = sorted(scores)[len(scores) // 2]
+        return dict(task=task, train_examples=n, init=init, group_by_length=grouped, median=median, scores=scores)
+
+    rows = [
+        row("sst2", "pretrained", False, [71.0, 72.0, 73.0], n=2000),
+        row("sst2", "pretrained", True, [71.5, 72.5, 74.0], n=2000),
+        row("sst2", "scratch", False, [69.0, 70.0, 70.5], n=2000),
+        row("sst2", "scratch", True, [68.0, 69.5, 70.0], n=2000),
+        row("conll2003", "pretrained", True, [80.0, 81.0, 82.0]),  # no random twin: left out
+        row("conll2003", "scratch", False, [60.0, 61.0, 62.0]),
+        row("conll2003", "scratch", True, [66.0, 66.5, 67.0]),
+    ]
+    pairs = finetune_speed.batching_pairs(rows)
+    assert [(p.task, p.init) for p in pairs] == [("sst2", "pretrained"), ("sst2", "scratch"), ("conll2003", "scratch")]
+    sst, _, ner = pairs
+    assert sst.change == pytest.approx(0.5) and sst.seed_spread == pytest.approx(2.5)  # grouped: 71.5..74.0
+    assert ner.change == pytest.approx(5.5) and ner.seed_spread == 2.0
+    table = finetune_speed.batching_table(pairs)
+    assert "| SST-2, 2,000 sentences, pre-trained | 71.0, 72.0, 73.0 | 71.5, 72.5, 74.0 | 72.0 | 72.5 | +0.5 |" in table
+    assert "| CoNLL-2003, from scratch | 60.0, 61.0, 62.0 | 66.0, 66.5, 67.0 | 61.0 | 66.5 | +5.5 |" in table
+    assert finetune_speed.pretraining_gains(pairs) == [
+        ("SST-2, 2,000 sentences", pytest.approx(2.0), pytest.approx(3.0))
+    ]
+    text = finetune_speed.batching_reading(pairs)
+    assert "Over three settings, batches of similar lengths moved the median score by -0.5 to +5.5 points" in text
+    assert "one change larger than the seeds' own spread: CoNLL-2003, from scratch (+5.5, seeds 2.0 apart)" in text
+    assert "SST-2, 2,000 sentences +2.0 points with random batches, +3.0 with similar lengths" in text
+    calm = finetune_speed.batching_reading(pairs[:1])
+    assert "Over one setting" in calm and "noise" in calm and "over scratch" not in calm
+    assert finetune_speed.batching_pairs(rows[4:5]) == []
+    assert "No fine-tuning setting" in finetune_speed.batching_reading([])
+
+
+def test_the_benchmark_times_the_four_settings_on_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
+    """benchmarks/finetune_step.py on RTE, one step per setting: a record load_benchmark accepts,
+    batches of similar lengths computing fewer padded tokens than random ones."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "finetune_step.py"
+    spec = importlib.util.spec_from_file_location("finetune_step", script)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "finetune_step", module)
+    spec.loader.exec_module(module)
+    out = tmp_path / "bench.json"
+    args = ["--tasks", "rte", "--steps", "2", "--rounds", "1", "--batch-size", "8", "--json", str(out)]
+    assert module.main([*args, "--precision", "fp32"]) == 0
+    bench = finetune_speed.load_benchmark(out)
+    rte = bench["tasks"]["rte"]
+    assert rte["examples"] == 2490 and rte["batches_per_epoch"] == 312  # ceil(2,490 / 8)
+    for setting in finetune_speed.SETTINGS:
+        assert rte[setting]["s_per_step"] > 0 and len(rte[setting]["s_per_step_rounds"]) == 1
+        assert rte[setting]["s_per_epoch"] == pytest.approx(312 * rte[setting]["s_per_step"])
+    similar, random = (rte[s]["padded_per_real_token"] for s in ("similar lengths, fused", "random, fused"))
+    assert 1.0 <= similar < random
+    assert bench["precision"] == "fp32" and bench["batch_size"] == 8
+    with pytest.raises(SystemExit):
+        module.main(["--steps", "0"])
