@@ -175,10 +175,8 @@ def batching_reading(pairs: Sequence[BatchingPair]) -> str:
         return "No fine-tuning setting has been run both ways yet."
     changes = [p.change for p in pairs]
     inside = [p for p in pairs if abs(p.change) <= p.seed_spread]
-    text = (
-        f"Over {count(len(pairs), 'setting')}, batches of similar lengths moved the median score by "
-        f"{min(changes):+.1f} to {max(changes):+.1f} points; "
-    )
+    moved = f"{changes[0]:+.1f}" if len(changes) == 1 else f"{min(changes):+.1f} to {max(changes):+.1f}"
+    text = f"Over {count(len(pairs), 'setting')}, batches of similar lengths moved the median score by {moved} points; "
     if len(inside) == len(pairs):
         text += (
             "every change is smaller than the distance between two seeds of the same arm: next to the "
