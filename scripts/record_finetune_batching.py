@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 from bertlab.experiments import reference
+from bertlab.experiments.reference_run import finetune_epochs
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.training.finetune import FinetuneConfig, finetune
 
@@ -80,9 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     for task, n, init, grouped in PLAN:
         if (args.only and task != args.only) or (task, n, init, grouped) in done:
             continue
-        epochs = s["ft_epochs"]
-        if n is not None and s["ft_min_steps"]:  # the record's rule: enough epochs for ft_min_steps updates
-            epochs = max(epochs, math.ceil(s["ft_min_steps"] * s["ft_batch"] / n))
+        epochs = finetune_epochs(s, n)
         arm = {"init": folder} if init == "pretrained" else {"init": "scratch", "like": folder}
         cfg = FinetuneConfig(
             task=task,

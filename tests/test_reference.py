@@ -433,3 +433,12 @@ def test_confusions_of_the_median_seed_table_and_reading(record):
         },
     )
     assert run.confusions("rte") is None
+
+
+def test_finetune_epochs_give_small_sets_enough_updates():
+    from bertlab.experiments.reference_run import finetune_epochs
+
+    s = {"ft_epochs": 3, "ft_min_steps": 300, "ft_batch": 32}
+    # 300 updates of 32 need 9,600 examples seen: 20 epochs of 500, 5 of 2,000, the usual 3 above
+    assert [finetune_epochs(s, n) for n in (500, 2000, 8000, None)] == [20, 5, 3, 3]
+    assert finetune_epochs({**s, "ft_min_steps": 0}, 500) == 3

@@ -131,6 +131,15 @@ REFERENCE = {
 WEIGHTS_BUDGET_MB = 20
 
 
+def finetune_epochs(settings: dict[str, Any], train_examples: int | None) -> int:
+    """The epochs the reference run fine-tunes for on `train_examples` labelled examples (None:
+    all of them): its `ft_epochs`, or more on a small set, enough for `ft_min_steps` updates."""
+    epochs = settings["ft_epochs"]
+    if train_examples is not None and settings.get("ft_min_steps"):
+        epochs = max(epochs, math.ceil(settings["ft_min_steps"] * settings["ft_batch"] / train_examples))
+    return epochs
+
+
 def reference_run(
     out: str = "data/reference_run",
     smoke: bool = False,
@@ -270,9 +279,7 @@ def reference_run(
     # SST-2: pretrained vs scratch, same recipe, same seeds, for each number of labelled sentences.
     curve, results = [], {}
     for n in s["ft_sizes"]:
-        epochs = s["ft_epochs"]
-        if n is not None and s["ft_min_steps"]:  # small sets: enough epochs for ft_min_steps updates
-            epochs = max(epochs, math.ceil(s["ft_min_steps"] * s["ft_batch"] / n))
+        epochs = finetune_epochs(s, n)
         ft = dict(
             task="sst2",
             epochs=epochs,
