@@ -14,8 +14,8 @@ autocast runs the matrix multiplies in oneDNN's bf16 kernels (about 1.8x faster 
 AVX512-BF16 CPU, 2.3x with torch.compile); a CPU without native bf16 would emulate it slowly, so
 asking for bf16 there, or for fp16 on any CPU, is a clear error instead of silently doing
 something else. AdamW runs as PyTorch's fused kernel on CPUs and GPUs alike: one pass over the
-weights and both moments per update instead of one per operation (BERT-Mini's update: 15 ms
-against 100 ms on two cores of an AMD EPYC Zen 3). TF32 matrix multiplies are switched on for Ampere and
+weights and both moments per update instead of one per operation (BERT-Mini's update: about 6 ms
+against 20-30 ms on two idle cores of an AMD EPYC Zen 3). TF32 matrix multiplies are switched on for Ampere and
 newer GPUs (fp32 parameters keep full precision; only the matmul inputs are rounded).
 
 Several GPUs: `torchrun --nproc_per_node N -m bertlab pretrain ...` sets RANK, WORLD_SIZE and
