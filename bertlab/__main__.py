@@ -109,6 +109,7 @@ HELP = {
     "max_train_examples": "train on the first N examples only",
     "max_eval_examples": "evaluate on the first N examples only",
     "group_by_length": "random batches of similar lengths, padded less (--no-group-by-length: plain random)",
+    "balance_tokens": "with grouped batches, a token task weighs each token the same in short and long batches",
     "eval_batch_size": "batch size for evaluation",
     "save_models": "write each seed's fine-tuned model under --out",
 }

@@ -5,7 +5,8 @@
 
 The reference run's fine-tuning recipe (lr 5e-4, batch 32, its epochs, seeds 0-2) from the record's
 weights and from scratch, once with plain random batches and once with random batches of similar
-lengths (`FinetuneConfig.group_by_length`). One JSON line per arm, written as soon as it ends (a
+lengths (`FinetuneConfig.group_by_length`; CoNLL-2003 also with each grouped batch weighed by its
+labelled tokens, `balance_tokens`). One JSON line per arm, written as soon as it ends (a
 stopped run picks up where it stopped: arms already in the file are skipped). The first line holds
 the machine and the code. `bertlab.experiments.pilots.finetune_batching` reads the file.
 """
@@ -25,22 +26,26 @@ from bertlab.training.finetune import FinetuneConfig, finetune
 
 OUT = Path("data/pilots/finetune_batching.jsonl")
 
-# (task, labelled examples or None for all, init, group_by_length): the plan, cheapest first, each
-# setting's two arms one after the other
+# (task, labelled examples or None for all, init, group_by_length, balance_tokens): the plan,
+# cheapest first. CoNLL-2003 is a token-level task: grouped batches either as plain means of their
+# tokens' losses (balance_tokens False, the first check) or weighed by their token counts.
 PLAN = [
-    ("sst2", 2000, "pretrained", False),
-    ("sst2", 2000, "pretrained", True),
-    ("sst2", 2000, "scratch", False),
-    ("sst2", 2000, "scratch", True),
-    ("conll2003", None, "pretrained", True),
-    ("conll2003", None, "pretrained", False),
-    ("conll2003", None, "scratch", True),
-    ("conll2003", None, "scratch", False),
+    ("sst2", 2000, "pretrained", False, False),
+    ("sst2", 2000, "pretrained", True, False),
+    ("sst2", 2000, "scratch", False, False),
+    ("sst2", 2000, "scratch", True, False),
+    ("conll2003", None, "pretrained", True, False),
+    ("conll2003", None, "pretrained", False, False),
+    ("conll2003", None, "pretrained", True, True),
+    ("conll2003", None, "scratch", False, False),
+    ("conll2003", None, "scratch", True, True),
+    ("conll2003", None, "scratch", True, False),
 ]
 
 
 def key(row: dict) -> tuple:
-    return (row["task"], row["train_examples"], row["init"], row["group_by_length"])
+    """An arm's identity; rows written before balance_tokens existed are unbalanced."""
+    return (row["task"], row["train_examples"], row["init"], row["group_by_length"], row.get("balance_tokens", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         out.write_text(json.dumps({"meta": meta}) + "\n")
     folder = str(run.model_folder())
-    for task, n, init, grouped in PLAN:
-        if (args.only and task != args.only) or (task, n, init, grouped) in done:
+    for task, n, init, grouped, balanced in PLAN:
+        if (args.only and task != args.only) or (task, n, init, grouped, balanced) in done:
             continue
         epochs = finetune_epochs(s, n)
         arm = {"init": folder} if init == "pretrained" else {"init": "scratch", "like": folder}
@@ -91,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             max_train_examples=n,
             eval_every_epoch=False,
             group_by_length=grouped,
+            balance_tokens=balanced,
             progress=False,
             **arm,
         )
@@ -101,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             "train_examples": n,
             "init": init,
             "group_by_length": grouped,
+            "balance_tokens": balanced,
             "epochs": epochs,
             "median": round(result.median, 2),
             "scores": [round(x, 2) for x in result.scores],

@@ -232,3 +232,59 @@ def test_group_by_length_batches_pad_less_and_train_every_example(pretrained, mo
 
     assert padded(seen[True]) < 0.8 * padded(seen[False])
     assert sorted(x for b in seen[True] for x in b) == sorted(x for b in seen[False] for x in b)
+
+
+def test_grouped_token_batches_weigh_every_token_the_same(mirror, monkeypatch):
+    """CoNLL-2003 in batches of similar lengths: with balance_tokens an epoch's updates add up to
+    the gradient of the loss summed over every labelled token (each token weighs the same, whatever
+    its batch); the batches' plain means do not (a batch of headlines would outweigh its tokens)."""
+    import bertlab.training.finetune as ft
+    from bertlab.data.tokenizer import bert_uncased_tokenizer
+    from bertlab.model import IGNORE_INDEX
+    from bertlab.tasks.inputs import labelled_tokens, length_grouped_batches
+
+    task = get_task("conll2003")
+    tok = bert_uncased_tokenizer()
+    feats = task.featurize(task.load("dev")[:96], tok, max_len=64)
+    counts = labelled_tokens(feats)
+    assert counts.sum() == sum(int((it["labels"] != IGNORE_INDEX).sum()) for it in feats.items)
+    assert counts.min() >= 1 and counts.max() > 3 * counts.min()  # short and long lines both present
+    batches = length_grouped_batches(feats.lengths(), 8, torch.Generator().manual_seed(0))
+    cfg = FinetuneConfig(task="conll2003")
+    per_batch = ft.balanced_tokens_per_batch(task, cfg, feats, len(batches))
+    assert per_batch == pytest.approx(counts.sum() / len(batches))
+    assert ft.balanced_tokens_per_batch(task, FinetuneConfig(group_by_length=False), feats, 12) is None
+    assert ft.balanced_tokens_per_batch(task, FinetuneConfig(balance_tokens=False), feats, 12) is None
+    assert ft.balanced_tokens_per_batch(get_task("sst2"), cfg, feats, 12) is None
+
+    torch.manual_seed(0)
+    model = task.build_model(BertConfig.preset("tiny", vocab_size=tok.vocab_size)).eval()
+
+    def grad_of(objective_of):
+        model.zero_grad()
+        for b in batches:
+            batch = task.collate([feats[i] for i in b.tolist()])
+            objective_of(model(**batch).loss, batch).backward()
+        return model.classifier.weight.grad.clone()
+
+    balanced = grad_of(lambda loss, batch: ft.batch_objective(loss, batch, per_batch))
+    plain = grad_of(lambda loss, batch: ft.batch_objective(loss, batch, None))
+    model.zero_grad()
+    every = task.collate(feats.items)  # one pass over all tokens, summed
+    logits = model(**{k: v for k, v in every.items() if k != "labels"}).logits
+    total = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), every["labels"].flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
+    )
+    (total / per_batch).backward()
+    token_sum = model.classifier.weight.grad
+    assert torch.allclose(balanced, token_sum, atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(plain, token_sum, atol=1e-3, rtol=1e-2)
+
+    # finetune weighs CoNLL-2003's grouped batches so; plain random batches stay plain means
+    used = []
+    monkeypatch.setattr(ft, "batch_objective", lambda loss, batch, n: used.append(n) or loss)
+    quick = {**QUICK, "max_train_examples": 64, "max_eval_examples": 8}
+    for grouped in (True, False):
+        ft.finetune(FinetuneConfig(task="conll2003", init="scratch", preset="tiny", group_by_length=grouped, **quick))
+        assert len(set(used)) == 1 and (used[0] is None) is (not grouped)
+        used.clear()

@@ -208,6 +208,21 @@ def length_grouped_batches(
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
+def labelled_tokens(features: Features) -> np.ndarray:
+    """How many positions of every item carry a token label (not IGNORE_INDEX): the tokens a
+    token-level task's loss averages over. Raises for features without token labels."""
+    counts = []
+    for it in features.items:
+        labels = it.get("labels")
+        if labels is None or np.ndim(labels) != 1:
+            raise ValueError(
+                f"{features.task} features have no per-token labels; labelled_tokens is for token-level "
+                f"tasks (CoNLL-2003), featurized with their labels"
+            )
+        counts.append(int((np.asarray(labels) != IGNORE_INDEX).sum()))
+    return np.array(counts, dtype=np.int64)
+
+
 class LengthGroupedSampler(torch.utils.data.Sampler):
     """A DataLoader batch_sampler over `lengths`: new `length_grouped_batches` every epoch, drawn
     from `generator` (seeded by the caller, so that a run repeats exactly)."""
