@@ -89,6 +89,41 @@ def test_batching_pairs_table_and_reading():
     assert "No fine-tuning setting" in finetune_speed.batching_reading([])
 
 
+def test_batching_pairs_of_a_token_task_weighed_by_tokens():
+    """CoNLL-2003's grouped batches both ways (plain means; weighed by tokens, balance_tokens):
+    each is paired with the random arm, and the gains are read per kind of grouped batch."""
+
+    def row(init, grouped, scores, balanced=None):
+        r = dict(task="conll2003", train_examples=None, init=init, group_by_length=grouped, scores=scores)
+        r["median"] = sorted(scores)[1]
+        if balanced is not None:
+            r["balance_tokens"] = balanced
+        return r
+
+    rows = [
+        row("pretrained", True, [80.0, 80.1, 80.7]),  # written before balance_tokens: plain
+        row("pretrained", False, [81.7, 82.0, 82.3], balanced=False),
+        row("pretrained", True, [81.5, 81.9, 82.4], balanced=True),
+        row("scratch", False, [66.0, 66.2, 67.0], balanced=False),
+        row("scratch", True, [65.0, 66.4, 66.9], balanced=True),
+    ]
+    pairs = finetune_speed.batching_pairs(rows)
+    assert [(p.init, p.balanced, p.grouped["median"]) for p in pairs] == [
+        ("pretrained", False, 80.1),
+        ("pretrained", True, 81.9),
+        ("scratch", True, 66.4),
+    ]
+    assert [p.random["median"] for p in pairs] == [82.0, 82.0, 66.2]
+    table = finetune_speed.batching_table(pairs)
+    assert (
+        "| CoNLL-2003, pre-trained, tokens weighed | 81.7, 82.0, 82.3 | 81.5, 81.9, 82.4 | 82.0 | 81.9 | -0.1 |"
+        in table
+    )
+    assert "| CoNLL-2003, pre-trained | 81.7, 82.0, 82.3 | 80.0, 80.1, 80.7 | 82.0 | 80.1 | -1.9 |" in table
+    gains = finetune_speed.pretraining_gains(pairs)
+    assert gains == [("CoNLL-2003, tokens weighed", pytest.approx(82.0 - 66.2), pytest.approx(81.9 - 66.4))]
+
+
 def test_the_benchmark_times_the_four_settings_on_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
     """benchmarks/finetune_step.py on RTE, one step per setting: a record load_benchmark accepts,
     batches of similar lengths computing fewer padded tokens than random ones."""

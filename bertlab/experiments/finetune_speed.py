@@ -103,6 +103,7 @@ class BatchingPair:
     init: str  # "pretrained" or "scratch"
     random: dict[str, Any]
     grouped: dict[str, Any]
+    balanced: bool = False  # the grouped arm weighed each batch by its labelled tokens (balance_tokens)
 
     @property
     def change(self) -> float:
@@ -116,15 +117,20 @@ class BatchingPair:
 
 
 def batching_pairs(rows: Sequence[dict[str, Any]]) -> list[BatchingPair]:
-    """The rows of finetune_batching.jsonl (read with `pilots.finetune_sweeps`) matched into pairs,
-    one per (task, train_examples, init) that ran both ways, in the file's order."""
-    arms: dict[tuple, dict[bool, dict[str, Any]]] = {}
+    """The rows of finetune_batching.jsonl (read with `pilots.finetune_sweeps`) matched into pairs:
+    for each (task, train_examples, init), its random arm against each grouped arm (plain, and for
+    a token-level task weighed by tokens, `balance_tokens`) that ran, in the file's order. Rows
+    without balance_tokens were made before it existed: not weighed."""
+    arms: dict[tuple, dict[tuple[bool, bool], dict[str, Any]]] = {}
     for r in rows:
-        arms.setdefault((r["task"], r["train_examples"], r["init"]), {})[bool(r["group_by_length"])] = r
+        kind = (bool(r["group_by_length"]), bool(r["group_by_length"] and r.get("balance_tokens", False)))
+        arms.setdefault((r["task"], r["train_examples"], r["init"]), {})[kind] = r
     return [
-        BatchingPair(task, n, init, random=both[False], grouped=both[True])
+        BatchingPair(task, n, init, random=both[(False, False)], grouped=both[(True, balanced)], balanced=balanced)
         for (task, n, init), both in arms.items()
-        if set(both) == {False, True}
+        if (False, False) in both
+        for balanced in (False, True)
+        if (True, balanced) in both
     ]
 
 
@@ -134,7 +140,8 @@ def _task(p: BatchingPair) -> str:
 
 
 def _setting(p: BatchingPair) -> str:
-    return f"{_task(p)}, {'from scratch' if p.init == 'scratch' else 'pre-trained'}"
+    weighed = ", tokens weighed" if p.balanced else ""
+    return f"{_task(p)}, {'from scratch' if p.init == 'scratch' else 'pre-trained'}{weighed}"
 
 
 def batching_table(pairs: Sequence[BatchingPair]) -> str:
@@ -157,10 +164,10 @@ def pretraining_gains(pairs: Sequence[BatchingPair]) -> list[tuple[str, float, f
     points, for each task whose two inits were both run both ways."""
     by_task: dict[tuple, dict[str, BatchingPair]] = {}
     for p in pairs:
-        by_task.setdefault((p.task, p.train_examples), {})[p.init] = p
+        by_task.setdefault((p.task, p.train_examples, p.balanced), {})[p.init] = p
     return [
         (
-            _task(both["pretrained"]),
+            _task(both["pretrained"]) + (", tokens weighed" if both["pretrained"].balanced else ""),
             both["pretrained"].random["median"] - both["scratch"].random["median"],
             both["pretrained"].grouped["median"] - both["scratch"].grouped["median"],
         )
