@@ -150,3 +150,30 @@ def test_the_benchmark_times_the_four_settings_on_a_real_task(mirror, one_thread
     assert bench["precision"] == "fp32" and bench["batch_size"] == 8
     with pytest.raises(SystemExit):
         module.main(["--steps", "0"])
+
+
+def test_short_sentence_weight_by_hand():
+    """Two batches: one of four 1-token lines, one of two 10-token sentences (24 tokens). Plain
+    batch means give the four short lines half the gradient for a sixth of the tokens."""
+    labelled = [1, 1, 1, 1, 10, 10]
+    short = [n <= 2 for n in labelled]
+    tokens, plain = finetune_speed.short_sentence_weight(labelled, [[0, 1, 2, 3], [4, 5]], short)
+    assert tokens == pytest.approx(4 / 24) and plain == pytest.approx(0.5)
+    # mixed batches: each batch holds 12 tokens, so the plain mean weighs every token the same
+    tokens, plain = finetune_speed.short_sentence_weight(labelled, [[0, 1, 4], [2, 3, 5]], short)
+    assert plain == pytest.approx(tokens)
+
+
+def test_short_sentence_weights_of_a_mixed_set():
+    """A quarter of the items are 2-word lines, the rest 20-word sentences: grouped batches give
+    the short lines far more than their tokens' share, random batches about their share."""
+    labelled = [2] * 256 + [20] * 768
+    lengths = [n + 2 for n in labelled]
+    w = finetune_speed.short_sentence_weights(labelled, lengths, batch_size=32, short=5)
+    assert w.sentences == 1024 and w.sentence_share == pytest.approx(0.25)
+    assert w.token_share == pytest.approx(512 / (512 + 768 * 20))
+    assert abs(w.random_share - w.token_share) < 0.02
+    assert w.grouped_share > 0.2  # whole batches of short lines: 8 of 32 batches, a quarter
+    text = w.reading()
+    assert text.startswith("Sentences of at most 5 labelled words are 25% of CoNLL-2003's 1,024 training")
+    assert f"and {w.grouped_share:.0%} in batches of similar lengths; weighed by their tokens, 3% in both." in text

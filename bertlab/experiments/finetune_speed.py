@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from bertlab.prose import count
 
 TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
@@ -132,6 +134,69 @@ def batching_pairs(rows: Sequence[dict[str, Any]]) -> list[BatchingPair]:
         for balanced in (False, True)
         if (True, balanced) in both
     ]
+
+
+def short_sentence_weight(
+    labelled: Sequence[int] | np.ndarray, batches: Sequence[Sequence[int]], short: Sequence[bool] | np.ndarray
+) -> tuple[float, float]:
+    """What a token-level task's loss gives the `short` items: (their share of the labelled
+    tokens, their share of an epoch's gradient when each batch's loss is the plain mean over its
+    tokens). `labelled`: labelled tokens per item (`tasks.inputs.labelled_tokens`); `batches`: the
+    epoch's batches of indices. With a plain mean every batch weighs the same, so an item weighs its
+    tokens over its batch's; weighed by tokens (`FinetuneConfig.balance_tokens`) its share is the
+    first number, as in random batches on average."""
+    labelled = np.asarray(labelled, dtype=np.float64)
+    short = np.asarray(short, dtype=bool)
+    weight = np.zeros_like(labelled)
+    for b in batches:
+        b = np.asarray(b, dtype=np.int64)
+        weight[b] = labelled[b] / max(labelled[b].sum(), 1.0)
+    return float(labelled[short].sum() / labelled.sum()), float(weight[short].sum() / weight.sum())
+
+
+@dataclass(frozen=True)
+class ShortSentenceWeight:
+    """How much of an epoch's gradient a token-level task's short sentences carry (see
+    `short_sentence_weights`): shares of the whole, from 0 to 1."""
+
+    short: int  # at most this many labelled tokens
+    sentences: int  # items in the training set
+    sentence_share: float  # the short ones among them
+    token_share: float  # their labelled tokens among all: also their weight when weighed by tokens
+    random_share: float  # their weight with plain batch means, random batches
+    grouped_share: float  # ... batches of similar lengths
+
+    def reading(self, task: str = "conll2003") -> str:
+        return (
+            f"Sentences of at most {self.short} labelled words are {self.sentence_share:.0%} of "
+            f"{TASK_NAMES.get(task, task)}'s {self.sentences:,} training sentences and hold "
+            f"{self.token_share:.0%} of its labelled tokens. With each batch's plain mean they carry "
+            f"{self.random_share:.0%} of an epoch's gradient in random batches and {self.grouped_share:.0%} "
+            f"in batches of similar lengths; weighed by their tokens, {self.token_share:.0%} in both."
+        )
+
+
+def short_sentence_weights(
+    labelled: Sequence[int] | np.ndarray,
+    lengths: Sequence[int] | np.ndarray,
+    batch_size: int = 32,
+    short: int = 10,
+    seed: int = 0,
+) -> ShortSentenceWeight:
+    """`short_sentence_weight` for one epoch of random batches and one of batches of similar
+    lengths (`tasks.inputs.length_grouped_batches`), both drawn with `seed`. `labelled`: labelled
+    tokens per item (`tasks.inputs.labelled_tokens`); `lengths`: their sequence lengths."""
+    import torch
+
+    from bertlab.tasks.inputs import length_grouped_batches
+
+    labelled = np.asarray(labelled)
+    is_short = labelled <= short
+    random_batches = torch.randperm(len(labelled), generator=torch.Generator().manual_seed(seed)).split(batch_size)
+    grouped = length_grouped_batches(lengths, batch_size, torch.Generator().manual_seed(seed))
+    token_share, random_share = short_sentence_weight(labelled, random_batches, is_short)
+    _, grouped_share = short_sentence_weight(labelled, grouped, is_short)
+    return ShortSentenceWeight(short, len(labelled), float(is_short.mean()), token_share, random_share, grouped_share)
 
 
 def _task(p: BatchingPair) -> str:
