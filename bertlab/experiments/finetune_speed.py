@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 
 from bertlab.prose import count
+from bertlab.tasks.inputs import length_grouped_batches
 
 TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
 SETTINGS = ("random, foreach", "similar lengths, foreach", "random, fused", "similar lengths, fused")
@@ -186,10 +188,6 @@ def short_sentence_weights(
     """`short_sentence_weight` for one epoch of random batches and one of batches of similar
     lengths (`tasks.inputs.length_grouped_batches`), both drawn with `seed`. `labelled`: labelled
     tokens per item (`tasks.inputs.labelled_tokens`); `lengths`: their sequence lengths."""
-    import torch
-
-    from bertlab.tasks.inputs import length_grouped_batches
-
     labelled = np.asarray(labelled)
     is_short = labelled <= short
     random_batches = torch.randperm(len(labelled), generator=torch.Generator().manual_seed(seed)).split(batch_size)
