@@ -249,8 +249,9 @@ def balanced_tokens_per_batch(task, cfg: FinetuneConfig, train_feats, steps_per_
     A token-level loss is a mean over the batch's labelled tokens, so each *batch* weighs the same
     in an update. Random batches hold about the same number of tokens, and then each token weighs
     about the same too. Batches of similar lengths do not: on CoNLL-2003 a batch of 32 headlines
-    holds a tenth of the tokens of a batch of long sentences, and sentences of at most 16 tokens,
-    17% of the labelled tokens, would carry 41% of the gradient. Multiplying each batch's mean by
+    holds a tenth of the tokens of a batch of long sentences, and the short sentences would carry
+    about twice their share of the gradient (`experiments.finetune_speed.short_sentence_weights`
+    computes it; the appendix prints it). Multiplying each batch's mean by
     its token count over the epoch's mean count gives every token the same weight again, and the
     same total as random batches."""
     if not (cfg.group_by_length and cfg.balance_tokens and task.kind == "token"):
