@@ -316,3 +316,26 @@ def test_the_recorded_runs_own_pilot_file_is_not_a_second_row():
     other = dict(own, name="cpu-other", heldout=curve([(10, 0.1), (20, 0.16)]))
     rows = whole_run_rows([own, other], FakeRun(metrics))
     assert [r["name"] for r in rows] == ["cpu-other", "recorded run"]
+
+
+def test_runs_that_ended_at_the_records_tokens_are_read_against_it():
+    from bertlab.experiments.pilots import same_tokens_reading
+
+    def row(name, points):
+        return {"name": name, "points": [{"tokens": t, "mlm_acc": a} for t, a in points]}
+
+    record = row("recorded run", [(1_000_000, 0.2), (28_835_840, 0.381)])
+    fair = row("cpu-x-levers", [(1_000_000, 0.1), (28_835_840, 0.4123)])
+    longer = row("cpu-x-50min", [(41_869_312, 0.3869)])  # ended elsewhere: not compared
+    text = same_tokens_reading([longer, fair, record])
+    assert text == (
+        "After the same 28.8M tokens as the recorded run, which ended at 38.1% held-out accuracy: "
+        "`cpu-x-levers` ended at 41.2% (+3.1 points)."
+    )
+    behind = row("cpu-x-worse", [(28_835_840, 0.37)])
+    assert same_tokens_reading([fair, behind, record]).endswith(
+        "`cpu-x-levers` ended at 41.2% (+3.1 points); `cpu-x-worse` ended at 37.0% (-1.1 points)."
+    )
+    assert same_tokens_reading([longer, record]) == ""  # nothing ended at the record's tokens
+    assert same_tokens_reading([fair, longer]) == ""  # no recorded run among the rows
+    assert same_tokens_reading([]) == ""

@@ -16,6 +16,7 @@ phase (each run reaches the boundaries after its own number of steps).
     series_table(s), series_reading(s)      # Markdown for the book
     size_check(rows, pilots)                # does the size that won on held-out accuracy fine-tune best?
     whole_run_rows(earlier_runs(...), run)  # whole runs and the record: tokens, end, plateau exit
+    same_tokens_reading(rows)               # runs that ended at the record's tokens, against it
 
 A pilot trained on shorter sequences is scored on held-out windows of its own length; where it was
 also scored on the baseline's length (`cross_eval`), that score is the one compared.
@@ -534,3 +535,26 @@ def whole_runs_table(rows: Sequence[dict[str, Any]]) -> str:
             + (f"{ex['tokens'] / 1e6:.1f}M tokens |" if ex else "never |")
         )
     return "\n".join(lines)
+
+
+def same_tokens_reading(rows: Sequence[dict[str, Any]]) -> str:
+    """A sentence on the whole runs that ended after exactly as many training tokens as the
+    recorded run (the last of `rows`, as `whole_run_rows` orders them): each one's held-out
+    accuracy at the end against the recorded run's, in points. A run of a fixed schedule over the
+    record's own steps is the one fair comparison with it when the two differ in more than one
+    thing. Empty when there is no recorded run among the rows or no other run ended there."""
+    if not rows or rows[-1]["name"] != "recorded run":
+        return ""
+    rec = rows[-1]["points"][-1]
+    same = [r for r in rows[:-1] if r["points"][-1]["tokens"] == rec["tokens"]]
+    if not same:
+        return ""
+    parts = [
+        f"`{r['name']}` ended at {r['points'][-1]['mlm_acc']:.1%} "
+        f"({100 * (r['points'][-1]['mlm_acc'] - rec['mlm_acc']):+.1f} points)"
+        for r in same
+    ]
+    return (
+        f"After the same {tokens_text(rec['tokens'])} as the recorded run, which ended at "
+        f"{rec['mlm_acc']:.1%} held-out accuracy: " + "; ".join(parts) + "."
+    )
