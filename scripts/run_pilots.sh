@@ -23,8 +23,18 @@
 #     reference run's pretrain folder with scripts/record_pilot.py), so run only the other sizes:
 #     SERIES=size MINUTES=50 PILOTS=cpu-size-tiny-50min scripts/run_pilots.sh
 #
+#   SERIES=record5: the fifth record's settings (post-LN BERT-Mini, two segments per sequence, 30%
+#     masked, phases of 64/128/256 tokens, its vocabulary kept in
+#     data/pilots/cpu-mini-post-ln-pairs-phases-50min-vocabulary/) on a fixed schedule of that
+#     record's 3,520 steps, each run to its end (the first argument is unused), so that it saw the
+#     record's tokens at every evaluation; recorded without a baseline, since a run here may change
+#     more than one thing, and read against the record at its end (pilots.same_tokens_reading).
+#     About two hours each on 2 Zen 3 cores in fp32; checkpoints every 250 steps, and running the
+#     same command again resumes an interrupted run.
+#
 #   SERIES=mini scripts/run_pilots.sh 1250
 #   SERIES=size MINUTES=10 scripts/run_pilots.sh
+#   SERIES=record5 PILOTS=cpu-mini-32-first-mask-40 scripts/run_pilots.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/run_env.sh
@@ -40,11 +50,22 @@ case "$SERIES" in
         BASE=cpu-mini-8k
         TOTAL=$("$PY" -c "import json; print(json.load(open('data/pilots/cpu-mini-8k-50min.json'))['heldout'][-1]['step'])")
         size=(--preset mini --tokenizer data/pilots/cpu-mini-8k-vocabulary/tokenizer.json --compile) ;;
-    *) echo "SERIES must be tiny, mini or size, not $SERIES" >&2; exit 2 ;;
+    record5)
+        BASE=
+        TOTAL=$("$PY" -c "import json; print(json.load(open('data/pilots/cpu-mini-post-ln-pairs-phases-50min.json'))['heldout'][-1]['step'])")
+        size=(--preset mini --tokenizer data/pilots/cpu-mini-post-ln-pairs-phases-50min-vocabulary/tokenizer.json
+              --compile --norm-position post --segment-pairs --phases 0.8:64:128,0.1:128:64,0.1:256:32
+              --mlm-probability 0.3 --seq-len 128 --batch-size 64) ;;
+    *) echo "SERIES must be tiny, mini, size or record5, not $SERIES" >&2; exit 2 ;;
 esac
 common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
         --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20
         --checkpoint-every 100000 --log-every 50 --no-progress)
+if [ "$SERIES" = record5 ]; then  # whole runs, resumable
+    common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
+            --steps "$TOTAL" --eval-every 250 --eval-batches 20
+            --checkpoint-every 250 --log-every 50 --no-progress --resume)
+fi
 if [ "$SERIES" = size ]; then
     MINUTES=${MINUTES:-10}
     BASE=cpu-size-mini-${MINUTES}min
@@ -69,7 +90,7 @@ pilot() {
     fi
     "$PY" -m bertlab pretrain "${args[@]}" --out "runs/pilots/$name" "$@"
     local base=(--baseline "$BASE")
-    [ "$name" = "$BASE" ] && base=()
+    [ "$name" = "$BASE" ] || [ -z "$BASE" ] && base=()
     "$PY" scripts/record_pilot.py "runs/pilots/$name" --name "$name" --change "$change" "${base[@]}"
 }
 if [ "$SERIES" = size ]; then
@@ -80,6 +101,10 @@ if [ "$SERIES" = size ]; then
         --preset small
     pilot "cpu-size-small-lr-1e-3-${MINUTES}min" "the small size (4/512/8) with a peak learning rate of 1e-3 (2e-3 collapsed it), for the same $MINUTES minutes" \
         --preset small --lr 1e-3
+elif [ "$SERIES" = record5 ]; then
+    pilot cpu-mini-record5-steps "the fifth record's settings on a fixed schedule of its $TOTAL steps (the record itself had a 50-minute budget)"
+    pilot cpu-mini-32-first-mask-40 "the fifth record's settings on a fixed schedule of its $TOTAL steps, with 50% of the steps on 32 tokens first (256 a batch; then 30/10/10% on 64/128/256) and 40% masked" \
+        --phases 0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32 --mlm-probability 0.4
 elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
     pilot cpu-zero-bias "the baseline run ($BASE), with the MLM bias started at 0" --mlm-bias zeros
