@@ -222,7 +222,7 @@ def test_whole_runs_are_read_by_tokens_and_where_they_left_the_plateau():
     lines = whole_runs_table(rows).splitlines()
     assert lines[0].endswith("| reached 20% after |")
     assert lines[2] == "| p1-alone | 2/128/2 | 16,384 | 32 | a whole recipe | 0.0M | 30.0% | 0.0M tokens |"
-    assert lines[3].startswith("| recorded run | 4/256/4 | 8,192 | 64 | the `cpu` recipe, 30% masked |")
+    assert lines[3].startswith("| recorded run | 4/256/4 | 8,192 | 64 | the `cpu` recipe with 30% masked |")
     assert [r["name"] for r in whole_run_rows([pilot], FakeRun([]))] == ["p1-alone"]  # no evaluations logged
     never = dict(pilot, heldout=curve([(10, 0.1)]))
     assert whole_runs_table(whole_run_rows([never])).endswith("| never |")
@@ -339,3 +339,21 @@ def test_runs_that_ended_at_the_records_tokens_are_read_against_it():
     assert same_tokens_reading([longer, record]) == ""  # nothing ended at the record's tokens
     assert same_tokens_reading([fair, longer]) == ""  # no recorded run among the rows
     assert same_tokens_reading([]) == ""
+
+
+def test_a_recorded_runs_settings_in_words():
+    from bertlab.experiments.pilots import recorded_settings_text
+
+    fifth = {
+        "recipe": "cpu",
+        "norm_position": "post",
+        "segment_pairs": True,
+        "phases": "0.8:64:128,0.1:128:64,0.1:256:32",
+        "mlm_probability": 0.3,
+    }
+    assert recorded_settings_text(fifth) == (
+        "the `cpu` recipe with post-LN layers, two segments per sequence, 80% of the steps on 128 "
+        "sequences of 64 tokens, then 10% on 64 of 128 and 10% on 32 of 256, 30% masked"
+    )
+    assert recorded_settings_text({"recipe": "budget", "segment_pairs": False, "phases": None}) == "the `budget` recipe"
+    assert recorded_settings_text({}) == "the `cpu` recipe"

@@ -35,7 +35,7 @@ from bertlab.prose import count
 from bertlab.records import records_dir
 from bertlab.runtime import machine
 from bertlab.training.logs import read_metrics
-from bertlab.training.recipes import Phase, phase_ends
+from bertlab.training.recipes import Phase, parse_phases, phase_ends, phases_text
 
 Pilot = dict[str, Any]
 
@@ -480,6 +480,23 @@ def recorded_curve(run: Any) -> list[dict[str, Any]]:
     return [dict(r, tokens=at.get(r["step"], 0)) for r in records if r.get("split") == "eval"]
 
 
+def recorded_settings_text(settings: dict[str, Any]) -> str:
+    """What a recorded run's settings (its provenance's `settings`) changed of its recipe, in words:
+    "the `cpu` recipe with post-LN layers, two segments per sequence, 80% of the steps on 128
+    sequences of 64 tokens, then 10% on 64 of 128 and 10% on 32 of 256, 30% masked"."""
+    parts = []
+    if settings.get("norm_position"):
+        parts.append(f"{settings['norm_position']}-LN layers")
+    if settings.get("segment_pairs"):
+        parts.append("two segments per sequence")
+    if settings.get("phases"):
+        parts.append(phases_text(parse_phases(settings["phases"])))
+    if settings.get("mlm_probability"):
+        parts.append(f"{settings['mlm_probability']:.0%} masked")
+    recipe = f"the `{settings.get('recipe', 'cpu')}` recipe"
+    return recipe + (" with " + ", ".join(parts) if parts else "")
+
+
 def whole_run_rows(pilots: Sequence[Pilot], run: Any = None) -> list[dict[str, Any]]:
     """One row per whole run: each of `pilots`, then the recorded run `run` (a ReferenceRun, if
     given and it logged evaluations): name, size ("L/H/A"), vocabulary size, batch size, what it
@@ -505,14 +522,13 @@ def whole_run_rows(pilots: Sequence[Pilot], run: Any = None) -> list[dict[str, A
         )
     if points:
         c, settings = run.config(), run.provenance["settings"]
-        rate = settings.get("mlm_probability")
         rows.append(
             {
                 "name": "recorded run",
                 "size": f"{c.L}/{c.H}/{c.A}",
                 "vocab_size": c.vocab_size,
                 "batch": settings["batch_size"],
-                "what": f"the `{settings.get('recipe', 'cpu')}` recipe" + (f", {rate:.0%} masked" if rate else ""),
+                "what": recorded_settings_text(settings),
                 "points": points,
             }
         )
