@@ -102,9 +102,9 @@ if [ "$SERIES" = size ]; then
     pilot "cpu-size-small-lr-1e-3-${MINUTES}min" "the small size (4/512/8) with a peak learning rate of 1e-3 (2e-3 collapsed it), for the same $MINUTES minutes" \
         --preset small --lr 1e-3
 elif [ "$SERIES" = record5 ]; then
-    pilot cpu-mini-record5-steps "the fifth record's settings on a fixed schedule of its $TOTAL steps (the record itself had a 50-minute budget)"
     pilot cpu-mini-32-first-mask-40 "the fifth record's settings on a fixed schedule of its $TOTAL steps, with 50% of the steps on 32 tokens first (256 a batch; then 30/10/10% on 64/128/256) and 40% masked" \
         --phases 0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32 --mlm-probability 0.4
+    pilot cpu-mini-record5-steps "the fifth record's settings on a fixed schedule of its $TOTAL steps (the record itself had a 50-minute budget)"
 elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
     pilot cpu-zero-bias "the baseline run ($BASE), with the MLM bias started at 0" --mlm-bias zeros
