@@ -76,6 +76,11 @@ What is backed by a run and what is not (read before trusting a number):
     phase (25.3% each at 20.5M); post-LN's step ran faster there, and over a whole run the early
     deficit of the short pilot did not last. The record is therefore the paper's post-LN BERT, which
     export-hf writes for transformers; the recipe's default stays pre-LN for the pilots.
+    Beyond the fifth record, a sweep of its settings at its own 3,520 steps on one H100 (eager, one
+    seed each; data/gpu_runs/h100-2026-11-27/recipe_sweep.json) ranked the next levers: 32-token
+    sequences for the first half of the steps +2.4 points, 40% masked +1.9, two layers for the same
+    CPU time +3.5; peak lr 1.2e-3 or 3e-3 about -2. The CPU pilot of the first two together, on the
+    record's own schedule of steps, is `SERIES=record5` in scripts/run_pilots.sh.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
