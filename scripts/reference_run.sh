@@ -19,7 +19,8 @@
 #
 #   scripts/reference_run.sh                 # picks the CPU or GPU settings itself
 #   scripts/reference_run.sh --smoke         # the CPU pipeline in a few minutes
-#   scripts/reference_run.sh --resume        # continue an interrupted pretraining
+#   scripts/reference_run.sh --resume        # continue an interrupted run (pretraining, kept stages)
+#   scripts/reference_run.sh --steps 3520    # a fixed number of steps (the same tokens anywhere)
 # Extra arguments go to `python -m bertlab reference-run` (see --help there).
 set -euo pipefail
 cd "$(dirname "$0")/.."

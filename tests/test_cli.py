@@ -318,6 +318,20 @@ def test_reference_run_smoke(tmp_path):
 
     w = load_file(str(out / "model.fp16.safetensors"))
     assert all(v.dtype == torch.float16 for v in w.values() if v.is_floating_point())
+    # run again with --resume: pretraining is done and every fine-tuning stage is kept, not redone
+    p = subprocess.run(
+        [sys.executable, "-m", "bertlab", "reference-run", "--smoke", "--out", str(out), "--resume"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    for stage in ("sst2_128", "sst2_256", "mrpc"):
+        assert f"{stage}: finished in an earlier session, kept" in p.stdout, p.stdout[-3000:]
+    assert json.loads((out / "finetune_results.json").read_text()) == results
+    again = json.loads((out / "provenance.json").read_text())
+    assert again["stage_times_s"]["mrpc_s"] == prov["stage_times_s"]["mrpc_s"]  # its own wall time
 
 
 def test_throughput_benchmark_runs_quick(tmp_path):

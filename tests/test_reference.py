@@ -328,6 +328,78 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
     assert rows[0]["gain"] == pytest.approx(rows[0]["pretrained"] - rows[0]["scratch"])
     with pytest.raises(ValueError, match="unknown SQuAD settings"):
         reference_run.add_squad(out, max_questions=5)
+    # resumed: the stage kept in stages/squad.json is added again without fine-tuning
+    kept = json.loads((out / "stages" / "squad.json").read_text())
+    assert kept["key"]["recipe"]["seeds"] == [0] and kept["key"]["train_questions"] == 12
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a kept stage was fine-tuned again")
+
+    import bertlab.training.finetune as ft
+
+    monkeypatch.setattr(ft, "compare_with_scratch", no_training)
+    again = reference_run.add_squad(out, resume=True, **small)
+    assert again["squad_pretrained"]["scores"] == results["squad_pretrained"]["scores"]
+    with pytest.raises(AssertionError, match="fine-tuned again"):  # other settings: not kept
+        reference_run.add_squad(out, resume=True, **{**small, "max_eval": 5})
+
+
+class _Arm:
+    """A stand-in for a FinetuneResult: what finetune_stage writes and reads back."""
+
+    def __init__(self, score):
+        self.score = score
+
+    def to_dict(self):
+        return {"task": "sst2", "init": "x", "main_metric": "accuracy", "runs": [], "score": self.score}
+
+
+def test_finetune_stage_keeps_a_finished_stage_for_resume(tmp_path):
+    from safetensors.torch import save_file
+
+    from bertlab.training.finetune import FinetuneConfig
+
+    weights = tmp_path / "model.safetensors"
+    save_file({"w": torch.ones(3)}, str(weights))
+    recipe = FinetuneConfig(task="sst2", epochs=2, seeds=(0, 1), out="somewhere", progress=False)
+    key = reference_run.stage_key("sst2_500", recipe, weights)
+    assert key["recipe"]["seeds"] == [0, 1] and "out" not in key["recipe"]
+    calls = []
+
+    def run():
+        calls.append(1)
+        return [_Arm(len(calls)), _Arm(-len(calls))]
+
+    arms, seconds = reference_run.finetune_stage(tmp_path / "stages", key, resume=True, run=run)
+    assert len(calls) == 1 and seconds >= 0 and (tmp_path / "stages" / "sst2_500.json").exists()
+    kept, again_s = reference_run.finetune_stage(tmp_path / "stages", key, resume=True, run=run)
+    assert len(calls) == 1 and again_s == pytest.approx(seconds, abs=0.1)
+    assert [a.config for a in kept] == [{}, {}] and kept[0].runs == []  # read back as FinetuneResults
+    reference_run.finetune_stage(tmp_path / "stages", key, resume=False, run=run)  # a new run: again
+    assert len(calls) == 2
+    other = reference_run.stage_key("sst2_500", FinetuneConfig(task="sst2", epochs=3), weights)
+    reference_run.finetune_stage(tmp_path / "stages", other, resume=True, run=run)  # another recipe
+    assert len(calls) == 3
+    save_file({"w": torch.zeros(3)}, str(weights))  # pretraining made again: other weights
+    moved = reference_run.stage_key("sst2_500", FinetuneConfig(task="sst2", epochs=3), weights)
+    reference_run.finetune_stage(tmp_path / "stages", moved, resume=True, run=run)
+    assert len(calls) == 4
+
+
+def test_finetune_result_reads_back_what_it_wrote():
+    from bertlab.training.finetune import FinetuneResult, SeedResult
+
+    runs = [SeedResult(seed=s, metrics={"accuracy": 70.0 + s}, history=[], seconds=1.5) for s in (0, 1, 2)]
+    r = FinetuneResult(task="sst2", init="scratch", main_metric="accuracy", runs=runs, config={"lr": 1e-4})
+    back = FinetuneResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back == r and back.median == 71.0 and back.summary() == r.summary()
+
+
+def test_reference_run_takes_minutes_or_steps_not_both(tmp_path):
+    with pytest.raises(ValueError, match="not both"):
+        reference_run.reference_run(out=str(tmp_path / "r"), smoke=True, minutes=5, steps=100)
+    with pytest.raises(ValueError, match="at least one step"):
+        reference_run.reference_run(out=str(tmp_path / "r"), smoke=True, steps=0)
 
 
 def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tmp_path):

@@ -6,13 +6,14 @@ smoke test) and its pipeline (`reference_run`, `python -m bertlab reference-run`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
@@ -140,6 +141,41 @@ def finetune_epochs(settings: dict[str, Any], train_examples: int | None) -> int
     return epochs
 
 
+def stage_key(stage: str, recipe: Any, weights: str | Path, **extra: Any) -> dict[str, Any]:
+    """What a fine-tuning stage's result depends on: the stage, its recipe (a FinetuneConfig, less
+    where it writes and whether it shows progress), the digest of the weights it starts from and
+    anything else it was given (`extra`), as JSON reads it back (tuples become lists)."""
+    settings = {k: v for k, v in dataclasses.asdict(recipe).items() if k not in ("out", "progress")}
+    key = {"stage": stage, "recipe": settings, "weights": ckpt.weights_digest(weights), **extra}
+    return json.loads(json.dumps(key))
+
+
+def finetune_stage(
+    stages: Path, key: dict[str, Any], resume: bool, run: Callable[[], Sequence[Any]]
+) -> tuple[list[Any], float]:
+    """One fine-tuning stage of the reference run, kept: `run()` returns its arms (FinetuneResults,
+    pretrained then scratch), written with its wall time to <stages>/<stage>.json as soon as it
+    ends. With `resume`, a stage already written with the same key (recipe and weights) is read
+    back instead of run again, so an interrupted record loses at most the stage it was in.
+    Returns (arms, seconds)."""
+    # local: the training stack; the chapters that only read the record stay light
+    from bertlab.training.finetune import FinetuneResult
+
+    path = stages / f"{key['stage']}.json"
+    if resume and path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            print(f"{key['stage']}: finished in an earlier session, kept ({path})", flush=True)
+            return [FinetuneResult.from_dict(a) for a in saved["arms"]], float(saved["seconds"])
+        print(f"{key['stage']}: {path} has another recipe or other weights; running it again", flush=True)
+    t = time.perf_counter()
+    arms = list(run())
+    seconds = time.perf_counter() - t
+    stages.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"key": key, "seconds": round(seconds, 1), "arms": [a.to_dict() for a in arms]})
+    return arms, seconds
+
+
 def reference_run(
     out: str = "data/reference_run",
     smoke: bool = False,
@@ -148,13 +184,19 @@ def reference_run(
     seeds: Sequence[int] | None = None,
     compile: bool | None = None,
     resume: bool = False,
+    steps: int | None = None,
 ) -> dict[str, Any]:
     """WordPiece on the training corpus, pre-tokenizing, pretraining on books + Wikipedia (held-out
     books and articles for evaluation), then SST-2 fine-tuning with each seed from the pretrained
     weights and from scratch (same architecture, vocabulary and fine-tuning recipe). Writes into
     `out`: metrics.jsonl, config.json, tokenizer.json + vocab.txt, model.fp16.safetensors,
     finetune_results.json, provenance.json (command, git commit, device, wall times, corpus
-    checksums, versions), and the full pretraining run folder under pretrain/."""
+    checksums, versions), and the full pretraining run folder under pretrain/.
+
+    `minutes` or `steps` replace the settings' pretraining budget (`steps`: a fixed number of
+    steps, the same tokens on any machine). `resume` continues an interrupted run: pretraining from
+    its newest checkpoint, and every fine-tuning stage that finished (stages/<stage>.json, with
+    the same recipe and weights) is kept instead of run again."""
     import torch
 
     # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference`
@@ -174,8 +216,14 @@ def reference_run(
             flush=True,
         )
     s = dict(REFERENCE[kind])
+    if minutes is not None and steps is not None:
+        raise ValueError("give the pretraining a time budget (minutes) or a number of steps, not both")
     if minutes is not None:
         s.update(minutes=minutes, steps=None)
+    if steps is not None:
+        if steps < 1:
+            raise ValueError(f"steps={steps}: pretraining needs at least one step")
+        s.update(steps=steps, minutes=None)
     if preset is not None:
         s["preset"] = preset
     if seeds is not None:
@@ -277,6 +325,8 @@ def reference_run(
         )
 
     # SST-2: pretrained vs scratch, same recipe, same seeds, for each number of labelled sentences.
+    # Every stage is kept in stages/ as it ends (finetune_stage), so that --resume goes on from it.
+    stages = out_dir / "stages"
     curve, results = [], {}
     for n in s["ft_sizes"]:
         epochs = finetune_epochs(s, n)
@@ -290,9 +340,13 @@ def reference_run(
             max_eval_examples=s["ft_max_eval"],
             eval_every_epoch=False,
         )
-        t = time.perf_counter()
-        pre, scr = compare_with_scratch(final, FinetuneConfig(**ft), out=out_dir / f"sst2_{n or 'all'}")
-        times[f"sst2_{n or 'all'}_s"] = time.perf_counter() - t
+        recipe = FinetuneConfig(**ft)
+        (pre, scr), times[f"sst2_{n or 'all'}_s"] = finetune_stage(
+            stages,
+            stage_key(f"sst2_{n or 'all'}", recipe, final / "model.safetensors"),
+            resume,
+            lambda: compare_with_scratch(final, recipe, out=out_dir / f"sst2_{n or 'all'}"),
+        )
         for r in (pre, scr):
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
         curve.append({"train_examples": n, "epochs": epochs, "pretrained": pre.to_dict(), "scratch": scr.to_dict()})
@@ -310,9 +364,13 @@ def reference_run(
             max_eval_examples=s["ft_max_eval"],
             eval_every_epoch=False,
         )
-        t = time.perf_counter()
-        pre, scr = compare_with_scratch(final, FinetuneConfig(**ft), out=out_dir / task)
-        times[f"{task}_s"] = time.perf_counter() - t
+        recipe = FinetuneConfig(**ft)
+        (pre, scr), times[f"{task}_s"] = finetune_stage(
+            stages,
+            stage_key(task, recipe, final / "model.safetensors"),
+            resume,
+            lambda: compare_with_scratch(final, recipe, out=out_dir / task),
+        )
         for name, r in (("pretrained", pre), ("scratch", scr)):
             results[f"{task}_{name}"] = r.to_dict()
             print(r.summary(), flush=True)
@@ -386,7 +444,7 @@ def reference_run(
     write_json(out_dir / "provenance.json", provenance)
     if s.get("squad"):  # SQuAD reads the record as written so far, and adds itself to it
         t = time.perf_counter()
-        add_squad(out_dir)
+        add_squad(out_dir, resume=resume, **({"seeds": tuple(s["squad_seeds"])} if s.get("squad_seeds") else {}))
         provenance = json.loads((out_dir / "provenance.json").read_text())
         provenance["stage_times_s"]["squad_s"] = round(time.perf_counter() - t, 1)
         provenance["wall_time_s"] = round(time.perf_counter() - t_start + earlier_s, 1)
@@ -509,13 +567,15 @@ SQUAD_CPU = dict(
 )
 
 
-def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[str, Any]:
+def add_squad(out: str | Path = "data/reference_run", resume: bool = False, **overrides: Any) -> dict[str, Any]:
     """Fine-tune SQuAD v1.1 from the record's weights and from scratch (the same architecture and
     vocabulary), with one recipe and the same seeds, on the by-article split of dev that chapter 13
     uses (`bertlab.tasks.squad.split_by_article`), and add the results to the record: "squad_pretrained"
     and "squad_scratch" in finetune_results.json, the settings, code and wall time under
     provenance["added_tasks"]["squad"]. `overrides` change SQUAD_CPU's settings (max_train /
-    max_eval: the first N questions of each side, for a quick run). Returns the two results."""
+    max_eval: the first N questions of each side, for a quick run). With `resume`, a result kept in
+    <out>/stages/squad.json for the same settings and weights is added instead of fine-tuning again
+    (`finetune_stage`). Returns the two results."""
     # local: the training stack and SQuAD's data; the chapters that only read the record stay light
     from bertlab.tasks import get_task
     from bertlab.tasks.squad import split_by_article
@@ -542,9 +602,18 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
         seeds=tuple(s["seeds"]),
         eval_every_epoch=False,
     )
-    folder = str(run.model_folder())
-    t0, results = time.perf_counter(), {}
-    arms = compare_with_scratch(folder, recipe, train_examples=train, eval_examples=held)
+    folder = run.model_folder()
+    results = {}
+    key = stage_key(
+        "squad", recipe, folder / "model.safetensors", split={k: s[k] for k in ("eval_fraction", "split_seed")}
+    )
+    key.update(train_questions=len(train), eval_questions=len(held))
+    arms, seconds = finetune_stage(
+        Path(out) / "stages",
+        key,
+        resume,
+        lambda: compare_with_scratch(str(folder), recipe, train_examples=train, eval_examples=held),
+    )
     for name, r in zip(("pretrained", "scratch"), arms):
         results[f"squad_{name}"] = dict(r.to_dict(), train_questions=len(train), eval_questions=len(held))
         print(r.summary(), flush=True)
@@ -553,7 +622,7 @@ def add_squad(out: str | Path = "data/reference_run", **overrides: Any) -> dict[
         "squad",
         results,
         s,
-        time.perf_counter() - t0,
+        seconds,
         git_commit(),
         train_questions=len(train),
         eval_questions=len(held),

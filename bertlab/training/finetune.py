@@ -134,6 +134,17 @@ class FinetuneResult:
             "config": self.config,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FinetuneResult":
+        """The result `to_dict` wrote (a results.json, a record's finetune_results.json entry)."""
+        return cls(
+            task=d["task"],
+            init=d["init"],
+            main_metric=d["main_metric"],
+            runs=[SeedResult(**r) for r in d["runs"]],
+            config=d.get("config", {}),
+        )
+
 
 # ------------------------------------------------------------------------------------------------
 # Where the weights and the vocabulary come from
