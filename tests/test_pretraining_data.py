@@ -384,3 +384,16 @@ def test_phased_batches_switch_and_resume(tok, built, tmp_path):
         stream.set_ends([5, 2])
     with pytest.raises(ValueError, match="phases"):
         PhasedBatches([PretrainingBatches(short, 16, MaskedLMCollator(tok, seed=0))]).load_state_dict(saved)
+    # a time budget moves the boundary back behind a run already in the second phase: it stays there
+    assert stream.phase == 1 and stream.drawn == 5
+    stream.set_ends([8, 12])
+    assert stream.phase == 1 and next(stream)["input_ids"].shape == (4, 128)
+    state = stream.state_dict()
+    assert state["reached"] == 1
+    back = make()
+    back.load_state_dict(copy.deepcopy(state))
+    assert back.phase == 1  # resumed in the phase it had reached
+    del state["reached"]  # a checkpoint written before the phase reached was kept
+    old = make()
+    old.load_state_dict(state)
+    assert old.reached == 0 and old.phase == 0  # its boundaries put its last batch in the first phase

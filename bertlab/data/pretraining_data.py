@@ -590,15 +590,19 @@ class PhasedBatches:
     streams of different sequence lengths (and batch sizes).
 
     `set_ends` moves the boundaries while the run goes (a run limited by time learns its number
-    of steps as it measures its speed). `state_dict()` holds how many batches were drawn, the
-    boundaries and every stream's own state, so a resumed run goes on in the same phase at the
-    same batch, across a phase boundary too."""
+    of steps as it measures its speed); a phase once begun is never left for an earlier one, even
+    if the boundaries move back past it (a time budget that finds the longer sequences slower
+    re-estimates fewer steps, which moved the boundary behind a run already past it).
+    `state_dict()` holds how many batches were drawn, the phase reached, the boundaries and every
+    stream's own state, so a resumed run goes on in the same phase at the same batch, across a
+    phase boundary too."""
 
     def __init__(self, streams: Sequence["PretrainingBatches"], ends: Sequence[int] | None = None):
         if not streams:
             raise ValueError("PhasedBatches needs at least one stream")
         self.streams = list(streams)
         self.drawn = 0
+        self.reached = 0  # the phase of the last batch drawn: later batches come from it or a later one
         self.ends: list[int] | None = None
         if ends is not None:
             self.set_ends(ends)
@@ -611,21 +615,32 @@ class PhasedBatches:
 
     @property
     def phase(self) -> int:
-        """The phase of the next batch (before any boundary is set: the first)."""
+        """The phase of the next batch (before any boundary is set: the first); never one before the
+        phase of the last batch drawn."""
+        return max(self._due(self.drawn), self.reached)
+
+    def _due(self, n: int) -> int:
+        """The phase the boundaries give batch number n (counting from 0)."""
         if self.ends is None:
             return 0
-        return next((k for k, end in enumerate(self.ends[:-1]) if self.drawn < end), len(self.streams) - 1)
+        return next((k for k, end in enumerate(self.ends[:-1]) if n < end), len(self.streams) - 1)
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         return self
 
     def __next__(self) -> dict[str, torch.Tensor]:
-        batch = next(self.streams[self.phase])
+        self.reached = self.phase
+        batch = next(self.streams[self.reached])
         self.drawn += 1
         return batch
 
     def state_dict(self) -> dict[str, Any]:
-        return {"drawn": self.drawn, "ends": self.ends, "streams": [s.state_dict() for s in self.streams]}
+        return {
+            "drawn": self.drawn,
+            "reached": self.reached,
+            "ends": self.ends,
+            "streams": [s.state_dict() for s in self.streams],
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if len(state["streams"]) != len(self.streams):
@@ -637,6 +652,8 @@ class PhasedBatches:
         self.drawn = int(state["drawn"])
         if state["ends"] is not None:
             self.set_ends(state["ends"])
+        # checkpoints written before `reached` was kept: the phase their boundaries gave the last batch
+        self.reached = int(state.get("reached", self._due(self.drawn - 1) if self.drawn else 0))
 
 
 # ------------------------------------------------------------------------------------------------
