@@ -79,8 +79,12 @@ What is backed by a run and what is not (read before trusting a number):
     Beyond the fifth record, a sweep of its settings at its own 3,520 steps on one H100 (eager, one
     seed each; data/gpu_runs/h100-2026-11-27/recipe_sweep.json) ranked the next levers: 32-token
     sequences for the first half of the steps +2.4 points, 40% masked +1.9, two layers for the same
-    CPU time +3.5; peak lr 1.2e-3 or 3e-3 about -2. The CPU pilot of the first two together, on the
-    record's own schedule of steps, is `SERIES=record5` in scripts/run_pilots.sh.
+    CPU time +3.5; peak lr 1.2e-3 or 3e-3 about -2. The first two together did not carry over to
+    2 CPU cores: on the record's own 3,520 steps (cpu-mini-32-first-mask-40, `SERIES=record5` in
+    scripts/run_pilots.sh, fp32 on an AMD Zen 3) the run ended at 37.9% held-out against the
+    record's 38.1%, level at 3,250 steps too (37.6% each), where the sweep predicted about +4. The
+    same-machine control (cpu-mini-record5-steps: the record's settings on that fixed schedule)
+    says whether the machine (fp32, Zen 3) or the levers account for it.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
