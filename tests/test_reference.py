@@ -514,3 +514,31 @@ def test_finetune_epochs_give_small_sets_enough_updates():
     # 300 updates of 32 need 9,600 examples seen: 20 epochs of 500, 5 of 2,000, the usual 3 above
     assert [finetune_epochs(s, n) for n in (500, 2000, 8000, None)] == [20, 5, 3, 3]
     assert finetune_epochs({**s, "ft_min_steps": 0}, 500) == 3
+
+
+def test_changes_since_names_what_a_new_reference_run_would_change(record, tmp_path):
+    out, _ = record
+    prov = json.loads((out / "provenance.json").read_text())
+    now = reference_run.REFERENCE["cpu"]
+    plan = reference_run.squad_plan(now)
+    prov["settings"] = {k: list(v) if isinstance(v, tuple) else v for k, v in now.items()}
+    prov["added_tasks"] = {"squad": {"settings": {**plan, "seeds": list(plan["seeds"])}}}
+    files.write_json(out / "provenance.json", prov)
+    run = reference.find(out)
+    assert reference_run.changes_since(run) == []  # tuples and JSON's lists read alike
+    assert reference_run.changes_text([]).endswith("repeat the record's settings.")
+    prov["settings"]["minutes"] = 40.0
+    del prov["settings"]["squad_seeds"]  # a record made before the setting existed
+    prov["added_tasks"]["squad"]["settings"].update(epochs=1, seeds=[0, 1, 2])
+    files.write_json(out / "provenance.json", prov)
+    changes = reference_run.changes_since(reference.find(out))
+    assert changes == [
+        ("minutes", 40.0, now["minutes"]),
+        ("squad epochs", 1, plan["epochs"]),
+        ("squad seeds", [0, 1, 2], list(plan["seeds"])),
+    ]
+    text = reference_run.changes_text(changes)
+    assert text.startswith("Made again now, the reference run would change 3 settings of the record:")
+    assert f"squad seeds [0, 1, 2] → {list(plan['seeds'])}" in text
+    with pytest.raises(ValueError, match="choose one of"):
+        reference_run.changes_since(run, kind="tpu")

@@ -67,6 +67,11 @@ REFERENCE = {
     # paper's, and transformers'), not the recipe's pre-LN: the pilot cpu-mini-post-ln trained at
     # the same lr 2e-3 without diverging, 1.4 points behind at 10.2M tokens, and a post-LN record
     # is the BERT the book teaches and one that `python -m bertlab export-hf` can hand over.
+    # SQuAD with one seed per arm (squad_seeds), two epochs: the fifth record's fine-tuning took
+    # 102 minutes on 2 Zen 4 cores; with batches of similar lengths and fused AdamW (each stage
+    # scaled by what they saved per epoch in data/benchmarks/finetune_cpu.json) that projects to
+    # 32 minutes for SST-2, MRPC, RTE and CoNLL-2003 and 14 for SQuAD (43 with three seeds), so
+    # that 50 minutes of pretraining and the fine-tuning fit the 100 minutes the record may take.
     "cpu": dict(
         preset="mini",
         recipe="cpu",
@@ -96,6 +101,7 @@ REFERENCE = {
         ft_tasks=("mrpc", "rte", "conll2003"),
         ft_tasks_max_train=None,
         squad=True,
+        squad_seeds=(0,),
     ),
     # the CPU pipeline in a few minutes (how the command is tested)
     "smoke": dict(
@@ -139,6 +145,54 @@ def finetune_epochs(settings: dict[str, Any], train_examples: int | None) -> int
     if train_examples is not None and settings.get("ft_min_steps"):
         epochs = max(epochs, math.ceil(settings["ft_min_steps"] * settings["ft_batch"] / train_examples))
     return epochs
+
+
+def squad_plan(settings: dict[str, Any]) -> dict[str, Any]:
+    """The SQuAD settings a reference run with `settings` fine-tunes with: SQUAD_CPU, with the
+    run's own `squad_seeds` where it names them."""
+    plan = dict(SQUAD_CPU)
+    if settings.get("squad_seeds"):
+        plan["seeds"] = tuple(settings["squad_seeds"])
+    return plan
+
+
+def changes_since(run: ReferenceRun, kind: str = "cpu") -> list[tuple[str, Any, Any]]:
+    """Where `reference-run` now (REFERENCE[kind] and its SQuAD plan) differs from what the
+    recorded `run` was made with: (setting, recorded, now) for each setting, SQuAD's named
+    "squad <setting>"; a setting one side lacks reads None there. Empty when a new run would
+    repeat the record's settings."""
+    if kind not in REFERENCE:
+        raise ValueError(f"no reference settings {kind!r}; choose one of {', '.join(REFERENCE)}")
+
+    def plain(v: Any) -> Any:
+        return list(v) if isinstance(v, tuple) else v
+
+    recorded, now = run.provenance.get("settings") or {}, REFERENCE[kind]
+    changes = [
+        (k, plain(recorded.get(k)), plain(now.get(k)))
+        for k in dict.fromkeys([*recorded, *now])
+        if plain(recorded.get(k)) != plain(now.get(k)) and k != "squad_seeds"
+    ]
+    added = (run.provenance.get("added_tasks") or {}).get("squad")
+    if now.get("squad") and added:
+        plan = squad_plan(now)
+        changes += [
+            (f"squad {k}", plain(added["settings"].get(k)), plain(plan[k]))
+            for k in plan
+            if plain(added["settings"].get(k)) != plain(plan[k])
+        ]
+    return changes
+
+
+def changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
+    """One sentence for `changes_since`: what a reference run made now would change."""
+    if not changes:
+        return "Made again now, the reference run would repeat the record's settings."
+    parts = [f"{name} {old} → {new}" for name, old, new in changes]
+    return (
+        f"Made again now, the reference run would change {len(changes)} "
+        f"setting{'s' if len(changes) > 1 else ''} of the record: " + "; ".join(parts) + "."
+    )
 
 
 def stage_key(stage: str, recipe: Any, weights: str | Path, **extra: Any) -> dict[str, Any]:
@@ -444,7 +498,7 @@ def reference_run(
     write_json(out_dir / "provenance.json", provenance)
     if s.get("squad"):  # SQuAD reads the record as written so far, and adds itself to it
         t = time.perf_counter()
-        add_squad(out_dir, resume=resume, **({"seeds": tuple(s["squad_seeds"])} if s.get("squad_seeds") else {}))
+        add_squad(out_dir, resume=resume, seeds=squad_plan(s)["seeds"])
         provenance = json.loads((out_dir / "provenance.json").read_text())
         provenance["stage_times_s"]["squad_s"] = round(time.perf_counter() - t, 1)
         provenance["wall_time_s"] = round(time.perf_counter() - t_start + earlier_s, 1)
