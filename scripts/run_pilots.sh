@@ -30,7 +30,8 @@
 #     record's tokens at every evaluation; recorded without a baseline, since a run here may change
 #     more than one thing, and read against the record at its end (pilots.same_tokens_reading).
 #     About two hours each on 2 Zen 3 cores in fp32; checkpoints every 250 steps, and running the
-#     same command again resumes an interrupted run.
+#     same command again resumes an interrupted run. cpu-mini-2-layers-x1.71 runs 1.71 times the
+#     steps with half the layers (the same CPU time), so it ends after more tokens than the record.
 #
 #   SERIES=mini scripts/run_pilots.sh 1250
 #   SERIES=size MINUTES=10 scripts/run_pilots.sh
@@ -105,6 +106,11 @@ elif [ "$SERIES" = record5 ]; then
     pilot cpu-mini-32-first-mask-40 "the fifth record's settings on a fixed schedule of its $TOTAL steps, with 50% of the steps on 32 tokens first (256 a batch; then 30/10/10% on 64/128/256) and 40% masked" \
         --phases 0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32 --mlm-probability 0.4
     pilot cpu-mini-record5-steps "the fifth record's settings on a fixed schedule of its $TOTAL steps (the record itself had a 50-minute budget)"
+    # two layers run a step 1.71 times as fast as four (the ablations' timing of 2/256/4 against
+    # 4/256/4), so 1.71 times the steps is the record's CPU time; an H100 sweep read +3.5 for it
+    LONG=$(( TOTAL * 171 / 100 ))
+    pilot cpu-mini-2-layers-x1.71 "the fifth record's settings with 2 layers (2/256/4) on a fixed schedule of $LONG steps, 1.71 times its $TOTAL: the same CPU time" \
+        --layers 2 --steps "$LONG"
 elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
     pilot cpu-zero-bias "the baseline run ($BASE), with the MLM bias started at 0" --mlm-bias zeros

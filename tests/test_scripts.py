@@ -1,7 +1,9 @@
 """The shell scripts' shared settings (scripts/run_env.sh), sourced the way the scripts source it."""
 
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,3 +45,41 @@ def test_run_env_prefers_the_checkouts_venv_and_respects_a_given_python(tmp_path
     assert source_run_env(checkout).stdout.strip() == "PY=.venv/bin/python"
     given = source_run_env(checkout, {"PY": "/opt/py/bin/python"})
     assert given.returncode == 0 and given.stdout.strip() == "PY=/opt/py/bin/python"
+
+
+def test_run_pilots_record5_builds_whole_resumable_runs(tmp_path):
+    """SERIES=record5 with a python that only echoes what it is asked to run: each pilot is one
+    resumable `pretrain` on the fifth record's settings plus its change (a later flag wins), then
+    `record_pilot.py` without a baseline."""
+    fake = tmp_path / "py"
+    fake.write_text(f'#!/bin/bash\nif [ "$1" = "-c" ]; then exec {sys.executable} "$@"; fi\necho "PY $*"\n')
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "SERIES": "record5"}
+
+    def lines(pilot):
+        done = subprocess.run(
+            ["bash", "scripts/run_pilots.sh"],
+            cwd=ROOT,
+            env={**env, "PILOTS": pilot},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return [x.split() for x in done.stdout.splitlines() if x.startswith("PY ")]
+
+    import json
+
+    total = json.loads((ROOT / "data/pilots/cpu-mini-post-ln-pairs-phases-50min.json").read_text())["heldout"][-1][
+        "step"
+    ]
+    (pretrain, record) = lines("cpu-mini-2-layers-x1.71")
+    assert pretrain[1:4] == ["-m", "bertlab", "pretrain"] and "--resume" in pretrain
+    steps = [int(pretrain[i + 1]) for i, a in enumerate(pretrain) if a == "--steps"]
+    assert steps == [total, total * 171 // 100]  # the last one is the one argparse keeps
+    assert pretrain[pretrain.index("--layers") + 1] == "2"
+    assert pretrain[pretrain.index("--out") + 1] == "runs/pilots/cpu-mini-2-layers-x1.71"
+    assert record[1].endswith("record_pilot.py") and "--baseline" not in record
+    (control, _) = lines("cpu-mini-record5-steps")
+    assert "--layers" not in control and control.count("--steps") == 1
+    assert control[control.index("--phases") + 1] == "0.8:64:128,0.1:128:64,0.1:256:32"
