@@ -68,11 +68,8 @@ def test_run_pilots_record5_builds_whole_resumable_runs(tmp_path):
         assert done.returncode == 0, done.stderr
         return [x.split() for x in done.stdout.splitlines() if x.startswith("PY ")]
 
-    import json
-
-    total = json.loads((ROOT / "data/pilots/cpu-mini-post-ln-pairs-phases-50min.json").read_text())["heldout"][-1][
-        "step"
-    ]
+    record5 = ROOT / "data/pilots/cpu-mini-post-ln-pairs-phases-50min.json"
+    total = json.loads(record5.read_text())["heldout"][-1]["step"]
     (pretrain, record) = lines("cpu-mini-2-layers-x1.71")
     assert pretrain[1:4] == ["-m", "bertlab", "pretrain"] and "--resume" in pretrain
     steps = [int(pretrain[i + 1]) for i, a in enumerate(pretrain) if a == "--steps"]
