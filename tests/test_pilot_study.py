@@ -357,3 +357,63 @@ def test_a_recorded_runs_settings_in_words():
     )
     assert recorded_settings_text({"recipe": "budget", "segment_pairs": False, "phases": None}) == "the `budget` recipe"
     assert recorded_settings_text({}) == "the `cpu` recipe"
+
+
+def _sweep_run(config, points):
+    return {"eval": [{"step": s, "mlm_acc": a} for s, a in points], "run": {"config": config}}
+
+
+def test_a_gpu_sweep_is_read_against_its_base_and_checked_by_a_cpu_pilot(tmp_path):
+    import json
+
+    from bertlab.experiments.pilots import (
+        sweep_change,
+        sweep_check,
+        sweep_check_reading,
+        sweep_rows,
+        sweep_table,
+    )
+
+    base = {"lr": None, "mlm_probability": 0.3, "out": "/tmp/a", "steps": 100}
+    sweep = {
+        "mask-40": _sweep_run({**base, "mlm_probability": 0.4, "out": "/tmp/b"}, [(50, 0.2), (100, 0.32)]),
+        "base": _sweep_run(base, [(50, 0.2), (100, 0.30)]),
+        "lr-up": _sweep_run({**base, "lr": 0.003}, [(100, 0.27)]),
+        "short": _sweep_run({**base, "phases": "0.5:32:256,0.5:64:128"}, [(100, 0.31)]),
+    }
+    path = tmp_path / "recipe_sweep.json"
+    path.write_text(json.dumps(sweep))
+    assert sweep_change(base, {**base, "out": "/elsewhere"}) == ""  # where a run writes is no change
+    rows = sweep_rows(path)
+    assert [r["name"] for r in rows] == ["base", "mask-40", "short", "lr-up"]  # base, then best first
+    assert rows[1]["change"] == "mlm_probability 0.4" and rows[1]["points"] == pytest.approx(2.0)
+    assert rows[3]["change"] == "lr 0.003" and rows[3]["points"] == pytest.approx(-3.0)
+    table = sweep_table(rows)
+    assert "| base | the recipe | 100 | 30.0% |  |" in table and "| lr-up | lr 0.003 | 100 | 27.0% | -3.0 |" in table
+
+    pilot = {"name": "cpu-both", "heldout": [{"step": 100, "tokens": 8000, "mlm_acc": 0.305}]}
+    control = {"name": "cpu-control", "points": [{"step": 100, "tokens": 8000, "mlm_acc": 0.30}]}
+    check = sweep_check(rows, ["mask-40", "short"], pilot, control)
+    assert check["predicted"] == pytest.approx(3.0) and check["measured"] == pytest.approx(0.5)
+    text = sweep_check_reading(check, same_machine=True)
+    assert "`mask-40` +2.0 and `short` +1.0" in text and "together, if they added up, +3.0" in text
+    assert "+0.5 points against `cpu-control` (30.0%)" in text and "not the changes' alone" not in text
+    assert "not the changes' alone" in sweep_check_reading(check, same_machine=False)
+    record = {"name": "recorded run", "points": control["points"]}
+    assert "against the recorded run (30.0%)" in sweep_check_reading(sweep_check(rows, ["short"], pilot, record), True)
+    with pytest.raises(ValueError, match="no run named"):
+        sweep_check(rows, ["mask-50"], pilot, control)
+    with pytest.raises(ValueError, match="same tokens"):
+        sweep_check(rows, ["short"], pilot, {"name": "x", "points": [{"tokens": 4000, "mlm_acc": 0.2}]})
+    del sweep["base"]
+    path.write_text(json.dumps(sweep))
+    with pytest.raises(ValueError, match="named 'base'"):
+        sweep_rows(path)
+
+
+def test_the_recorded_gpu_sweep_reads():
+    from bertlab.experiments.pilots import sweep_rows
+
+    rows = sweep_rows()
+    assert rows[0]["name"] == "base" and rows[0]["points"] == 0
+    assert all(r["change"] for r in rows[1:])  # every other run changes something, named

@@ -574,3 +574,100 @@ def same_tokens_reading(rows: Sequence[dict[str, Any]]) -> str:
         f"After the same {tokens_text(rec['tokens'])} as the recorded run, which ended at "
         f"{rec['mlm_acc']:.1%} held-out accuracy: " + "; ".join(parts) + "."
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# A sweep of the recipe on a GPU, and the CPU pilot that checked it
+# ------------------------------------------------------------------------------------------------
+GPU_SWEEP = ("gpu_runs", "h100-2026-11-27", "recipe_sweep.json")
+_SWEEP_IGNORED = ("out", "resume", "log_every", "eval_every", "checkpoint_every", "progress", "keep_last")
+
+
+def sweep_change(base: dict[str, Any], config: dict[str, Any]) -> str:
+    """What a sweep run's `pretrain` settings change of the base run's, as "setting value" pairs
+    ("mlm_probability 0.4; phases 0.5:32:256,..."); "" for the base run itself."""
+    keys = [k for k in dict.fromkeys([*base, *config]) if k not in _SWEEP_IGNORED]
+    return "; ".join(f"{k} {config.get(k)}" for k in keys if base.get(k) != config.get(k))
+
+
+def sweep_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The runs of a recipe sweep (a `recipe_sweep.json` of data/gpu_runs: {name: {"eval": [...],
+    "run": run.json}}), the base run first, then by held-out accuracy: name, what it changes of the
+    base (`sweep_change`), steps and held-out accuracy at its last evaluation, and the difference
+    from the base in points."""
+    sweep = json.loads(Path(path or records_dir(*GPU_SWEEP)).read_text())
+    if "base" not in sweep:
+        raise ValueError(f"{path or records_dir(*GPU_SWEEP)}: a recipe sweep needs a run named 'base' to compare with")
+    base_cfg = sweep["base"]["run"]["config"]
+    rows = []
+    for name, run in sweep.items():
+        end = run["eval"][-1]
+        rows.append(
+            {
+                "name": name,
+                "change": sweep_change(base_cfg, run["run"]["config"]),
+                "steps": end["step"],
+                "mlm_acc": end["mlm_acc"],
+            }
+        )
+    base = next(r for r in rows if r["name"] == "base")
+    rows = [dict(r, points=100 * (r["mlm_acc"] - base["mlm_acc"])) for r in rows]
+    return sorted(rows, key=lambda r: (r["name"] != "base", -r["mlm_acc"]))
+
+
+def sweep_table(rows: Sequence[dict[str, Any]]) -> str:
+    """`sweep_rows` as a Markdown table."""
+    lines = ["| run | what it changes | steps | held-out accuracy | vs base |", "|---|---|---|---|---|"]
+    for r in rows:
+        vs = "" if r["name"] == "base" else f"{r['points']:+.1f}"
+        lines.append(f"| {r['name']} | {r['change'] or 'the recipe'} | {r['steps']:,} | {r['mlm_acc']:.1%} | {vs} |")
+    return "\n".join(lines)
+
+
+def sweep_check(
+    rows: Sequence[dict[str, Any]], parts: Sequence[str], pilot: Pilot, control: dict[str, Any]
+) -> dict[str, Any]:
+    """Did the sweep's changes `parts` (names of its runs), made together in `pilot`, pay on the
+    pilot's machine? `control` is the run the pilot changes (a whole_run_rows row: "name" and its
+    held-out "points"), ended after the same tokens. Returns the predicted gain (the sum of the
+    parts' gains on the GPU), the measured one (pilot's end minus control's, in points) and both
+    ends."""
+    by_name = {r["name"]: r for r in rows}
+    missing = [p for p in parts if p not in by_name]
+    if missing:
+        raise ValueError(f"no run named {missing} in the sweep; it has {', '.join(by_name)}")
+    end, ref = pilot["heldout"][-1], control["points"][-1]
+    if end["tokens"] != ref["tokens"]:
+        raise ValueError(
+            f"{pilot['name']} ended after {end['tokens']:,} tokens and {control['name']} after "
+            f"{ref['tokens']:,}: compare runs that saw the same tokens"
+        )
+    return {
+        "parts": {p: by_name[p]["points"] for p in parts},
+        "predicted": sum(by_name[p]["points"] for p in parts),
+        "measured": 100 * (end["mlm_acc"] - ref["mlm_acc"]),
+        "pilot": pilot["name"],
+        "pilot_acc": end["mlm_acc"],
+        "control": control["name"],
+        "control_acc": ref["mlm_acc"],
+    }
+
+
+def sweep_check_reading(check: dict[str, Any], same_machine: bool) -> str:
+    """A sentence for `sweep_check`: the GPU's gains of each part, what they add up to, and what
+    the pilot measured against its control. `same_machine`: whether the control ran on the pilot's
+    kind of machine and schedule; if not, the sentence says the difference is not the changes' alone."""
+    parts = " and ".join(f"`{name}` {pts:+.1f}" for name, pts in check["parts"].items())
+    control = "the recorded run" if check["control"] == "recorded run" else f"`{check['control']}`"
+    text = (
+        f"On the GPU, {parts} points over the recipe: together, if they added up, "
+        f"{check['predicted']:+.1f}. On two CPU cores `{check['pilot']}` made both changes and ended at "
+        f"{check['pilot_acc']:.1%}, {check['measured']:+.1f} points against {control} "
+        f"({check['control_acc']:.1%}) after the same tokens."
+    )
+    if not same_machine:
+        text += (
+            " That control ran on another machine and schedule, so the difference is not the"
+            " changes' alone; the same settings without them on the pilot's own machine would tell."
+        )
+    return text

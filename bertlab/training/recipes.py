@@ -78,7 +78,7 @@ What is backed by a run and what is not (read before trusting a number):
     export-hf writes for transformers; the recipe's default stays pre-LN for the pilots.
     Beyond the fifth record, a sweep of its settings at its own 3,520 steps on one H100 (eager, one
     seed each; data/gpu_runs/h100-2026-11-27/recipe_sweep.json) ranked the next levers: 32-token
-    sequences for the first half of the steps +2.4 points, 40% masked +1.9, two layers for the same
+    sequences for the first half of the steps +2.4 points, 40% masked +1.8, two layers for the same
     CPU time +3.5; peak lr 1.2e-3 or 3e-3 about -2. The first two together did not carry over to
     2 CPU cores: on the record's own 3,520 steps (cpu-mini-32-first-mask-40, `SERIES=record5` in
     scripts/run_pilots.sh, fp32 on an AMD Zen 3) the run ended at 37.9% held-out against the
