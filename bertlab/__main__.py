@@ -225,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
         "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
         "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
-        "split of dev, bertlab.experiments.reference_run.SQUAD_CPU)",
+        "split of dev, bertlab.experiments.reference_run.SQUAD_CPU with the record's squad_seeds; "
+        "with --resume a SQuAD result kept in <out>/stages/ is added again)",
     )
     r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
     r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
@@ -313,6 +314,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "reference-run" and args.add == "squad":
         reference_run.add_squad(
             args.out,
+            resume=args.resume,
             max_train=args.max_train,
             max_eval=args.max_eval,
             **({"seeds": tuple(args.seeds)} if args.seeds else {}),

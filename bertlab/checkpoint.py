@@ -155,6 +155,11 @@ def weights_digest(path: str | Path) -> str:
         if len(head) < 8:
             raise ValueError(f"{path}: too short to be a safetensors file; save the weights again")
         (n,) = struct.unpack("<Q", head)
+        if n > os.path.getsize(path) - 8:
+            raise ValueError(
+                f"{path}: its header says {n:,} bytes, more than the file holds (not a safetensors file, "
+                f"or a git-lfs pointer?); save the weights again"
+            )
         try:
             header = json.loads(f.read(n))
         except ValueError as err:

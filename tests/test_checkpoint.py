@@ -180,6 +180,9 @@ def test_weights_digest_names_the_weights_not_the_header_order(tmp_path):
     (tmp_path / "short.safetensors").write_bytes(b"\x01\x02")
     with pytest.raises(ValueError, match="too short"):
         ckpt.weights_digest(tmp_path / "short.safetensors")
+    (tmp_path / "lfs.safetensors").write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
+    with pytest.raises(ValueError, match="more than the file holds"):
+        ckpt.weights_digest(tmp_path / "lfs.safetensors")
     (tmp_path / "bad.safetensors").write_bytes((4).to_bytes(8, "little") + b"{{{{")
     with pytest.raises(ValueError, match="not JSON"):
         ckpt.weights_digest(tmp_path / "bad.safetensors")

@@ -332,6 +332,10 @@ def test_reference_run_smoke(tmp_path):
     assert json.loads((out / "finetune_results.json").read_text()) == results
     again = json.loads((out / "provenance.json").read_text())
     assert again["stage_times_s"]["mrpc_s"] == prov["stage_times_s"]["mrpc_s"]  # its own wall time
+    kept = again["resumed"]["kept_stages"]  # what an earlier session fine-tuned, and where
+    assert set(kept) == {"sst2_128", "sst2_256", "mrpc"} and kept["mrpc"]["git_commit"] == prov["git_commit"]
+    assert kept["mrpc"]["machine"]["precision"] in ("fp32", "bf16")
+    assert again["wall_time_s"] >= sum(k["seconds"] for k in kept.values())  # the kept stages count
 
 
 def test_throughput_benchmark_runs_quick(tmp_path):

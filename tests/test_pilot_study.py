@@ -400,7 +400,9 @@ def test_a_gpu_sweep_is_read_against_its_base_and_checked_by_a_cpu_pilot(tmp_pat
     assert "+0.5 points against `cpu-control` (30.0%)" in text and "not the changes' alone" not in text
     assert "not the changes' alone" in sweep_check_reading(check, same_machine=False)
     record = {"name": "recorded run", "points": control["points"]}
-    assert "against the recorded run (30.0%)" in sweep_check_reading(sweep_check(rows, ["short"], pilot, record), True)
+    one = sweep_check_reading(sweep_check(rows, ["short"], pilot, record), True)
+    assert "against the recorded run (30.0%)" in one and "`short` +1.0 points over the recipe." in one
+    assert "made this change and" in one and "together" not in one
     with pytest.raises(ValueError, match="no run named"):
         sweep_check(rows, ["mask-50"], pilot, control)
     with pytest.raises(ValueError, match="same tokens"):

@@ -338,8 +338,10 @@ def test_add_squad_fine_tunes_both_arms_and_extends_the_record(record, monkeypat
     import bertlab.training.finetune as ft
 
     monkeypatch.setattr(ft, "compare_with_scratch", no_training)
-    again = reference_run.add_squad(out, resume=True, **small)
+    kept = {}
+    again = reference_run.add_squad(out, resume=True, kept=kept, **small)
     assert again["squad_pretrained"]["scores"] == results["squad_pretrained"]["scores"]
+    assert kept["squad"]["seconds"] == reference.find(out).provenance["added_tasks"]["squad"]["wall_time_s"]
     with pytest.raises(AssertionError, match="fine-tuned again"):  # other settings: not kept
         reference_run.add_squad(out, resume=True, **{**small, "max_eval": 5})
 

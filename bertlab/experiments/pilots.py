@@ -659,9 +659,13 @@ def sweep_check_reading(check: dict[str, Any], same_machine: bool) -> str:
     kind of machine and schedule; if not, the sentence says the difference is not the changes' alone."""
     parts = " and ".join(f"`{name}` {pts:+.1f}" for name, pts in check["parts"].items())
     control = "the recorded run" if check["control"] == "recorded run" else f"`{check['control']}`"
+    if len(check["parts"]) > 1:
+        predicted = f"points over the recipe: together, if they added up, {check['predicted']:+.1f}"
+        made = "made these changes together"
+    else:
+        predicted, made = "points over the recipe", "made this change"
     text = (
-        f"On the GPU, {parts} points over the recipe: together, if they added up, "
-        f"{check['predicted']:+.1f}. On two CPU cores `{check['pilot']}` made both changes and ended at "
+        f"On the GPU, {parts} {predicted}. On the CPU, `{check['pilot']}` {made} and ended at "
         f"{check['pilot_acc']:.1%}, {check['measured']:+.1f} points against {control} "
         f"({check['control_acc']:.1%}) after the same tokens."
     )

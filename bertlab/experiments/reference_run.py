@@ -204,29 +204,57 @@ def stage_key(stage: str, recipe: Any, weights: str | Path, **extra: Any) -> dic
     return json.loads(json.dumps(key))
 
 
+def kept_seconds(kept: dict[str, Any]) -> float:
+    """The fine-tuning seconds of the stages `finetune_stage` kept from earlier sessions."""
+    return sum(float(k.get("seconds") or 0.0) for k in kept.values())
+
+
 def finetune_stage(
-    stages: Path, key: dict[str, Any], resume: bool, run: Callable[[], Sequence[Any]]
+    stages: Path,
+    key: dict[str, Any],
+    resume: bool,
+    run: Callable[[], Sequence[Any]],
+    kept: dict[str, Any] | None = None,
 ) -> tuple[list[Any], float]:
     """One fine-tuning stage of the reference run, kept: `run()` returns its arms (FinetuneResults,
-    pretrained then scratch), written with its wall time to <stages>/<stage>.json as soon as it
-    ends. With `resume`, a stage already written with the same key (recipe and weights) is read
-    back instead of run again, so an interrupted record loses at most the stage it was in.
+    pretrained then scratch), written to <stages>/<stage>.json as soon as it ends, with its wall
+    time, code and machine. With `resume`, a stage already written with the same key (recipe and
+    weights) is read back instead of run again, so an interrupted record loses at most the stage it
+    was in; `kept`, if given, gains an entry per stage read back (its seconds, code and machine).
     Returns (arms, seconds)."""
     # local: the training stack; the chapters that only read the record stay light
     from bertlab.training.finetune import FinetuneResult
 
     path = stages / f"{key['stage']}.json"
     if resume and path.exists():
-        saved = json.loads(path.read_text())
-        if saved.get("key") == key:
+        try:
+            saved = json.loads(path.read_text())
+        except ValueError as err:
+            raise ValueError(
+                f"{path} is not JSON (a stage file cut off?); delete it to fine-tune that stage again"
+            ) from err
+        differ = [k for k in key if (saved.get("key") or {}).get(k) != key[k]]
+        if not differ:
             print(f"{key['stage']}: finished in an earlier session, kept ({path})", flush=True)
+            if kept is not None:
+                kept[key["stage"]] = {k: saved.get(k) for k in ("seconds", "git_commit", "machine")}
             return [FinetuneResult.from_dict(a) for a in saved["arms"]], float(saved["seconds"])
-        print(f"{key['stage']}: {path} has another recipe or other weights; running it again", flush=True)
+        print(f"{key['stage']}: {path} differs in {', '.join(differ)}; running it again", flush=True)
     t = time.perf_counter()
     arms = list(run())
     seconds = time.perf_counter() - t
     stages.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"key": key, "seconds": round(seconds, 1), "arms": [a.to_dict() for a in arms]})
+    write_json(
+        path,
+        {
+            "key": key,
+            "seconds": round(seconds, 1),
+            "git_commit": git_commit(),
+            # where it ran, and the precision fine-tuning resolved to there
+            "machine": machine(make_runtime("auto", "auto", distributed=False)),
+            "arms": [a.to_dict() for a in arms],
+        },
+    )
     return arms, seconds
 
 
@@ -381,6 +409,7 @@ def reference_run(
     # SST-2: pretrained vs scratch, same recipe, same seeds, for each number of labelled sentences.
     # Every stage is kept in stages/ as it ends (finetune_stage), so that --resume goes on from it.
     stages = out_dir / "stages"
+    kept: dict[str, Any] = {}  # stages finished in an earlier session: their seconds, code, machine
     curve, results = [], {}
     for n in s["ft_sizes"]:
         epochs = finetune_epochs(s, n)
@@ -400,6 +429,7 @@ def reference_run(
             stage_key(f"sst2_{n or 'all'}", recipe, final / "model.safetensors"),
             resume,
             lambda: compare_with_scratch(final, recipe, out=out_dir / f"sst2_{n or 'all'}"),
+            kept,
         )
         for r in (pre, scr):
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
@@ -424,6 +454,7 @@ def reference_run(
             stage_key(task, recipe, final / "model.safetensors"),
             resume,
             lambda: compare_with_scratch(final, recipe, out=out_dir / task),
+            kept,
         )
         for name, r in (("pretrained", pre), ("scratch", scr)):
             results[f"{task}_{name}"] = r.to_dict()
@@ -456,8 +487,9 @@ def reference_run(
         "cpu_model": cpu_model(),
         "precision": rt.precision,
         "torch": torch.__version__,
-        "wall_time_s": round(time.perf_counter() - t_start + earlier_s, 1),
-        "resumed": {"earlier_sessions_train_s": round(earlier_s, 1)} if earlier is not None else None,
+        # the time of this session, plus what earlier sessions spent pretraining and on kept stages
+        "wall_time_s": round(time.perf_counter() - t_start + earlier_s + kept_seconds(kept), 1),
+        "resumed": {"earlier_sessions_train_s": round(earlier_s, 1), "kept_stages": kept} if resume else None,
         "stage_times_s": {k: round(v, 1) for k, v in times.items()},
         "pretraining": {
             "steps": result.step,
@@ -498,10 +530,13 @@ def reference_run(
     write_json(out_dir / "provenance.json", provenance)
     if s.get("squad"):  # SQuAD reads the record as written so far, and adds itself to it
         t = time.perf_counter()
-        add_squad(out_dir, resume=resume, seeds=squad_plan(s)["seeds"])
+        add_squad(out_dir, resume=resume, seeds=squad_plan(s)["seeds"], kept=kept)
         provenance = json.loads((out_dir / "provenance.json").read_text())
-        provenance["stage_times_s"]["squad_s"] = round(time.perf_counter() - t, 1)
-        provenance["wall_time_s"] = round(time.perf_counter() - t_start + earlier_s, 1)
+        # the stage's own fine-tuning time (kept from an earlier session, or this one's)
+        provenance["stage_times_s"]["squad_s"] = provenance["added_tasks"]["squad"]["wall_time_s"]
+        provenance["wall_time_s"] = round(time.perf_counter() - t_start + earlier_s + kept_seconds(kept), 1)
+        if provenance.get("resumed"):
+            provenance["resumed"]["kept_stages"] = kept
         write_json(out_dir / "provenance.json", provenance)
     print(
         json.dumps(
@@ -621,7 +656,9 @@ SQUAD_CPU = dict(
 )
 
 
-def add_squad(out: str | Path = "data/reference_run", resume: bool = False, **overrides: Any) -> dict[str, Any]:
+def add_squad(
+    out: str | Path = "data/reference_run", resume: bool = False, kept: dict[str, Any] | None = None, **overrides: Any
+) -> dict[str, Any]:
     """Fine-tune SQuAD v1.1 from the record's weights and from scratch (the same architecture and
     vocabulary), with one recipe and the same seeds, on the by-article split of dev that chapter 13
     uses (`bertlab.tasks.squad.split_by_article`), and add the results to the record: "squad_pretrained"
@@ -629,7 +666,7 @@ def add_squad(out: str | Path = "data/reference_run", resume: bool = False, **ov
     provenance["added_tasks"]["squad"]. `overrides` change SQUAD_CPU's settings (max_train /
     max_eval: the first N questions of each side, for a quick run). With `resume`, a result kept in
     <out>/stages/squad.json for the same settings and weights is added instead of fine-tuning again
-    (`finetune_stage`). Returns the two results."""
+    (`finetune_stage`; `kept` gains it then). Returns the two results."""
     # local: the training stack and SQuAD's data; the chapters that only read the record stay light
     from bertlab.tasks import get_task
     from bertlab.tasks.squad import split_by_article
@@ -638,10 +675,11 @@ def add_squad(out: str | Path = "data/reference_run", resume: bool = False, **ov
     unknown = set(overrides) - set(SQUAD_CPU)
     if unknown:
         raise ValueError(f"unknown SQuAD settings {sorted(unknown)}; choose from {sorted(SQUAD_CPU)}")
-    s = {**SQUAD_CPU, **overrides}
     run = find(out)
     if run is None:
         raise FileNotFoundError(f"no reference run at {out}: record one first with {REPRODUCE}")
+    # the record's own plan (its squad_seeds), then what the caller changes
+    s = {**squad_plan(run.provenance.get("settings") or {}), **overrides}
     train, held = split_by_article(
         get_task("squad").load("dev"), eval_fraction=s["eval_fraction"], seed=s["split_seed"]
     )
@@ -667,6 +705,7 @@ def add_squad(out: str | Path = "data/reference_run", resume: bool = False, **ov
         key,
         resume,
         lambda: compare_with_scratch(str(folder), recipe, train_examples=train, eval_examples=held),
+        kept,
     )
     for name, r in zip(("pretrained", "scratch"), arms):
         results[f"squad_{name}"] = dict(r.to_dict(), train_questions=len(train), eval_questions=len(held))
