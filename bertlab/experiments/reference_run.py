@@ -164,22 +164,19 @@ def changes_since(run: ReferenceRun, kind: str = "cpu") -> list[tuple[str, Any, 
     if kind not in REFERENCE:
         raise ValueError(f"no reference settings {kind!r}; choose one of {', '.join(REFERENCE)}")
 
-    def plain(v: Any) -> Any:
-        return list(v) if isinstance(v, tuple) else v
-
-    recorded, now = run.provenance.get("settings") or {}, REFERENCE[kind]
+    # both sides as JSON reads them (the record's tuples were written as lists)
+    recorded = run.provenance.get("settings") or {}
+    now = json.loads(json.dumps(REFERENCE[kind]))
     changes = [
-        (k, plain(recorded.get(k)), plain(now.get(k)))
+        (k, recorded.get(k), now.get(k))
         for k in dict.fromkeys([*recorded, *now])
-        if plain(recorded.get(k)) != plain(now.get(k)) and k != "squad_seeds"
+        if recorded.get(k) != now.get(k) and k != "squad_seeds"
     ]
     added = (run.provenance.get("added_tasks") or {}).get("squad")
     if now.get("squad") and added:
-        plan = squad_plan(now)
+        plan = json.loads(json.dumps(squad_plan(now)))
         changes += [
-            (f"squad {k}", plain(added["settings"].get(k)), plain(plan[k]))
-            for k in plan
-            if plain(added["settings"].get(k)) != plain(plan[k])
+            (f"squad {k}", added["settings"].get(k), v) for k, v in plan.items() if added["settings"].get(k) != v
         ]
     return changes
 
@@ -528,9 +525,8 @@ def reference_run(
         ],
     }
     write_json(out_dir / "provenance.json", provenance)
-    if s.get("squad"):  # SQuAD reads the record as written so far, and adds itself to it
-        t = time.perf_counter()
-        add_squad(out_dir, resume=resume, seeds=squad_plan(s)["seeds"], kept=kept)
+    if s.get("squad"):  # SQuAD reads the record as written so far (its squad_seeds too), and adds itself
+        add_squad(out_dir, resume=resume, kept=kept)
         provenance = json.loads((out_dir / "provenance.json").read_text())
         # the stage's own fine-tuning time (kept from an earlier session, or this one's)
         provenance["stage_times_s"]["squad_s"] = provenance["added_tasks"]["squad"]["wall_time_s"]
@@ -697,9 +693,13 @@ def add_squad(
     folder = run.model_folder()
     results = {}
     key = stage_key(
-        "squad", recipe, folder / "model.safetensors", split={k: s[k] for k in ("eval_fraction", "split_seed")}
+        "squad",
+        recipe,
+        folder / "model.safetensors",
+        split={k: s[k] for k in ("eval_fraction", "split_seed")},
+        train_questions=len(train),
+        eval_questions=len(held),
     )
-    key.update(train_questions=len(train), eval_questions=len(held))
     arms, seconds = finetune_stage(
         Path(out) / "stages",
         key,
