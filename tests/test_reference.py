@@ -397,6 +397,34 @@ def test_finetune_result_reads_back_what_it_wrote():
     assert back == r and back.median == 71.0 and back.summary() == r.summary()
 
 
+def test_finetune_result_refuses_a_dict_from_another_version(tmp_path):
+    from bertlab.training.finetune import FinetuneResult, SeedResult
+
+    runs = [SeedResult(seed=0, metrics={"accuracy": 70.0}, history=[], seconds=1.5)]
+    d = FinetuneResult(task="sst2", init="scratch", main_metric="accuracy", runs=runs).to_dict()
+    renamed = json.loads(json.dumps(d))
+    renamed["runs"][0]["wall_s"] = renamed["runs"][0].pop("seconds")  # a field renamed since
+    with pytest.raises(ValueError, match=r"missing runs\[0\]\.seconds; unknown run fields wall_s"):
+        FinetuneResult.from_dict(renamed)
+    with pytest.raises(ValueError, match="missing main_metric"):
+        FinetuneResult.from_dict({k: v for k, v in d.items() if k != "main_metric"})
+    # a kept stage in that shape names its file and how to get past it
+    weights = tmp_path / "model.safetensors"
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.ones(3)}, str(weights))
+    from bertlab.training.finetune import FinetuneConfig
+
+    key = reference_run.stage_key("sst2_500", FinetuneConfig(task="sst2"), weights)
+    (tmp_path / "stages").mkdir()
+    stage = tmp_path / "stages" / "sst2_500.json"
+    stage.write_text(json.dumps({"key": key, "seconds": 3.0, "arms": [renamed, renamed]}))
+    kept = {}
+    with pytest.raises(ValueError, match=r"sst2_500\.json: .*wall_s.*delete it to fine-tune"):
+        reference_run.finetune_stage(tmp_path / "stages", key, resume=True, run=lambda: [], kept=kept)
+    assert kept == {}
+
+
 def test_reference_run_takes_minutes_or_steps_not_both(tmp_path):
     with pytest.raises(ValueError, match="not both"):
         reference_run.reference_run(out=str(tmp_path / "r"), smoke=True, minutes=5, steps=100)

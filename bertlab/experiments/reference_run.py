@@ -232,10 +232,14 @@ def finetune_stage(
             ) from err
         differ = [k for k in key if (saved.get("key") or {}).get(k) != key[k]]
         if not differ:
+            try:
+                arms = [FinetuneResult.from_dict(a) for a in saved["arms"]]
+            except ValueError as err:
+                raise ValueError(f"{path}: {err} (delete it to fine-tune that stage again)") from err
             print(f"{key['stage']}: finished in an earlier session, kept ({path})", flush=True)
             if kept is not None:
                 kept[key["stage"]] = {k: saved.get(k) for k in ("seconds", "git_commit", "machine")}
-            return [FinetuneResult.from_dict(a) for a in saved["arms"]], float(saved["seconds"])
+            return arms, float(saved["seconds"])
         print(f"{key['stage']}: {path} differs in {', '.join(differ)}; running it again", flush=True)
     t = time.perf_counter()
     arms = list(run())

@@ -136,7 +136,28 @@ class FinetuneResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FinetuneResult":
-        """The result `to_dict` wrote (a results.json, a record's finetune_results.json entry)."""
+        """The result `to_dict` wrote (a results.json, a record's finetune_results.json entry). A
+        dict with fields this version does not write, or without the ones it needs, is refused with
+        a ValueError that names them (a file from another version of bertlab)."""
+        missing = [k for k in ("task", "init", "main_metric", "runs") if k not in d]
+        fields = {f.name for f in dataclasses.fields(SeedResult)}
+        needed = {f.name for f in dataclasses.fields(SeedResult) if f.default is dataclasses.MISSING}
+        for i, r in enumerate(d.get("runs", [])):
+            missing += [f"runs[{i}].{k}" for k in sorted(needed - set(r))]
+        unknown = sorted({k for r in d.get("runs", []) for k in r} - fields)
+        if missing or unknown:
+            what = "; ".join(
+                x
+                for x in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"unknown run fields {', '.join(unknown)}" if unknown else "",
+                )
+                if x
+            )
+            raise ValueError(
+                f"not a fine-tuning result this version of bertlab reads ({what}): written by another "
+                "version? Fine-tune again to write it anew"
+            )
         return cls(
             task=d["task"],
             init=d["init"],
