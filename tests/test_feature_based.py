@@ -157,6 +157,60 @@ def test_train_tagger_learns_what_the_layers_carry(num_layers, one_thread):
     assert [len(p) for p in good.predictions] == dev.lengths.tolist()
 
 
+def test_train_tagger_weighs_every_word_the_same_in_batches_of_similar_lengths(monkeypatch, one_thread):
+    """Batches of similar lengths hold very different numbers of words. With the optimizer's step
+    replaced by one that only adds up the gradients (the weights stay put), an epoch's gradient
+    must be that of the mean loss over all words times the number of batches: every word weighs
+    the same, as in random batches. A plain mean per batch would give the short ones more."""
+    from bertlab.tasks import feature_based
+
+    states = _synthetic_states(120, 3)
+    g_sum = {}
+
+    class Accumulate:
+        def __init__(self, params, **_):
+            self.params = list(params)
+
+        def zero_grad(self, set_to_none=True):
+            for p in self.params:
+                if p.grad is not None:
+                    g_sum[p] = g_sum.get(p, 0) + p.grad.detach().clone()
+                p.grad = None
+
+        def step(self):
+            pass
+
+    made = []
+    real_tagger = feature_based.Tagger
+    monkeypatch.setattr(feature_based.torch.optim, "Adam", Accumulate)
+    monkeypatch.setattr(feature_based, "Tagger", lambda *a, **k: made.append(real_tagger(*a, **k)) or made[-1])
+    batches = []
+    real_batches = feature_based.length_grouped_batches
+    monkeypatch.setattr(
+        feature_based, "length_grouped_batches", lambda *a, **k: batches.extend(real_batches(*a, **k)) or batches
+    )
+    feature_based.train_tagger(
+        states, states, "last_hidden", hidden=4, num_layers=1, dropout=0.0, epochs=1, batch_size=8
+    )
+    tagger = made[0]
+    for p in tagger.parameters():  # the last batch's gradient is still on p.grad
+        g_sum[p] = g_sum.get(p, 0) + p.grad
+        p.grad = None
+    tagger.train()
+    x = states.features("last_hidden")
+    starts = torch.cumsum(states.lengths, 0) - states.lengths
+    rows = torch.arange(len(states.lengths))
+    xb, lb = feature_based._padded(x, starts, states.lengths, rows)
+    yb, _ = feature_based._padded(states.tags, starts, states.lengths, rows)
+    mask = torch.arange(xb.shape[1])[None, :] < lb[:, None]
+    lengths = [int(states.lengths[b].sum()) for b in batches]
+    assert max(lengths) > 2 * min(lengths)  # the batches differ in words
+    whole = torch.nn.functional.cross_entropy(tagger(xb, lb)[mask], yb[mask]) * len(batches)
+    whole.backward()
+    for p in tagger.parameters():
+        torch.testing.assert_close(g_sum[p], p.grad, atol=1e-5, rtol=1e-4)
+
+
 def test_predict_tags_in_batches_equals_one_batch(one_thread):
     states = _synthetic_states(50, 2)
     torch.manual_seed(0)

@@ -377,8 +377,8 @@ def train_tagger(
 ) -> TaggerResult:
     """Train a Tagger on one combination of the frozen states, score it on dev after every
     epoch (entity-level F1, bertlab.tasks.metrics.entity_f1). Adam, constant lr, cross-entropy over
-    every word, batches of sentences of similar lengths; the encoder is not involved any more:
-    only its stored states are read."""
+    every word, batches of sentences of similar lengths, each word weighing the same in every batch;
+    the encoder is not involved any more: only its stored states are read."""
     torch.manual_seed(seed)
     device = torch.device(device)
     x_train = train.features(combination).to(device)  # (N, D)
@@ -389,19 +389,25 @@ def train_tagger(
     starts = torch.cumsum(train.lengths, 0) - train.lengths
     gold = dev.gold_tags()
     g = torch.Generator().manual_seed(seed)
+    # batches of similar lengths hold very different numbers of words (32 headlines against 32 long
+    # sentences): each batch's summed loss is divided by the epoch's mean words per batch, so that
+    # every word weighs the same, as in random batches (bertlab.training.finetune.batch_objective)
     history = []
     t0 = time.perf_counter()
     for epoch in range(1, epochs + 1):
         tagger.train()
         total, n = 0.0, 0
-        for rows in length_grouped_batches(train.lengths, batch_size, g):  # a BiLSTM runs to its longest
+        batches = length_grouped_batches(train.lengths, batch_size, g)  # a BiLSTM runs to its longest
+        words_per_batch = float(train.lengths.sum()) / len(batches)
+        for rows in batches:
             xb, lb = _padded(x_train, starts, train.lengths, rows)
             yb, _ = _padded(y_train, starts, train.lengths, rows)  # (B, W), 0 where padded
             mask = torch.arange(xb.shape[1])[None, :] < lb[:, None]  # (B, W) real words
             logits = tagger(xb, lb)
-            loss = nn.functional.cross_entropy(logits[mask.to(device)], yb[mask.to(device)])
+            summed = nn.functional.cross_entropy(logits[mask.to(device)], yb[mask.to(device)], reduction="sum")
+            loss = summed / int(mask.sum())  # the batch's mean, for the history
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            (summed / words_per_batch).backward()
             opt.step()
             total += loss.item() * len(rows)
             n += len(rows)
