@@ -84,7 +84,9 @@ What is backed by a run and what is not (read before trusting a number):
     scripts/run_pilots.sh, fp32 on an AMD Zen 3) the run ended at 37.9% held-out against the
     record's 38.1%, level at 3,250 steps too (37.6% each), where the sweep predicted about +4. The
     same-machine control (cpu-mini-record5-steps: the record's settings on that fixed schedule)
-    says whether the machine (fp32, Zen 3) or the levers account for it.
+    ended at 37.1%: the levers bought +0.8 there, and the record's own 1.0 more came from its
+    machine (bf16, Zen 4) and time-budgeted schedule. REFERENCE["cpu"] takes both levers for the
+    next record.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
