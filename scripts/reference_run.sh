@@ -3,12 +3,12 @@
 #   WordPiece vocabulary (8,192 pieces) trained on the mirror's books + Wikipedia (training split),
 #   pre-tokenized and packed into sequences of two segments (A, then the text after it as B: both
 #   rows of the segment embedding train, no NSP loss), BERT-Mini (4/256/4, post-LN as in the paper)
-#   pretrained for 50 minutes with the "cpu" recipe (unigram MLM bias, no dropout, lr 2e-3, 30%
-#   masked; 80% of the steps on 64 tokens, 10% on 128, 10% on 256; bf16 autocast where the CPU has
-#   native bf16, torch.compile), evaluated on held-out books and articles, fill-mask asked of every
-#   checkpoint, then fine-tuned from the pretrained weights and from scratch, 3 seeds each: SST-2
-#   on 500, 2,000 and 8,000 labelled sentences, MRPC, RTE, CoNLL-2003 and SQuAD v1.1 (chapter 13's
-#   by-article split of dev). The settings are
+#   pretrained for 50 minutes with the "cpu" recipe (unigram MLM bias, no dropout, lr 2e-3, 40%
+#   masked; 50% of the steps on 32 tokens, 30% on 64, 10% on 128, 10% on 256; bf16 autocast where
+#   the CPU has native bf16, torch.compile), evaluated on held-out books and articles, fill-mask
+#   asked of every checkpoint, then fine-tuned from the pretrained weights and from scratch, 3 seeds
+#   each: SST-2 on 500, 2,000 and 8,000 labelled sentences, MRPC, RTE, CoNLL-2003; then SQuAD v1.1
+#   (chapter 13's by-article split of dev), one seed each, two epochs. The settings are
 #   bertlab.experiments.reference_run.REFERENCE["cpu"]; the record's provenance.json holds the wall
 #   time of every stage.
 # On a GPU: a BERT-medium (8/512/8) for a 9-minute budget with the "budget" recipe (bf16,
