@@ -4,6 +4,9 @@ exact resume, NaN detection, time budgets, metrics, checks of bad settings."""
 import json
 import math
 import os
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -560,3 +563,29 @@ def test_the_paper_recipe_follows_the_papers_two_phases():
     assert token_positions(paper) == pytest.approx(1_000_000 * 256 * (0.9 * 128 + 0.1 * 512))
     assert round(token_positions(paper) / 1e9, 1) == 42.6
     assert token_positions(RECIPES["cpu"], steps=1000) == 1000 * 64 * 128
+
+
+TRAINER_KEEPS = """
+import tempfile
+from bertlab import BertConfig, BertForPreTraining
+from bertlab.runtime import freed_memory_kept, make_runtime
+from bertlab.training.pretrain import PretrainConfig, Trainer
+rt = make_runtime("cpu", "fp32", distributed=False)
+before = freed_memory_kept()
+model = BertForPreTraining(BertConfig(vocab_size=64, num_layers=1, hidden_size=16, num_heads=2))
+with tempfile.TemporaryDirectory() as out:
+    cfg = PretrainConfig(steps=1, batch_size=2, seq_len=16, out=out, progress=False)
+    Trainer(cfg, model, source=None, eval_batches=None, rt=rt)
+print(before, freed_memory_kept())
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
+@pytest.mark.parametrize("setting, expected", [(None, "False True"), ("default", "False False")])
+def test_pretraining_on_a_cpu_keeps_freed_memory_unless_told_not_to(setting, expected):
+    env = {k: v for k, v in os.environ.items() if k != "BERTLAB_CPU_ALLOCATOR"}
+    if setting:
+        env["BERTLAB_CPU_ALLOCATOR"] = setting
+    out = subprocess.run([sys.executable, "-c", TRAINER_KEEPS], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == expected.split()  # a runtime alone changes nothing; the Trainer does

@@ -1,6 +1,9 @@
 """bertlab.runtime: the precision chosen for each kind of GPU (faked: this machine has none)."""
 
 import os
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,7 +68,6 @@ def test_cpu_bf16_follows_the_cpu_flags(monkeypatch, flags, feature):
 
 def test_cpu_flags_are_read_from_this_machine():
     flags = runtime._cpu_flags()
-    import platform
 
     if platform.system() == "Linux":
         assert flags, "/proc/cpuinfo has a flags line on Linux"
@@ -81,6 +83,49 @@ def test_every_record_describes_its_machine_alike():
     assert m["precision"] == "fp32" and m["compile"] is False and m["torch"] == torch.__version__
     if Path("/proc/cpuinfo").exists():  # Linux: the model name and the family/model numbers
         assert m["cpu"] and m["cpu_family_model"].count("/") == 1
+    assert m["cpu_allocator"] == ("kept" if runtime.freed_memory_kept() else "default")
     assert "precision" not in machine()  # no runtime given: nothing about how a run was made
     p = provenance(rt, steps=3)
     assert p["machine"] == m and p["steps"] == 3 and "git_commit" in p
+
+
+# A step's worth of allocations after keep_freed_memory(): two blocks of 48 MB (above glibc's
+# 32 MB mmap ceiling) made and freed, ten rounds to settle the heap, then ten counted. Prints
+# whether freed memory is kept and the page faults of the counted rounds.
+FAULTS = """
+import resource, torch
+from bertlab.runtime import keep_freed_memory
+kept = keep_freed_memory()
+def step():
+    x = torch.ones(12 * 2**20)
+    y = x * 2
+    del x, y
+for _ in range(10):
+    step()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    step()
+print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
+def test_a_cpu_runtime_keeps_freed_memory_for_the_next_step():
+    def faults(allocator: str) -> tuple[str, int]:
+        env = {**os.environ, "BERTLAB_CPU_ALLOCATOR": allocator}
+        out = subprocess.run([sys.executable, "-c", FAULTS], env=env, capture_output=True, text=True, check=True)
+        kept, n = out.stdout.split()
+        return kept, int(n)
+
+    kept, kept_faults = faults("kept")
+    plain, plain_faults = faults("default")
+    assert (kept, plain) == ("True", "False")
+    # malloc as it is maps both blocks afresh each round: 2 x 12,288 pages of 4 KB faulted in
+    assert plain_faults > 10 * 2 * 10_000
+    assert kept_faults < plain_faults / 20
+
+
+def test_an_unknown_allocator_setting_says_which_exist(monkeypatch):
+    monkeypatch.setenv("BERTLAB_CPU_ALLOCATOR", "jemalloc")
+    with pytest.raises(ValueError, match="BERTLAB_CPU_ALLOCATOR='jemalloc' is not a setting; use one of kept, default"):
+        runtime.keep_freed_memory()

@@ -67,7 +67,7 @@ from bertlab.data.masking import make_collator
 from bertlab.data.pretraining_data import PhasedBatches, PretrainingBatches, prepare_pretraining_data, unigram_log_probs
 from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
-from bertlab.runtime import Runtime, git_commit, make_runtime, seed_everything
+from bertlab.runtime import Runtime, git_commit, keep_freed_memory, make_runtime, seed_everything
 from bertlab.training import flops, logs
 from bertlab.training.heldout import (  # noqa: F401  (evaluate_checkpoint, EVAL_SEED: re-exported)
     EVAL_SEED,
@@ -450,6 +450,8 @@ class Trainer:
                 f"masked LM), got causal={model.config.causal}; build it with build_model(cfg, ...)"
             )
         self.model = model.to(rt.device)
+        if rt.device.type == "cpu":
+            keep_freed_memory()  # the same shapes every step: the next step reuses this one's memory
         if not self.recipe.nsp:
             # Without NSP the pooler and the NSP classifier get no gradient: freeze them (DDP needs
             # every trainable parameter to receive one; AdamW would otherwise decay them for nothing).
