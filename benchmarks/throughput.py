@@ -50,8 +50,11 @@ fraction_of_ceiling (bertlab_gflops / ceiling_gflops), model_shape_ceiling_token
 own matmuls, forward and backward, at their shapes and precision, each timed alone and summed: the
 speed of a step that did nothing else) and fraction_of_model_shape_ceiling (bertlab's tokens/s over
 it), precision, compiled, compile_s (bertlab's;
-transformers_compile_s beside it; null when not compiled), cpu (/proc/cpuinfo's model name),
-threads (torch.get_num_threads()), loadavg (the 1-minute load average at the start: a busy
+transformers_compile_s beside it; null when not compiled), cpu (/proc/cpuinfo's model name) and
+cpu_family_model (its family/model numbers: "AMD EPYC" names Zen 3 and Zen 4 alike),
+threads (torch.get_num_threads()), cpu_allocator (on a CPU: "kept" when freed memory stays on the
+heap for the next step, bertlab.runtime.keep_freed_memory, else "default"; --cpu-allocator picks it
+for both models, once per process), loadavg (the 1-minute load average at the start: a busy
 machine makes every number a lower bound) and the configuration, dropout included. --json FILE also writes it there.
 
     python benchmarks/throughput.py --device cpu --preset mini --vocab-size 8192 --dropout 0 --attribution --json F
@@ -82,7 +85,16 @@ from bertlab import BertConfig, BertForPreTraining
 from bertlab.config import PRESETS
 from bertlab.data.masking import default_max_predictions
 from bertlab.model import IGNORE_INDEX
-from bertlab.runtime import Runtime, cpu_model, device_name, make_runtime
+from bertlab.runtime import (
+    CPU_ALLOCATORS,
+    Runtime,
+    cpu_family_model,
+    cpu_model,
+    device_name,
+    freed_memory_kept,
+    keep_freed_memory,
+    make_runtime,
+)
 from bertlab.training.flops import pretraining_flops, step_matmuls
 from bertlab.training.optim import adamw, optimizer_step
 
@@ -433,7 +445,9 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
     summary = {
         "device": device_name(rt.device),
         "cpu": (cpu_model() or "unknown"),
+        "cpu_family_model": cpu_family_model(),
         "threads": torch.get_num_threads(),
+        "cpu_allocator": ("kept" if freed_memory_kept() else "default") if rt.device.type == "cpu" else None,
         "loadavg": _r(loadavg, 3),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -695,6 +709,13 @@ def main(argv=None) -> int:
     )
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     p.add_argument(
+        "--cpu-allocator",
+        choices=CPU_ALLOCATORS,
+        default=None,
+        help="on a CPU: kept (freed memory stays on the heap for the next step, bertlab's default) or default "
+        "(malloc as it is); both models run under the same one (default: BERTLAB_CPU_ALLOCATOR, else kept)",
+    )
+    p.add_argument(
         "--attribution",
         action="store_true",
         help="where the speed-up comes from: bertlab's step with each lever (--levers) on alone, all on, "
@@ -705,8 +726,12 @@ def main(argv=None) -> int:
     )
     args = p.parse_args(argv)
 
+    if args.cpu_allocator is not None:  # read by keep_freed_memory; it holds for the whole process
+        os.environ["BERTLAB_CPU_ALLOCATOR"] = args.cpu_allocator
     try:
         rt = make_runtime(args.device, args.precision, distributed=False)
+        if rt.device.type == "cpu":
+            keep_freed_memory()  # as bertlab's pretraining does; transformers' step runs under it too
     except (ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import torch
 pytest.importorskip("transformers")
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+GLIBC = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
 TINY = [
     "--device",
@@ -127,6 +129,7 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
         r["dropout"],
     ) == ("fp32", False, None, 1, 2, 1, 0.0)
     assert isinstance(r["cpu"], str) and r["cpu"]
+    assert r["cpu_allocator"] == ("kept" if GLIBC else "default")  # the runtime's setting, for both models
     assert r["mlm_predictions"] == 5 and r["ceiling_matmul"] == "256^3 float32"
     # the FLOP count against the hand count, and the rates derived from it
     assert r["model_flops_per_step"] == hand_count_flops()
@@ -270,3 +273,30 @@ def test_attribution_refuses_a_fixed_precision_or_compile(capsys):
     bench = load_benchmark()
     assert bench.main(["--device", "cpu", "--attribution", "--compile"]) == 2
     assert "--attribution measures every setting" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not GLIBC, reason="keeping freed memory needs glibc's malloc")
+def test_the_allocator_benchmark_alternates_processes_and_its_record_reads(tmp_path):
+    from bertlab.experiments import speed
+
+    script = SCRIPT.parent / "cpu_allocator.py"
+    out = tmp_path / "allocator.json"
+    args = ["--preset", "tiny", "--vocab-size", "512", "--batch-size", "4", "--seq-len", "32", "--no-compile"]
+    args += ["--precision", "fp32"]
+    p = subprocess.run(
+        [sys.executable, str(script), *args, "--rounds", "2", "--steps", "1", "--json", str(out)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = speed.load_allocator(out)
+    assert r == json.loads(p.stdout.strip().splitlines()[-1])
+    # kept first in round 0, second in round 1: a drifting machine slows both alike
+    order = [(b["round"], b["allocator"]) for b in r["blocks"]]
+    assert order == [(0, "kept"), (0, "default"), (1, "default"), (1, "kept")]
+    assert (r["layers"], r["hidden"], r["precision"], r["compiled"], r["dropout"]) == (2, 128, "fp32", False, 0.0)
+    assert r["speedup"] == pytest.approx(r["default_s_per_step"] / r["kept_s_per_step"], rel=1e-3)
+    assert all(b["s_per_step"] > 0 and b["user_s_per_step"] >= 0 for b in r["blocks"])
+    assert "alternating processes" in speed.allocator_reading(r)

@@ -131,3 +131,66 @@ def attribution_reading(record: dict) -> str:
         + (", so they help each other." if relation == "more" else ", so they overlap." if relation == "less" else ".")
     )
     return " ".join([first, second, third])
+
+
+# --- the CPU allocator: the record of benchmarks/cpu_allocator.py -------------------------------
+
+
+def load_allocator(path: str | Path) -> dict:
+    """A record of `benchmarks/cpu_allocator.py`, checked: blocks of both settings and their medians."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text().strip().splitlines()[-1])
+    except (OSError, IndexError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a record of benchmarks/cpu_allocator.py ({e})") from e
+    need = ("blocks", "kept_s_per_step", "default_s_per_step", "kept_faults_per_step", "default_faults_per_step")
+    missing = [k for k in need if not isinstance(record, dict) or k not in record]
+    if missing or {b.get("allocator") for b in record["blocks"]} != {"kept", "default"}:
+        raise ValueError(
+            f"{path}: no {', '.join(missing) or 'blocks of both settings'}: write it with "
+            f"benchmarks/cpu_allocator.py --json FILE"
+        )
+    return record
+
+
+def allocator_reading(record: dict) -> str:
+    """Sentences generated from a record of `benchmarks/cpu_allocator.py`: what keeping freed
+    memory on the heap (bertlab.runtime.keep_freed_memory) did to bertlab's step, its page faults
+    and its peak memory, with the spread of the alternating processes."""
+
+    def spread(setting: str) -> str:
+        times = sorted(b["s_per_step"] for b in record["blocks"] if b["allocator"] == setting)
+        return f"{times[0]:.2f}-{times[-1]:.2f}" if len(times) > 1 else f"{times[0]:.2f}"
+
+    kept, plain = record["kept_s_per_step"], record["default_s_per_step"]
+    n = sum(b["allocator"] == "kept" for b in record["blocks"])
+    machine = record["cpu"] + (
+        f" (family/model {record['cpu_family_model']})" if record.get("cpu_family_model") else ""
+    )
+    how = f"{record['precision']}, {'compiled' if record['compiled'] else 'eager'}, dropout {record['dropout']:g}"
+    text = (
+        f"With freed memory kept, bertlab's step took {kept:.2f} s against {plain:.2f} s with `malloc` as it "
+        f"is ({time_change(plain, kept)}; medians of {number(n)} alternating processes each, "
+        f"{spread('kept')} s and {spread('default')} s; {how}, {record['threads']} threads of an {machine}). "
+        f"It faulted {record['kept_faults_per_step']:,.0f} pages in a step against "
+        f"{record['default_faults_per_step']:,.0f}"
+    )
+    if "kept_system_s_per_step" in record:
+        text += (
+            f" and spent {record['kept_system_s_per_step']:.2f} s of CPU time a step in the kernel, which serves "
+            f"page faults, against {record['default_system_s_per_step']:.2f} s"
+        )
+    if "kept_peak_rss_mb" in record:
+        text += (
+            f"; the process's peak memory was {record['kept_peak_rss_mb']:,.0f} MB against "
+            f"{record['default_peak_rss_mb']:,.0f} MB"
+        )
+    return text + "."
+
+
+def time_change(plain: float, kept: float) -> str:
+    """'15% less time', '3% more time' or 'the same time': kept's step time against plain's."""
+    change = kept / plain - 1
+    if abs(change) < 0.005:
+        return "the same time"
+    return f"{abs(change):.0%} {'less' if change < 0 else 'more'} time"
