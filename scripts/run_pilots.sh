@@ -59,6 +59,7 @@ case "$SERIES" in
               --mlm-probability 0.3 --seq-len 128 --batch-size 64) ;;
     *) echo "SERIES must be tiny, mini, size or record5, not $SERIES" >&2; exit 2 ;;
 esac
+steps_text() { "$PY" -c "print(f'{$1:,}')"; }  # 3520 -> 3,520, as the book writes counts
 common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
         --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20
         --checkpoint-every 100000 --log-every 50 --no-progress)
@@ -103,13 +104,13 @@ if [ "$SERIES" = size ]; then
     pilot "cpu-size-small-lr-1e-3-${MINUTES}min" "the small size (4/512/8) with a peak learning rate of 1e-3 (2e-3 collapsed it), for the same $MINUTES minutes" \
         --preset small --lr 1e-3
 elif [ "$SERIES" = record5 ]; then
-    pilot cpu-mini-32-first-mask-40 "the fifth record's settings on a fixed schedule of its $TOTAL steps, with 50% of the steps on 32 tokens first (256 a batch; then 30/10/10% on 64/128/256) and 40% masked" \
+    pilot cpu-mini-32-first-mask-40 "the fifth record's settings on a fixed schedule of its $(steps_text "$TOTAL") steps, with 50% of the steps on 32 tokens first (256 a batch; then 30/10/10% on 64/128/256) and 40% masked" \
         --phases 0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32 --mlm-probability 0.4
-    pilot cpu-mini-record5-steps "the fifth record's settings on a fixed schedule of its $TOTAL steps (the record itself had a 50-minute budget)"
+    pilot cpu-mini-record5-steps "the fifth record's settings on a fixed schedule of its $(steps_text "$TOTAL") steps (the record itself had a 50-minute budget)"
     # two layers run a step 1.71 times as fast as four (the ablations' timing of 2/256/4 against
     # 4/256/4), so 1.71 times the steps is the record's CPU time; an H100 sweep read +3.5 for it
     LONG=$(( TOTAL * 171 / 100 ))
-    pilot cpu-mini-2-layers-x1.71 "the fifth record's settings with 2 layers (2/256/4) on a fixed schedule of $LONG steps, 1.71 times its $TOTAL: the same CPU time" \
+    pilot cpu-mini-2-layers-x1.71 "the fifth record's settings with 2 layers (2/256/4) on a fixed schedule of $(steps_text "$LONG") steps, 1.71 times its $(steps_text "$TOTAL"): the same CPU time" \
         --layers 2 --steps "$LONG"
 elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
@@ -118,7 +119,7 @@ elif [ "$SERIES" = tiny ]; then
     pilot cpu-lr-1e-3 "the baseline run ($BASE), with a peak learning rate of 1e-3 (the baseline: 2e-3)" --lr 1e-3
     pilot cpu-lr-4e-3 "the baseline run ($BASE), with a peak learning rate of 4e-3 (the baseline: 2e-3)" --lr 4e-3
 else
-    pilot cpu-mini-8k "the reference run's settings (BERT-Mini, WordPiece 8,192) on a fixed schedule of its $TOTAL steps"
+    pilot cpu-mini-8k "the reference run's settings (BERT-Mini, WordPiece 8,192) on a fixed schedule of its $(steps_text "$TOTAL") steps"
     pilot cpu-mini-mask-30 "the baseline run ($BASE), masking 30% of the tokens (held-out accuracy still at 15%)" \
         --mlm-probability 0.3
     pilot cpu-mini-lr-4e-3 "the baseline run ($BASE), with a peak learning rate of 4e-3 (the baseline: 2e-3)" --lr 4e-3

@@ -77,6 +77,7 @@ def test_run_pilots_record5_builds_whole_resumable_runs(tmp_path):
     assert pretrain[pretrain.index("--layers") + 1] == "2"
     assert pretrain[pretrain.index("--out") + 1] == "runs/pilots/cpu-mini-2-layers-x1.71"
     assert record[1].endswith("record_pilot.py") and "--baseline" not in record
+    assert f"{total * 171 // 100:,} steps, 1.71 times its {total:,}:" in " ".join(record)
     (control, _) = lines("cpu-mini-record5-steps")
     assert "--layers" not in control and control.count("--steps") == 1
     assert control[control.index("--phases") + 1] == "0.8:64:128,0.1:128:64,0.1:256:32"
