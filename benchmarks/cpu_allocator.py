@@ -37,6 +37,7 @@ import throughput  # noqa: E402  (the benchmark's random batch, the same step)
 
 from bertlab import BertConfig, BertForPreTraining  # noqa: E402
 from bertlab.config import PRESETS  # noqa: E402
+from bertlab.data.masking import default_max_predictions  # noqa: E402
 from bertlab.runtime import cpu_family_model, cpu_model, freed_memory_kept, make_runtime  # noqa: E402
 from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats  # noqa: E402
 
@@ -127,6 +128,7 @@ def measure(a: argparse.Namespace, argv: list[str]) -> dict:
         "vocab_size": a.vocab_size,
         "seq_len": a.seq_len,
         "batch_size": a.batch_size,
+        "mlm_slots": default_max_predictions(a.seq_len, throughput.MLM_PROBABILITY),  # as random_batch
         "dropout": a.dropout,
         "precision": blocks[0]["precision"],
         "compiled": a.compile,

@@ -19,8 +19,8 @@ against 20-30 ms on two idle cores of an AMD EPYC Zen 3). TF32 matrix multiplies
 newer GPUs (fp32 parameters keep full precision; only the matmul inputs are rounded).
 
 On a CPU, pretraining also keeps freed memory for the next allocation (`keep_freed_memory`). By
-default glibc's malloc hands every block of 32 MB or more (BERT-Mini's feed-forward activations in
-fp32 are 33.5 MB, its MLM logits 46 MB) straight back to the operating system when it is freed, so
+default glibc's malloc hands every block of 32 MiB or more (BERT-Mini's feed-forward activations in
+fp32 are 32 MiB and malloc's header, its MLM logits 44 MiB) straight back to the operating system when it is freed, so
 that the next training step takes it again page by page, one page fault per 4 KB, and the kernel
 zeroes every page first. Kept on the heap instead, BERT-Mini's compiled fp32 step on two cores of
 an AMD EPYC Zen 3 took 19% less time (1.77 s against 2.17 s, medians of five alternating processes

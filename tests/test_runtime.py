@@ -90,7 +90,7 @@ def test_every_record_describes_its_machine_alike():
 
 
 # A step's worth of allocations after keep_freed_memory(): two blocks of 48 MB (above glibc's
-# 32 MB mmap ceiling) made and freed, ten rounds to settle the heap, then ten counted. Prints
+# 32 MiB mmap ceiling) made and freed, ten rounds to settle the heap, then ten counted. Prints
 # whether freed memory is kept and the page faults of the counted rounds.
 FAULTS = """
 import resource, torch

@@ -122,3 +122,15 @@ def test_allocator_reading_says_what_keeping_freed_memory_did(tmp_path):
     path.write_text("{}\n")
     with pytest.raises(ValueError, match="no blocks, kept_s_per_step"):
         speed.load_allocator(path)
+
+
+def test_large_blocks_sizes_the_step_against_mallocs_threshold():
+    rec = {**allocator_record([1.7], [2.0]), "preset": "mini", "hidden": 256, "vocab_size": 8192}
+    rec.update(batch_size=64, seq_len=128)
+    text = speed.large_blocks(rec)  # no mlm_slots: the benchmark's 15% of 128 tokens, 22 slots
+    assert "8,192 tokens x 1,024 values x 4 bytes = 32.0 MiB" in text
+    assert "64 sequences x 22 prediction slots x 8,192 pieces x 4 bytes = 44.0 MiB: both at or above the 32 MiB" in text
+    half = speed.large_blocks({**rec, "precision": "bf16"})  # 2-byte activations: 16 and 22 MiB
+    assert "x 2 bytes = 16.0 MiB" in half and "= 22.0 MiB: both below the 32 MiB" in half
+    assert "x 30 prediction slots" in speed.large_blocks({**rec, "mlm_slots": 30})
+    assert "the second at or above" in speed.large_blocks({**rec, "hidden": 128})  # 16 MiB, 44 MiB

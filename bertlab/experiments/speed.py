@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bertlab.data.masking import default_max_predictions
 from bertlab.prose import number
 
 SHORT = {  # the levers' names in tables and sentences
@@ -186,6 +187,36 @@ def allocator_reading(record: dict) -> str:
             f"{record['default_peak_rss_mb']:,.0f} MB"
         )
     return text + "."
+
+
+MMAP_THRESHOLD_MAX = 32 * 2**20  # glibc's dynamic mmap threshold rises to this at most (64-bit)
+
+
+def large_blocks(record: dict) -> str:
+    """A sentence sizing the largest blocks of the step a record of `benchmarks/cpu_allocator.py`
+    timed: one layer's feed-forward activations (B*T tokens x 4H values) and the masked-LM logits
+    (B x P prediction slots x V pieces), against the largest threshold of glibc's malloc (32 MiB on
+    64-bit Linux): a block at least that large, with malloc's header, is always mapped apart from the
+    heap and handed back to the system when freed."""
+    size = 2 if record["precision"] in ("bf16", "fp16") else 4  # bytes of one activation
+    slots = record.get("mlm_slots") or default_max_predictions(record["seq_len"])  # the benchmark's batch
+    tokens, inner = record["batch_size"] * record["seq_len"], 4 * record["hidden"]
+    ffn, logits = tokens * inner * size, record["batch_size"] * slots * record["vocab_size"] * size
+    mib = 2**20
+    over = [b >= MMAP_THRESHOLD_MAX for b in (ffn, logits)]
+    verdict = {
+        (True, True): "both at or above",
+        (True, False): "the first at or above",
+        (False, True): "the second at or above",
+        (False, False): "both below",
+    }[tuple(over)]
+    return (
+        f"In this step ({record['preset']}, {record['batch_size']} sequences of {record['seq_len']} tokens, "
+        f"{record['precision']}) one layer's feed-forward activations take {tokens:,} tokens x {inner:,} values "
+        f"x {size} bytes = {ffn / mib:.1f} MiB and the masked-LM logits {record['batch_size']} sequences x "
+        f"{slots} prediction slots x {record['vocab_size']:,} pieces x {size} bytes = {logits / mib:.1f} MiB: "
+        f"{verdict} the {MMAP_THRESHOLD_MAX // mib} MiB that malloc's threshold rises to at most."
+    )
 
 
 def time_change(plain: float, kept: float) -> str:
