@@ -1,0 +1,42 @@
+"""scripts/record_squad_epochs.py: SQuAD from the record (and from scratch) scored after every
+epoch of one schedule, each arm appended to a JSONL file as it finishes."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "record_squad_epochs.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("record_squad_epochs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_arm_is_a_row_with_every_epochs_score(script, tmp_path):
+    out = tmp_path / "squad_epochs.jsonl"
+    argv = ["--epochs", "2", "--arms", "pretrained", "scratch", "--max-train", "12", "--max-eval", "6"]
+    assert script.main([*argv, "--out", str(out)]) == 0
+    meta, *rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "by-article split" in meta["meta"]["about"]
+    assert [r["init"] for r in rows] == ["pretrained", "scratch"]
+    for r in rows:
+        assert r["epochs"] == 2 and r["train_questions"] == 12 and r["eval_questions"] == 6
+        assert [h["epoch"] for h in r["history"]] == [1, 2]
+        assert all(0 <= h["f1"] <= 100 for h in r["history"])
+        assert r["metrics"]["f1"] == r["history"][-1]["f1"]  # the run's score is the last epoch's
+        assert r["machine"]["device"].startswith("cpu")
+    # a second run appends its rows under the one description
+    assert script.main(["--epochs", "1", "--max-train", "12", "--max-eval", "6", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sum("meta" in x for x in lines) == 1 and len(lines) == 4 and lines[-1]["epochs"] == 1
+
+
+def test_refuses_no_epochs(script, tmp_path):
+    with pytest.raises(SystemExit):
+        script.main(["--epochs", "0", "--out", str(tmp_path / "x.jsonl")])
