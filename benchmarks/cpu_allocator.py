@@ -81,7 +81,7 @@ def one_process(a: argparse.Namespace) -> dict:
         "faults_per_step": round(f / a.steps),
         "user_s_per_step": round(user / a.steps, 4),
         "system_s_per_step": round(system / a.steps, 4),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),  # KiB on Linux: MiB
         "loadavg": round(os.getloadavg()[0], 3),
     }
 
@@ -103,7 +103,7 @@ def measure(a: argparse.Namespace, argv: list[str]) -> dict:
             print(
                 f"round {r}: {allocator:<8} {block['s_per_step']:.3f} s/step, "
                 f"{block['faults_per_step']:,} page faults a step, CPU {block['user_s_per_step']:.2f} s user + "
-                f"{block['system_s_per_step']:.2f} s system a step, peak {block['peak_rss_mb']:,} MB",
+                f"{block['system_s_per_step']:.2f} s system a step, peak {block['peak_rss_mb']:,} MiB",
                 file=sys.stderr,
                 flush=True,
             )

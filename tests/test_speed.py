@@ -109,7 +109,7 @@ def test_allocator_reading_says_what_keeping_freed_memory_did(tmp_path):
     assert "medians of three alternating processes each, 1.60-1.80 s and 1.90-2.10 s" in text
     assert "fp32, compiled, dropout 0" in text and "AMD EPYC (family/model 25/1)" in text
     assert "faulted 0 pages in a step against 170,000 and spent 0.00 s of CPU time a step in the kernel" in text
-    assert "page faults, against 0.35 s; the process's peak memory was 1,210 MB against 1,190 MB." in text
+    assert "page faults, against 0.35 s; the process's peak memory was 1,210 MiB against 1,190 MiB." in text
     slower = speed.allocator_reading(allocator_record([2.1], [2.0]))
     assert "(5% more time;" in slower and "medians of one alternating" in slower
     assert "the same time" in speed.allocator_reading(allocator_record([2.0], [2.001]))

@@ -183,8 +183,8 @@ def allocator_reading(record: dict) -> str:
         )
     if "kept_peak_rss_mb" in record:
         text += (
-            f"; the process's peak memory was {record['kept_peak_rss_mb']:,.0f} MB against "
-            f"{record['default_peak_rss_mb']:,.0f} MB"
+            f"; the process's peak memory was {record['kept_peak_rss_mb']:,.0f} MiB against "
+            f"{record['default_peak_rss_mb']:,.0f} MiB"
         )
     return text + "."
 
