@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import throughput  # noqa: E402  (the benchmark's random batch, the same step)
 
-from bertlab import BertConfig, BertForPreTraining  # noqa: E402
+from bertlab import BertForPreTraining  # noqa: E402
 from bertlab.config import PRESETS  # noqa: E402
 from bertlab.data.masking import default_max_predictions  # noqa: E402
 from bertlab.runtime import cpu_family_model, cpu_model, freed_memory_kept, make_runtime  # noqa: E402
@@ -51,11 +51,7 @@ def usage() -> tuple[int, float, float]:
 def one_process(a: argparse.Namespace) -> dict:
     """This process's block: the step under BERTLAB_CPU_ALLOCATOR as set by the parent."""
     rt = make_runtime("cpu", a.precision, compile=a.compile, distributed=False)
-    L, H, A = PRESETS[a.preset]
-    config = BertConfig(
-        vocab_size=a.vocab_size, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=a.dropout,
-        attention_dropout=a.dropout,
-    )  # fmt: skip
+    config = throughput.step_config(a)
     torch.manual_seed(0)
     batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, torch.Generator().manual_seed(0))
     with tempfile.TemporaryDirectory() as out:
@@ -153,11 +149,7 @@ def measure(a: argparse.Namespace, argv: list[str]) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="mini", choices=list(PRESETS))
-    p.add_argument("--vocab-size", type=int, default=8192)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--dropout", type=float, default=0.0, help="default 0, the cpu recipe's")
+    throughput.add_step_arguments(p, dropout=0.0)  # the cpu recipe's
     p.add_argument("--precision", default="auto", help="auto (bf16 where native, else fp32), fp32, bf16")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True, help="torch.compile (default on)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of one process per setting (default 3)")

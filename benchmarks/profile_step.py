@@ -22,8 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import throughput  # noqa: E402  (the benchmark's batch and step, measured the same way)
 
-from bertlab import BertConfig, BertForPreTraining  # noqa: E402
-from bertlab.config import PRESETS  # noqa: E402
+from bertlab import BertForPreTraining  # noqa: E402
 from bertlab.runtime import make_runtime  # noqa: E402
 from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats  # noqa: E402
 
@@ -32,11 +31,7 @@ MATMUL_OPS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::linear", "aten::mat
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="mini", choices=list(PRESETS))
-    p.add_argument("--vocab-size", type=int, default=8192)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--dropout", type=float, default=0.1)
+    throughput.add_step_arguments(p, dropout=0.1)
     p.add_argument("--steps", type=int, default=3, help="profiled steps (after 2 warm-up steps)")
     p.add_argument("--rows", type=int, default=25)
     p.add_argument("--no-compile", action="store_true")
@@ -45,16 +40,8 @@ def main(argv=None) -> int:
 
     inductor_config.cpp.enable_kernel_profile = True
     rt = make_runtime("cpu", "auto", compile=not a.no_compile, distributed=False)
-    L, H, A = PRESETS[a.preset]
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=a.vocab_size,
-        num_layers=L,
-        hidden_size=H,
-        num_heads=A,
-        hidden_dropout=a.dropout,
-        attention_dropout=a.dropout,
-    )
+    config = throughput.step_config(a)
     with tempfile.TemporaryDirectory() as out:
         cfg = PretrainConfig(
             steps=100,
@@ -77,8 +64,8 @@ def main(argv=None) -> int:
     total = sum(e.self_cpu_time_total for e in events)
     mm = sum(e.self_cpu_time_total for e in events if any(k in e.key for k in MATMUL_OPS))
     print(
-        f"{a.preset} ({L}/{H}/{A}), vocab {a.vocab_size:,}, batch {a.batch_size} x {a.seq_len}, dropout "
-        f"{a.dropout:g}, {rt.describe()}"
+        f"{a.preset} ({config.num_layers}/{config.hidden_size}/{config.num_heads}), vocab {a.vocab_size:,}, "
+        f"batch {a.batch_size} x {a.seq_len}, dropout {a.dropout:g}, {rt.describe()}"
     )
     print(
         f"self time per step {total / a.steps / 1e3:.1f} ms: matmuls {mm / a.steps / 1e3:.1f} ms "

@@ -129,6 +129,25 @@ class Measurement:
     first_step_s: float | None = None  # the first warm-up step alone (includes compilation)
 
 
+def add_step_arguments(p: argparse.ArgumentParser, dropout: float) -> None:
+    """The one step the companion scripts (profile_step.py, cpu_allocator.py) measure: a preset's
+    size, vocabulary, batch, sequence length and dropout."""
+    p.add_argument("--preset", default="mini", choices=list(PRESETS))
+    p.add_argument("--vocab-size", type=int, default=8192)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--dropout", type=float, default=dropout, help=f"default {dropout:g}")
+
+
+def step_config(a: argparse.Namespace) -> BertConfig:
+    """The BertConfig of add_step_arguments' step."""
+    L, H, A = PRESETS[a.preset]
+    return BertConfig(
+        vocab_size=a.vocab_size, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=a.dropout,
+        attention_dropout=a.dropout,
+    )  # fmt: skip
+
+
 def random_batch(B: int, T: int, V: int, generator: torch.Generator, mlm_probability: float = MLM_PROBABILITY):
     """Random token ids; round(15% x T) positions chosen per row, in the agreed batch format."""
     P = default_max_predictions(T, mlm_probability)
