@@ -134,3 +134,51 @@ def test_large_blocks_sizes_the_step_against_mallocs_threshold():
     assert "x 2 bytes = 16.0 MiB" in half and "= 22.0 MiB: both below the 32 MiB" in half
     assert "x 30 prediction slots" in speed.large_blocks({**rec, "mlm_slots": 30})
     assert "the second at or above" in speed.large_blocks({**rec, "hidden": 128})  # 16 MiB, 44 MiB
+
+
+def throughput_record(**over):
+    r = {
+        "cpu": "AMD EPYC",
+        "preset": "mini",
+        "layers": 4,
+        "hidden": 256,
+        "heads": 4,
+        "vocab_size": 8192,
+        "batch_size": 64,
+        "seq_len": 128,
+        "precision": "fp32",
+        "compiled": True,
+        "threads": 2,
+        "torch": "2.13.0+cpu",
+        "bertlab_tokens_per_s": 4544.2,
+        "transformers_tokens_per_s": 2613.7,
+        "speedup": 1.739,
+        "bertlab_gflops": 102.4,
+        "ceiling_gflops": 174.0,
+        "fraction_of_ceiling": 0.5885,
+    }
+    return {**r, **over}
+
+
+def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
+    a = throughput_record(cpu_family_model="25/1", cpu_allocator="kept", fraction_of_model_shape_ceiling=0.7041)
+    b = throughput_record(dropout=0.0, precision="bf16", compiled=False)  # an older record: fewer fields
+    (tmp_path / "cpu_a.json").write_text(json.dumps(a) + "\n")
+    (tmp_path / "cpu_b.json").write_text(json.dumps(b) + "\n")
+    (tmp_path / "other.json").write_text("{}")  # not matched by the pattern
+    records = speed.load_throughput(tmp_path)
+    assert records == [a, b]
+    head, rule, row_a, row_b = speed.throughput_table(records).splitlines()
+    assert head.count("|") == rule.count("|") == row_a.count("|") == row_b.count("|") == 9
+    assert row_a == (
+        "| AMD EPYC (25/1) | mini 4/256/4, V 8,192, 64 x 128 | dropout 0.1, fp32, compiled, memory kept "
+        "| 4,544 | 2,614 | 1.74x | 102 (59% of 174) | 70% |"
+    )
+    assert "| AMD EPYC | mini" in row_b and "| dropout 0, bf16 |" in row_b and row_b.endswith("| not measured |")
+    assert speed.throughput_machines(records) == [
+        "AMD EPYC (25/1), 2 threads, torch 2.13.0+cpu",
+        "AMD EPYC, 2 threads, torch 2.13.0+cpu",
+    ]
+    (tmp_path / "cpu_c.json").write_text(json.dumps({"cpu": "x"}) + "\n")
+    with pytest.raises(ValueError, match="cpu_c.json: no preset, bertlab_tokens_per_s"):
+        speed.load_throughput(tmp_path)

@@ -225,3 +225,58 @@ def time_change(plain: float, kept: float) -> str:
     if abs(change) < 0.005:
         return "the same time"
     return f"{abs(change):.0%} {'less' if change < 0 else 'more'} time"
+
+
+# --- the throughput records: benchmarks/throughput.py --json (data/benchmarks/cpu_*.json) ------
+
+
+def load_throughput(folder: str | Path, pattern: str = "cpu_*.json") -> list[dict]:
+    """The records of `benchmarks/throughput.py --json` in `folder` whose names match `pattern`,
+    in name order; a file that is not such a record is an error naming it."""
+    need = ("cpu", "preset", "bertlab_tokens_per_s", "transformers_tokens_per_s", "speedup")
+    records = []
+    for path in sorted(Path(folder).glob(pattern)):
+        try:
+            record = json.loads(path.read_text().strip().splitlines()[-1])
+        except (OSError, IndexError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path}: not a record of benchmarks/throughput.py ({e})") from e
+        missing = [k for k in need if not isinstance(record, dict) or k not in record]
+        if missing:
+            raise ValueError(f"{path}: no {', '.join(missing)}; write it with benchmarks/throughput.py --json FILE")
+        records.append(record)
+    return records
+
+
+def machine_name(record: dict) -> str:
+    """The CPU as a record names it, with its family/model numbers where it has them ("AMD EPYC"
+    names Zen 3 and Zen 4 alike)."""
+    return record["cpu"] + (f" ({record['cpu_family_model']})" if record.get("cpu_family_model") else "")
+
+
+def throughput_table(records: list[dict]) -> str:
+    """A Markdown table of throughput records, one row each, narrow enough for a page: the CPU,
+    the step (size, vocabulary, batch x sequence), how it ran (dropout, precision, compiled,
+    memory kept), both models' tokens/s and their ratio, and bertlab's share of the two
+    ceilings (the 2048^3 matmul and the step's own matmuls at their shapes)."""
+    rows = [
+        "| CPU | step | how | bertlab tokens/s | transformers tokens/s | speed-up "
+        "| bertlab GFLOP/s (of the 2048³ ceiling) | of the model-shape ceiling |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for b in records:
+        how = [f"dropout {b.get('dropout', 0.1):g}", b["precision"]]
+        how += ["compiled"] * bool(b.get("compiled")) + ["memory kept"] * (b.get("cpu_allocator") == "kept")
+        shape = b.get("fraction_of_model_shape_ceiling")
+        rows.append(
+            f"| {machine_name(b)} | {b['preset']} {b['layers']}/{b['hidden']}/{b['heads']}, "
+            f"V {b['vocab_size']:,}, {b['batch_size']} x {b['seq_len']} | {', '.join(how)} "
+            f"| {b['bertlab_tokens_per_s']:,.0f} | {b['transformers_tokens_per_s']:,.0f} | {b['speedup']:.2f}x "
+            f"| {b['bertlab_gflops']:.0f} ({b['fraction_of_ceiling']:.0%} of {b['ceiling_gflops']:.0f}) "
+            f"| {f'{shape:.0%}' if shape else 'not measured'} |"
+        )
+    return "\n".join(rows)
+
+
+def throughput_machines(records: list[dict]) -> list[str]:
+    """Each machine the records were measured on, once: CPU, threads and torch version."""
+    return sorted({f"{machine_name(b)}, {b['threads']} threads, torch {b['torch']}" for b in records})
