@@ -149,7 +149,7 @@ def step_config(a: argparse.Namespace) -> BertConfig:
 
 
 def random_batch(B: int, T: int, V: int, generator: torch.Generator, mlm_probability: float = MLM_PROBABILITY):
-    """Random token ids; round(15% x T) positions chosen per row, in the agreed batch format."""
+    """Random token ids; round(mlm_probability x T) positions chosen per row, in the agreed batch format."""
     P = default_max_predictions(T, mlm_probability)
     n = round(mlm_probability * T)
     ids = torch.randint(5, V, (B, T), generator=generator)
@@ -223,19 +223,21 @@ def time_train_step(
 
 
 def bench_bertlab(
-    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1
-) -> Measurement:
+    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1,
+    mlm_probability: float = MLM_PROBABILITY,
+) -> Measurement:  # fmt: skip
     config = BertConfig(
         vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
     )
-    batch = random_batch(B, T, V, torch.Generator().manual_seed(0))
+    batch = random_batch(B, T, V, torch.Generator().manual_seed(0), mlm_probability)
     first, sec, _ = time_train_step(config, batch, rt, warmup, steps)
-    return _measurement(name, "bertlab", config, B, T, rt, compile, sec, first)
+    return _measurement(name, "bertlab", config, B, T, rt, compile, sec, first, mlm_probability)
 
 
 def bench_transformers(
-    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1
-) -> Measurement:
+    name, L, H, A, V, T, B, rt: Runtime, warmup: int, steps: int, compile: bool, dropout: float = 0.1,
+    mlm_probability: float = MLM_PROBABILITY,
+) -> Measurement:  # fmt: skip
     import transformers
 
     torch.manual_seed(0)
@@ -253,7 +255,7 @@ def bench_transformers(
     opt = adamw(model, lr=1e-4, eps=1e-6, weight_decay=0.01, fused=rt.fused_adamw)
     scaler = rt.grad_scaler()
     fwd = torch.compile(model) if compile else model
-    b = random_batch(B, T, V, torch.Generator().manual_seed(0))
+    b = random_batch(B, T, V, torch.Generator().manual_seed(0), mlm_probability)
     labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long)  # transformers' format: one label per token
     labels.scatter_(1, b["mlm_positions"], b["mlm_labels"])  # unused slots write -100 at [CLS]
     inputs = rt.to_device(
@@ -275,7 +277,7 @@ def bench_transformers(
     _reset_memory(rt)
     first, sec = _time(step, rt, warmup, steps)
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)
-    return _measurement(name, "transformers", config, B, T, rt, compile, sec, first)
+    return _measurement(name, "transformers", config, B, T, rt, compile, sec, first, mlm_probability)
 
 
 def _reset_memory(rt: Runtime) -> None:
@@ -283,13 +285,13 @@ def _reset_memory(rt: Runtime) -> None:
         torch.cuda.reset_peak_memory_stats(rt.device)
 
 
-def model_flops(config: BertConfig, B: int, T: int) -> float:
+def model_flops(config: BertConfig, B: int, T: int, mlm_probability: float = MLM_PROBABILITY) -> float:
     """The model FLOPs of one step, the same for both sides: MLM head at the chosen positions only."""
-    return pretraining_flops(config, B, T, round(MLM_PROBABILITY * T))
+    return pretraining_flops(config, B, T, round(mlm_probability * T))
 
 
-def _measurement(name, impl, config, B, T, rt, compile, sec, first=None) -> Measurement:
-    flops = model_flops(config, B, T)
+def _measurement(name, impl, config, B, T, rt, compile, sec, first=None, mlm_probability=MLM_PROBABILITY):
+    flops = model_flops(config, B, T, mlm_probability)
     peak = rt.peak_flops
     mem = torch.cuda.max_memory_allocated(rt.device) / 1e9 if rt.device.type == "cuda" else None
     return Measurement(
@@ -423,6 +425,12 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
             "--steps, --warmup-steps, --batch-size and --matmul-size must be at least 1, "
             "--seq-len at least 2 and --vocab-size at least 6"
         )
+    q = args.mlm_probability
+    if not 1 <= round(q * T) <= T - 1:
+        raise ValueError(
+            f"--mlm-probability {q:g} chooses {round(q * T)} of a {T}-token sequence's positions; "
+            f"choose between 1 and {T - 1} (every position but [CLS])"
+        )
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)  # checks H % A == 0
     name = preset if (L, H, A) == PRESETS[preset] else f"{L}/{H}/{A}"
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -439,15 +447,15 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
             f"{'compiled' if compile else 'eager'}, {warmup} warm-up + {steps} measured steps ..."
         )
         fn = bench_bertlab if impl == "bertlab" else bench_transformers
-        rows[impl] = fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout)
+        rows[impl] = fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout, q)
         if rt.device.type == "cuda":
             torch.cuda.empty_cache()
     ceilings.append(matmul_ceiling(mm_n, rt.precision, rt.device, mm_reps))
     ceiling = max(ceilings)
     log(f"model-shape ceiling: the step's own matmuls at their shapes in {rt.precision} ...")
-    shape_ceiling = model_shape_ceiling(config, B, T, round(MLM_PROBABILITY * T), rt.precision, rt.device)
+    shape_ceiling = model_shape_ceiling(config, B, T, round(q * T), rt.precision, rt.device)
 
-    flops = model_flops(config, B, T)
+    flops = model_flops(config, B, T, q)
     executed = pretraining_flops(config, B, T, T)  # transformers' MLM head runs at every position
     ours, theirs = rows.get("bertlab"), rows.get("transformers")
 
@@ -478,8 +486,9 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
         "vocab_size": V,
         "seq_len": T,
         "batch_size": B,
-        "mlm_predictions": round(MLM_PROBABILITY * T),
-        "mlm_slots": default_max_predictions(T, MLM_PROBABILITY),
+        "mlm_probability": q,
+        "mlm_predictions": round(q * T),
+        "mlm_slots": default_max_predictions(T, q),
         "nsp": True,
         "dropout": args.dropout,
         "precision": rt.precision,
@@ -560,7 +569,10 @@ def every_position_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tens
     return {**batch, "mlm_positions": torch.arange(T).expand(B, T).contiguous(), "mlm_labels": labels}
 
 
-def bench_levers(L, H, A, V, T, B, on: frozenset, device: str, warmup: int, steps: int, dropout: float) -> dict:
+def bench_levers(
+    L, H, A, V, T, B, on: frozenset, device: str, warmup: int, steps: int, dropout: float,
+    mlm_probability: float = MLM_PROBABILITY,
+) -> dict:  # fmt: skip
     """bertlab's own training step (time_train_step) with the levers in `on` switched on and the
     others off. Returns tokens/s, seconds per step and the mean MLM loss over all its steps (the
     same batch every step), which does not depend on the levers up to rounding."""
@@ -572,7 +584,7 @@ def bench_levers(L, H, A, V, T, B, on: frozenset, device: str, warmup: int, step
     config = BertConfig(
         vocab_size=V, num_layers=L, hidden_size=H, num_heads=A, hidden_dropout=dropout, attention_dropout=dropout
     )
-    batch = random_batch(B, T, V, torch.Generator().manual_seed(0))
+    batch = random_batch(B, T, V, torch.Generator().manual_seed(0), mlm_probability)
     if "sparse_head" not in on:
         batch = every_position_batch(batch)
     fused = None if "attention" in on else True
@@ -604,15 +616,18 @@ def run_attribution(args) -> dict:
     V, T, B = args.vocab_size or 16384, args.seq_len or 128, args.batch or SINGLE_DEFAULTS["cpu"][0]
     steps, warmup = args.steps or 8, args.warmup if args.warmup is not None else 1
     levers = args.levers or list(LEVERS)
+    q = args.mlm_probability
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows = []
     for on in attribution_settings(levers):
         print(f"bertlab with {sorted(on) or 'no lever'} on ...", file=sys.stderr, flush=True)
-        rows.append({"impl": "bertlab", **bench_levers(L, H, A, V, T, B, on, args.device, warmup, steps, args.dropout)})
+        rows.append(
+            {"impl": "bertlab", **bench_levers(L, H, A, V, T, B, on, args.device, warmup, steps, args.dropout, q)}
+        )
     for on in dict.fromkeys((frozenset(), frozenset({"bf16", "compile"}) & frozenset(levers))):
         rt = make_runtime(args.device, "bf16" if "bf16" in on else "fp32", compile="compile" in on, distributed=False)
         print(f"transformers with {sorted(on) or 'no lever'} on ...", file=sys.stderr, flush=True)
-        m = bench_transformers("attribution", L, H, A, V, T, B, rt, warmup, steps, rt.compile, args.dropout)
+        m = bench_transformers("attribution", L, H, A, V, T, B, rt, warmup, steps, rt.compile, args.dropout, q)
         rows.append(
             {
                 "impl": "transformers",
@@ -638,7 +653,8 @@ def run_attribution(args) -> dict:
         "vocab_size": V,
         "seq_len": T,
         "batch_size": B,
-        "mlm_predictions": round(MLM_PROBABILITY * T),
+        "mlm_probability": q,
+        "mlm_predictions": round(q * T),
         "dropout": args.dropout,
         "steps": steps,
         "warmup_steps": warmup,
@@ -704,6 +720,14 @@ def main(argv=None) -> int:
         help="dropout of both models (default 0.1, the paper's; the CPU recipe's is 0)",
     )
     p.add_argument(
+        "--mlm-probability",
+        type=float,
+        default=MLM_PROBABILITY,
+        help=f"share of each sequence's positions the MLM predicts (default {MLM_PROBABILITY:g}, the paper's; the "
+        "CPU record masks 0.3, its next settings 0.4): bertlab's sparse head runs at these positions only, "
+        "transformers' at every position whatever the share",
+    )
+    p.add_argument(
         "--json",
         nargs="?",
         const="-",
@@ -762,6 +786,9 @@ def main(argv=None) -> int:
     if not 0.0 <= args.dropout < 1.0:
         print(f"error: --dropout must be in [0, 1), not {args.dropout}", file=sys.stderr)
         return 2
+    if not 0.0 < args.mlm_probability < 1.0:
+        print(f"error: --mlm-probability must be in (0, 1), not {args.mlm_probability}", file=sys.stderr)
+        return 2
     if args.attribution:
         if args.configs or args.quick or args.compile is not None or args.precision != "auto":
             print(
@@ -813,7 +840,7 @@ def main(argv=None) -> int:
         B = args.batch or B
         for impl in args.impl:
             fn = bench_bertlab if impl == "bertlab" else bench_transformers
-            rows.append(fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout))
+            rows.append(fn(name, L, H, A, V, T, B, rt, warmup, steps, compile, args.dropout, args.mlm_probability))
             if rt.device.type == "cuda":
                 torch.cuda.empty_cache()
     print_table(rows, device_name(rt.device))

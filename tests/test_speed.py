@@ -146,6 +146,7 @@ def throughput_record(**over):
         "vocab_size": 8192,
         "batch_size": 64,
         "seq_len": 128,
+        "mlm_predictions": 19,
         "precision": "fp32",
         "compiled": True,
         "threads": 2,
@@ -163,22 +164,26 @@ def throughput_record(**over):
 def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
     a = throughput_record(cpu_family_model="25/1", cpu_allocator="kept", fraction_of_model_shape_ceiling=0.7041)
     b = throughput_record(dropout=0.0, precision="bf16", compiled=False)  # an older record: fewer fields
+    c = throughput_record(mlm_probability=0.4, mlm_predictions=51)  # the record's own masking rate
     (tmp_path / "cpu_a.json").write_text(json.dumps(a) + "\n")
     (tmp_path / "cpu_b.json").write_text(json.dumps(b) + "\n")
+    (tmp_path / "cpu_c.json").write_text(json.dumps(c) + "\n")
     (tmp_path / "other.json").write_text("{}")  # not matched by the pattern
     records = speed.load_throughput(tmp_path)
-    assert records == [a, b]
-    head, rule, row_a, row_b = speed.throughput_table(records).splitlines()
+    assert records == [a, b, c]
+    head, rule, row_a, row_b, row_c = speed.throughput_table(records).splitlines()
     assert head.count("|") == rule.count("|") == row_a.count("|") == row_b.count("|") == 9
     assert row_a == (
-        "| AMD EPYC (25/1) | mini 4/256/4, V 8,192, 64 x 128 | dropout 0.1, fp32, compiled, memory kept "
+        "| AMD EPYC (25/1) | mini 4/256/4, V 8,192, 64 x 128, 15% masked "
+        "| dropout 0.1, fp32, compiled, memory kept "
         "| 4,544 | 2,614 | 1.74x | 102 (59% of 174) | 70% |"
     )
+    assert ", 64 x 128, 40% masked |" in row_c  # the rate the benchmark was given
     assert "| AMD EPYC | mini" in row_b and "| dropout 0, bf16 |" in row_b and row_b.endswith("| not measured |")
     assert speed.throughput_machines(records) == [
         "AMD EPYC (25/1), 2 threads, torch 2.13.0+cpu",
         "AMD EPYC, 2 threads, torch 2.13.0+cpu",
     ]
-    (tmp_path / "cpu_c.json").write_text(json.dumps({"cpu": "x"}) + "\n")
-    with pytest.raises(ValueError, match="cpu_c.json: no preset, bertlab_tokens_per_s"):
+    (tmp_path / "cpu_d.json").write_text(json.dumps({"cpu": "x"}) + "\n")
+    with pytest.raises(ValueError, match="cpu_d.json: no preset, bertlab_tokens_per_s"):
         speed.load_throughput(tmp_path)

@@ -74,20 +74,20 @@ def load_benchmark():
     return module
 
 
-def hand_count_flops() -> int:
+def hand_count_flops(P: int = 5) -> int:
     """One training step of the TINY config, counted by hand: L=1, H=64, A=2, FFN I=256, V=512,
-    B=4, T=32, P = round(0.15 * 32) = 5 predicted positions per sequence; a multiply-add is 2 FLOPs,
-    forward + backward = 3 x forward."""
-    B, T, L, H, I, V, P = 4, 32, 1, 64, 256, 512, 5
+    B=4, T=32, P = round(0.15 * 32) = 5 predicted positions per sequence (by default); a
+    multiply-add is 2 FLOPs, forward + backward = 3 x forward."""
+    B, T, L, H, I, V = 4, 32, 1, 64, 256, 512
     qkvo = 4 * H * H  # 16,384 multiply-adds per token and layer
     ffn = 2 * H * I  # 32,768
     attention = 2 * T * H  # Q K^T and weights @ V: 4,096
     encoder = B * T * L * (qkvo + ffn + attention)  # 128 tokens x 53,248 = 6,815,744
     mlm_head = B * P * (H * H + H * V)  # transform + decoder at the 20 chosen positions: 737,280
     pooler_nsp = B * (H * H + H * 2)  # 16,896
-    forward = 2 * (encoder + mlm_head + pooler_nsp)  # 15,139,840
-    assert forward == 15_139_840
-    return 3 * forward  # 45,419,520
+    forward = 2 * (encoder + mlm_head + pooler_nsp)  # 15,139,840 at P = 5
+    assert P != 5 or forward == 15_139_840
+    return 3 * forward  # 45,419,520 at P = 5
 
 
 def test_cpu_mode_prints_one_json_line_with_the_numbers():
@@ -154,6 +154,42 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
     )
     # transformers' MLM head runs at all 32 positions: 4 x 27 more predictions than bertlab's
     assert r["transformers_executed_flops_per_step"] - r["model_flops_per_step"] == 6 * 4 * 27 * (64 * 64 + 64 * 512)
+
+
+def test_the_masking_rate_sets_the_predictions_and_the_flops(monkeypatch):
+    """--mlm-probability 0.4 (the CPU record's next rate): bertlab's sparse head predicts round(0.4 x 32)
+    = 13 positions a sequence, and transformers is trained on the same 13 labels per row."""
+    bench = load_benchmark()
+    b = bench.random_batch(4, 32, 512, torch.Generator().manual_seed(0), 0.4)
+    chosen = b["mlm_labels"] != -100
+    assert chosen.sum(1).tolist() == [13] * 4 and (b["mlm_positions"][chosen] > 0).all()  # never [CLS]
+    seen = []
+    real = bench.random_batch
+    monkeypatch.setattr(bench, "random_batch", lambda *a: seen.append(real(*a)) or seen[-1])
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY, "--mlm-probability", "0.4", "--json"],
+        env=ENV, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert (r["mlm_probability"], r["mlm_predictions"], r["mlm_slots"]) == (0.4, 13, 15)
+    assert r["model_flops_per_step"] == hand_count_flops(13) != hand_count_flops()
+    assert r["transformers_executed_flops_per_step"] - r["model_flops_per_step"] == 6 * 4 * 19 * (64 * 64 + 64 * 512)
+    # in process: both implementations draw their batch at the rate asked for
+    from bertlab.runtime import make_runtime
+
+    rt = make_runtime("cpu", "fp32", distributed=False)
+    for fn in (bench.bench_bertlab, bench.bench_transformers):
+        fn("t", 1, 64, 2, 512, 32, 2, rt, 1, 1, False, 0.0, 0.4)
+    assert [(x["mlm_labels"] != -100).sum(1).tolist() for x in seen] == [[13, 13]] * 2
+
+
+@pytest.mark.parametrize("rate", ["0", "1", "0.01"])
+def test_a_masking_rate_that_chooses_no_position_or_every_one_is_a_clear_error(rate, capsys):
+    argv = ["--device", "cpu", "--preset", "tiny", "--seq-len", "32", "--mlm-probability", rate]
+    assert load_benchmark().main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--mlm-probability" in err and rate in err
 
 
 def test_unknown_preset_is_a_clear_error(capsys):

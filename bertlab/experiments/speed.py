@@ -253,11 +253,19 @@ def machine_name(record: dict) -> str:
     return record["cpu"] + (f" ({record['cpu_family_model']})" if record.get("cpu_family_model") else "")
 
 
+def masked_share(record: dict) -> float:
+    """The share of each sequence's positions the record's step predicted: its `mlm_probability`,
+    or for records written before the benchmark took one, its predictions over its length."""
+    if "mlm_probability" in record:
+        return record["mlm_probability"]
+    return record["mlm_predictions"] / record["seq_len"]
+
+
 def throughput_table(records: list[dict]) -> str:
     """A Markdown table of throughput records, one row each, narrow enough for a page: the CPU,
-    the step (size, vocabulary, batch x sequence), how it ran (dropout, precision, compiled,
-    memory kept), both models' tokens/s and their ratio, and bertlab's share of the two
-    ceilings (the 2048^3 matmul and the step's own matmuls at their shapes)."""
+    the step (size, vocabulary, batch x sequence, share of the positions masked), how it ran
+    (dropout, precision, compiled, memory kept), both models' tokens/s and their ratio, and
+    bertlab's share of the two ceilings (the 2048^3 matmul and the step's own matmuls at their shapes)."""
     rows = [
         "| CPU | step | how | bertlab tokens/s | transformers tokens/s | speed-up "
         "| bertlab GFLOP/s (of the 2048³ ceiling) | of the model-shape ceiling |",
@@ -269,7 +277,8 @@ def throughput_table(records: list[dict]) -> str:
         shape = b.get("fraction_of_model_shape_ceiling")
         rows.append(
             f"| {machine_name(b)} | {b['preset']} {b['layers']}/{b['hidden']}/{b['heads']}, "
-            f"V {b['vocab_size']:,}, {b['batch_size']} x {b['seq_len']} | {', '.join(how)} "
+            f"V {b['vocab_size']:,}, {b['batch_size']} x {b['seq_len']}, {masked_share(b):.0%} masked "
+            f"| {', '.join(how)} "
             f"| {b['bertlab_tokens_per_s']:,.0f} | {b['transformers_tokens_per_s']:,.0f} | {b['speedup']:.2f}x "
             f"| {b['bertlab_gflops']:.0f} ({b['fraction_of_ceiling']:.0%} of {b['ceiling_gflops']:.0f}) "
             f"| {f'{shape:.0%}' if shape else 'not measured'} |"
