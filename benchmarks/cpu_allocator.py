@@ -53,7 +53,8 @@ def one_process(a: argparse.Namespace) -> dict:
     rt = make_runtime("cpu", a.precision, compile=a.compile, distributed=False)
     config = throughput.step_config(a)
     torch.manual_seed(0)
-    batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(0)
+    batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, g, a.mlm_probability)
     with tempfile.TemporaryDirectory() as out:
         cfg = PretrainConfig(
             steps=10**6, batch_size=a.batch_size, seq_len=a.seq_len, nsp=True, compile=a.compile, out=out,
@@ -124,7 +125,8 @@ def measure(a: argparse.Namespace, argv: list[str]) -> dict:
         "vocab_size": a.vocab_size,
         "seq_len": a.seq_len,
         "batch_size": a.batch_size,
-        "mlm_slots": default_max_predictions(a.seq_len, throughput.MLM_PROBABILITY),  # as random_batch
+        "mlm_probability": a.mlm_probability,
+        "mlm_slots": default_max_predictions(a.seq_len, a.mlm_probability),  # as random_batch
         "dropout": a.dropout,
         "precision": blocks[0]["precision"],
         "compiled": a.compile,

@@ -53,7 +53,8 @@ def main(argv=None) -> int:
             progress=False,
         )
         trainer = Trainer(cfg, BertForPreTraining(config), source=None, eval_batches=None, rt=rt)
-        batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, torch.Generator().manual_seed(0))
+        g = torch.Generator().manual_seed(0)
+        batch = throughput.random_batch(a.batch_size, a.seq_len, a.vocab_size, g, a.mlm_probability)
         stats, bad = zero_stats(rt.device), torch.full((), -1, dtype=torch.long)
         for _ in range(2):
             trainer.train_step([batch], stats, bad)
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
     mm = sum(e.self_cpu_time_total for e in events if any(k in e.key for k in MATMUL_OPS))
     print(
         f"{a.preset} ({config.num_layers}/{config.hidden_size}/{config.num_heads}), vocab {a.vocab_size:,}, "
-        f"batch {a.batch_size} x {a.seq_len}, dropout {a.dropout:g}, {rt.describe()}"
+        f"batch {a.batch_size} x {a.seq_len}, {a.mlm_probability:.0%} masked, dropout {a.dropout:g}, {rt.describe()}"
     )
     print(
         f"self time per step {total / a.steps / 1e3:.1f} ms: matmuls {mm / a.steps / 1e3:.1f} ms "

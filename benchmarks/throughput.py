@@ -131,12 +131,18 @@ class Measurement:
 
 def add_step_arguments(p: argparse.ArgumentParser, dropout: float) -> None:
     """The one step the companion scripts (profile_step.py, cpu_allocator.py) measure: a preset's
-    size, vocabulary, batch, sequence length and dropout."""
+    size, vocabulary, batch, sequence length, dropout and masking rate."""
     p.add_argument("--preset", default="mini", choices=list(PRESETS))
     p.add_argument("--vocab-size", type=int, default=8192)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--dropout", type=float, default=dropout, help=f"default {dropout:g}")
+    p.add_argument(
+        "--mlm-probability",
+        type=float,
+        default=MLM_PROBABILITY,
+        help=f"share of each sequence's positions masked (default {MLM_PROBABILITY:g})",
+    )
 
 
 def step_config(a: argparse.Namespace) -> BertConfig:

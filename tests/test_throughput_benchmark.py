@@ -318,7 +318,7 @@ def test_the_allocator_benchmark_alternates_processes_and_its_record_reads(tmp_p
     script = SCRIPT.parent / "cpu_allocator.py"
     out = tmp_path / "allocator.json"
     args = ["--preset", "tiny", "--vocab-size", "512", "--batch-size", "4", "--seq-len", "32", "--no-compile"]
-    args += ["--precision", "fp32"]
+    args += ["--precision", "fp32", "--mlm-probability", "0.4"]
     p = subprocess.run(
         [sys.executable, str(script), *args, "--rounds", "2", "--steps", "1", "--json", str(out)],
         env=ENV,
@@ -333,6 +333,7 @@ def test_the_allocator_benchmark_alternates_processes_and_its_record_reads(tmp_p
     order = [(b["round"], b["allocator"]) for b in r["blocks"]]
     assert order == [(0, "kept"), (0, "default"), (1, "default"), (1, "kept")]
     assert (r["layers"], r["hidden"], r["precision"], r["compiled"], r["dropout"]) == (2, 128, "fp32", False, 0.0)
+    assert (r["mlm_probability"], r["mlm_slots"]) == (0.4, 15)  # ceil(0.4 x 32) + 2 slots
     assert r["speedup"] == pytest.approx(r["default_s_per_step"] / r["kept_s_per_step"], rel=1e-3)
     assert all(b["s_per_step"] > 0 and b["user_s_per_step"] >= 0 for b in r["blocks"])
     assert "alternating processes" in speed.allocator_reading(r)
