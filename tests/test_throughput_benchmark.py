@@ -149,6 +149,10 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
         r["bertlab_tokens_per_s"] / r["model_shape_ceiling_tokens_per_s"], rel=1e-3
     )
     assert r["fraction_of_model_shape_ceiling"] > 0
+    assert r["speedup_at_model_shape_ceiling"] == pytest.approx(
+        r["model_shape_ceiling_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3
+    )
+    assert "at the model-shape ceiling bertlab would run" in p.stdout
     assert sum(r["model_shape_ceiling_s_by_matmul"].values()) == pytest.approx(
         r["model_shape_ceiling_s_per_step"], rel=1e-2
     )
