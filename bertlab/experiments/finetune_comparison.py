@@ -1,0 +1,83 @@
+"""Reading a live fine-tuning comparison: the same architecture fine-tuned from pre-trained
+weights and from random ones (chapter 11's experiment), in words generated from the scores, with
+how far one dev set's luck can move them. The chapter keeps only the sentence."""
+
+from __future__ import annotations
+
+import math
+
+from bertlab.tasks.metrics import clears, difference_standard_error, standard_error
+from bertlab.training.finetune import FinetuneResult
+
+
+def final_loss(result: FinetuneResult) -> float:
+    """The median over seeds of the mean training loss of the last epoch."""
+    losses = sorted(run.history[-1]["train_loss"] for run in result.runs)
+    return losses[len(losses) // 2]
+
+
+def against_majority(result: FinetuneResult, majority: float, n_dev: int) -> str:
+    """'71.3%, 20.2 points above the majority' or '52.1%, within two standard errors of the
+    majority class'."""
+    if clears(result.median, majority, n_dev):
+        return f"{result.median:.1f}%, {result.median - majority:.1f} points above the majority"
+    return f"{result.median:.1f}%, within two standard errors of the majority class"
+
+
+def loss_words(result: FinetuneResult) -> str:
+    """Where the last epoch's training loss ends against ln 2, the loss of a coin flip."""
+    loss = final_loss(result)
+    where = "below" if loss < math.log(2) - 0.05 else "at about"
+    return f"its training loss ends {where} ln 2 ({loss:.3f} against {math.log(2):.3f})"
+
+
+def gap_words(pretrained: FinetuneResult, scratch: FinetuneResult, n_dev: int) -> str:
+    """Pre-training's gain (medians) set against the standard error of a difference of two
+    accuracies on `n_dev` sentences, and what that lets one conclude."""
+    gap = pretrained.median - scratch.median
+    se = difference_standard_error(pretrained.median, scratch.median, n_dev)
+    seeds = len(pretrained.runs)
+    runs = "one seed" if seeds == 1 else f"the median of {seeds} seeds"
+    head = (
+        f"Pre-training is worth {gap:+.1f} points here ({runs} each; the difference between two "
+        f"accuracies on {n_dev:,} sentences has a standard error of about {se:.1f} points)"
+    )
+    if gap > 2 * se:
+        return head + ": more than two standard errors, a gain the dev set's luck alone rarely makes."
+    if gap < -2 * se:
+        return head + ": the model from scratch is ahead by more than two standard errors."
+    return (
+        head + ": within two standard errors, so this run alone cannot tell the two apart. The "
+        "record's learning curve further down, three seeds at each number of labelled sentences, "
+        "is the measurement to read."
+    )
+
+
+def reading(
+    pretrained: FinetuneResult,
+    scratch: FinetuneResult,
+    comparison: FinetuneResult | None,
+    majority: float,
+    n_dev: int,
+    n_train: int,
+    comparison_name: str = "MiniLM, pre-trained far longer,",
+) -> str:
+    """The paragraph under chapter 11's live comparison: steps and sentences, each arm against the
+    majority class and ln 2, pre-training's gain against the noise, and the comparison line
+    (`comparison`, named by `comparison_name`, if given)."""
+    steps = len(pretrained.runs[0].step_losses)
+    text = (
+        f"{steps} optimizer steps on {n_train:,} labelled sentences. The pre-trained encoder reaches "
+        f"{against_majority(pretrained, majority, n_dev)}, and {loss_words(pretrained)}. The randomly "
+        f"initialised copy of the same network, given the same steps, reaches "
+        f"{against_majority(scratch, majority, n_dev)}, and {loss_words(scratch)}: ln 2 is the loss "
+        f"of a coin flip. {gap_words(pretrained, scratch, n_dev)} One dev sentence is "
+        f"{100 / n_dev:.2f} points; one standard error of the majority baseline, "
+        f"{standard_error(majority, n_dev):.1f}."
+    )
+    if comparison is not None:
+        text += (
+            f" {comparison_name} reaches {comparison.median:.1f}% on the same sentences, "
+            f"{comparison.median - pretrained.median:+.1f} points from the book's BERT."
+        )
+    return text

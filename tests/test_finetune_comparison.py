@@ -1,0 +1,72 @@
+"""The words under chapter 11's live comparison (bertlab.experiments.finetune_comparison) and the
+standard error of a difference of two accuracies they lean on."""
+
+import math
+
+import pytest
+
+from bertlab.experiments import finetune_comparison as fc
+from bertlab.tasks.metrics import difference_standard_error, standard_error
+from bertlab.training.finetune import FinetuneResult, SeedResult
+
+
+def result(init: str, scores: list[float], losses: list[float], steps: int = 189) -> FinetuneResult:
+    runs = [
+        SeedResult(
+            seed=i,
+            metrics={"accuracy": s},
+            history=[{"epoch": 1, "train_loss": 0.9}, {"epoch": 2, "train_loss": loss}],
+            seconds=1.0,
+            step_losses=[0.7] * steps,
+        )
+        for i, (s, loss) in enumerate(zip(scores, losses))
+    ]
+    return FinetuneResult(task="sst2", init=init, main_metric="accuracy", runs=runs)
+
+
+def test_the_difference_of_two_accuracies_has_the_standard_errors_of_both():
+    se = difference_standard_error(70.0, 72.0, 872)
+    assert se == pytest.approx(math.sqrt(standard_error(70, 872) ** 2 + standard_error(72, 872) ** 2))
+    assert se == pytest.approx(2.17, abs=0.01)  # larger than either accuracy's own 1.55 and 1.52
+    assert difference_standard_error(70.0, 72.0, 4 * 872) == pytest.approx(se / 2)
+    with pytest.raises(ValueError, match="percentage"):
+        difference_standard_error(70.0, 172.0, 872)
+
+
+@pytest.mark.parametrize(
+    "pre, scratch, verdict",
+    [
+        (71.3, 72.8, "cannot tell the two apart"),  # -1.5: what one CPU build of chapter 11 printed
+        (73.0, 70.5, "cannot tell the two apart"),  # +2.5, below 2 x 2.2
+        (78.0, 70.0, "a gain the dev set's luck alone rarely makes"),
+        (64.0, 72.0, "the model from scratch is ahead by more than two standard errors"),
+    ],
+)
+def test_the_gap_is_read_against_its_noise(pre, scratch, verdict):
+    words = fc.gap_words(result("pre", [pre], [0.5]), result("scratch", [scratch], [0.6]), 872)
+    assert f"worth {pre - scratch:+.1f} points here (one seed each;" in words
+    assert verdict in words
+    assert ("learning curve" in words) == (verdict == "cannot tell the two apart")
+
+
+def test_medians_of_several_seeds_are_named_as_such():
+    pre = result("pre", [75.0, 74.0, 76.0], [0.4, 0.5, 0.45])
+    scratch = result("scratch", [70.0, 69.0, 71.0], [0.6, 0.6, 0.6])
+    assert "(the median of 3 seeds each;" in fc.gap_words(pre, scratch, 872)
+    assert fc.final_loss(pre) == 0.45  # the median seed's last epoch
+
+
+def test_the_reading_names_steps_sentences_baselines_and_the_comparison():
+    pre, scratch = result("pre", [71.3], [0.41]), result("scratch", [72.8], [0.693])
+    minilm = result("minilm", [80.1], [0.3])
+    text = fc.reading(pre, scratch, minilm, majority=50.9, n_dev=872, n_train=2000)
+    assert text.startswith("189 optimizer steps on 2,000 labelled sentences.")
+    assert "reaches 71.3%, 20.4 points above the majority" in text
+    assert "its training loss ends below ln 2 (0.410 against 0.693)" in text
+    assert "its training loss ends at about ln 2 (0.693 against 0.693)" in text
+    assert "Pre-training is worth -1.5 points here" in text and "cannot tell the two apart" in text
+    assert "One dev sentence is 0.11 points; one standard error of the majority baseline, 1.7." in text
+    assert text.endswith("reaches 80.1% on the same sentences, +8.8 points from the book's BERT.")
+    assert "MiniLM" not in fc.reading(pre, scratch, None, 50.9, 872, 2000)
+    near = fc.reading(result("pre", [52.0], [0.69]), scratch, None, 50.9, 872, 2000)
+    assert "reaches 52.0%, within two standard errors of the majority class" in near
