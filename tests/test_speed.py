@@ -187,3 +187,23 @@ def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
     (tmp_path / "cpu_d.json").write_text(json.dumps({"cpu": "x"}) + "\n")
     with pytest.raises(ValueError, match="cpu_d.json: no preset, bertlab_tokens_per_s"):
         speed.load_throughput(tmp_path)
+
+
+def test_masking_reading_compares_records_that_differ_only_in_the_masked_share():
+    common = dict(cpu_family_model="25/1", cpu_allocator="kept", dropout=0.0)
+    low = throughput_record(**common, speedup=1.5, model_flops_per_step=183.3e9, speedup_at_model_shape_ceiling=2.2)
+    high = throughput_record(
+        **common, mlm_probability=0.4, mlm_predictions=51, speedup=1.31, model_flops_per_step=209.0e9,
+        speedup_at_model_shape_ceiling=1.9,
+    )  # fmt: skip
+    other = throughput_record(cpu_family_model="25/17", dropout=0.0, mlm_probability=0.3, mlm_predictions=38)
+    text = speed.masking_reading([other, high, low])
+    assert text.startswith("How much is masked changes the lead. On AMD EPYC (25/1) (mini, 64 x 128, dropout 0, fp32,")
+    assert (
+        "15% masked (19 of 128 positions): 1.50x, at most 2.20x at its model-shape ceiling; "
+        "40% masked (51 of 128 positions): 1.31x, at most 1.90x at its model-shape ceiling." in text
+    )  # sorted by share, and the Zen 4 record (another machine) left out
+    assert "going from 15% to 40% adds 14% to its FLOPs" in text
+    assert text.endswith("would run 1.90x transformers' measured one: no tuning of what lies outside the matmuls "
+                         "could take bertlab further than that on this machine.")  # fmt: skip
+    assert speed.masking_reading([low, other]) is None  # no two shares on one machine and step

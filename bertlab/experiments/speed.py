@@ -289,3 +289,46 @@ def throughput_table(records: list[dict]) -> str:
 def throughput_machines(records: list[dict]) -> list[str]:
     """Each machine the records were measured on, once: CPU, threads and torch version."""
     return sorted({f"{machine_name(b)}, {b['threads']} threads, torch {b['torch']}" for b in records})
+
+
+def masking_reading(records: list[dict]) -> str | None:
+    """What masking more of each sequence does to bertlab's lead, from throughput records that
+    differ only in their masked share (same CPU, step, precision, compilation, dropout and
+    allocator); None when no two records do. bertlab's decoder runs at the masked positions only and
+    transformers' at every position, so the lead narrows as the share grows; the share the model-shape
+    ceiling would allow (a step doing nothing but its matmuls) bounds what any tuning could reach."""
+    same = ("cpu", "cpu_family_model", "preset", "vocab_size", "batch_size", "seq_len", "precision", "compiled",
+            "dropout", "cpu_allocator")  # fmt: skip
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault(tuple(r.get(k) for k in same), []).append(r)
+    group = max(groups.values(), key=lambda g: len({masked_share(r) for r in g}))
+    by_share = {masked_share(r): r for r in group}  # the last record of a share wins
+    if len(by_share) < 2:
+        return None
+    rows = [by_share[s] for s in sorted(by_share)]
+    first = rows[0]
+    how = f"dropout {first['dropout']:g}, {first['precision']}" + (", compiled" if first.get("compiled") else "")
+    parts = []
+    for r in rows:
+        part = f"{masked_share(r):.0%} masked ({r['mlm_predictions']} of {r['seq_len']} positions): {r['speedup']:.2f}x"
+        if r.get("speedup_at_model_shape_ceiling"):
+            part += f", at most {r['speedup_at_model_shape_ceiling']:.2f}x at its model-shape ceiling"
+        parts.append(part)
+    low, high = rows[0], rows[-1]
+    text = (
+        f"How much is masked changes the lead. On {machine_name(first)} ({first['preset']}, {first['batch_size']} x "
+        f"{first['seq_len']}, {how}), bertlab's step against transformers': {'; '.join(parts)}. "
+        f"The decoder of transformers runs at all {high['seq_len']} positions whatever the share, so its step "
+        f"costs the same; bertlab's runs at the masked ones only, and going from {masked_share(low):.0%} to "
+        f"{masked_share(high):.0%} adds {high['model_flops_per_step'] / low['model_flops_per_step'] - 1:.0%} "
+        "to its FLOPs."
+    )
+    ceiling = high.get("speedup_at_model_shape_ceiling")
+    if ceiling:
+        text += (
+            f" At {masked_share(high):.0%}, a step that did nothing but its own matrix products would run "
+            f"{ceiling:.2f}x transformers' measured one: no tuning of what lies outside the matmuls could take "
+            f"bertlab further than that on this machine."
+        )
+    return text
