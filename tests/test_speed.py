@@ -198,7 +198,9 @@ def test_masking_reading_compares_records_that_differ_only_in_the_masked_share()
     )  # fmt: skip
     other = throughput_record(cpu_family_model="25/17", dropout=0.0, mlm_probability=0.3, mlm_predictions=38)
     text = speed.masking_reading([other, high, low])
-    assert text.startswith("How much is masked changes the lead. On AMD EPYC (25/1) (mini, 64 x 128, dropout 0, fp32,")
+    assert text.startswith(
+        "How much is masked changes the lead. On AMD EPYC (25/1), mini's step of 64 x 128 (dropout 0, fp32, compiled)"
+    )
     assert (
         "15% masked (19 of 128 positions): 1.50x, at most 2.20x at its model-shape ceiling; "
         "40% masked (51 of 128 positions): 1.31x, at most 1.90x at its model-shape ceiling." in text
@@ -206,4 +208,14 @@ def test_masking_reading_compares_records_that_differ_only_in_the_masked_share()
     assert "going from 15% to 40% adds 14% to its FLOPs" in text
     assert text.endswith("would run 1.90x transformers' measured one: no tuning of what lies outside the matmuls "
                          "could take bertlab further than that on this machine.")  # fmt: skip
+    assert "read the trend" not in text  # no transformers timings: nothing said about the drift
+    drift = speed.masking_reading(
+        [{**low, "transformers_s_per_step": 2.55}, {**high, "transformers_s_per_step": 2.83}, other]
+    )
+    assert drift.endswith("the same step of transformers took 2.55 to 2.83 s across them: read the trend, not the "
+                          "second decimal.")  # fmt: skip
+    steady = speed.masking_reading(
+        [{**low, "transformers_s_per_step": 2.55}, {**high, "transformers_s_per_step": 2.6}, other]
+    )
+    assert "read the trend" not in steady  # within 5%
     assert speed.masking_reading([low, other]) is None  # no two shares on one machine and step

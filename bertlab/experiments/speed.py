@@ -317,8 +317,8 @@ def masking_reading(records: list[dict]) -> str | None:
         parts.append(part)
     low, high = rows[0], rows[-1]
     text = (
-        f"How much is masked changes the lead. On {machine_name(first)} ({first['preset']}, {first['batch_size']} x "
-        f"{first['seq_len']}, {how}), bertlab's step against transformers': {'; '.join(parts)}. "
+        f"How much is masked changes the lead. On {machine_name(first)}, {first['preset']}'s step of "
+        f"{first['batch_size']} x {first['seq_len']} ({how}), bertlab's against transformers': {'; '.join(parts)}. "
         f"The decoder of transformers runs at all {high['seq_len']} positions whatever the share, so its step "
         f"costs the same; bertlab's runs at the masked ones only, and going from {masked_share(low):.0%} to "
         f"{masked_share(high):.0%} adds {high['model_flops_per_step'] / low['model_flops_per_step'] - 1:.0%} "
@@ -330,5 +330,11 @@ def masking_reading(records: list[dict]) -> str | None:
             f" At {masked_share(high):.0%}, a step that did nothing but its own matrix products would run "
             f"{ceiling:.2f}x transformers' measured one: no tuning of what lies outside the matmuls could take "
             f"bertlab further than that on this machine."
+        )
+    theirs = [r["transformers_s_per_step"] for r in rows if r.get("transformers_s_per_step")]
+    if len(theirs) == len(rows) and max(theirs) > 1.05 * min(theirs):
+        text += (
+            f" Each figure is one run, and the same step of transformers took {min(theirs):.2f} to "
+            f"{max(theirs):.2f} s across them: read the trend, not the second decimal."
         )
     return text
