@@ -154,8 +154,20 @@ def step_config(a: argparse.Namespace) -> BertConfig:
     )  # fmt: skip
 
 
+def check_masking_rate(mlm_probability: float, T: int) -> None:
+    """A ValueError unless the rate chooses at least one position of a T-token sequence and leaves
+    [CLS] unchosen."""
+    n = round(mlm_probability * T)
+    if not 1 <= n <= T - 1:
+        raise ValueError(
+            f"--mlm-probability {mlm_probability:g} chooses {n} of a {T}-token sequence's positions; "
+            f"choose between 1 and {T - 1} (every position but [CLS])"
+        )
+
+
 def random_batch(B: int, T: int, V: int, generator: torch.Generator, mlm_probability: float = MLM_PROBABILITY):
     """Random token ids; round(mlm_probability x T) positions chosen per row, in the agreed batch format."""
+    check_masking_rate(mlm_probability, T)
     P = default_max_predictions(T, mlm_probability)
     n = round(mlm_probability * T)
     ids = torch.randint(5, V, (B, T), generator=generator)
@@ -432,11 +444,7 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
             "--seq-len at least 2 and --vocab-size at least 6"
         )
     q = args.mlm_probability
-    if not 1 <= round(q * T) <= T - 1:
-        raise ValueError(
-            f"--mlm-probability {q:g} chooses {round(q * T)} of a {T}-token sequence's positions; "
-            f"choose between 1 and {T - 1} (every position but [CLS])"
-        )
+    check_masking_rate(q, T)
     config = BertConfig(vocab_size=V, num_layers=L, hidden_size=H, num_heads=A)  # checks H % A == 0
     name = preset if (L, H, A) == PRESETS[preset] else f"{L}/{H}/{A}"
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -631,6 +639,7 @@ def run_attribution(args) -> dict:
     steps, warmup = args.steps or 8, args.warmup if args.warmup is not None else 1
     levers = args.levers or list(LEVERS)
     q = args.mlm_probability
+    check_masking_rate(q, T)
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows = []
     for on in attribution_settings(levers):
@@ -848,6 +857,12 @@ def main(argv=None) -> int:
         return 2
     steps = args.steps or (3 if args.quick else 20)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 5)
+    for name in configs:
+        try:
+            check_masking_rate(args.mlm_probability, CONFIGS[name][4])
+        except ValueError as e:
+            print(f"error: config {name}: {e}", file=sys.stderr)
+            return 2
     rows = []
     for name in configs:
         L, H, A, V, T, B = CONFIGS[name]

@@ -196,6 +196,17 @@ def test_a_masking_rate_that_chooses_no_position_or_every_one_is_a_clear_error(r
     assert "--mlm-probability" in err and rate in err
 
 
+@pytest.mark.parametrize(
+    "mode", [["--attribution", "--seq-len", "32"], ["--quick"]], ids=["attribution", "named-configs"]
+)
+def test_every_mode_refuses_a_masking_rate_that_chooses_no_position(mode, capsys):
+    """The attribution and the named-configs table draw the same batches: they refuse the same rates,
+    before any model is built."""
+    assert load_benchmark().main(["--device", "cpu", *mode, "--mlm-probability", "0.001"]) == 2
+    err = capsys.readouterr().err
+    assert "--mlm-probability 0.001 chooses 0" in err and "choose between 1 and" in err
+
+
 def test_unknown_preset_is_a_clear_error(capsys):
     bench = load_benchmark()
     with pytest.raises(SystemExit) as e:
