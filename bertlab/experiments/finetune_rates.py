@@ -1,0 +1,144 @@
+"""Which fine-tuning learning rate suits pre-trained weights, and which suits random ones.
+
+The paper picks its fine-tuning learning rate per task on the dev set from a short list (section
+4.1). A comparison of pre-trained and from-scratch models at *one* rate can be unfair to either:
+random weights may want a larger rate than pre-trained ones, which a large rate can wash out. A
+grid of rates run for both arms with the same seeds (`scripts/record_finetune_lr.py`, rows in the
+format of `pilots.finetune_sweeps`) answers it: each arm read at its own best rate.
+
+    grid = rate_grid(rows, recipe_lr=5e-4)  # rows of one task and one training-set size
+    grid.best("pretrained"), grid.gain_at(5e-4), grid.best_gain()
+    grid_table(grid), grid_reading(grid, n_dev=872)   # Markdown for the book
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from bertlab.tasks.metrics import difference_standard_error
+
+ARMS = ("pretrained", "scratch")
+
+
+@dataclass(frozen=True)
+class RateGrid:
+    """One task and training-set size: the median dev score (over the same seeds) of each arm at
+    each learning rate that both arms ran."""
+
+    task: str
+    train_examples: int | None
+    seeds: tuple[int, ...]
+    medians: dict[str, dict[float, float]]  # arm -> lr -> median score (%)
+    scores: dict[str, dict[float, tuple[float, ...]]]  # arm -> lr -> the seeds' scores
+    recipe_lr: float | None = None  # the rate the record's fine-tuning uses, if it is in the grid
+
+    @property
+    def rates(self) -> list[float]:
+        return sorted(self.medians["pretrained"])
+
+    def best(self, arm: str) -> tuple[float, float]:
+        """(learning rate, median) of the arm's highest median; of equal medians, the lower rate."""
+        if arm not in ARMS:
+            raise ValueError(f"arm must be one of {ARMS}, not {arm!r}")
+        return max(((lr, m) for lr, m in self.medians[arm].items()), key=lambda x: (x[1], -x[0]))
+
+    def gain_at(self, lr: float) -> float:
+        """Pre-trained median minus from-scratch median at one rate, in points."""
+        if lr not in self.medians["pretrained"]:
+            raise ValueError(f"lr {lr:g} is not in the grid ({', '.join(f'{r:g}' for r in self.rates)})")
+        return self.medians["pretrained"][lr] - self.medians["scratch"][lr]
+
+    def best_gain(self) -> float:
+        """Each arm at its own best rate: pre-trained best minus from-scratch best, in points."""
+        return self.best("pretrained")[1] - self.best("scratch")[1]
+
+
+def rate_grid(
+    rows: Sequence[dict[str, Any]],
+    task: str = "sst2",
+    train_examples: int | None = 2000,
+    recipe_lr: float | None = None,
+) -> RateGrid | None:
+    """The grid of one task and size from a sweep's rows (task, train_examples, lr, init, seeds,
+    scores, median): only rates both arms ran with the same seeds. None when fewer than two such
+    rates were run."""
+    by_arm: dict[str, dict[float, dict[str, Any]]] = {arm: {} for arm in ARMS}
+    for r in rows:
+        if r.get("task") == task and r.get("train_examples") == train_examples and r.get("init") in ARMS:
+            by_arm[r["init"]][r["lr"]] = r
+    both = sorted(
+        lr
+        for lr in by_arm["pretrained"]
+        if lr in by_arm["scratch"] and by_arm["pretrained"][lr]["seeds"] == by_arm["scratch"][lr]["seeds"]
+    )
+    if len(both) < 2:
+        return None
+    seed_sets = {tuple(by_arm["pretrained"][lr]["seeds"]) for lr in both}
+    if len(seed_sets) != 1:
+        raise ValueError(f"the rates of the grid were run with different seeds: {sorted(seed_sets)}")
+    return RateGrid(
+        task=task,
+        train_examples=train_examples,
+        seeds=seed_sets.pop(),
+        medians={arm: {lr: float(by_arm[arm][lr]["median"]) for lr in both} for arm in ARMS},
+        scores={arm: {lr: tuple(by_arm[arm][lr]["scores"]) for lr in both} for arm in ARMS},
+        recipe_lr=recipe_lr if recipe_lr in both else None,
+    )
+
+
+def grid_table(grid: RateGrid) -> str:
+    """Markdown: one row per learning rate, both arms' medians (each arm's best in bold), the gain,
+    and the seeds' spread."""
+
+    def cell(arm: str, lr: float) -> str:
+        m, s = grid.medians[arm][lr], grid.scores[arm][lr]
+        text = f"{m:.1f}"
+        text = f"**{text}**" if grid.best(arm)[0] == lr else text
+        return f"{text} ({min(s):.1f}-{max(s):.1f})" if len(s) > 1 else text
+
+    rows = ["| learning rate | pre-trained | from scratch | gain |", "|---|---|---|---|"]
+    for lr in grid.rates:
+        name = f"{lr:g}" + (" (the recipe's)" if lr == grid.recipe_lr else "")
+        rows.append(f"| {name} | {cell('pretrained', lr)} | {cell('scratch', lr)} | {grid.gain_at(lr):+.1f} |")
+    return "\n".join(rows)
+
+
+def grid_reading(grid: RateGrid, n_dev: int) -> str:
+    """A paragraph on the grid: each arm's best rate, the gain at the recipe's rate and at each
+    arm's own best, and whether that gain is more than two standard errors of a difference between
+    two accuracies on `n_dev` examples."""
+    (lr_p, m_p), (lr_s, m_s) = grid.best("pretrained"), grid.best("scratch")
+    seeds = len(grid.seeds)
+    med = f"the median of {seeds} seeds" if seeds > 1 else "one seed"
+    text = (
+        f"Over the {len(grid.rates)} learning rates tried ({med} each), the pre-trained encoder does best "
+        f"at {lr_p:g} ({m_p:.1f}%) and its twin from scratch at {lr_s:g} ({m_s:.1f}%). "
+    )
+    if lr_p == lr_s:
+        text += "Both arms prefer the same rate. "
+    else:
+        faster = "pre-trained encoder" if lr_p > lr_s else "model from scratch"
+        text += f"The {faster} wants the larger rate. "
+    best = grid.best_gain()
+    if grid.recipe_lr is not None:
+        at = grid.gain_at(grid.recipe_lr)
+        text += (
+            f"At the recipe's rate of {grid.recipe_lr:g} pre-training gains {at:+.1f} points; with each arm "
+            f"at its own best rate, {best:+.1f}. "
+        )
+    else:
+        text += f"With each arm at its own best rate pre-training gains {best:+.1f} points. "
+    se = difference_standard_error(m_p, m_s, n_dev)
+    if abs(best) > 2 * se:
+        verdict = "more than two standard errors"
+        then = "a difference the dev set's luck alone rarely makes"
+    else:
+        verdict = "within two standard errors"
+        then = "so on this dev set alone the two arms are hard to tell apart"
+    text += (
+        f"That is {verdict} ({2 * se:.1f} points) of a difference between two accuracies on "
+        f"{n_dev:,} sentences, {then}. Choosing each arm's rate on the dev set flatters both arms "
+        "alike, by the luck of the best of several tries."
+    )
+    return text

@@ -1,0 +1,137 @@
+"""bertlab.experiments.finetune_rates (each arm read at its own best fine-tuning learning rate) and
+scripts/record_finetune_lr.py, which records the grid it reads."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from bertlab.experiments import pilots
+from bertlab.experiments.finetune_rates import grid_reading, grid_table, rate_grid
+from bertlab.tasks.metrics import difference_standard_error
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "record_finetune_lr.py"
+
+
+def row(init, lr, scores, n=2000, task="sst2", seeds=(0, 1, 2)):
+    ordered = sorted(scores)
+    return {
+        "task": task,
+        "train_examples": n,
+        "lr": lr,
+        "init": init,
+        "seeds": list(seeds),
+        "scores": list(scores),
+        "median": ordered[len(ordered) // 2],
+    }
+
+
+# pre-trained best at 2e-4, scratch best at 1e-3: the two arms want different rates
+ROWS = [
+    row("pretrained", 2e-4, [74.0, 75.0, 76.0]),
+    row("scratch", 2e-4, [68.0, 69.0, 70.0]),
+    row("pretrained", 5e-4, [72.0, 73.0, 74.0]),
+    row("scratch", 5e-4, [70.0, 71.0, 72.0]),
+    row("pretrained", 1e-3, [70.0, 71.0, 71.5]),
+    row("scratch", 1e-3, [71.0, 72.5, 73.0]),
+    row("pretrained", 1e-4, [60.0, 61.0, 62.0]),  # no scratch arm at 1e-4: not in the grid
+    row("pretrained", 5e-4, [80.0, 80.0, 80.0], n=500),  # another size
+    row("pretrained", 5e-4, [80.0, 80.0, 80.0], task="conll2003"),  # another task
+]
+
+
+def test_the_grid_holds_only_rates_both_arms_ran_at_this_size_and_task():
+    grid = rate_grid(ROWS, recipe_lr=5e-4)
+    assert grid.rates == [2e-4, 5e-4, 1e-3]
+    assert grid.seeds == (0, 1, 2) and grid.recipe_lr == 5e-4
+    assert grid.medians["pretrained"] == {2e-4: 75.0, 5e-4: 73.0, 1e-3: 71.0}
+
+
+def test_each_arm_at_its_own_best_rate():
+    grid = rate_grid(ROWS, recipe_lr=5e-4)
+    assert grid.best("pretrained") == (2e-4, 75.0)
+    assert grid.best("scratch") == (1e-3, 72.5)
+    assert grid.gain_at(5e-4) == pytest.approx(2.0)
+    assert grid.gain_at(2e-4) == pytest.approx(6.0)
+    assert grid.best_gain() == pytest.approx(75.0 - 72.5)
+    with pytest.raises(ValueError, match="not in the grid"):
+        grid.gain_at(1e-4)
+    with pytest.raises(ValueError, match="arm must be one of"):
+        grid.best("teacher")
+
+
+def test_of_equal_medians_the_lower_rate_is_best():
+    rows = [row(a, lr, [70.0, 71.0, 72.0]) for a in ("pretrained", "scratch") for lr in (1e-3, 2e-4)]
+    assert rate_grid(rows).best("pretrained") == (2e-4, 71.0)
+
+
+def test_no_grid_without_two_shared_rates_or_with_mixed_seeds():
+    assert rate_grid(ROWS[:2]) is None
+    assert rate_grid(ROWS, task="mrpc") is None
+    mixed = [*ROWS[:4], *(row(a, 1e-3, [70.0], seeds=(0,)) for a in ("pretrained", "scratch"))]
+    with pytest.raises(ValueError, match="different seeds"):
+        rate_grid(mixed)
+    # a rate whose arms ran different seeds is not a matched pair: left out
+    unmatched = [*ROWS[:4], row("pretrained", 1e-3, [70.0], seeds=(0,)), row("scratch", 1e-3, [71.0, 72.0, 73.0])]
+    assert rate_grid(unmatched).rates == [2e-4, 5e-4]
+
+
+def test_the_table_marks_each_arms_best_and_the_recipes_rate():
+    table = grid_table(rate_grid(ROWS, recipe_lr=5e-4))
+    lines = table.splitlines()
+    assert lines[0].startswith("| learning rate |") and len(lines) == 2 + 3
+    assert lines[2] == "| 0.0002 | **75.0** (74.0-76.0) | 69.0 (68.0-70.0) | +6.0 |"
+    assert "0.0005 (the recipe's)" in lines[3] and "| +2.0 |" in lines[3]
+    assert "**72.5** (71.0-73.0)" in lines[4]
+
+
+def test_the_reading_names_the_best_rates_the_gains_and_whether_they_clear_the_noise():
+    grid = rate_grid(ROWS, recipe_lr=5e-4)
+    text = grid_reading(grid, n_dev=872)
+    assert "pre-trained encoder does best at 0.0002 (75.0%)" in text
+    assert "from scratch at 0.001 (72.5%)" in text
+    assert "The model from scratch wants the larger rate." in text
+    assert "recipe's rate of 0.0005 pre-training gains +2.0 points" in text and "own best rate, +2.5" in text
+    two_se = 2 * difference_standard_error(75.0, 72.5, 872)
+    assert f"within two standard errors ({two_se:.1f} points)" in text
+    # a gain larger than two standard errors is called so
+    big = rate_grid([*ROWS[:4], row("pretrained", 1e-3, [90.0] * 3), row("scratch", 1e-3, [60.0] * 3)])
+    text = grid_reading(big, n_dev=872)
+    assert "more than two standard errors" in text and "recipe's rate" not in text
+    assert "Both arms prefer the same rate" not in text  # 1e-3 for pre-trained, 5e-4 for scratch
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("record_finetune_lr", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_script_records_both_arms_per_rate_and_resumes(script, tmp_path):
+    out = tmp_path / "grid.jsonl"
+    argv = ["--lrs", "1e-3", "2e-4", "--seeds", "0", "--train-examples", "8", "--max-eval", "8", "--epochs", "1"]
+    assert script.main([*argv, "--out", str(out)]) == 0
+    meta, rows = pilots.finetune_sweeps(out)
+    assert "from the record's weights and from scratch" in meta["about"] and meta["machine"]
+    assert [(r["lr"], r["init"]) for r in rows] == [
+        (1e-3, "pretrained"),
+        (1e-3, "scratch"),
+        (2e-4, "pretrained"),
+        (2e-4, "scratch"),
+    ]
+    for r in rows:
+        assert r["train_examples"] == 8 and r["seeds"] == [0] and r["epochs"] == 1
+        assert len(r["scores"]) == 1 and 0 <= r["median"] <= 100
+    grid = rate_grid(rows, train_examples=8, recipe_lr=meta["recipe_lr"])
+    assert grid is not None and grid.rates == [2e-4, 1e-3]
+    # run again with one more rate: only the new rate's arms are added
+    assert script.main(["--lrs", "1e-3", "2e-4", "5e-4", *argv[3:], "--out", str(out)]) == 0
+    _, again = pilots.finetune_sweeps(out)
+    assert again[:4] == rows and [(r["lr"], r["init"]) for r in again[4:]] == [(5e-4, "pretrained"), (5e-4, "scratch")]
+
+
+def test_the_script_refuses_a_rate_that_is_not_positive(script, tmp_path):
+    with pytest.raises(SystemExit):
+        script.main(["--lrs", "0", "--out", str(tmp_path / "x.jsonl")])
