@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bertlab.experiments import pilots
-from bertlab.experiments.finetune_rates import grid_reading, grid_table, rate_grid
+from bertlab.experiments.finetune_rates import grid_reading, grid_table, rate_grid, recorded_on
 from bertlab.tasks.metrics import difference_standard_error
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "record_finetune_lr.py"
@@ -92,6 +92,8 @@ def test_the_reading_names_the_best_rates_the_gains_and_whether_they_clear_the_n
     assert "from scratch at 0.001 (72.5%)" in text
     assert "The model from scratch wants the larger rate." in text
     assert "recipe's rate of 0.0005 pre-training gains +2.0 points" in text and "own best rate, +2.5" in text
+    assert "so the shared rate understates pre-training's gain by 0.5 points" in text
+    assert "widest gap of the table, +6.0 at 0.0002" not in text  # 2e-4 is the pre-trained arm's best
     two_se = 2 * difference_standard_error(75.0, 72.5, 872)
     assert f"within two standard errors ({two_se:.1f} points)" in text
     # a gain larger than two standard errors is called so
@@ -99,6 +101,33 @@ def test_the_reading_names_the_best_rates_the_gains_and_whether_they_clear_the_n
     text = grid_reading(big, n_dev=872)
     assert "more than two standard errors" in text and "recipe's rate" not in text
     assert "Both arms prefer the same rate" not in text  # 1e-3 for pre-trained, 5e-4 for scratch
+
+
+def test_a_rate_that_harms_both_arms_is_not_read_as_pre_trainings_gain():
+    # both best at 5e-4 (+1.0); 2e-3 leaves scratch far lower: a wide gap that measures nothing
+    rows = [
+        row("pretrained", 5e-4, [72.0] * 3),
+        row("scratch", 5e-4, [71.0] * 3),
+        row("pretrained", 2e-3, [66.0] * 3),
+        row("scratch", 2e-3, [52.0] * 3),
+    ]
+    text = grid_reading(rate_grid(rows, recipe_lr=5e-4), n_dev=872)
+    assert "Both arms prefer the same rate." in text
+    assert "gains +1.0 points; with each arm at its own best rate, +1.0, so the shared rate was not hiding" in text
+    assert "The widest gap of the table, +14.0 at 0.002, is no measure of pre-training" in text
+    assert "(6.0 and 19.0 points below their best), the model from scratch more." in text
+    assert text.index("two standard errors") < text.index("widest gap")
+
+
+def test_recorded_on_names_the_machine_or_says_it_is_missing():
+    cpu = {"cpu": "AMD EPYC", "cpu_family_model": "25/1", "cores": 2, "device": "cpu (2 cores)", "precision": "fp32"}
+    assert recorded_on({"machine": {**cpu, "torch": "2.13.0+cpu"}}) == (
+        "Recorded in fp32 on a 2-core AMD EPYC (family/model 25/1), torch 2.13.0+cpu."
+    )
+    gpu = {"device": "NVIDIA H100 80GB HBM3", "precision": "bf16"}
+    assert recorded_on({"machine": gpu}) == "Recorded in bf16 on NVIDIA H100 80GB HBM3."
+    assert recorded_on({"machine": "AMD EPYC (Zen 4), 2 threads"}) == "The machine was not recorded."
+    assert recorded_on({}) == "The machine was not recorded."
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ format of `pilots.finetune_sweeps`) answers it: each arm read at its own best ra
     grid = rate_grid(rows, recipe_lr=5e-4)  # rows of one task and one training-set size
     grid.best("pretrained"), grid.gain_at(5e-4), grid.best_gain()
     grid_table(grid), grid_reading(grid, n_dev=872)   # Markdown for the book
+    recorded_on(meta)                                 # the machine, from the file's first line
 """
 
 from __future__ import annotations
@@ -125,8 +126,12 @@ def grid_reading(grid: RateGrid, n_dev: int) -> str:
         at = grid.gain_at(grid.recipe_lr)
         text += (
             f"At the recipe's rate of {grid.recipe_lr:g} pre-training gains {at:+.1f} points; with each arm "
-            f"at its own best rate, {best:+.1f}. "
+            f"at its own best rate, {best:+.1f}"
         )
+        if round(best, 1) <= round(at, 1):
+            text += ", so the shared rate was not hiding a larger gain. "
+        else:
+            text += f", so the shared rate understates pre-training's gain by {best - at:.1f} points. "
     else:
         text += f"With each arm at its own best rate pre-training gains {best:+.1f} points. "
     se = difference_standard_error(m_p, m_s, n_dev)
@@ -137,8 +142,34 @@ def grid_reading(grid: RateGrid, n_dev: int) -> str:
         verdict = "within two standard errors"
         then = "so on this dev set alone the two arms are hard to tell apart"
     text += (
-        f"That is {verdict} ({2 * se:.1f} points) of a difference between two accuracies on "
-        f"{n_dev:,} sentences, {then}. Choosing each arm's rate on the dev set flatters both arms "
-        "alike, by the luck of the best of several tries."
+        f"A gain of {best:+.1f} at each arm's best is {verdict} ({2 * se:.1f} points) of a difference "
+        f"between two accuracies on {n_dev:,} sentences, {then}. Choosing each arm's rate on the dev "
+        "set flatters both arms alike, by the luck of the best of several tries."
     )
+    widest = max(grid.rates, key=grid.gain_at)
+    if widest not in (lr_p, lr_s) and grid.gain_at(widest) > best:
+        below_p = m_p - grid.medians["pretrained"][widest]
+        below_s = m_s - grid.medians["scratch"][widest]
+        text += (
+            f" The widest gap of the table, {grid.gain_at(widest):+.1f} at {widest:g}, is no measure of "
+            f"pre-training: that rate harms both arms ({below_p:.1f} and {below_s:.1f} points below their "
+            f"best), {'the model from scratch' if below_s > below_p else 'the pre-trained one'} more."
+        )
     return text
+
+
+def recorded_on(meta: dict[str, Any]) -> str:
+    """Where a grid ran, in words, from its file's `meta` (runtime.machine's fields): "Recorded in
+    fp32 on a 2-core AMD EPYC (family/model 25/1), torch 2.13.0+cpu." """
+    m = meta.get("machine")
+    if not isinstance(m, dict) or "device" not in m:
+        return "The machine was not recorded."
+    if str(m["device"]).startswith("cpu"):
+        cores = f"a {m['cores']}-core " if m.get("cores") else "a "
+        family = f" (family/model {m['cpu_family_model']})" if m.get("cpu_family_model") else ""
+        where = f"{cores}{m.get('cpu') or 'CPU'}{family}"
+    else:
+        where = str(m["device"])
+    precision = f"in {m['precision']} " if m.get("precision") else ""
+    torch = f", torch {m['torch']}" if m.get("torch") else ""
+    return f"Recorded {precision}on {where}{torch}."
