@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bertlab.experiments import reference
 from bertlab.experiments.reference_run import finetune_epochs
+from bertlab.files import append_json_line
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.training.finetune import FinetuneConfig, finetune
 
@@ -114,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - t0, 1),
             "seconds_by_seed": [round(r.seconds, 1) for r in result.runs],
         }
-        with out.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_json_line(out, row)
         print(json.dumps(row), flush=True)
     return 0
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bertlab.experiments import pilots, reference
 from bertlab.experiments.reference_run import SQUAD_CPU
+from bertlab.files import append_json_line
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.tasks.squad import split_by_article
@@ -92,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": machine(rt),
             "git_commit": git_commit(),
         }
-        with out.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_json_line(out, row)
         print(result.summary(), flush=True)
     return 0
 

@@ -5,7 +5,9 @@ $BERTLAB_DATA_MIRROR if set, else ../shared/data beside this repository (as in C
 need it skip with a message when neither exists.
 """
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,20 @@ def bert_tokenizer():
     from bertlab.data.tokenizer import bert_uncased_tokenizer
 
     return bert_uncased_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """A loader for the repository's scripts (scripts/, benchmarks/), which are files, not modules of
+    the package: load_script("scripts/record_squad_epochs.py") returns it imported, its `main` ready
+    to call. It is registered in sys.modules under its file name (dataclasses look it up there)."""
+
+    def load(relative: str):
+        path = REPO / relative
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load

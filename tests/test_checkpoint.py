@@ -186,3 +186,19 @@ def test_weights_digest_names_the_weights_not_the_header_order(tmp_path):
     (tmp_path / "bad.safetensors").write_bytes((4).to_bytes(8, "little") + b"{{{{")
     with pytest.raises(ValueError, match="not JSON"):
         ckpt.weights_digest(tmp_path / "bad.safetensors")
+
+
+def test_json_lines_are_appended_each_on_disk_as_it_is_written(tmp_path, monkeypatch):
+    from bertlab import files
+
+    synced = []
+    real_fsync = files.os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    out = tmp_path / "runs.jsonl"
+    files.append_json_line(out, {"meta": {"about": "x"}})
+    files.append_json_line(out, {"lr": 5e-4, "scores": [72.5, 72.8]})
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"meta": {"about": "x"}},
+        {"lr": 5e-4, "scores": [72.5, 72.8]},
+    ]
+    assert len(synced) == 2  # each line reached the disk before the call returned

@@ -1,16 +1,11 @@
 """bertlab.experiments.finetune_rates (each arm read at its own best fine-tuning learning rate) and
 scripts/record_finetune_lr.py, which records the grid it reads."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from bertlab.experiments import pilots
 from bertlab.experiments.finetune_rates import grid_reading, grid_table, rate_grid, recorded_on
 from bertlab.tasks.metrics import difference_standard_error
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "record_finetune_lr.py"
 
 
 def row(init, lr, scores, n=2000, task="sst2", seeds=(0, 1, 2)):
@@ -131,11 +126,8 @@ def test_recorded_on_names_the_machine_or_says_it_is_missing():
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("record_finetune_lr", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("scripts/record_finetune_lr.py")
 
 
 def test_the_script_records_both_arms_per_rate_and_resumes(script, tmp_path):

@@ -1,21 +1,14 @@
 """scripts/record_squad_epochs.py: SQuAD from the record (and from scratch) scored after every
 epoch of one schedule, each arm appended to a JSONL file as it finishes."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "record_squad_epochs.py"
-
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("record_squad_epochs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("scripts/record_squad_epochs.py")
 
 
 def test_each_arm_is_a_row_with_every_epochs_score(script, tmp_path):
