@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """How SQuAD v1.1 from the book's BERT grows with more epochs: fine-tune the committed record
 (and, with --arms, the same architecture from scratch) on chapter 13's by-article split of dev with
-reference-run's SQuAD recipe (reference_run.SQUAD_CPU) but E epochs, scoring the held-out questions
+reference-run's SQuAD recipe (reference_run.SQUAD_CPU) but E epochs (and, with --lr, --max-len
+and --doc-stride, another rate or window), scoring the held-out questions
 after every epoch. One row per arm is appended to data/pilots/squad_epochs.jsonl as soon as it
 finishes (a first line holds what the file is); the F1 after the last epoch is the run's, the
 earlier ones are read off the way (the learning rate still decaying towards E epochs).
 
     python scripts/record_squad_epochs.py --epochs 4                       # the record, seed 0
     python scripts/record_squad_epochs.py --epochs 4 --arms pretrained scratch
+    python scripts/record_squad_epochs.py --epochs 2 --max-len 128 --out data/pilots/squad_lr.jsonl
     python scripts/record_squad_epochs.py --epochs 1 --max-train 16 --max-eval 8 --out /tmp/x.jsonl
 """
 
@@ -35,12 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", nargs="+", choices=ARMS, default=["pretrained"], help="in this order")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=SQUAD_CPU["lr"], help=f"default {SQUAD_CPU['lr']:g}, reference-run's")
+    p.add_argument("--max-len", type=int, default=SQUAD_CPU["max_len"], help="window length in tokens")
+    p.add_argument("--doc-stride", type=int, default=None, help="tokens between window starts (default max-len / 2)")
     p.add_argument("--max-train", type=int, default=None, help="the first N training questions (a quick check)")
     p.add_argument("--max-eval", type=int, default=None, help="the first N held-out questions")
     p.add_argument("--out", default=str(pilots.PILOTS_DIR / "squad_epochs.jsonl"))
     a = p.parse_args(argv)
     if a.epochs < 1:
         p.error(f"--epochs must be at least 1, not {a.epochs}")
+    stride = a.doc_stride or a.max_len // 2
+    if not 0 < stride < a.max_len or a.max_len > 512:
+        p.error(f"--doc-stride {stride} must be between 1 and --max-len {a.max_len} (at most 512) less one")
 
     run = reference.find()
     if run is None or run.smoke:
@@ -68,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = FinetuneConfig(
             task="squad",
             **init,
-            max_len=s["max_len"],
-            doc_stride=s["doc_stride"],
+            max_len=a.max_len,
+            doc_stride=stride,
             epochs=a.epochs,
             lr=a.lr,
             batch_size=s["batch_size"],
@@ -84,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             "init": arm,
             "epochs": a.epochs,
             "lr": a.lr,
+            "max_len": a.max_len,
+            "doc_stride": stride,
             "seed": a.seed,
             "train_questions": len(train),
             "eval_questions": len(held),

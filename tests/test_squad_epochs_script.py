@@ -30,6 +30,16 @@ def test_each_arm_is_a_row_with_every_epochs_score(script, tmp_path):
     assert sum("meta" in x for x in lines) == 1 and len(lines) == 4 and lines[-1]["epochs"] == 1
 
 
+def test_the_window_is_a_setting_of_the_row(script, tmp_path):
+    out = tmp_path / "squad_windows.jsonl"
+    argv = ["--epochs", "1", "--max-len", "64", "--max-train", "8", "--max-eval", "4", "--out", str(out)]
+    assert script.main(argv) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert (row["max_len"], row["doc_stride"]) == (64, 32)  # the stride defaults to half the window
+    with pytest.raises(SystemExit):
+        script.main(["--max-len", "64", "--doc-stride", "64", "--out", str(out)])
+
+
 def test_refuses_no_epochs(script, tmp_path):
     with pytest.raises(SystemExit):
         script.main(["--epochs", "0", "--out", str(tmp_path / "x.jsonl")])
