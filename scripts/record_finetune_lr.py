@@ -13,7 +13,7 @@ too high for random weights, or the other way round.
 One JSON line per (learning rate, arm), written as soon as it ends; a stopped run picks up where it
 stopped (rows already in the file are skipped). The rows have the format of
 `data/pilots/finetune_lr.jsonl`, so `bertlab.experiments.pilots.finetune_sweeps` reads them and
-`bertlab.experiments.pilots.best_rates` reads the grid.
+`bertlab.experiments.finetune_rates.rate_grid` reads the grid.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     done = set()
     if out.exists() and out.read_text().strip():
         rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-        done = {(r["lr"], r["init"]) for r in rows if "task" in r}
+        done = {(r["train_examples"], tuple(r["seeds"]), r["lr"], r["init"]) for r in rows if "task" in r}
     else:
         rt = make_runtime("auto", "auto", distributed=False)
         meta = {
@@ -75,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
             "recipe_lr": s["ft_lr"],
         }
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"meta": meta}) + "\n")
+        append_json_line(out, {"meta": meta})
     folder = str(run.model_folder())
     for lr in args.lrs:
         for init in ("pretrained", "scratch"):
-            if (lr, init) in done:
+            if (n, seeds, lr, init) in done:
                 continue
             arm = {"init": folder} if init == "pretrained" else {"init": "scratch", "like": folder}
             cfg = FinetuneConfig(

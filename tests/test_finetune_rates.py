@@ -151,6 +151,10 @@ def test_the_script_records_both_arms_per_rate_and_resumes(script, tmp_path):
     assert script.main(["--lrs", "1e-3", "2e-4", "5e-4", *argv[3:], "--out", str(out)]) == 0
     _, again = pilots.finetune_sweeps(out)
     assert again[:4] == rows and [(r["lr"], r["init"]) for r in again[4:]] == [(5e-4, "pretrained"), (5e-4, "scratch")]
+    # another seed at a rate already run is a new row, not a skip
+    assert script.main(["--lrs", "1e-3", "--seeds", "1", *argv[5:], "--out", str(out)]) == 0
+    _, more = pilots.finetune_sweeps(out)
+    assert [(r["lr"], r["seeds"]) for r in more[6:]] == [(1e-3, [1]), (1e-3, [1])]
 
 
 def test_the_script_refuses_a_rate_that_is_not_positive(script, tmp_path):
