@@ -220,13 +220,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--add",
-        choices=["squad", "rte", "mrpc"],
+        choices=["squad", "rte", "mrpc", "conll2003"],
         default=None,
         help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
-        "record, instead of making a record (rte / mrpc: the record's fine-tuning recipe, "
+        "record, instead of making a record (rte / mrpc / conll2003: the record's fine-tuning recipe, "
         "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
         "split of dev, bertlab.experiments.reference_run.SQUAD_CPU with the record's squad_seeds; "
         "with --resume a SQuAD result kept in <out>/stages/ is added again)",
+    )
+    r.add_argument(
+        "--ft-tasks",
+        nargs="*",
+        default=None,
+        help="the tasks fine-tuned after SST-2 (default: the settings', mrpc rte conll2003); with "
+        "--resume, a record can end with the stages done so far and gain the others with --add",
+    )
+    r.add_argument(
+        "--squad",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fine-tune SQuAD at the end (default: the settings'); --no-squad leaves it to --add squad",
     )
     r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
     r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
@@ -333,6 +346,8 @@ def _run(args: argparse.Namespace) -> int:
             compile=args.compile,
             resume=args.resume,
             steps=args.steps,
+            ft_tasks=args.ft_tasks,
+            squad=args.squad,
         )
         return 0
     raise AssertionError(args.command)

@@ -336,6 +336,28 @@ def test_reference_run_smoke(tmp_path):
     assert set(kept) == {"sst2_128", "sst2_256", "mrpc"} and kept["mrpc"]["git_commit"] == prov["git_commit"]
     assert kept["mrpc"]["machine"]["precision"] in ("fp32", "bf16")
     assert again["wall_time_s"] >= sum(k["seconds"] for k in kept.values())  # the kept stages count
+    # a session that runs short ends the record with the stages done so far (here SST-2 only) ...
+    p = subprocess.run(
+        [sys.executable, "-m", "bertlab", "reference-run", "--smoke", "--out", str(out), "--resume", "--ft-tasks"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert set(json.loads((out / "finetune_results.json").read_text())) == {"pretrained", "scratch"}
+    assert json.loads((out / "provenance.json").read_text())["settings"]["ft_tasks"] == []
+    # ... and a later one adds the rest to it
+    add = [sys.executable, "-m", "bertlab", "reference-run", "--out", str(out), "--add", "mrpc", "--seeds", "0"]
+    p = subprocess.run(
+        add + ["--max-train", "16", "--max-eval", "16"], env=ENV, capture_output=True, text=True, timeout=900
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    added = json.loads((out / "provenance.json").read_text())
+    assert (
+        added["added_tasks"]["mrpc"]["settings"]["seeds"] == [0] and "mrpc from scratch" in added["other_tasks_median"]
+    )
+    assert len(json.loads((out / "finetune_results.json").read_text())["mrpc_pretrained"]["scores"]) == 1
 
 
 def test_throughput_benchmark_runs_quick(tmp_path):

@@ -2,9 +2,7 @@
 no corrupt checkpoint and exactly the weights of an uninterrupted run: scripts/kill_resume_check.py
 at a small count (the full check: `python scripts/kill_resume_check.py --kills 25`)."""
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,17 +11,10 @@ import torch
 from bertlab import BertConfig, BertForPreTraining
 from bertlab import checkpoint as ckpt
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "kill_resume_check.py"
-
 
 @pytest.fixture(scope="module")
-def krc():
-    spec = importlib.util.spec_from_file_location("kill_resume_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+def krc(load_script):
+    return load_script("scripts/kill_resume_check.py")
 
 
 @pytest.mark.slow

@@ -464,6 +464,37 @@ def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tm
         reference_run.add_task("sst2", out)
 
 
+def test_add_task_adds_conll2003_as_the_pipeline_stores_it(record, monkeypatch, tmp_path):
+    """A record finished without CoNLL-2003 gains it later: the pair under "conll2003" (as the
+    pipeline writes it and chapter 14 reads it), its medians beside the other tasks'."""
+    from tests.conftest import MIRROR
+
+    if not (MIRROR / "SHA256SUMS").is_file():
+        pytest.skip(f"no data mirror at {MIRROR}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out, _ = record
+    prov = json.loads((out / "provenance.json").read_text())
+    prov["settings"] = {"ft_epochs": 1, "ft_lr": 1e-4, "ft_batch": 4, "seeds": [0]}
+    files.write_json(out / "provenance.json", prov)
+    before = reference_run.add_task("rte", out, max_train=8, max_eval=6)  # a task the record has
+    results = reference_run.add_task("conll2003", out, max_train=8, max_eval=6)
+    assert set(results) == {"conll2003"} and set(results["conll2003"]) == {"pretrained", "scratch"}
+    assert results["conll2003"]["scratch"]["init"] == "scratch" != results["conll2003"]["pretrained"]["init"]
+    run = reference.find(out)
+    stored = run.finetune_results()
+    assert stored["conll2003"] == results["conll2003"] and {k: stored[k] for k in before} == before
+    medians = run.provenance["other_tasks_median"]
+    assert medians["conll2003 from scratch"] == results["conll2003"]["scratch"]["median"]
+    rows = [g for g in run.gains() if g["task"] == "conll2003"]
+    assert len(rows) == 1 and len(rows[0]["pretrained_scores"]) == 1
+
+
+def test_reference_run_refuses_a_task_it_cannot_fine_tune(tmp_path):
+    with pytest.raises(ValueError, match="sst2 is not a task the record fine-tunes after SST-2"):
+        reference_run.reference_run(out=str(tmp_path / "r"), smoke=True, ft_tasks=["mrpc", "sst2"])
+    assert not (tmp_path / "r").exists()  # refused before anything was written
+
+
 def test_floors_of_the_recorded_gains():
     """Each task's floor in its own metric: SST-2's majority label of the first n training
     sentences of its curve, MRPC's all-"paraphrase" F1, CoNLL-2003's 0; SQuAD has none."""

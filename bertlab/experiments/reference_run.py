@@ -276,6 +276,8 @@ def reference_run(
     compile: bool | None = None,
     resume: bool = False,
     steps: int | None = None,
+    ft_tasks: Sequence[str] | None = None,
+    squad: bool | None = None,
 ) -> dict[str, Any]:
     """WordPiece on the training corpus, pre-tokenizing, pretraining on books + Wikipedia (held-out
     books and articles for evaluation), then SST-2 fine-tuning with each seed from the pretrained
@@ -287,7 +289,10 @@ def reference_run(
     `minutes` or `steps` replace the settings' pretraining budget (`steps`: a fixed number of
     steps, the same tokens on any machine). `resume` continues an interrupted run: pretraining from
     its newest checkpoint, and every fine-tuning stage that finished (stages/<stage>.json, with
-    the same recipe and weights) is kept instead of run again."""
+    the same recipe and weights) is kept instead of run again. `ft_tasks` (a subset of
+    ADDABLE_CLASSIFICATION + conll2003, in any order) and `squad` replace the settings' tasks after
+    SST-2: a record whose session runs short can be finished with the tasks done so far (kept
+    stages) and gain the others later with `add_task` / `add_squad` (`--add`)."""
     import torch
 
     # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference`
@@ -321,6 +326,16 @@ def reference_run(
         s["seeds"] = tuple(seeds)
     if compile is not None:
         s["compile"] = compile
+    if ft_tasks is not None:
+        unknown = sorted(set(ft_tasks) - set(ADDABLE))
+        if unknown:
+            raise ValueError(
+                f"ft_tasks: {', '.join(unknown)} is not a task the record fine-tunes after SST-2; "
+                f"choose from {', '.join(ADDABLE)}"
+            )
+        s["ft_tasks"] = tuple(ft_tasks)
+    if squad is not None:
+        s["squad"] = squad
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -569,8 +584,13 @@ def _add_to_record(
     **counts: int,
 ) -> None:
     """Write a task fine-tuned after the record was made into it: "<task>_pretrained" /
-    "<task>_scratch" in finetune_results.json; its settings, counts, code and wall time under
+    "<task>_scratch" in finetune_results.json (CoNLL-2003: {"pretrained", "scratch"} under
+    "conll2003", as the pipeline stores it); its settings, counts, code and wall time under
     provenance["added_tasks"][task]; its two medians under provenance["other_tasks_median"]."""
+    arms = {
+        name: results[task][name] if task in results else results[f"{task}_{name}"]
+        for name in ("pretrained", "scratch")
+    }
     path = run.path / "finetune_results.json"
     recorded = json.loads(path.read_text()) if path.exists() else {}
     write_json(path, {**recorded, **results})
@@ -586,15 +606,17 @@ def _add_to_record(
         "init": "the record's fp16 weights, in fp32 (ReferenceRun.model_folder)",
     }
     prov.setdefault("other_tasks_median", {}).update(
-        {f"{task} from {name}": results[f"{task}_{name}"]["median"] for name in ("pretrained", "scratch")}
+        {f"{task} from {name}": arm["median"] for name, arm in arms.items()}
     )
     write_json(run.path / "provenance.json", prov)
 
 
 # Sentence(-pair) classification tasks a record can gain after it was made (`--add rte`): the
 # record's own fine-tuning recipe (epochs, lr, batch, seeds from its provenance), every labelled
-# example, scored on dev, as MRPC is scored inside the pipeline.
+# example, scored on dev, as MRPC is scored inside the pipeline. CoNLL-2003 (token classification,
+# the same recipe) can be added too; SQuAD has its own recipe (add_squad).
 ADDABLE_CLASSIFICATION = ("rte", "mrpc")
+ADDABLE = (*ADDABLE_CLASSIFICATION, "conll2003")
 
 
 def add_task(
@@ -604,16 +626,17 @@ def add_task(
     max_train: int | None = None,
     max_eval: int | None = None,
 ) -> dict[str, Any]:
-    """Fine-tune one more classification task (RTE, say) from the record's weights and from scratch
+    """Fine-tune one more task (RTE, say, or CoNLL-2003) from the record's weights and from scratch
     with the recipe the record fine-tuned everything else with, and add the results to the record:
-    "<task>_pretrained" / "<task>_scratch" in finetune_results.json, the settings, code and wall time
-    under provenance["added_tasks"][task]. max_train / max_eval: the first N examples (a quick run)."""
+    "<task>_pretrained" / "<task>_scratch" in finetune_results.json ("conll2003": {"pretrained",
+    "scratch"}), the settings, code and wall time under provenance["added_tasks"][task].
+    max_train / max_eval: the first N examples (a quick run)."""
     # local: the training stack; the chapters that only read the record stay light
     from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
 
-    if task not in ADDABLE_CLASSIFICATION:
+    if task not in ADDABLE:
         raise ValueError(
-            f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE_CLASSIFICATION)} "
+            f"cannot add {task!r} to a record; choose one of {', '.join(ADDABLE)} "
             f"(or add SQuAD with add_squad / --add squad)"
         )
     run = find(out)
@@ -640,6 +663,8 @@ def add_task(
     for name, r in zip(("pretrained", "scratch"), arms):
         results[f"{task}_{name}"] = r.to_dict()
         print(r.summary(), flush=True)
+    if task == "conll2003":  # stored as the pipeline stores it (chapter 14 reads the pair)
+        results = {task: {name: results.pop(f"{task}_{name}") for name in ("pretrained", "scratch")}}
     _add_to_record(run, task, results, settings, time.perf_counter() - t0, git_commit())
     return results
 
