@@ -405,7 +405,7 @@ class Session:
 
     start_step: int  # the step this session started (or resumed) from
     window: tuple[int, float, int]  # (step, elapsed s, tokens) at the last log line: tokens/s since
-    speed_mark: tuple[int, float] | None = None  # (step, elapsed s) for the time-budget estimate
+    budget_from: tuple[int, float] | None = None  # (step, elapsed s) after the first step: the budget's speed
     first_step_s: float | None = None  # the first step's time (one-off costs), logged once
     steady_from: tuple[float, int] | None = None  # (elapsed s, tokens) after the first step
 
@@ -623,7 +623,7 @@ class Trainer:
                         continue
                     stop_now, elapsed = self.sync(first_bad, due.wants_stop)
                     if cfg.minutes is not None:
-                        due.last = self.fit_time_budget(session, elapsed, due.log, bar)
+                        due.last = self.fit_time_budget(session, elapsed, bar)
                     if due.log or due.last:
                         rec = self.train_record(stats, session, elapsed)
                         logger.log(rec)
@@ -702,6 +702,7 @@ class Trainer:
         if self.rt.device.type == "cuda":
             torch.cuda.synchronize(self.rt.device)
         session.first_step_s = time.perf_counter() - self._t0
+        session.budget_from = (self.step, self.elapsed())
         if self.cfg.log_every > 1:  # tokens/s of the first window: from step 2 on
             session.steady_from = (self.elapsed(), self.tokens)
         if self.rt.compile and self.is_main:
@@ -747,17 +748,19 @@ class Trainer:
             dist.all_reduce(agree, op=dist.ReduceOp.MAX)
         return agree[0].item() > 0, agree[1].item()
 
-    def fit_time_budget(self, session: Session, elapsed: float, log_now: bool, bar) -> bool:
+    def fit_time_budget(self, session: Session, elapsed: float, bar) -> bool:
         """Re-estimate the number of steps that fit cfg.minutes from the measured speed; whether
-        this step is the last."""
+        this step is the last. The speed is the mean since the session's first step (its one-off
+        compilation left out), evaluations and checkpoints included, since they recur. A speed
+        read over the few steps since a pause would take the pause for a slow run: the estimate
+        drops, the phase boundaries move back behind the run, and a phase once begun is never left
+        (PhasedBatches), so the earlier phases would end for good."""
         s, budget = self.step, self.cfg.minutes * 60
-        mark = session.speed_mark
-        if mark is not None and s > mark[0] and elapsed > mark[1]:
-            rate = (s - mark[0]) / (elapsed - mark[1])
+        start = session.budget_from
+        if start is not None and s > start[0] and elapsed > start[1]:
+            rate = (s - start[0]) / (elapsed - start[1])
         else:
             rate = s / max(elapsed, 1e-9)
-        if mark is None or log_now:
-            session.speed_mark = (s, elapsed)
         self.total_steps = max(s, s + int(max(budget - elapsed, 0.0) * rate))
         self.plan_phases()
         bar.total = self.total_steps
