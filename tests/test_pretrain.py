@@ -70,8 +70,16 @@ def test_resume_is_bit_identical(tmp_path, tokenizer_file):
     first = pretrain(tiny(tmp_path / "b", tokenizer_file, stop_after=4))
     assert first.stopped_by == "stop_after" and first.step == 4
     assert [p.name for p in ckpt.list_checkpoints(tmp_path / "b" / "checkpoints")] == ["step-0000004"]
+    started = json.loads((tmp_path / "b" / "run.json").read_text())
+    started["git_commit"] = "code-of-the-first-session"  # run.json as an earlier commit wrote it
+    (tmp_path / "b" / "run.json").write_text(json.dumps(started))
     resumed = pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True))
     assert resumed.step == 8
+    run = json.loads((tmp_path / "b" / "run.json").read_text())  # the pretraining's code, then the resume's
+    assert run["git_commit"] == "code-of-the-first-session" and run["runtime"] == started["runtime"]
+    assert [r["git_commit"] for r in run["resumed_with"]] == [
+        json.loads((tmp_path / "a" / "run.json").read_text())["git_commit"]
+    ]
 
     a, b = params(straight.model), params(resumed.model)
     assert a.keys() == b.keys()

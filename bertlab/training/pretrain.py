@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import json
 import queue
 import signal
 import threading
@@ -1009,18 +1010,22 @@ def pretrain(
     torch.manual_seed(cfg.seed + 1 + rt.dist.rank)
     fingerprint = getattr(tokenizer, "fingerprint", None)
     if rt.dist.is_main:
+        # A resumed run keeps the code, runtime and torch it started with (its pretraining's), and
+        # lists each later session's under "resumed_with".
+        run_file = out / "run.json"
+        first = json.loads(run_file.read_text()) if cfg.resume and run_file.exists() else None
+        this = {"runtime": rt.describe(), "torch": torch.__version__, "git_commit": git_commit()}
         files.write_json(
-            out / "run.json",
+            run_file,
             {
                 "config": dataclasses.asdict(cfg),
                 "recipe": dataclasses.asdict(cfg.resolved_recipe()),
                 "model_config": model.config.to_dict(),
                 "parameters": model.num_parameters(),
-                "runtime": rt.describe(),
                 "world_size": rt.dist.world_size,
-                "torch": torch.__version__,
-                "git_commit": git_commit(),
+                **({k: first.get(k) for k in this} if first else this),
                 "vocab_fingerprint": fingerprint,
+                **({"resumed_with": [*first.get("resumed_with", []), this]} if first else {}),
             },
         )
     trainer = Trainer(
