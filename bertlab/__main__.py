@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--add",
-        choices=["squad", "rte", "mrpc", "conll2003"],
+        choices=["squad", *reference_run.ADDABLE],
         default=None,
         help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
         "record, instead of making a record (rte / mrpc / conll2003: the record's fine-tuning recipe, "
