@@ -224,6 +224,19 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     assert "single words" not in reference.gains_reading(sst_only) and reference.gains_reading([]) == ""
 
 
+def test_stored_arms_round_trip_for_plain_and_paired_tasks():
+    pre, scr = {"median": 70.0}, {"median": 60.0}
+    assert reference.stored_arms("mrpc", pre, scr) == {"mrpc_pretrained": pre, "mrpc_scratch": scr}
+    assert reference.stored_arms("conll2003", pre, scr) == {"conll2003": {"pretrained": pre, "scratch": scr}}
+    results = {**reference.stored_arms("mrpc", pre, scr), **reference.stored_arms("conll2003", scr, pre)}
+    assert reference.stored_arm(results, "mrpc", "scratch") is scr
+    assert reference.stored_arm(results, "conll2003", "pretrained") is scr  # the pair, not a flat key
+    with pytest.raises(ValueError, match="unknown arm 'bert'; choose one of pretrained, scratch"):
+        reference.stored_arm(results, "mrpc", "bert")
+    with pytest.raises(KeyError):
+        reference.stored_arm(results, "rte", "pretrained")  # a task the results do not hold
+
+
 def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
     assert pilots.finetune_sweeps(tmp_path / "absent.jsonl") == ({}, [])
     f = tmp_path / "checks.jsonl"

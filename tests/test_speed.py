@@ -161,6 +161,25 @@ def throughput_record(**over):
     return {**r, **over}
 
 
+def test_dropout_reading_pairs_records_that_differ_only_in_dropout():
+    common = dict(cpu_family_model="25/17", precision="bf16", mlm_probability=0.4, mlm_predictions=51)
+    off = throughput_record(**common, dropout=0.0, bertlab_tokens_per_s=11111.0, transformers_tokens_per_s=7102.6)
+    on = throughput_record(**common, dropout=0.1, bertlab_tokens_per_s=8882.5, transformers_tokens_per_s=5842.5)
+    masked_less = throughput_record(cpu_family_model="25/17", precision="bf16", dropout=0.1)  # 15%: no partner
+    text = speed.dropout_reading([masked_less, on, off])
+    assert text.startswith("Dropout is not free.")
+    assert (
+        "on AMD EPYC (25/17), 40% masked (bf16, compiled), it costs bertlab 20% (11,111 to 8,882 tokens/s) "
+        "and transformers 18%." in text
+    )
+    assert text.count("it costs bertlab") == 1  # the 15% record has no dropout-0 twin
+    old = throughput_record(mlm_predictions=19)  # written before records named their dropout: 0.1
+    both = speed.dropout_reading([off, on, old, {**old, "dropout": 0.0, "bertlab_tokens_per_s": 5000.0}])
+    assert both.count("it costs bertlab") == 2 and "(25/17)" in both and "costs bertlab 9% (5,000 to 4,544" in both
+    assert speed.dropout_reading([off, masked_less]) is None  # different masked shares do not pair
+    assert speed.dropout_reading([on, {**off, "compiled": False}]) is None  # nor eager with compiled
+
+
 def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
     a = throughput_record(cpu_family_model="25/1", cpu_allocator="kept", fraction_of_model_shape_ceiling=0.7041)
     b = throughput_record(dropout=0.0, precision="bf16", compiled=False)  # an older record: fewer fields

@@ -54,6 +54,27 @@ REQUIRED = ("config.json", WEIGHTS, "tokenizer.json", "provenance.json")
 REPRODUCE = "scripts/reference_run.sh"
 
 
+# How finetune_results.json stores a task's two arms: "<task>_pretrained" / "<task>_scratch", except
+# for the tasks named here, whose pair sits under the task's name ({"pretrained", "scratch"}), as
+# chapter 14 reads CoNLL-2003's.
+PAIRED_TASKS = ("conll2003",)
+ARMS = ("pretrained", "scratch")
+
+
+def stored_arms(task: str, pretrained: dict[str, Any], scratch: dict[str, Any]) -> dict[str, Any]:
+    """A task's two fine-tuning results (dicts) as finetune_results.json holds them."""
+    if task in PAIRED_TASKS:
+        return {task: {"pretrained": pretrained, "scratch": scratch}}
+    return {f"{task}_pretrained": pretrained, f"{task}_scratch": scratch}
+
+
+def stored_arm(results: dict[str, Any], task: str, arm: str) -> dict[str, Any]:
+    """One arm ("pretrained" or "scratch") of `task` from finetune_results.json's contents."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; choose one of {', '.join(ARMS)}")
+    return results[task][arm] if task in PAIRED_TASKS else results[f"{task}_{arm}"]
+
+
 class IncompleteReferenceRun(FileNotFoundError):
     """A reference-run folder that lacks some of its files."""
 
@@ -194,8 +215,8 @@ class ReferenceRun:
         rows = [row("sst2", p["train_examples"], p["pretrained"], p["scratch"]) for p in self.sst2_curve() or []]
         results = self.finetune_results() or {}
         for key, value in results.items():
-            if key == "conll2003":  # stored as {"pretrained": ..., "scratch": ...}
-                rows.append(row(key, None, value["pretrained"], value["scratch"]))
+            if key in PAIRED_TASKS:  # stored as {"pretrained": ..., "scratch": ...}
+                rows.append(row(key, None, stored_arm(results, key, "pretrained"), stored_arm(results, key, "scratch")))
             elif key.endswith("_pretrained") and key.replace("_pretrained", "_scratch") in results:
                 pre, scr = value, results[key.replace("_pretrained", "_scratch")]
                 # SQuAD learns from a split of dev: it records how many questions

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
-from bertlab.experiments.reference import REPRODUCE, ReferenceRun, find
+from bertlab.experiments.reference import ARMS, REPRODUCE, ReferenceRun, find, stored_arm, stored_arms
 from bertlab.files import sha256_file, write_json
 from bertlab.runtime import cpu_model, device_name, git_commit, machine, make_runtime
 
@@ -462,8 +462,7 @@ def reference_run(
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
         curve.append({"train_examples": n, "epochs": epochs, "pretrained": pre.to_dict(), "scratch": scr.to_dict()})
     results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"]}  # the most data
-    # Other tasks, every labelled example, same recipe: "<task>_pretrained" / "<task>_scratch"
-    # (and, for CoNLL-2003, the pair under "conll2003" as chapter 14 reads it).
+    # Other tasks, every labelled example, same recipe, stored as reference.stored_arms says.
     for task in s["ft_tasks"]:
         ft = dict(
             task=task,
@@ -483,14 +482,9 @@ def reference_run(
             lambda: compare_with_scratch(final, recipe, out=out_dir / task),
             kept,
         )
-        for name, r in (("pretrained", pre), ("scratch", scr)):
-            results[f"{task}_{name}"] = r.to_dict()
+        for r in (pre, scr):
             print(r.summary(), flush=True)
-    if "conll2003_pretrained" in results:
-        results["conll2003"] = {
-            "pretrained": results.pop("conll2003_pretrained"),
-            "scratch": results.pop("conll2003_scratch"),
-        }
+        results.update(stored_arms(task, pre.to_dict(), scr.to_dict()))
     write_json(out_dir / "finetune_results.json", results)
     write_json(out_dir / "sst2_curve.json", curve)
 
@@ -541,9 +535,7 @@ def reference_run(
         },
         "sst2_dev_accuracy_median": {k: results[k]["median"] for k in ("pretrained", "scratch")},
         "other_tasks_median": {
-            f"{task} from {name}": (results[task][name] if task == "conll2003" else results[f"{task}_{name}"])["median"]
-            for task in s["ft_tasks"]
-            for name in ("pretrained", "scratch")
+            f"{task} from {name}": stored_arm(results, task, name)["median"] for task in s["ft_tasks"] for name in ARMS
         },
         "sst2_curve_median": [
             {
@@ -586,14 +578,11 @@ def _add_to_record(
     commit: str | None,
     **counts: int,
 ) -> None:
-    """Write a task fine-tuned after the record was made into it: "<task>_pretrained" /
-    "<task>_scratch" in finetune_results.json (CoNLL-2003: {"pretrained", "scratch"} under
-    "conll2003", as the pipeline stores it); its settings, counts, code and wall time under
-    provenance["added_tasks"][task]; its two medians under provenance["other_tasks_median"]."""
-    arms = {
-        name: results[task][name] if task in results else results[f"{task}_{name}"]
-        for name in ("pretrained", "scratch")
-    }
+    """Write a task fine-tuned after the record was made into it: its two arms in
+    finetune_results.json as the pipeline stores them (reference.stored_arms); its settings,
+    counts, code and wall time under provenance["added_tasks"][task]; its two medians under
+    provenance["other_tasks_median"]."""
+    arms = {name: stored_arm(results, task, name) for name in ARMS}
     path = run.path / "finetune_results.json"
     recorded = json.loads(path.read_text()) if path.exists() else {}
     write_json(path, {**recorded, **results})
@@ -631,8 +620,8 @@ def add_task(
 ) -> dict[str, Any]:
     """Fine-tune one more task (RTE, say, or CoNLL-2003) from the record's weights and from scratch
     with the recipe the record fine-tuned everything else with, and add the results to the record:
-    "<task>_pretrained" / "<task>_scratch" in finetune_results.json ("conll2003": {"pretrained",
-    "scratch"}), the settings, code and wall time under provenance["added_tasks"][task].
+    its two arms in finetune_results.json as the pipeline stores them (reference.stored_arms), the
+    settings, code and wall time under provenance["added_tasks"][task].
     max_train / max_eval: the first N examples (a quick run)."""
     # local: the training stack; the chapters that only read the record stay light
     from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
@@ -661,13 +650,11 @@ def add_task(
         max_eval_examples=max_eval,
     )
     folder = str(run.model_folder())
-    t0, results = time.perf_counter(), {}
-    arms = compare_with_scratch(folder, FinetuneConfig(task=task, **settings, eval_every_epoch=False))
-    for name, r in zip(("pretrained", "scratch"), arms):
-        results[f"{task}_{name}"] = r.to_dict()
+    t0 = time.perf_counter()
+    pre, scr = compare_with_scratch(folder, FinetuneConfig(task=task, **settings, eval_every_epoch=False))
+    for r in (pre, scr):
         print(r.summary(), flush=True)
-    if task == "conll2003":  # stored as the pipeline stores it (chapter 14 reads the pair)
-        results = {task: {name: results.pop(f"{task}_{name}") for name in ("pretrained", "scratch")}}
+    results = stored_arms(task, pre.to_dict(), scr.to_dict())  # as the pipeline stores them
     _add_to_record(run, task, results, settings, time.perf_counter() - t0, git_commit())
     return results
 
@@ -747,7 +734,7 @@ def add_squad(
         lambda: compare_with_scratch(str(folder), recipe, train_examples=train, eval_examples=held),
         kept,
     )
-    for name, r in zip(("pretrained", "scratch"), arms):
+    for name, r in zip(ARMS, arms):
         results[f"squad_{name}"] = dict(r.to_dict(), train_questions=len(train), eval_questions=len(held))
         print(r.summary(), flush=True)
     _add_to_record(

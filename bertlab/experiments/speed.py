@@ -337,3 +337,35 @@ def masking_reading(records: list[dict]) -> str | None:
             f"{max(theirs):.2f} s across them: read the trend, not the second decimal."
         )
     return text
+
+
+def dropout_reading(records: list[dict]) -> str | None:
+    """What the paper's dropout of 0.1 costs each model's tokens/s, from pairs of throughput records
+    that differ only in their dropout (0 against 0.1; same CPU, step, masked share, precision,
+    compilation and allocator), one clause a pair; None when no two records make such a pair."""
+    same = ("cpu", "cpu_family_model", "preset", "vocab_size", "batch_size", "seq_len", "precision", "compiled",
+            "cpu_allocator")  # fmt: skip
+    groups: dict[tuple, dict[float, dict]] = {}
+    for r in records:
+        key = (*(r.get(k) for k in same), masked_share(r))
+        groups.setdefault(key, {})[r.get("dropout", 0.1)] = r  # the last record of a dropout wins
+    pairs = [(g[0.0], g[0.1]) for g in groups.values() if 0.0 in g and 0.1 in g]
+    if not pairs:
+        return None
+
+    def cost(off: dict, on: dict, impl: str) -> float:
+        return 1 - on[f"{impl}_tokens_per_s"] / off[f"{impl}_tokens_per_s"]
+
+    parts = []
+    for off, on in pairs:
+        how = off["precision"] + (", compiled" if off.get("compiled") else "")
+        parts.append(
+            f"on {machine_name(off)}, {masked_share(off):.0%} masked ({how}), it costs bertlab "
+            f"{cost(off, on, 'bertlab'):.0%} ({off['bertlab_tokens_per_s']:,.0f} to {on['bertlab_tokens_per_s']:,.0f} "
+            f"tokens/s) and transformers {cost(off, on, 'transformers'):.0%}"
+        )
+    return (
+        "Dropout is not free. Each dropout layer draws a random mask as large as the activations it "
+        "drops from and multiplies by it, forward and backward, work that no matrix product hides: "
+        f"{'; '.join(parts)}. Each figure is one run of each setting."
+    )
