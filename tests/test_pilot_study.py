@@ -302,6 +302,39 @@ def test_runs_of_one_phase_plan_compare_only_inside_the_same_phase():
     assert pilot_series([dict(base, recipe={}), dict(pilot, recipe={})])[0].tokens == 30_000
 
 
+def test_training_seq_lens_reads_the_last_logged_length_before_each_step():
+    from bertlab.experiments.pilots import training_seq_lens
+
+    log = [
+        {"split": "train", "step": 50, "seq_len": 32},
+        {"split": "eval", "step": 100, "mlm_acc": 0.1},  # not a training line
+        {"split": "train", "step": 100, "seq_len": 32},
+        {"split": "train", "step": 150, "seq_len": 64},
+    ]
+    assert training_seq_lens(log, [10, 50, 120, 150, 400]) == [None, 32, 32, 64, 64]
+    assert training_seq_lens([{"split": "train", "step": 50}], [50]) == [None]
+
+
+def test_recorded_sequence_lengths_override_the_plan_when_phases_moved():
+    """A run whose phases moved early (a time budget that misjudged its length) follows the same
+    plan on paper; its recorded sequence lengths show where it really was."""
+    plan = [{"fraction": 0.8, "seq_len": 64, "batch_size": 16}, {"fraction": 0.2, "seq_len": 128, "batch_size": 8}]
+
+    def run(name, points, **extra):
+        heldout = [{"step": s, "tokens": s * 1000, "mlm_acc": a, "seq_len": n} for s, a, n in points]
+        return {"name": name, "change": "", "minutes": 5.0, "recipe": {"phases": plan}, "heldout": heldout, **extra}
+
+    base = run("cpu-q-base", [(10, 0.1, 64), (20, 0.2, 64), (30, 0.3, 64), (40, 0.4, 64), (50, 0.5, 128)])
+    moved = run("cpu-q-moved", [(10, 0.1, 64), (20, 0.25, 128), (30, 0.35, 128)], baseline="cpu-q-base")
+    # by its plan (last point step 30, so the boundary falls at step 24) the pilot would still be on
+    # 64 tokens at step 20; its log says it was already on 128
+    assert pilot_series([base, moved])[0].tokens == 10_000
+    unrecorded = [
+        dict(r, heldout=[{k: v for k, v in q.items() if k != "seq_len"} for q in r["heldout"]]) for r in (base, moved)
+    ]
+    assert pilot_series(unrecorded)[0].tokens == 20_000  # without the lengths: the plan decides
+
+
 def test_the_recorded_runs_own_pilot_file_is_not_a_second_row():
     from bertlab.experiments.pilots import whole_run_rows
 

@@ -164,6 +164,12 @@ def test_record_pilot_keeps_the_heldout_curve(tmp_path):
     assert "baseline" not in rec
     path = pilots.record_pilot(run, "b-post-ln", "post-LN", out_dir=tmp_path / "pilots", baseline="b-pre-ln")
     assert json.loads(path.read_text())["baseline"] == "b-pre-ln"  # what chapter 10 compares it with
+    assert all("seq_len" not in p for p in rec["heldout"])  # the log did not say
+    # a log with sequence lengths (phases): each point keeps the length its run was training on
+    phased = [dict(x, seq_len=64 if x["step"] < 750 else 128) for x in lines[:3]] + lines[3:]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in phased))
+    path = pilots.record_pilot(run, "b-phases", "phases", out_dir=tmp_path / "pilots")
+    assert [p["seq_len"] for p in json.loads(path.read_text())["heldout"]] == [64, 64, 128]
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
     with pytest.raises(ValueError, match="no held-out MLM evaluation"):
         pilots.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")

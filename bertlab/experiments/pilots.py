@@ -48,13 +48,15 @@ def record_pilot(
 ) -> Path:
     """Write one pretraining run's settings and held-out curve to <out_dir>/<name>.json: the model
     size, the resolved recipe, the machine, and every held-out evaluation (step, tokens, seconds,
-    MLM loss and accuracy). `change` says in words what this pilot changes from its baseline, and
-    `baseline` names that baseline's pilot file (chapter 10 compares the two step by step)."""
+    MLM loss and accuracy, and the sequence length the run was training on there). `change` says
+    in words what this pilot changes from its baseline, and `baseline` names that baseline's pilot
+    file (chapter 10 compares the two step by step)."""
     run_dir = Path(run_dir)
     run = json.loads((run_dir / "run.json").read_text())
     records = read_metrics(run_dir / "metrics.jsonl")
     tokens_at = {r["step"]: r.get("tokens") for r in records if r.get("split") == "train"}
     per_step = run["recipe"]["batch_size"] * run["recipe"]["seq_len"]
+    evals = [r for r in records if r.get("split") == "eval" and "mlm_acc" in r]
     curve = [
         {
             "step": r["step"],
@@ -62,9 +64,9 @@ def record_pilot(
             "elapsed_s": round(r.get("elapsed_s", 0.0), 1),
             "mlm_loss": round(r["mlm_loss"], 4),
             "mlm_acc": round(r["mlm_acc"], 4),
+            **({"seq_len": n} if n is not None else {}),
         }
-        for r in records
-        if r.get("split") == "eval" and "mlm_acc" in r
+        for r, n in zip(evals, training_seq_lens(records, [r["step"] for r in evals]))
     ]
     if not curve:
         raise ValueError(
@@ -107,6 +109,18 @@ def record_pilot(
             **({"baseline": baseline} if baseline else {}),
         },
     )
+    return out
+
+
+def training_seq_lens(records: Sequence[dict[str, Any]], steps: Sequence[int]) -> list[int | None]:
+    """The sequence length a run was training on at each of `steps`: that of its last training log
+    line (metrics.jsonl records with split "train" and a seq_len) at or before the step; None where
+    no such line came before it, or the log has no sequence lengths."""
+    logged = sorted((r["step"], r["seq_len"]) for r in records if r.get("split") == "train" and r.get("seq_len"))
+    out: list[int | None] = []
+    for step in steps:
+        before = [n for s, n in logged if s <= step]
+        out.append(before[-1] if before else None)
     return out
 
 
@@ -250,9 +264,16 @@ def same_phase(tokens: set[int], runs: Sequence[Pilot]) -> set[int]:
     same phase, when all the runs share one plan of phases (runs of a time budget reach the phase
     boundaries after different numbers of tokens: past the first boundary, equal tokens would set
     one run's longer sequences against another's shorter ones). Runs without phases, or with
-    different plans (the plan is then the change a pilot makes), keep every count."""
+    different plans (the plan is then the change a pilot makes), keep every count.
+
+    Where every run's held-out points say which sequence length it was training on (`seq_len`,
+    written by `record_pilot`), those are compared: a run's phases can move away from its plan.
+    Otherwise each run's phase is worked out from its plan (`phase_index`)."""
     if not shared_phase_plan(runs):
         return tokens
+    if all("seq_len" in q for r in runs for q in r["heldout"]):
+        lengths = [{q["tokens"]: q["seq_len"] for q in r["heldout"]} for r in runs]
+        return {t for t in tokens if len({at[t] for at in lengths}) == 1}
     steps = [{q["tokens"]: q["step"] for q in r["heldout"]} for r in runs]
     return {t for t in tokens if len({phase_index(r, at[t]) for r, at in zip(runs, steps)}) == 1}
 
