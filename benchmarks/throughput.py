@@ -60,9 +60,10 @@ machine makes every number a lower bound) and the configuration, dropout include
     python benchmarks/throughput.py --device cpu --preset mini --vocab-size 8192 --dropout 0 --attribution --json F
 
 --attribution says where the speed-up over transformers comes from. bertlab's step differs from
-transformers' by four levers (LEVERS): the MLM decoder at the chosen positions only, attention
-written out on a CPU, bf16 autocast and torch.compile. It times bertlab's own training step with
-none of them, each alone, all four, and all but each (8 steps each after one warm-up), and
+transformers' by five levers (LEVERS): the MLM decoder at the chosen positions only, the last
+encoder layer there too, attention written out on a CPU, bf16 autocast and torch.compile. It times
+bertlab's own training step with none of them, each alone, all, and all but each (8 steps each
+after one warm-up), and
 transformers in fp32 eager and in bf16 compiled; every row also records the mean MLM loss of its
 steps, which must not depend on the levers. The JSON (the last line) has one row per setting;
 bertlab.experiments.speed reads it.
@@ -210,17 +211,26 @@ def _time(step, rt: Runtime, warmup: int, steps: int) -> tuple[float | None, flo
 
 
 def time_train_step(
-    config: BertConfig, batch: dict, rt: Runtime, warmup: int, steps: int, fused_attention: bool | None = None
+    config: BertConfig,
+    batch: dict,
+    rt: Runtime,
+    warmup: int,
+    steps: int,
+    fused_attention: bool | None = None,
+    last_layer: bool = True,
 ) -> tuple[float | None, float, torch.Tensor]:
     """bertlab's own training step (Trainer.train_step) on the same `batch` every step, timed:
     (first warm-up step's seconds, seconds per measured step, the step statistics). The model is
     built with seed 0; `fused_attention` overrides SelfAttention.fused (None: bertlab's choice for
-    the device); rt.compile compiles the step."""
+    the device); `last_layer` False runs the last encoder layer at every position instead of only
+    where the MLM and NSP heads read it (BertForPreTraining.last_layer_at_chosen); rt.compile
+    compiles the step."""
     from bertlab.model import SelfAttention
     from bertlab.training.pretrain import PretrainConfig, Trainer, zero_stats
 
     torch.manual_seed(0)
     model = BertForPreTraining(config)
+    model.last_layer_at_chosen = last_layer
     for module in model.modules():
         if isinstance(module, SelfAttention):
             module.fused = fused_attention
@@ -569,9 +579,11 @@ def run_single(args, rt: Runtime, compile: bool) -> dict:
 # ------------------------------------------------------------------------------------------------
 # Where the speed-up over transformers comes from (--attribution)
 # ------------------------------------------------------------------------------------------------
-# bertlab's step differs from transformers' in four switches; everything else is the same model.
+# bertlab's step differs from transformers' in five switches; everything else is the same model.
 LEVERS = {
     "sparse_head": "the MLM decoder at the chosen positions only (off: at every position, as in transformers)",
+    "last_layer": "the last encoder layer computed at the chosen positions and [CLS] only, the vectors the heads "
+    "read (off: at every position; with the decoder at every position, every position is chosen)",
     "attention": "attention as bertlab runs it on the device, the formula written out on a CPU "
     "(off: PyTorch's fused SDPA kernel, as transformers calls it)",
     "bf16": "bf16 autocast (off: fp32)",
@@ -610,7 +622,8 @@ def bench_levers(
     if "sparse_head" not in on:
         batch = every_position_batch(batch)
     fused = None if "attention" in on else True
-    first, sec, stats = time_train_step(config, batch, rt, warmup, steps, fused_attention=fused)
+    last_layer = "last_layer" in on and "sparse_head" in on
+    first, sec, stats = time_train_step(config, batch, rt, warmup, steps, fused_attention=fused, last_layer=last_layer)
     loss = (stats[Stat.LM_LOSS_SUM] / stats[Stat.LM_PREDICTIONS]).item()
     return {
         "on": [lever for lever in LEVERS if lever in on],
@@ -788,7 +801,7 @@ def main(argv=None) -> int:
         "all on but each, none; transformers in fp32 eager and in bf16 compiled (one configuration; 8 steps each)",
     )
     p.add_argument(
-        "--levers", nargs="+", default=None, choices=list(LEVERS), help="with --attribution (default: all four)"
+        "--levers", nargs="+", default=None, choices=list(LEVERS), help="with --attribution (default: all of them)"
     )
     args = p.parse_args(argv)
 

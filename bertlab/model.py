@@ -25,6 +25,8 @@ out, softmax(Q K^T / sqrt(d)) V, which at BERT's sequence lengths trains faster 
 flash kernel's backward pass is slow for short sequences: measured on 2 Zen 4 cores, BERT-Mini,
 batch 64 x 128, bf16, a pretraining step was 21% faster compiled and 26% faster eager, and an
 eager SQuAD step 1.4x faster at T = 256 and 1.9x at 512; see `SelfAttention.fused`).
+Masked-LM pretraining reads the last layer's output only at the chosen positions (and [CLS]), so
+it computes it only there (`BertForPreTraining.last_layer_at_chosen`); every position is still a key.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ from bertlab import hf
 from bertlab.config import BertConfig
 
 IGNORE_INDEX = -100  # label value for positions that carry no loss (the convention of F.cross_entropy)
+
+
+def at_positions(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The vectors of x (B, T, H) at positions (B, P): (B, P, H), row b taking x[b, positions[b]]."""
+    return x.gather(1, positions[:, :, None].expand(-1, -1, x.size(-1)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -165,28 +172,42 @@ class SelfAttention(nn.Module):
         """Whether attention on `device` runs in the fused kernel (else: the formula written out)."""
         return self.fused if self.fused is not None else device.type != "cpu"
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        need_weights: bool = False,
+        queries: torch.Tensor | None = None,
+    ):
+        """queries (B, P), optional: compute the output at these positions only (their queries
+        still attend to the keys and values of every position); the result is then (B, P, H)."""
         B, T, H = x.shape
         A, d = self.num_heads, self.head_size
-        q, k, v = self.qkv(x).split(H, dim=-1)  # 3 x (B, T, H)
-        q = q.view(B, T, A, d).transpose(1, 2)  # (B, A, T, d): each head sees its own d dims
-        k = k.view(B, T, A, d).transpose(1, 2)
+        if queries is None:
+            q, k, v = self.qkv(x).split(H, dim=-1)  # 3 x (B, T, H)
+        else:
+            w, b = self.qkv.weight, self.qkv.bias  # rows [W^Q; W^K; W^V]
+            q = F.linear(at_positions(x, queries), w[:H], b[:H])  # (B, P, H)
+            k, v = F.linear(x, w[H:], b[H:]).split(H, dim=-1)  # 2 x (B, T, H)
+        Q = q.size(1)  # T, or P
+        q = q.view(B, Q, A, d).transpose(1, 2)  # (B, A, Q, d): each head sees its own d dims
+        k = k.view(B, T, A, d).transpose(1, 2)  # (B, A, T, d)
         v = v.view(B, T, A, d).transpose(1, 2)
         weights = None
         if need_weights or not self.fused_for(x.device):
             # The formula spelled out (and the attention maps, when asked for).
-            scores = (q @ k.transpose(-2, -1)) / math.sqrt(d)  # (B, A, T, T)
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(d)  # (B, A, Q, T)
             if mask is not None:
                 scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
             probs = scores.softmax(dim=-1)  # each row sums to 1 over the keys
-            z = self.attention_dropout(probs) @ v  # (B, A, T, d)
+            z = self.attention_dropout(probs) @ v  # (B, A, Q, d)
             weights = probs if need_weights else None
         else:
             # The same computation in one fused kernel (flash / memory-efficient attention).
             z = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0
             )
-        z = z.transpose(1, 2).reshape(B, T, H)  # concatenate the heads: (B, T, H)
+        z = z.transpose(1, 2).reshape(B, Q, H)  # concatenate the heads: (B, Q, H)
         return self.out(z), weights
 
 
@@ -218,13 +239,23 @@ class EncoderLayer(nn.Module):
         self.dropout = Dropout(config.hidden_dropout)
         self.pre_norm = config.norm_position == "pre"
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        need_weights: bool = False,
+        queries: torch.Tensor | None = None,
+    ):
+        """queries (B, P), optional: the layer's output at these positions only, (B, P, H). Every
+        position still serves as a key and value, so those P vectors are exactly what the full
+        layer gives there; the feed-forward network and the norms run on P positions, not T."""
+        residual = x if queries is None else at_positions(x, queries)  # (B, T or P, H)
         if self.pre_norm:
-            a, weights = self.attention(self.attention_norm(x), mask, need_weights)
-            x = x + self.dropout(a)
+            a, weights = self.attention(self.attention_norm(x), mask, need_weights, queries)
+            x = residual + self.dropout(a)
             return x + self.dropout(self.ffn(self.ffn_norm(x))), weights
-        a, weights = self.attention(x, mask, need_weights)
-        x = self.attention_norm(x + self.dropout(a))
+        a, weights = self.attention(x, mask, need_weights, queries)
+        x = self.attention_norm(residual + self.dropout(a))
         x = self.ffn_norm(x + self.dropout(self.ffn(x)))
         return x, weights
 
@@ -358,9 +389,18 @@ class BertModel(_BertBase):
         attention_mask: torch.Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
+        last_layer_at: torch.Tensor | None = None,
     ) -> BertOutput:
+        """last_layer_at (B, P), optional: run the last layer at these positions only (and at
+        [CLS], for the pooler); last_hidden_state is then (B, P, H), the vectors at those positions,
+        equal to the full model's up to rounding. Masked-LM pretraining reads nothing else."""
         if not torch.compiler.is_compiling():
             self.check_inputs(input_ids, token_type_ids, attention_mask)
+        if last_layer_at is not None and (self.config.causal or output_attentions or output_hidden_states):
+            raise ValueError(
+                "last_layer_at computes the last layer at a few positions only: it cannot be combined with "
+                "output_attentions, output_hidden_states or a causal model; leave it out to run every position"
+            )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         # attention_mask: (B, T), 1 for real tokens and 0 for padding. As a boolean (B, 1, 1, T) it
@@ -372,8 +412,12 @@ class BertModel(_BertBase):
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         hidden_states = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
+        queries = None  # (B, 1 + P): [CLS] first, for the pooler
+        if last_layer_at is not None:
+            queries = torch.cat([torch.zeros_like(last_layer_at[:, :1]), last_layer_at], dim=1)
         for i, layer in enumerate(self.layers):
-            x, weights = layer(x, mask, need_weights=output_attentions)
+            last = i == len(self.layers) - 1
+            x, weights = layer(x, mask, need_weights=output_attentions, queries=queries if last else None)
             if self.final_norm is not None and i == len(self.layers) - 1:
                 x = self.final_norm(x)
             if output_hidden_states:
@@ -392,7 +436,7 @@ class BertModel(_BertBase):
                 summary = x[:, 0]  # (B, H): C, the final vector of [CLS]
             pooled = torch.tanh(self.pooler(summary))  # (B, H)
         return BertOutput(
-            x,
+            x if queries is None else x[:, 1:],
             pooled,
             tuple(hidden_states) if hidden_states is not None else None,
             tuple(attentions) if attentions is not None else None,
@@ -424,7 +468,14 @@ class BertForPreTraining(_BertBase):
 
     A causal config (the paper's "LTR & No NSP" ablation) uses the same head as a left-to-right
     LM: run at every position t (no mlm_positions), its logits score token t+1 (bertlab.training.pretrain,
-    objective="ltr", computes that loss)."""
+    objective="ltr", computes that loss).
+
+    `last_layer_at_chosen` (default True): given mlm_positions, the last layer computes its output
+    only where the heads read it, the P chosen positions and [CLS]; its keys and values still come
+    from every position, so the losses are those of the full model up to rounding, for a fraction
+    of the last layer's work (BertModel's last_layer_at). False runs it everywhere."""
+
+    last_layer_at_chosen: bool = True
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -448,12 +499,23 @@ class BertForPreTraining(_BertBase):
     ) -> PreTrainingOutput:
         """mlm_positions (B, P): the indices of the selected tokens. When given, the MLM head runs
         on those P positions only (the fast path: ~15% of the tokens) and mlm_labels is (B, P);
-        otherwise it runs everywhere and mlm_labels is (B, T). Labels are IGNORE_INDEX (-100)
+        otherwise it runs everywhere and mlm_labels is (B, T). With last_layer_at_chosen (the
+        default) the last encoder layer, too, runs at those positions and [CLS] only: nothing
+        reads its output anywhere else. Labels are IGNORE_INDEX (-100)
         where there is nothing to predict. nsp_labels (B,): 0 = IsNext, 1 = NotNext."""
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
-        h = out.last_hidden_state  # (B, T, H)
-        if mlm_positions is not None:
-            h = h.gather(1, mlm_positions[:, :, None].expand(-1, -1, h.size(-1)))  # (B, P, H)
+        sparse = mlm_positions is not None and self.last_layer_at_chosen
+        sparse = sparse and not (output_attentions or output_hidden_states or self.config.causal)
+        out = self.bert(
+            input_ids,
+            token_type_ids,
+            attention_mask,
+            output_attentions,
+            output_hidden_states,
+            last_layer_at=mlm_positions if sparse else None,
+        )
+        h = out.last_hidden_state  # (B, T, H), or (B, P, H) when the last layer ran at the P positions
+        if mlm_positions is not None and not sparse:
+            h = at_positions(h, mlm_positions)  # (B, P, H)
         mlm_logits = self.mlm(h, self.bert.embeddings.token.weight)  # (B, T or P, V)
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
 

@@ -186,6 +186,59 @@ def test_pretraining_loss_on_selected_positions_equals_full_loss():
     torch.testing.assert_close(without_nsp.loss, fast.mlm_loss)
 
 
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_last_layer_at_the_chosen_positions_only_changes_nothing_but_the_work(norm_position, monkeypatch):
+    """With the last layer run at the chosen positions and [CLS] only, the MLM logits, the NSP
+    logits, the loss and every gradient are those of the model that runs it everywhere."""
+    cfg = tiny(norm_position=norm_position)
+    torch.manual_seed(0)
+    model = BertForPreTraining(cfg).eval()
+    ids, seg, mask = batch(cfg, B=3, T=11)
+    positions = torch.tensor([[1, 4, 0], [2, 3, 5], [6, 0, 0]])  # unused slots point at 0, as masking pads
+    labels = torch.tensor([[7, 8, IGNORE_INDEX], [9, 10, 11], [12, IGNORE_INDEX, IGNORE_INDEX]])
+    nsp = torch.tensor([0, 1, 0])
+
+    def run(sparse):
+        monkeypatch.setattr(BertForPreTraining, "last_layer_at_chosen", sparse)
+        model.zero_grad()
+        out = model(ids, seg, mask, mlm_positions=positions, mlm_labels=labels, nsp_labels=nsp)
+        out.loss.backward()
+        return out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    sparse, sparse_grads = run(True)
+    full, full_grads = run(False)
+    torch.testing.assert_close(sparse.mlm_logits, full.mlm_logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(sparse.nsp_logits, full.nsp_logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(sparse.loss, full.loss, atol=1e-5, rtol=1e-5)
+    assert sparse_grads.keys() == full_grads.keys()
+    for name, g in full_grads.items():
+        torch.testing.assert_close(sparse_grads[name], g, atol=1e-5, rtol=1e-4, msg=name)
+
+    # and the encoder's own view: the last layer's vectors at those positions, [CLS] for the pooler
+    every = model.bert(ids, seg, mask)
+    few = model.bert(ids, seg, mask, last_layer_at=positions)
+    assert few.last_hidden_state.shape == (3, 3, cfg.hidden_size)
+    want = every.last_hidden_state.gather(1, positions[:, :, None].expand(-1, -1, cfg.hidden_size))
+    torch.testing.assert_close(few.last_hidden_state, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(few.pooler_output, every.pooler_output, atol=1e-5, rtol=1e-5)
+
+
+def test_last_layer_at_refuses_what_needs_every_position():
+    cfg = tiny()
+    model = BertModel(cfg)
+    ids, seg, mask = batch(cfg)
+    at = torch.tensor([[1], [2], [3]])
+    for kw in ({"output_hidden_states": True}, {"output_attentions": True}):
+        with pytest.raises(ValueError, match="last_layer_at"):
+            model(ids, seg, mask, last_layer_at=at, **kw)
+    with pytest.raises(ValueError, match="causal"):
+        BertModel(tiny(causal=True))(ids, seg, mask, last_layer_at=at)
+    # the pretraining model falls back to every position when the caller asks for every layer's output
+    pre = BertForPreTraining(cfg)
+    out = pre(ids, seg, mask, output_hidden_states=True, mlm_positions=at)
+    assert out.hidden_states[-1].shape == (3, ids.size(1), cfg.hidden_size)
+
+
 def test_fine_tuning_heads_shapes_and_losses():
     cfg = tiny()
     ids, seg, mask = batch(cfg)

@@ -294,10 +294,11 @@ def test_attribution_times_every_setting_and_the_loss_does_not_depend_on_the_lev
     The levers change the speed, never the computation: the MLM loss is the same in every row."""
     from bertlab.experiments import speed
 
+    LEVERS = ("sparse_head", "last_layer", "attention")
     args = [a for a in TINY if a not in ("--precision", "fp32", "--matmul-size", "256")]
     out = tmp_path / "attribution.json"
     p = subprocess.run(
-        [sys.executable, str(SCRIPT), *args, "--attribution", "--levers", "sparse_head", "attention", "--json", out],
+        [sys.executable, str(SCRIPT), *args, "--attribution", "--levers", *LEVERS, "--json", out],
         env=ENV,
         capture_output=True,
         text=True,
@@ -307,17 +308,14 @@ def test_attribution_times_every_setting_and_the_loss_does_not_depend_on_the_lev
     record = speed.load_attribution(out)
     assert json.loads(p.stdout.strip().splitlines()[-1]) == record
     bertlab_rows = [r for r in record["rows"] if r["impl"] == "bertlab"]
-    assert sorted(map(tuple, (r["on"] for r in bertlab_rows))) == [
-        (),
-        ("attention",),
-        ("sparse_head",),
-        ("sparse_head", "attention"),
-    ]
+    settings = [(), *((x,) for x in LEVERS), LEVERS, *(tuple(y for y in LEVERS if y != x) for x in LEVERS)]
+    assert sorted(tuple(r["on"]) for r in bertlab_rows) == sorted(settings)  # in LEVERS' order
     assert [r["on"] for r in record["rows"] if r["impl"] == "transformers"] == [[]]
     losses = [r["mlm_loss"] for r in bertlab_rows]
     assert max(losses) - min(losses) < 1e-4 * max(losses), losses
     assert all(r["tokens_per_s"] > 0 and r["precision"] == "fp32" and not r["compiled"] for r in record["rows"])
     assert "attention written out" in speed.attribution_table(record)
+    assert "last layer at the chosen positions only" in speed.attribution_table(record)
 
 
 def test_attribution_refuses_a_fixed_precision_or_compile(capsys):

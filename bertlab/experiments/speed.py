@@ -1,9 +1,10 @@
 """Where bertlab's speed over transformers comes from: reading the record that
 `benchmarks/throughput.py --attribution` writes (data/benchmarks/*attribution*.json).
 
-That record times bertlab's own training step with each of four levers switched on or off (the MLM
-decoder at the chosen positions only, attention written out on a CPU, bf16 autocast,
-torch.compile) and transformers' BertForPreTraining beside it. Two views answer two questions:
+That record times bertlab's own training step with each of its levers switched on or off (the MLM
+decoder at the chosen positions only, the last encoder layer there too, attention written out on a
+CPU, bf16 autocast, torch.compile; records older than the last-layer lever have the other four)
+and transformers' BertForPreTraining beside it. Two views answer two questions:
 
 - *each alone*: starting from a step with none of the levers, how much faster does switching one
   on make it? (what a lever buys by itself)
@@ -24,6 +25,7 @@ from bertlab.prose import number
 
 SHORT = {  # the levers' names in tables and sentences
     "sparse_head": "MLM decoder at the chosen positions only",
+    "last_layer": "last layer at the chosen positions only",
     "attention": "attention written out",
     "bf16": "bf16 autocast",
     "compile": "torch.compile",
