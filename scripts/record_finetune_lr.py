@@ -11,7 +11,8 @@ small SST-2 gain is the recipe's doing: a rate that suits the pre-trained encode
 too high for random weights, or the other way round.
 
 One JSON line per (learning rate, arm), written as soon as it ends; a stopped run picks up where it
-stopped (rows already in the file are skipped). The rows have the format of
+stopped (rows already in the file are skipped), on the same kind of machine only: the file's first
+line names one machine for every row. The rows have the format of
 `data/pilots/finetune_lr.jsonl`, so `bertlab.experiments.pilots.finetune_sweeps` reads them and
 `bertlab.experiments.finetune_rates.rate_grid` reads the grid.
 """
@@ -32,6 +33,18 @@ from bertlab.training.finetune import FinetuneConfig, finetune
 
 OUT = Path("data/pilots/finetune_lr_record.jsonl")
 LRS = (5e-4, 2e-4, 1e-3, 1e-4)  # the recipe's rate first, then its neighbours
+
+
+KIND = ("cpu", "cpu_family_model", "device", "precision")  # what must not change within one file
+
+
+def kind(m: dict) -> str:
+    return ", ".join(f"{k} {m.get(k)}" for k in KIND)
+
+
+def same_kind(a: dict, b: dict) -> bool:
+    """Whether two machine records (bertlab.runtime.machine) are the same kind of machine, precision included."""
+    return all(a.get(k) == b.get(k) for k in KIND)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,11 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     epochs = args.epochs or finetune_epochs(s, n)
     out = Path(args.out)
     done = set()
+    rt = make_runtime("auto", "auto", distributed=False)
     if out.exists() and out.read_text().strip():
         rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
         done = {(r["train_examples"], tuple(r["seeds"]), r["lr"], r["init"]) for r in rows if "task" in r}
+        recorded = next((r["meta"].get("machine") for r in rows if "meta" in r), None)
+        if isinstance(recorded, dict) and not same_kind(recorded, machine(rt)):
+            raise SystemExit(
+                f"{out} was begun on {kind(recorded)}, and this machine is {kind(machine(rt))}: its file names "
+                "one machine for every row, so finish it on the first kind, or start a new file with --out"
+            )
     else:
-        rt = make_runtime("auto", "auto", distributed=False)
         meta = {
             "about": f"The reference run's SST-2 fine-tuning on the first {n:,} training sentences (batch "
             f"{s['ft_batch']}, {epochs} epochs, [CLS] through the pooler) from the record's weights and from "

@@ -1,6 +1,8 @@
 """bertlab.experiments.finetune_rates (each arm read at its own best fine-tuning learning rate) and
 scripts/record_finetune_lr.py, which records the grid it reads."""
 
+import json
+
 import pytest
 
 from bertlab.experiments import pilots
@@ -155,6 +157,19 @@ def test_the_script_records_both_arms_per_rate_and_resumes(script, tmp_path):
     assert script.main(["--lrs", "1e-3", "--seeds", "1", *argv[5:], "--out", str(out)]) == 0
     _, more = pilots.finetune_sweeps(out)
     assert [(r["lr"], r["seeds"]) for r in more[6:]] == [(1e-3, [1]), (1e-3, [1])]
+
+
+def test_the_script_will_not_resume_a_file_begun_on_another_kind_of_machine(script, tmp_path):
+    out = tmp_path / "grid.jsonl"
+    argv = ["--lrs", "1e-3", "--seeds", "0", "--train-examples", "8", "--max-eval", "8", "--epochs", "1"]
+    assert script.main([*argv, "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    meta = json.loads(lines[0])
+    meta["meta"]["machine"] = {**meta["meta"]["machine"], "cpu": "Another CPU", "cpu_family_model": "0/0"}
+    out.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
+    with pytest.raises(SystemExit, match="was begun on cpu Another CPU.*start a new file with --out"):
+        script.main(["--lrs", "2e-4", *argv[2:], "--out", str(out)])
+    assert len(out.read_text().splitlines()) == len(lines)  # nothing was added
 
 
 def test_the_script_refuses_a_rate_that_is_not_positive(script, tmp_path):
