@@ -85,8 +85,9 @@ What is backed by a run and what is not (read before trusting a number):
     record's 38.1%, level at 3,250 steps too (37.6% each), where the sweep predicted about +4. The
     same-machine control (cpu-mini-record5-steps: the record's settings on that fixed schedule)
     ended at 37.1%: the levers bought +0.8 there, and the record's own 1.0 more came from its
-    machine (bf16, Zen 4) and time-budgeted schedule. REFERENCE["cpu"] takes both levers for the
-    next record.
+    machine (bf16, Zen 4) and time-budgeted schedule. REFERENCE["cpu"] takes both levers, and the
+    seventh record (data/reference_run) was made with them: 3,747 steps in its 50 minutes, 38.7%
+    held-out, 0.6 above the fifth (kept in data/pilots/record5), one run each.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
