@@ -101,3 +101,32 @@ def same_token_attention(
         raise ValueError("no query token has a twin among the keys of the other role")
     on_twins = (att.float() * same[None, :, None]).sum(dim=-1)  # (L, B, A, T)
     return (on_twins * has_twin[None, :, None]).sum(dim=(1, 3)) / has_twin.sum()
+
+
+STANDS_OUT = 3.0  # a head "stands out" when it puts this many times an even spread on the twins
+
+
+def twin_reading(twins: torch.Tensor, even: float) -> str:
+    """A sentence on `same_token_attention`'s (L, heads) table: the strongest head, its weight on
+    the twins against an even spread (`even`, the same function on `uniform_attention`) and against
+    the median head; it says the head stands out only at STANDS_OUT times the even spread or more."""
+    if twins.dim() != 2 or twins.numel() == 0:
+        raise ValueError(f"twins must be a non-empty (layers, heads) table, got shape {tuple(twins.shape)}")
+    if not even > 0:
+        raise ValueError(f"even must be the even spread's weight on the twins (> 0), got {even}")
+    layer, head = divmod(int(twins.argmax()), twins.shape[1])
+    best, median = float(twins[layer, head]), float(twins.median())
+    where = f"layer {layer + 1}, head {head}"
+    against = f"{best / even:.1f} times an even spread ({even:.3f})"
+    if median > 0:
+        against += f" and {best / median:.0f} times the median head ({median:.3f})"
+    if best >= STANDS_OUT * even:
+        return (
+            f"One head stands out: in {where}, a word of A puts {best:.3f} of its attention on its "
+            f"twin in B, {against}."
+        )
+    return (
+        f"No head stands out: the strongest, {where}, puts {best:.3f} of a word's attention on its "
+        f"twin in B, {against}, short of the {STANDS_OUT:g} times that would mark a head that aligns "
+        "the two texts."
+    )
