@@ -175,6 +175,10 @@ def test_demo_reading_follows_the_margins_and_the_record():
     assert "(-1.50) it abstains on the first and answers the second." in text
     good = squad2.demo_reading({"answerable": 2.0, "no answer": -3.0}, record(), 500, cut_word=True)
     assert "it answers the first and abstains on the second." in good and "cuts a word in two" in good
+    shy = squad2.demo_reading({"answerable": -2.0, "no answer": -3.0}, record(), 500, cut_word=False)
+    assert "it abstains on both." in shy  # the fine-tuned record's own demo: both margins below tau
+    keen = squad2.demo_reading({"answerable": 2.0, "no answer": 1.0}, record(), 500, cut_word=False)
+    assert "it answers both." in keen
     assert "best served by abstaining everywhere" in squad2.demo_reading(
         margins, record(before_tau=None) | {"fine_tuned": {"tau": None}}, 500, False
     )

@@ -293,11 +293,12 @@ def demo_reading(margins: dict[str, float], record_: dict[str, Any] | None, n_sp
         if tau is None:
             text += "its held-out questions were best served by abstaining everywhere."
         else:
+            first, second = margins["answerable"] > tau, margins["no answer"] > tau
             verb = {True: "answers", False: "abstains on"}
-            text += (
-                f"with the $\\tau$ chosen on held-out questions ({tau:+.2f}) it "
-                f"{verb[margins['answerable'] > tau]} the first and {verb[margins['no answer'] > tau]} the second."
+            what = (
+                f"{verb[first]} both" if first == second else f"{verb[first]} the first and {verb[second]} the second"
             )
+            text += f"with the $\\tau$ chosen on held-out questions ({tau:+.2f}) it {what}."
     if cut_word:
         text += (
             " The last best span cuts a word in two (its word pieces are printed above): the span layer has "
