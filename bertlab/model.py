@@ -27,6 +27,8 @@ batch 64 x 128, bf16, a pretraining step was 21% faster compiled and 26% faster 
 eager SQuAD step 1.4x faster at T = 256 and 1.9x at 512; see `SelfAttention.fused`).
 Masked-LM pretraining reads the last layer's output only at the chosen positions (and [CLS]), so
 it computes it only there (`BertForPreTraining.last_layer_at_chosen`); every position is still a key.
+A sentence or pair classifier reads it only at [CLS], so there it runs at [CLS] alone
+(`BertForSequenceClassification.last_layer_at_cls`).
 """
 
 from __future__ import annotations
@@ -393,7 +395,8 @@ class BertModel(_BertBase):
     ) -> BertOutput:
         """last_layer_at (B, P), optional: run the last layer at these positions only (and at
         [CLS], for the pooler); last_hidden_state is then (B, P, H), the vectors at those positions,
-        equal to the full model's up to rounding. Masked-LM pretraining reads nothing else."""
+        equal to the full model's up to rounding. Masked-LM pretraining reads nothing else; with
+        P = 0 (a (B, 0) tensor) the last layer runs at [CLS] alone, all a classifier reads."""
         if not torch.compiler.is_compiling():
             self.check_inputs(input_ids, token_type_ids, attention_mask)
         if last_layer_at is not None and (self.config.causal or output_attentions or output_hidden_states):
@@ -414,11 +417,11 @@ class BertModel(_BertBase):
         attentions = [] if output_attentions else None
         queries = None  # (B, 1 + P): [CLS] first, for the pooler
         if last_layer_at is not None:
-            queries = torch.cat([torch.zeros_like(last_layer_at[:, :1]), last_layer_at], dim=1)
+            queries = torch.cat([last_layer_at.new_zeros(last_layer_at.size(0), 1), last_layer_at], dim=1)
         for i, layer in enumerate(self.layers):
             last = i == len(self.layers) - 1
             x, weights = layer(x, mask, need_weights=output_attentions, queries=queries if last else None)
-            if self.final_norm is not None and i == len(self.layers) - 1:
+            if self.final_norm is not None and last:
                 x = self.final_norm(x)
             if output_hidden_states:
                 hidden_states.append(x)
@@ -540,9 +543,26 @@ class BertForPreTraining(_BertBase):
 # ------------------------------------------------------------------------------------------------
 # Fine-tuning heads (the paper's Figure 4)
 # ------------------------------------------------------------------------------------------------
+def cls_only(model: nn.Module, input_ids: torch.Tensor, wants_every_layer: bool) -> torch.Tensor | None:
+    """BertModel's last_layer_at for a head that reads only the pooled [CLS] vector: an empty
+    (B, 0) tensor (the last layer at [CLS] alone) when the model's `last_layer_at_cls` is on,
+    nobody asked for every layer's output and the model is bidirectional (a causal model pools
+    its last real token); None (every position) otherwise."""
+    if not model.last_layer_at_cls or wants_every_layer or model.config.causal:
+        return None
+    return input_ids.new_zeros(input_ids.size(0), 0)  # (B, 0)
+
+
 class BertForSequenceClassification(_BertBase):
     """One sentence or a pair -> one of K labels: P = softmax(C W^T), W in R^{K x H}, where C is
-    the pooled [CLS] vector."""
+    the pooled [CLS] vector.
+
+    `last_layer_at_cls` (default True): the classifier reads the last layer at [CLS] only, so the
+    last layer computes its output there alone (every position still gives it keys and values);
+    the logits are the full model's up to rounding. False, or asking for hidden states or
+    attention maps, runs it everywhere."""
+
+    last_layer_at_cls: bool = True
 
     def __init__(self, config: BertConfig, num_labels: int = 2):
         super().__init__()
@@ -564,7 +584,14 @@ class BertForSequenceClassification(_BertBase):
         output_hidden_states=False,
         labels: torch.Tensor | None = None,
     ) -> ClassifierOutput:
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        out = self.bert(
+            input_ids,
+            token_type_ids,
+            attention_mask,
+            output_attentions,
+            output_hidden_states,
+            last_layer_at=cls_only(self, input_ids, output_attentions or output_hidden_states),
+        )
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
         loss = None
         if labels is not None:
@@ -650,7 +677,10 @@ class BertForMultipleChoice(_BertBase):
     The task adds H + 1 parameters (V and a bias, which is the same for every choice and so
     cancels in the softmax). Inputs are (B, N, T): B examples of N choices each; logits (B, N);
     labels (B,) the index of the right choice; the loss is cross-entropy over the N choices.
-    hidden_states and attentions, when asked for, are those of the B * N encoded pairs."""
+    hidden_states and attentions, when asked for, are those of the B * N encoded pairs. As in
+    BertForSequenceClassification, `last_layer_at_cls` runs the last layer at [CLS] alone."""
+
+    last_layer_at_cls: bool = True
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -685,8 +715,14 @@ class BertForMultipleChoice(_BertBase):
         def pairs(t):  # (B, N, T) -> (B * N, T): every (context, ending) pair is one sequence
             return None if t is None else t.reshape(B * N, T)
 
+        ids = pairs(input_ids)
         out = self.bert(
-            pairs(input_ids), pairs(token_type_ids), pairs(attention_mask), output_attentions, output_hidden_states
+            ids,
+            pairs(token_type_ids),
+            pairs(attention_mask),
+            output_attentions,
+            output_hidden_states,
+            last_layer_at=cls_only(self, ids, output_attentions or output_hidden_states),
         )
         scores = self.classifier(self.dropout(out.pooler_output))  # (B * N, 1): V . C_i + b
         logits = scores.view(B, N)  # (B, N)

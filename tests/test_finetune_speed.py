@@ -53,6 +53,36 @@ def test_load_benchmark_names_what_is_missing(tmp_path):
         finetune_speed.load_benchmark(tmp_path / "absent.json")
 
 
+def test_last_layer_table_and_reading(tmp_path):
+    def task(every, cls):
+        return {
+            "examples": 800,
+            "batches_per_epoch": 25,
+            "mean_length": 16.0,
+            "last layer everywhere": {"s_per_step": every, "s_per_epoch": 25 * every},
+            "last layer at [CLS]": {"s_per_step": cls, "s_per_epoch": 25 * cls},
+        }
+
+    b = {"tasks": {"sst2": task(0.06, 0.05), "rte": task(0.3, 0.2)}}
+    table = finetune_speed.last_layer_table(b)
+    assert "| SST-2 | 800 | 16 | 60 | 50 | 2 | 1 | 1.20x |" in table
+    assert "| RTE | 800 | 16 | 300 | 200 | 8 | 5 | 1.50x |" in table
+    text = finetune_speed.last_layer_reading(b, 4)
+    assert "the last of the 4 layers" in text
+    assert "ran 1.20 (SST-2) to 1.50 (RTE) times faster" in text
+    assert "one epoch of SST-2 and RTE took 6 s in all instead of 9 s: 31% less time" in text
+    assert "ran 1.50 times faster" in finetune_speed.last_layer_reading({"tasks": {"rte": task(0.3, 0.2)}}, 2)
+    # the loader checks for this record's two settings, and says how to make it
+    path = tmp_path / "cls.json"
+    path.write_text(json.dumps(b))
+    assert finetune_speed.load_benchmark(path, finetune_speed.LAST_LAYER) == b
+    with pytest.raises(ValueError, match="lacks the settings"):
+        finetune_speed.load_benchmark(path)  # not a record of the four levers
+    (tmp_path / "empty.json").write_text("{}")
+    with pytest.raises(ValueError, match="--last-layer"):
+        finetune_speed.load_benchmark(tmp_path / "empty.json", finetune_speed.LAST_LAYER)
+
+
 def test_batching_pairs_table_and_reading():
     def row(task, init, grouped, scores, n=None):
         median = sorted(scores)[len(scores) // 2]
@@ -150,6 +180,14 @@ def test_the_benchmark_times_the_four_settings_on_a_real_task(mirror, one_thread
     assert bench["precision"] == "fp32" and bench["batch_size"] == 8
     with pytest.raises(SystemExit):
         module.main(["--steps", "0"])
+    # --last-layer: the two settings of a classifier's last layer, on the tasks that read [CLS] only
+    assert module.main([*args, "--precision", "fp32", "--last-layer"]) == 0
+    rte = finetune_speed.load_benchmark(out, finetune_speed.LAST_LAYER)["tasks"]["rte"]
+    for setting in finetune_speed.LAST_LAYER:
+        assert rte[setting]["s_per_step"] > 0
+        assert rte[setting]["padded_per_real_token"] == pytest.approx(similar)  # grouped batches, same seed
+    with pytest.raises(SystemExit):
+        module.main(["--tasks", "conll2003", "--last-layer"])  # reads every position: refused
 
 
 def test_short_sentence_weight_by_hand():

@@ -6,6 +6,7 @@ import torch
 from bertlab import (
     IGNORE_INDEX,
     BertConfig,
+    BertForMultipleChoice,
     BertForPreTraining,
     BertForQuestionAnswering,
     BertForSequenceClassification,
@@ -221,6 +222,58 @@ def test_last_layer_at_the_chosen_positions_only_changes_nothing_but_the_work(no
     want = every.last_hidden_state.gather(1, positions[:, :, None].expand(-1, -1, cfg.hidden_size))
     torch.testing.assert_close(few.last_hidden_state, want, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(few.pooler_output, every.pooler_output, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+@pytest.mark.parametrize("head", ["sequence", "choice"])
+def test_a_classifier_runs_its_last_layer_at_cls_alone_and_changes_nothing_but_the_work(
+    norm_position, head, monkeypatch
+):
+    """A classifier reads only the pooled [CLS] vector: with the last layer at [CLS] alone, its
+    logits, loss and every gradient are those of the model that runs the layer everywhere."""
+    cfg = tiny(norm_position=norm_position)
+    torch.manual_seed(0)
+    cls = BertForSequenceClassification if head == "sequence" else BertForMultipleChoice
+    model = (cls(cfg, num_labels=3) if head == "sequence" else cls(cfg)).eval()
+    ids, seg, mask = batch(cfg, B=4, T=9)
+    labels = torch.tensor([0, 2, 1, 1])
+    if head == "choice":  # 2 examples of 2 choices each
+        ids, seg, mask = (t.view(2, 2, -1) for t in (ids, seg, mask))
+        labels = torch.tensor([1, 0])
+    calls = []
+    model.bert.register_forward_hook(
+        lambda m, args, kwargs, out: calls.append(kwargs["last_layer_at"]), with_kwargs=True
+    )
+
+    def run(at_cls):
+        monkeypatch.setattr(cls, "last_layer_at_cls", at_cls)
+        model.zero_grad()
+        out = model(ids, seg, mask, labels=labels)
+        out.loss.backward()
+        return out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    fast, fast_grads = run(True)
+    full, full_grads = run(False)
+    assert calls[0].shape == (4, 0) and calls[1] is None  # the switch really reached the encoder
+    torch.testing.assert_close(fast.logits, full.logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fast.loss, full.loss, atol=1e-5, rtol=1e-5)
+    assert fast_grads.keys() == full_grads.keys()
+    for name, g in full_grads.items():
+        torch.testing.assert_close(fast_grads[name], g, atol=1e-5, rtol=1e-4, msg=name)
+    # asking for every layer's output runs every position, whatever the switch
+    monkeypatch.setattr(cls, "last_layer_at_cls", True)
+    every = model(ids, seg, mask, output_hidden_states=True)
+    assert calls[-1] is None and every.hidden_states[-1].size(-2) == 9
+    torch.testing.assert_close(every.logits, fast.logits, atol=1e-5, rtol=1e-5)
+
+
+def test_a_causal_classifier_pools_its_last_token_from_every_position():
+    cfg = tiny(causal=True)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(cfg).eval()
+    ids, seg, mask = batch(cfg)
+    out = model(ids, seg, mask)  # no refusal: the causal model reads the last real token
+    assert out.logits.shape == (ids.size(0), 2)
 
 
 def test_last_layer_at_refuses_what_needs_every_position():

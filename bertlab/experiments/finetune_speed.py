@@ -1,14 +1,18 @@
-"""What fine-tuning's two speed levers buy and cost: batches of similar lengths
-(`FinetuneConfig.group_by_length`) and PyTorch's fused AdamW.
+"""What fine-tuning's speed levers buy and cost: batches of similar lengths
+(`FinetuneConfig.group_by_length`), PyTorch's fused AdamW, and a classifier's last layer run at
+[CLS] alone (`BertForSequenceClassification.last_layer_at_cls`).
 
-Two records answer two questions:
+Three records answer three questions:
 
 - data/benchmarks/finetune_cpu.json (`benchmarks/finetune_step.py`): how long an epoch of each
   task of the reference run takes with each lever on or off, timed in one run on one machine, the
   settings taking turns (`load_benchmark`, `speed_table`, `speed_reading`);
 - data/pilots/finetune_batching.jsonl (`scripts/record_finetune_batching.py`): whether batches of
   similar lengths change the scores, the reference run's recipe run both ways with its seeds
-  (`batching_pairs`, `batching_table`, `batching_reading`).
+  (`batching_pairs`, `batching_table`, `batching_reading`);
+- data/benchmarks/finetune_cls_cpu.json (`benchmarks/finetune_step.py --last-layer`): how much
+  faster a classifier's step is with its last layer at [CLS] alone (`last_layer_table`,
+  `last_layer_reading`). Its logits are the same up to rounding (tests/test_model.py checks it).
 
 The fused AdamW makes the same updates to within rounding (tests/test_pretrain.py checks it), so
 only the order of the batches needs the second record.
@@ -30,10 +34,12 @@ from bertlab.tasks.inputs import length_grouped_batches
 TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
 SETTINGS = ("random, foreach", "similar lengths, foreach", "random, fused", "similar lengths, fused")
 BEFORE, AFTER = SETTINGS[0], SETTINGS[-1]  # the fifth record's fine-tuning, and the default now
+LAST_LAYER = ("last layer everywhere", "last layer at [CLS]")  # benchmarks/finetune_step.py --last-layer
 
 
-def load_benchmark(path: str | Path) -> dict[str, Any]:
-    """A record of benchmarks/finetune_step.py, checked: every task has the four settings."""
+def load_benchmark(path: str | Path, settings: Sequence[str] = SETTINGS) -> dict[str, Any]:
+    """A record of benchmarks/finetune_step.py, checked: every task has the settings (the four
+    levers by default; LAST_LAYER for a record of --last-layer)."""
     path = Path(path)
     try:
         bench = json.loads(path.read_text())
@@ -41,9 +47,10 @@ def load_benchmark(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not a record of benchmarks/finetune_step.py ({e})") from e
     tasks = bench.get("tasks") if isinstance(bench, dict) else None
     if not tasks:
-        raise ValueError(f"{path}: no tasks; make it with python benchmarks/finetune_step.py --json {path}")
+        flag = " --last-layer" if tuple(settings) == LAST_LAYER else ""
+        raise ValueError(f"{path}: no tasks; make it with python benchmarks/finetune_step.py{flag} --json {path}")
     for name, row in tasks.items():
-        missing = [s for s in SETTINGS if s not in row]
+        missing = [s for s in settings if s not in row]
         if missing:
             raise ValueError(f"{path}: task {name} lacks the settings {missing}; run the benchmark again")
     return bench
@@ -94,6 +101,48 @@ def speed_reading(bench: dict[str, Any]) -> str:
         f"part of a step. Together, a factor of {span(both)}; one "
         f"epoch of every task takes {total_after:,.0f} s instead of {total_before:,.0f} s "
         f"({total_before / total_after:.1f} times faster)."
+    )
+
+
+def last_layer_table(bench: dict[str, Any]) -> str:
+    """Markdown: per classification task, seconds per step and per epoch with the last layer
+    everywhere and at [CLS] alone, and the ratio."""
+    every, cls = LAST_LAYER
+    rows = [
+        "| task | examples | mean length | ms per step: last layer everywhere | at [CLS] "
+        "| s per epoch: everywhere | at [CLS] | faster |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in bench["tasks"].items():
+        rows.append(
+            f"| {TASK_NAMES.get(name, name)} | {r['examples']:,} | {r['mean_length']:.0f} | "
+            f"{1000 * r[every]['s_per_step']:,.0f} | {1000 * r[cls]['s_per_step']:,.0f} | "
+            f"{r[every]['s_per_epoch']:,.0f} | {r[cls]['s_per_epoch']:,.0f} | "
+            f"{r[every]['s_per_step'] / r[cls]['s_per_step']:.2f}x |"
+        )
+    return "\n".join(rows)
+
+
+def last_layer_reading(bench: dict[str, Any], num_layers: int) -> str:
+    """One sentence: how much faster a classifier's step and an epoch of every task got with the
+    last of `num_layers` layers run at [CLS] alone."""
+    every, cls = LAST_LAYER
+    tasks = bench["tasks"]
+    ratios = sorted((t[every]["s_per_step"] / t[cls]["s_per_step"], n) for n, t in tasks.items())
+    (lo, lo_task), (hi, hi_task) = ratios[0], ratios[-1]
+    span = (
+        f"{lo:.2f}"
+        if len(ratios) == 1
+        else f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
+    )
+    before = sum(t[every]["s_per_epoch"] for t in tasks.values())
+    after = sum(t[cls]["s_per_epoch"] for t in tasks.values())
+    names = [TASK_NAMES.get(n, n) for n in tasks]
+    names = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return (
+        f"With the last of the {num_layers} layers computed at [CLS] alone, a fine-tuning step ran "
+        f"{span} times faster, and one epoch of {names} took {after:,.0f} s in all instead "
+        f"of {before:,.0f} s: {100 * (1 - after / before):.0f}% less time for the same logits, up to rounding."
     )
 
 
