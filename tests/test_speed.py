@@ -178,6 +178,7 @@ def test_dropout_reading_pairs_records_that_differ_only_in_dropout():
     assert both.count("it costs bertlab") == 2 and "(25/17)" in both and "costs bertlab 9% (5,000 to 4,544" in both
     assert speed.dropout_reading([off, masked_less]) is None  # different masked shares do not pair
     assert speed.dropout_reading([on, {**off, "compiled": False}]) is None  # nor eager with compiled
+    assert speed.dropout_reading([on, {**off, "last_layer": True}]) is None  # nor steps doing other work
 
 
 def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
@@ -197,6 +198,12 @@ def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
         "| 4,544 / 2,614 | 1.74x | 59% / 70% |"
     )
     assert ", 64 x 128, 40% masked;" in row_c  # the rate the benchmark was given
+    assert "last layer" not in row_a + row_b + row_c  # records from before the last-layer switch
+    row_d = speed.throughput_table([{**c, "last_layer": True}]).splitlines()[-1]
+    assert "; dropout 0.1, fp32, compiled, last layer where read |" in row_d
+    row_e = speed.throughput_table([{**c, "last_layer": True, "rounds": 3}]).splitlines()[-1]
+    assert "compiled, last layer where read, the best of 3 rounds in turns |" in row_e
+    assert "rounds" not in speed.throughput_table([{**c, "rounds": 1}])  # one after the other: not said
     assert "| AMD EPYC | mini" in row_b and "; dropout 0, bf16 |" in row_b and row_b.endswith("| 59% / not measured |")
     assert speed.throughput_machines(records) == [
         "AMD EPYC (25/1), 2 threads, torch 2.13.0+cpu",
@@ -237,3 +244,4 @@ def test_masking_reading_compares_records_that_differ_only_in_the_masked_share()
     )
     assert "read the trend" not in steady  # within 5%
     assert speed.masking_reading([low, other]) is None  # no two shares on one machine and step
+    assert speed.masking_reading([low, {**high, "last_layer": True}]) is None  # nor one step against another

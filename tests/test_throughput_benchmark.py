@@ -131,6 +131,7 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
     assert isinstance(r["cpu"], str) and r["cpu"]
     assert r["cpu_allocator"] == ("kept" if GLIBC else "default")  # the runtime's setting, for both models
     assert r["mlm_predictions"] == 5 and r["ceiling_matmul"] == "256^3 float32"
+    assert r["last_layer"] is True  # bertlab's step computes its last layer where the heads read it
     # the FLOP count against the hand count, and the rates derived from it
     assert r["model_flops_per_step"] == hand_count_flops()
     assert r["bertlab_tokens_per_s"] == pytest.approx(4 * 32 / r["bertlab_s_per_step"], rel=1e-3)
@@ -158,6 +159,29 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
     )
     # transformers' MLM head runs at all 32 positions: 4 x 27 more predictions than bertlab's
     assert r["transformers_executed_flops_per_step"] - r["model_flops_per_step"] == 6 * 4 * 27 * (64 * 64 + 64 * 512)
+
+
+def test_rounds_let_the_models_take_turns_and_keep_each_ones_least_disturbed_round():
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY, "--rounds", "3", "--json"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "taking turns" in p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["rounds"] == 3
+    for impl in ("bertlab", "transformers"):
+        secs = r[f"{impl}_s_per_step_rounds"]
+        assert len(secs) == 3 and all(s > 0 for s in secs)
+        assert r[f"{impl}_s_per_step"] == min(secs)  # the least disturbed round
+        assert r[f"{impl}_tokens_per_s"] == pytest.approx(4 * 32 / min(secs), rel=1e-3)
+    assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3)
+    assert r["last_layer"] is True and r["model_flops_per_step"] == hand_count_flops()
+    one = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--rounds", "0"], env=ENV, capture_output=True, text=True)
+    assert one.returncode != 0 and "--rounds must be at least 1" in one.stderr
 
 
 def test_the_masking_rate_sets_the_predictions_and_the_flops(monkeypatch):
@@ -316,6 +340,26 @@ def test_attribution_times_every_setting_and_the_loss_does_not_depend_on_the_lev
     assert all(r["tokens_per_s"] > 0 and r["precision"] == "fp32" and not r["compiled"] for r in record["rows"])
     assert "attention written out" in speed.attribution_table(record)
     assert "last layer at the chosen positions only" in speed.attribution_table(record)
+    assert record["rounds"] == 1 and all(len(r["s_per_step_rounds"]) == 1 for r in record["rows"])
+
+    # --rounds 2: every setting built first, then they take turns; each keeps its least disturbed round
+    turns = tmp_path / "turns.json"
+    p = subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--attribution", "--levers", *LEVERS, "--rounds", "2", "--json", turns],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "settings taking turns, 2 rounds" in p.stderr
+    taking_turns = speed.load_attribution(turns)
+    assert taking_turns["rounds"] == 2
+    assert [(r["impl"], r["on"]) for r in taking_turns["rows"]] == [(r["impl"], r["on"]) for r in record["rows"]]
+    for row in taking_turns["rows"]:
+        assert len(row["s_per_step_rounds"]) == 2 and row["s_per_step"] == min(row["s_per_step_rounds"])
+    again = [r["mlm_loss"] for r in taking_turns["rows"] if r["impl"] == "bertlab"]
+    assert max(again) - min(again) < 1e-4 * max(again), again
 
 
 def test_attribution_refuses_a_fixed_precision_or_compile(capsys):

@@ -266,7 +266,8 @@ def masked_share(record: dict) -> float:
 def throughput_table(records: list[dict]) -> str:
     """A Markdown table of throughput records, one row each, in five columns so that it fits a
     page: the CPU; the step (size, vocabulary, batch x sequence, share of the positions masked)
-    and how it ran (dropout, precision, compiled, memory kept); both models' tokens/s; their
+    and how it ran (dropout, precision, compiled, memory kept, the last layer where the heads read
+    it, the models taking turns); both models' tokens/s; their
     ratio; and bertlab's share of the two ceilings (the 2048^3 matmul, the step's own matmuls at
     their shapes). The absolute GFLOP/s stay in the records."""
     rows = [
@@ -277,6 +278,9 @@ def throughput_table(records: list[dict]) -> str:
     for b in records:
         how = [f"dropout {b.get('dropout', 0.1):g}", b["precision"]]
         how += ["compiled"] * bool(b.get("compiled")) + ["memory kept"] * (b.get("cpu_allocator") == "kept")
+        how += ["last layer where read"] * bool(b.get("last_layer"))
+        if (b.get("rounds") or 1) > 1:
+            how.append(f"the best of {b['rounds']} rounds in turns")
         shape = b.get("fraction_of_model_shape_ceiling")
         rows.append(
             f"| {machine_name(b)} | {b['preset']} {b['layers']}/{b['hidden']}/{b['heads']}, "
@@ -299,7 +303,7 @@ def masking_reading(records: list[dict]) -> str | None:
     transformers' at every position, so the lead narrows as the share grows; the share the model-shape
     ceiling would allow (a step doing nothing but its matmuls) bounds what any tuning could reach."""
     same = ("cpu", "cpu_family_model", "preset", "vocab_size", "batch_size", "seq_len", "precision", "compiled",
-            "dropout", "cpu_allocator")  # fmt: skip
+            "dropout", "cpu_allocator", "last_layer")  # fmt: skip
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault(tuple(r.get(k) for k in same), []).append(r)
@@ -346,7 +350,7 @@ def dropout_reading(records: list[dict]) -> str | None:
     that differ only in their dropout (0 against 0.1; same CPU, step, masked share, precision,
     compilation and allocator), one clause a pair; None when no two records make such a pair."""
     same = ("cpu", "cpu_family_model", "preset", "vocab_size", "batch_size", "seq_len", "precision", "compiled",
-            "cpu_allocator")  # fmt: skip
+            "cpu_allocator", "last_layer")  # fmt: skip
     groups: dict[tuple, dict[float, dict]] = {}
     for r in records:
         key = (*(r.get(k) for k in same), masked_share(r))
