@@ -722,17 +722,20 @@ def lever_row(on: frozenset, rt: Runtime, B: int, T: int, first, secs: list[floa
 
     if first_bad.item() >= 0:
         raise RuntimeError(f"bertlab's loss became non-finite during the benchmark (levers {sorted(on)})")
-    sec = min(secs)
     loss = (stats[Stat.LM_LOSS_SUM] / stats[Stat.LM_PREDICTIONS]).item()
+    return {"on": [lever for lever in LEVERS if lever in on], **timing(rt, B, T, first, secs), "mlm_loss": _r(loss, 6)}
+
+
+def timing(rt: Runtime, B: int, T: int, first: float | None, secs: list[float]) -> dict:
+    """How a setting of the attribution ran and how fast: its least disturbed round of `secs`."""
+    sec = min(secs)
     return {
-        "on": [lever for lever in LEVERS if lever in on],
         "precision": rt.precision,
         "compiled": rt.compile,
         "s_per_step": _r(sec),
         "s_per_step_rounds": [_r(x) for x in secs],
         "tokens_per_s": _r(B * T / sec, 5),
         "first_step_s": _r(first),
-        "mlm_loss": _r(loss, 6),
     }
 
 
@@ -774,17 +777,7 @@ def run_attribution(args) -> dict:
     theirs = list(dict.fromkeys((frozenset(), frozenset({"bf16", "compile"}) & frozenset(levers))))
 
     def transformers_row(on, rt, first, secs):
-        sec = min(secs)
-        return {
-            "impl": "transformers",
-            "on": sorted(on),
-            "precision": rt.precision,
-            "compiled": rt.compile,
-            "s_per_step": _r(sec),
-            "s_per_step_rounds": [_r(x) for x in secs],
-            "tokens_per_s": _r(B * T / sec, 5),
-            "first_step_s": _r(first),
-        }
+        return {"impl": "transformers", "on": sorted(on), **timing(rt, B, T, first, secs)}
 
     def their_runtime(on):
         return make_runtime(args.device, "bf16" if "bf16" in on else "fp32", compile="compile" in on, distributed=False)
