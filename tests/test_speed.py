@@ -173,6 +173,9 @@ def test_dropout_reading_pairs_records_that_differ_only_in_dropout():
         "and transformers 18%." in text
     )
     assert text.count("it costs bertlab") == 1  # the 15% record has no dropout-0 twin
+    assert text.endswith("and transformers 18%. Each figure is one run.")
+    in_turns = speed.dropout_reading([{**on, "rounds": 5}, {**off, "rounds": 5}])
+    assert in_turns.endswith("Each figure is the least disturbed of 5 rounds of one run, the two models taking turns.")
     old = throughput_record(mlm_predictions=19)  # written before records named their dropout: 0.1
     both = speed.dropout_reading([off, on, old, {**old, "dropout": 0.0, "bertlab_tokens_per_s": 5000.0}])
     assert both.count("it costs bertlab") == 2 and "(25/17)" in both and "costs bertlab 9% (5,000 to 4,544" in both
@@ -205,6 +208,14 @@ def test_throughput_table_names_machine_step_and_both_ceilings(tmp_path):
     assert "compiled, last layer where read, the best of 3 rounds in turns |" in row_e
     assert "rounds" not in speed.throughput_table([{**c, "rounds": 1}])  # one after the other: not said
     assert "| AMD EPYC | mini" in row_b and "; dropout 0, bf16 |" in row_b and row_b.endswith("| 59% / not measured |")
+    assert speed.how_timed([{**c, "rounds": 3}, {**c, "rounds": 3}]).endswith(
+        "of 3 rounds of one run, the two models taking turns"
+    )
+    assert speed.how_timed([{**c, "rounds": 3}, c]) == speed.how_timed([]) == "Each figure is one run"
+    turns, once = speed.timed_in_turns([a, {**c, "rounds": 3}, {**b, "rounds": 1}, {**c, "rounds": None}])
+    assert [t.get("rounds") for t in turns] == [3]  # only several rounds in turns count as turns
+    assert [t.get("rounds") for t in once] == [None, 1, None]  # the others keep their order
+    assert speed.timed_in_turns([]) == ([], [])
     assert speed.throughput_machines(records) == [
         "AMD EPYC (25/1), 2 threads, torch 2.13.0+cpu",
         "AMD EPYC, 2 threads, torch 2.13.0+cpu",
@@ -239,6 +250,11 @@ def test_masking_reading_compares_records_that_differ_only_in_the_masked_share()
     )
     assert drift.endswith("the same step of transformers took 2.55 to 2.83 s across them: read the trend, not the "
                           "second decimal.")  # fmt: skip
+    assert "Each figure is one run, and the same step" in drift
+    turns = speed.masking_reading(
+        [{**low, "transformers_s_per_step": 2.55, "rounds": 3}, {**high, "transformers_s_per_step": 2.83, "rounds": 5}]
+    )
+    assert "Each figure is the least disturbed of 3 to 5 rounds of one run, the two models taking turns, and" in turns
     steady = speed.masking_reading(
         [{**low, "transformers_s_per_step": 2.55}, {**high, "transformers_s_per_step": 2.6}, other]
     )

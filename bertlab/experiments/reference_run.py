@@ -151,6 +151,9 @@ REFERENCE = {
     ),
 }
 WEIGHTS_BUDGET_MB = 20
+# What the CPU settings are chosen to fit, end to end on 2 cores (pretraining at most 60 of it):
+# vocabulary, pretraining, evaluation and every fine-tuning, SQuAD included
+END_TO_END_MINUTES = 100
 
 
 def finetune_epochs(settings: dict[str, Any], train_examples: int | None) -> int:

@@ -291,6 +291,25 @@ def throughput_table(records: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def how_timed(records: list[dict]) -> str:
+    """How the figures of `records` were timed, for a reading: "Each figure is one run" when any
+    was timed once, or "Each figure is the least disturbed of 3 rounds (3 to 5) of one run, the
+    two models taking turns" when all took turns."""
+    rounds = sorted({b.get("rounds") or 1 for b in records})
+    if not records or rounds[0] <= 1:
+        return "Each figure is one run"
+    n = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]} to {rounds[-1]}"
+    return f"Each figure is the least disturbed of {n} rounds of one run, the two models taking turns"
+
+
+def timed_in_turns(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """`records` split by how they were timed: those whose two models took turns for several
+    rounds (`throughput.py --rounds N`, N > 1, each figure its least disturbed round), and those
+    timed once, one model after the other, whose ratio a busy machine can move by tens of percent."""
+    turns = [b for b in records if (b.get("rounds") or 1) > 1]
+    return turns, [b for b in records if (b.get("rounds") or 1) <= 1]
+
+
 def throughput_machines(records: list[dict]) -> list[str]:
     """Each machine the records were measured on, once: CPU, threads and torch version."""
     return sorted({f"{machine_name(b)}, {b['threads']} threads, torch {b['torch']}" for b in records})
@@ -339,7 +358,7 @@ def masking_reading(records: list[dict]) -> str | None:
     theirs = [r["transformers_s_per_step"] for r in rows if r.get("transformers_s_per_step")]
     if len(theirs) == len(rows) and max(theirs) > 1.05 * min(theirs):
         text += (
-            f" Each figure is one run, and the same step of transformers took {min(theirs):.2f} to "
+            f" {how_timed(rows)}, and the same step of transformers took {min(theirs):.2f} to "
             f"{max(theirs):.2f} s across them: read the trend, not the second decimal."
         )
     return text
@@ -373,5 +392,5 @@ def dropout_reading(records: list[dict]) -> str | None:
     return (
         "Dropout is not free. Each dropout layer draws a random mask as large as the activations it "
         "drops from and multiplies by it, forward and backward, work that no matrix product hides: "
-        f"{'; '.join(parts)}. Each figure is one run of each setting."
+        f"{'; '.join(parts)}. {how_timed([r for pair in pairs for r in pair])}."
     )

@@ -1,0 +1,245 @@
+"""The same reference run made twice: how far one run's figures can move when nothing but chance
+(and the time budget's step count) changes.
+
+The record's table of gains comes from one run of `scripts/reference_run.sh`. Run the pipeline
+again with the same settings on the same kind of machine and the pretraining takes a slightly
+different number of steps in its 50 minutes, so its weights differ, and so does every fine-tuned
+score built on them. Set side by side, two such runs say how big a difference between two records
+of *different* settings must be before it says something about the settings.
+
+    first, again = ReferenceRun(path_a), ReferenceRun(path_b)
+    rows = rerun_rows(first, again)      # one row per measure: first, again, difference
+    print(rerun_table(rows))             # Markdown
+    print(rerun_reading(rows))           # the sentence the appendix keeps
+
+The appendix "How the CPU recipe was found" reads the book's record against its settings made
+again (`data/pilots/record7-again/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bertlab.experiments.reference import ReferenceRun
+from bertlab.prose import TASK_TITLES
+from bertlab.records import records_dir
+
+AGAIN = ("pilots", "record7-again")  # the record's settings made again, under the records folder
+
+# Settings that say where a run wrote, or which fine-tunings it ran (the rows compare only those
+# both runs hold), not how it trained
+_NOT_A_SETTING = ("out", "resume", "squad", "ft_tasks")
+
+# The pipeline's stages, grouped as the appendix reports them: (label, stage keys of
+# provenance["stage_times_s"]); the classifiers read only [CLS], CoNLL-2003 and SQuAD every position
+_METRICS = {"f1": "F1", "exact_match": "exact match"}
+
+STAGES = (
+    ("pretraining, with its data", ("pretrain_with_data_s",)),
+    ("SST-2, MRPC and RTE", ("sst2_500_s", "sst2_2000_s", "sst2_8000_s", "mrpc_s", "rte_s")),
+    ("CoNLL-2003", ("conll2003_s",)),
+    ("SQuAD v1.1", ("squad_s",)),
+)
+
+
+def settings_differences(first: ReferenceRun, again: ReferenceRun) -> list[str]:
+    """The settings (provenance["settings"]) on which two runs differ, as "name: a -> b"; empty
+    when they ran the same pipeline."""
+    a, b = first.provenance.get("settings", {}), again.provenance.get("settings", {})
+    keys = [k for k in dict.fromkeys([*a, *b]) if k not in _NOT_A_SETTING]
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
+
+
+def find_again(run: ReferenceRun | None, folder: str | Path | None = None) -> ReferenceRun | None:
+    """The second run of `run`'s settings (in `folder`, by default AGAIN in the records folder), or
+    None when there is no record, no second run, or one made with other settings (a record made
+    again with new settings has no second run until one is made)."""
+    where = Path(folder) if folder is not None else records_dir(*AGAIN)
+    if run is None or not (where / "provenance.json").is_file():
+        return None
+    again = ReferenceRun(where)
+    return None if settings_differences(run, again) else again
+
+
+def check_same_settings(first: ReferenceRun, again: ReferenceRun) -> None:
+    """Raise ValueError naming the differences when two runs did not share their settings: their
+    comparison would then measure the settings, not chance (use the pilots' tables for that)."""
+    diff = settings_differences(first, again)
+    if diff:
+        raise ValueError(
+            f"{first.path} and {again.path} were not made with the same settings ({'; '.join(diff)}); "
+            "a rerun comparison needs two runs of one pipeline: compare different settings with "
+            "bertlab.experiments.pilots instead"
+        )
+
+
+def _stage_minutes(first: ReferenceRun, again: ReferenceRun, keys: Sequence[str]) -> tuple[float, float] | None:
+    """Both runs' minutes in the stages `keys` that either recorded, or None unless both recorded
+    the same ones (at least one)."""
+    ta, tb = (r.provenance.get("stage_times_s") or {} for r in (first, again))
+    have = [k for k in keys if k in ta]
+    if not have or have != [k for k in keys if k in tb]:
+        return None
+    return sum(ta[k] for k in have) / 60, sum(tb[k] for k in have) / 60
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    """A difference with its sign, never "-0.0": what rounds to zero is "0.0"."""
+    return f"{0.0:.{digits}f}" if round(x, digits) == 0 else f"{x:+.{digits}f}"
+
+
+def _row(measure: str, kind: str, first: float | None, again: float | None, **extra: Any) -> dict[str, Any]:
+    change = None if first is None or again is None else again - first
+    return {"measure": measure, "kind": kind, "first": first, "again": again, "change": change, **extra}
+
+
+def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]:
+    """One row per measure both runs recorded: {"measure", "kind", "first", "again", "change"}.
+
+    kind "heldout" (held-out MLM accuracy in %, over every chosen position and at the [MASK]
+    positions only), "pretraining" (steps; tokens in millions), "gain" (pre-training's gain in
+    points on each fine-tuning the runs share, matched by task and number of labelled examples;
+    such a row also holds "task", "train_examples" and "title", the task in words), "minutes"
+    (each group of STAGES, and the whole run end to end when both ran the same stages). A measure
+    one of the runs lacks is left out. Raises ValueError when the runs' settings differ
+    (`check_same_settings`)."""
+    check_same_settings(first, again)
+    rows: list[dict[str, Any]] = []
+    pa, pb = first.provenance.get("pretraining", {}), again.provenance.get("pretraining", {})
+    ha, hb = pa.get("final_heldout") or {}, pb.get("final_heldout") or {}
+    for key, label in (("mlm_acc", "every chosen position"), ("mlm_acc_mask", "[MASK] positions only")):
+        if key in ha and key in hb:
+            rows.append(_row(f"held-out MLM accuracy, {label} (%)", "heldout", 100 * ha[key], 100 * hb[key]))
+    if "steps" in pa and "steps" in pb:
+        rows.append(_row("pretraining steps", "pretraining", pa["steps"], pb["steps"]))
+    if "tokens" in pa and "tokens" in pb:
+        rows.append(_row("pretraining tokens (millions)", "pretraining", pa["tokens"] / 1e6, pb["tokens"] / 1e6))
+    theirs = {(g["task"], g["train_examples"]): g for g in again.gains()}
+    for g in first.gains():
+        other = theirs.get((g["task"], g["train_examples"]))
+        if other is None:
+            continue
+        n = g["train_examples"]
+        title = TASK_TITLES.get(g["task"], g["task"])
+        if g["task"] == "sst2" and n:  # SST-2's learning curve: one row per number of sentences
+            title += f" with {n:,} sentences"
+        rows.append(
+            _row(
+                f"gain on {title} ({_METRICS.get(g['metric'], g['metric'])}, points)",
+                "gain",
+                g["gain"],
+                other["gain"],
+                task=g["task"],
+                train_examples=n,
+                title=title,
+            )
+        )
+    for label, keys in STAGES:
+        both = _stage_minutes(first, again, keys)
+        if both is not None:
+            rows.append(_row(f"minutes: {label}", "minutes", *both))
+    wa, wb = first.provenance.get("wall_time_s"), again.provenance.get("wall_time_s")
+    same_stages = set(first.provenance.get("stage_times_s") or {}) == set(again.provenance.get("stage_times_s") or {})
+    if wa is not None and wb is not None and same_stages:  # end to end compares only the same pipeline
+        rows.append(_row("minutes: end to end", "minutes", wa / 60, wb / 60, end_to_end=True))
+    return rows
+
+
+def _figure(row: dict[str, Any], value: float) -> str:
+    if row["measure"] == "pretraining steps":
+        return f"{value:,.0f}"
+    if row["kind"] == "gain":
+        return _signed(value)
+    return f"{value:.1f}"
+
+
+def rerun_table(rows: Sequence[dict[str, Any]], names: tuple[str, str] = ("the record", "run again")) -> str:
+    """`rerun_rows` as a Markdown table: the measure, each run's figure and the difference."""
+    lines = [f"| measure | {names[0]} | {names[1]} | difference |", "|---|---:|---:|---:|"]
+    for r in rows:
+        diff = (
+            ""
+            if r["change"] is None
+            else (f"{r['change']:+,.0f}" if r["measure"] == "pretraining steps" else _signed(r["change"]))
+        )
+        lines.append(f"| {r['measure']} | {_figure(r, r['first'])} | {_figure(r, r['again'])} | {diff} |")
+    return "\n".join(lines)
+
+
+def largest_gain_move(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The gain row whose figure moved most between the two runs (None without gain rows)."""
+    gains = [r for r in rows if r["kind"] == "gain"]
+    return max(gains, key=lambda r: abs(r["change"])) if gains else None
+
+
+def median_gain_move(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The median (the lower one of an even count) of how far each gain moved, in points."""
+    moves = sorted(abs(r["change"]) for r in rows if r["kind"] == "gain")
+    return moves[(len(moves) - 1) // 2] if moves else None
+
+
+def sign_flips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gain rows where one run found pre-training ahead and the other behind."""
+    return [r for r in rows if r["kind"] == "gain" and (r["first"] > 0) != (r["again"] > 0)]
+
+
+def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = None) -> str:
+    """What running the same settings again changed, in words generated from `rerun_rows`: the
+    held-out accuracy, how far the gains moved (the largest move, and any gain whose sign flipped),
+    and the end-to-end time (against `limit_minutes`, if given). Empty without rows."""
+    if not rows:
+        return ""
+    parts = []
+    held = next((r for r in rows if r["kind"] == "heldout"), None)
+    if held is not None:
+        parts.append(
+            f"Made again with the same settings, the pipeline ends its pretraining at {held['again']:.1f}% "
+            f"held-out MLM accuracy against the record's {held['first']:.1f}% ({_signed(held['change'])} points)"
+        )
+    big = largest_gain_move(rows)
+    if big is not None:
+        median = median_gain_move(rows)
+        parts.append(
+            f"pre-training's gains move by {median:.1f} points in the median task and by up to "
+            f"{abs(big['change']):.1f} ({big['title']}: "
+            f"{_signed(big['first'])} then {_signed(big['again'])})"
+        )
+    flips = sign_flips(rows)
+    if flips:
+        names = " and ".join(r["title"] for r in flips)
+        parts.append(f"on {names} one run finds pre-training ahead and the other behind")
+    text = "; ".join(parts) + "." if parts else ""
+    if big is not None:
+        text += (
+            f" A difference of {abs(big['change']):.1f} points between two records of different "
+            "settings can therefore be chance alone: a single run ranks settings only where they "
+            "differ by more."
+        )
+    end = next((r for r in rows if r.get("end_to_end")), None)
+    if end is not None:
+        text += f" End to end the second run took {end['again']:.1f} minutes, the record {end['first']:.1f}"
+        if limit_minutes is not None:
+            verdict = "within" if end["again"] <= limit_minutes else "over"
+            text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
+        text += "."
+    return text.strip()
+
+
+def gains_note(rows: Sequence[dict[str, Any]]) -> str:
+    """One sentence for under the record's table of gains: how far the same settings made again
+    moved them (the median and the largest move), or "" without gain rows."""
+    big = largest_gain_move(rows)
+    if big is None:
+        return ""
+    median = median_gain_move(rows)
+    flips = sign_flips(rows)
+    text = (
+        f"Each gain is one run's. The same pipeline made again with the same settings moved them by "
+        f"{median:.1f} points in the median task and by up to {abs(big['change']):.1f} "
+        f"({big['title']}: {_signed(big['first'])} then {_signed(big['again'])})"
+    )
+    if flips:
+        text += f", and on {' and '.join(r['title'] for r in flips)} the sign of the gain turned"
+    return text + "."

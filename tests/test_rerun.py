@@ -1,0 +1,202 @@
+"""The same reference run made twice: rows, table and reading of bertlab.experiments.rerun."""
+
+from __future__ import annotations
+
+import pytest
+
+from bertlab import files
+from bertlab.experiments import rerun
+from bertlab.experiments.reference import ReferenceRun
+
+SETTINGS = {"preset": "mini", "recipe": "cpu", "minutes": 50.0, "seeds": [0, 1, 2], "squad": True}
+
+
+def _arm(task, metric, scores, n=None):
+    return {
+        "task": task,
+        "main_metric": metric,
+        "median": sorted(scores)[len(scores) // 2],
+        "scores": scores,
+        "config": {"max_train_examples": n},
+    }
+
+
+def make_run(folder, *, acc, steps, sst2, mrpc, conll, stages, settings=None, wall=None):
+    """A record folder as reference_run writes it, holding only what the comparison reads:
+    `sst2` {n: (pretrained scores, scratch scores)}, `mrpc` / `conll` (pretrained, scratch)."""
+    folder.mkdir(parents=True)
+    files.write_json(
+        folder / "provenance.json",
+        {
+            "settings": {"out": str(folder), **(settings or SETTINGS)},
+            "wall_time_s": wall if wall is not None else sum(stages.values()) + 30.0,
+            "stage_times_s": stages,
+            "pretraining": {
+                "steps": steps,
+                "tokens": steps * 8192,
+                "final_heldout": {"mlm_acc": acc, "mlm_acc_mask": acc - 0.06},
+            },
+        },
+    )
+    files.write_json(
+        folder / "sst2_curve.json",
+        [
+            {
+                "train_examples": n,
+                "pretrained": _arm("sst2", "accuracy", p, n),
+                "scratch": _arm("sst2", "accuracy", s, n),
+            }
+            for n, (p, s) in sst2.items()
+        ],
+    )
+    files.write_json(
+        folder / "finetune_results.json",
+        {
+            "mrpc_pretrained": _arm("mrpc", "f1", mrpc[0]),
+            "mrpc_scratch": _arm("mrpc", "f1", mrpc[1]),
+            "conll2003": {
+                "pretrained": _arm("conll2003", "f1", conll[0]),
+                "scratch": _arm("conll2003", "f1", conll[1]),
+            },
+        },
+    )
+    return ReferenceRun(folder)
+
+
+STAGES = {"pretrain_with_data_s": 3000.0, "sst2_500_s": 100.0, "sst2_2000_s": 140.0, "mrpc_s": 400.0, "rte_s": 360.0}
+
+
+@pytest.fixture
+def pair(tmp_path):
+    first = make_run(
+        tmp_path / "first",
+        acc=0.393,
+        steps=3350,
+        sst2={500: ([62.0, 61.0, 63.0], [64.0, 63.0, 65.0]), 2000: ([73.0, 72.0, 74.0], [70.0, 71.0, 69.0])},
+        mrpc=([78.0, 77.0, 79.0], [79.0, 78.0, 80.0]),
+        conll=([81.0, 82.0, 80.0], [64.0, 63.0, 65.0]),
+        stages={**STAGES, "conll2003_s": 900.0},
+    )
+    again = make_run(
+        tmp_path / "again",
+        acc=0.387,
+        steps=3747,
+        sst2={500: ([64.0, 65.0, 66.0], [63.0, 62.0, 64.0]), 2000: ([73.5, 72.5, 74.5], [70.0, 71.0, 69.0])},
+        mrpc=([79.0, 78.0, 80.0], [78.0, 77.0, 79.0]),
+        conll=([81.0, 82.0, 80.0], [64.0, 63.0, 65.0]),
+        stages={**STAGES, "mrpc_s": 300.0, "rte_s": 270.0, "conll2003_s": 900.0},
+    )
+    return first, again
+
+
+def test_rows_pair_each_measure_of_the_two_runs(pair):
+    first, again = pair
+    rows = {r["measure"]: r for r in rerun.rerun_rows(first, again)}
+    held = rows["held-out MLM accuracy, every chosen position (%)"]
+    assert (held["first"], held["again"], held["change"]) == pytest.approx((39.3, 38.7, -0.6))
+    assert rows["held-out MLM accuracy, [MASK] positions only (%)"]["again"] == pytest.approx(32.7)
+    assert rows["pretraining steps"]["change"] == 397
+    sst500 = rows["gain on SST-2 with 500 sentences (accuracy, points)"]
+    assert (sst500["first"], sst500["again"], sst500["change"]) == pytest.approx((-2.0, 2.0, 4.0))
+    assert sst500["task"] == "sst2" and sst500["train_examples"] == 500
+    assert rows["gain on MRPC (F1, points)"]["change"] == pytest.approx(2.0)
+    assert rows["gain on CoNLL-2003 (F1, points)"]["change"] == pytest.approx(0.0)
+    # the classifiers' stage: SST-2's sizes, MRPC and RTE; the second run took 190 s less
+    # (SQuAD was run by neither, so it has no row)
+    assert rows["minutes: SST-2, MRPC and RTE"]["change"] == pytest.approx(-190 / 60)
+    assert "minutes: SQuAD v1.1" not in rows
+    end = rows["minutes: end to end"]
+    assert end["end_to_end"] and end["change"] == pytest.approx(-190 / 60)
+
+
+def test_table_and_reading_are_generated_from_the_rows(pair):
+    rows = rerun.rerun_rows(*pair)
+    table = rerun.rerun_table(rows).splitlines()
+    assert table[0] == "| measure | the record | run again | difference |"
+    assert "| pretraining steps | 3,350 | 3,747 | +397 |" in table
+    assert "| gain on CoNLL-2003 (F1, points) | +17.0 | +17.0 | 0.0 |" in table  # never "-0.0"
+    text = rerun.rerun_reading(rows, limit_minutes=100)
+    assert text.startswith(
+        "Made again with the same settings, the pipeline ends its pretraining at 38.7% held-out MLM "
+        "accuracy against the record's 39.3% (-0.6 points)"
+    )
+    # moves 4.0 (SST-2 500), 0.5 (SST-2 2,000), 2.0 (MRPC), 0.0 (CoNLL): the lower median is 0.5
+    assert (
+        "gains move by 0.5 points in the median task and by up to 4.0 (SST-2 with 500 sentences: -2.0 then +2.0)"
+        in text
+    )
+    assert "on SST-2 with 500 sentences and MRPC one run finds pre-training ahead and the other behind" in text
+    assert "A difference of 4.0 points between two records of different settings can therefore be chance" in text
+    assert text.endswith(
+        f"End to end the second run took {rows[-1]['again']:.1f} minutes, the record "
+        f"{rows[-1]['first']:.1f} (within the 100 minutes the pipeline is meant to fit)."
+    )
+    assert "over the 60 minutes" in rerun.rerun_reading(rows, limit_minutes=60)
+    assert rerun.rerun_reading([]) == ""
+
+
+def test_runs_of_different_settings_are_refused(tmp_path, pair):
+    first, _ = pair
+    other = make_run(
+        tmp_path / "other",
+        acc=0.4,
+        steps=3000,
+        sst2={},
+        mrpc=([1.0], [1.0]),
+        conll=([1.0], [1.0]),
+        stages=STAGES,
+        settings={**SETTINGS, "minutes": 60.0, "squad": False},
+    )
+    assert rerun.settings_differences(first, other) == ["minutes: 50.0 -> 60.0"]  # squad: which tasks ran
+    with pytest.raises(ValueError, match=r"not made with the same settings \(minutes: 50.0 -> 60.0\).*pilots"):
+        rerun.rerun_rows(first, other)
+
+
+def test_end_to_end_compares_only_runs_of_the_same_stages(tmp_path, pair):
+    first, _ = pair
+    shorter = make_run(
+        tmp_path / "shorter",
+        acc=0.38,
+        steps=3000,
+        sst2={500: ([60.0], [60.0])},
+        mrpc=([1.0], [1.0]),
+        conll=([1.0], [1.0]),
+        stages=STAGES,  # no CoNLL-2003 stage
+    )
+    rows = rerun.rerun_rows(first, shorter)
+    assert not any(r.get("end_to_end") for r in rows)
+    assert "End to end" not in rerun.rerun_reading(rows, limit_minutes=100)
+    assert [r["measure"] for r in rows if r["kind"] == "minutes"] == [
+        "minutes: pretraining, with its data",
+        "minutes: SST-2, MRPC and RTE",
+    ]
+
+
+def test_find_again_only_returns_a_run_of_the_records_settings(tmp_path, pair):
+    first, again = pair
+    assert rerun.find_again(first, again.path).path == again.path
+    assert rerun.find_again(None, again.path) is None  # no record
+    assert rerun.find_again(first, tmp_path / "absent") is None  # no second run
+    other = make_run(
+        tmp_path / "other",
+        acc=0.4,
+        steps=3000,
+        sst2={},
+        mrpc=([1.0], [1.0]),
+        conll=([1.0], [1.0]),
+        stages=STAGES,
+        settings={**SETTINGS, "seeds": [0]},
+    )
+    assert rerun.find_again(first, other.path) is None  # a record made with other settings
+
+
+def test_gains_note_for_under_the_records_table(pair):
+    rows = rerun.rerun_rows(*pair)
+    assert rerun.gains_note(rows) == (
+        "Each gain is one run's. The same pipeline made again with the same settings moved them by "
+        "0.5 points in the median task and by up to 4.0 (SST-2 with 500 sentences: -2.0 then +2.0), "
+        "and on SST-2 with 500 sentences and MRPC the sign of the gain turned."
+    )
+    steady = [dict(r, again=r["first"] + 0.25, change=0.25) if r["kind"] == "gain" else r for r in rows]
+    assert rerun.gains_note(steady).endswith("by up to 0.2 (SST-2 with 500 sentences: -2.0 then -1.8).")
+    assert rerun.gains_note([r for r in rows if r["kind"] != "gain"]) == ""
