@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bertlab import files
@@ -21,10 +23,14 @@ def _arm(task, metric, scores, n=None):
     }
 
 
-def make_run(folder, *, acc, steps, sst2, mrpc, conll, stages, settings=None, wall=None):
+def make_run(folder, *, acc, steps, sst2, mrpc, conll, stages, settings=None, wall=None, speeds=()):
     """A record folder as reference_run writes it, holding only what the comparison reads:
-    `sst2` {n: (pretrained scores, scratch scores)}, `mrpc` / `conll` (pretrained, scratch)."""
+    `sst2` {n: (pretrained scores, scratch scores)}, `mrpc` / `conll` (pretrained, scratch), and
+    a pretraining log whose lines ran at `speeds` tokens/s."""
     folder.mkdir(parents=True)
+    lines = [{"step": 50 * (i + 1), "split": "train", "tokens_per_s": v} for i, v in enumerate(speeds)]
+    lines.append({"step": steps, "split": "eval", "mlm_acc": acc})
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     files.write_json(
         folder / "provenance.json",
         {
@@ -76,6 +82,7 @@ def pair(tmp_path):
         mrpc=([78.0, 77.0, 79.0], [79.0, 78.0, 80.0]),
         conll=([81.0, 82.0, 80.0], [64.0, 63.0, 65.0]),
         stages={**STAGES, "conll2003_s": 900.0},
+        speeds=(10000.0, 11000.0, 10500.0),
     )
     again = make_run(
         tmp_path / "again",
@@ -85,6 +92,7 @@ def pair(tmp_path):
         mrpc=([79.0, 78.0, 80.0], [78.0, 77.0, 79.0]),
         conll=([81.0, 82.0, 80.0], [64.0, 63.0, 65.0]),
         stages={**STAGES, "mrpc_s": 300.0, "rte_s": 270.0, "conll2003_s": 900.0},
+        speeds=(9000.0, 8800.0, 9100.0),
     )
     return first, again
 
@@ -96,6 +104,8 @@ def test_rows_pair_each_measure_of_the_two_runs(pair):
     assert (held["first"], held["again"], held["change"]) == pytest.approx((39.3, 38.7, -0.6))
     assert rows["held-out MLM accuracy, [MASK] positions only (%)"]["again"] == pytest.approx(32.7)
     assert rows["pretraining steps"]["change"] == 397
+    speed = rows["pretraining tokens/s (median of the log)"]  # the eval line has no speed
+    assert (speed["first"], speed["again"]) == (10500.0, 9000.0)
     sst500 = rows["gain on SST-2 with 500 sentences (accuracy, points)"]
     assert (sst500["first"], sst500["again"], sst500["change"]) == pytest.approx((-2.0, 2.0, 4.0))
     assert sst500["task"] == "sst2" and sst500["train_examples"] == 500
@@ -114,11 +124,13 @@ def test_table_and_reading_are_generated_from_the_rows(pair):
     table = rerun.rerun_table(rows).splitlines()
     assert table[0] == "| measure | the record | run again | difference |"
     assert "| pretraining steps | 3,350 | 3,747 | +397 |" in table
+    assert "| pretraining tokens/s (median of the log) | 10,500 | 9,000 | -1,500 |" in table
     assert "| gain on CoNLL-2003 (F1, points) | +17.0 | +17.0 | 0.0 |" in table  # never "-0.0"
     text = rerun.rerun_reading(rows, limit_minutes=100)
     assert text.startswith(
         "Made again with the same settings, the pipeline ends its pretraining at 38.7% held-out MLM "
-        "accuracy against the record's 39.3% (-0.6 points)"
+        "accuracy against the record's 39.3% (-0.6 points), after 3,747 steps against 3,350 (its machine "
+        "trained at 9.0k tokens/s against 10.5k: a time budget buys as many steps as the machine's speed allows);"
     )
     # moves 4.0 (SST-2 500), 0.5 (SST-2 2,000), 2.0 (MRPC), 0.0 (CoNLL): the lower median is 0.5
     assert (
@@ -152,7 +164,7 @@ def test_runs_of_different_settings_are_refused(tmp_path, pair):
         rerun.rerun_rows(first, other)
 
 
-def test_end_to_end_compares_only_runs_of_the_same_stages(tmp_path, pair):
+def test_end_to_end_leaves_out_a_stage_only_one_run_ran(tmp_path, pair):
     first, _ = pair
     shorter = make_run(
         tmp_path / "shorter",
@@ -161,15 +173,23 @@ def test_end_to_end_compares_only_runs_of_the_same_stages(tmp_path, pair):
         sst2={500: ([60.0], [60.0])},
         mrpc=([1.0], [1.0]),
         conll=([1.0], [1.0]),
-        stages=STAGES,  # no CoNLL-2003 stage
+        stages=STAGES,  # stopped before CoNLL-2003
+        wall=4000.0,
     )
     rows = rerun.rerun_rows(first, shorter)
-    assert not any(r.get("end_to_end") for r in rows)
-    assert "End to end" not in rerun.rerun_reading(rows, limit_minutes=100)
-    assert [r["measure"] for r in rows if r["kind"] == "minutes"] == [
+    end = rows[-1]
+    assert end["measure"] == "minutes: end to end, without CoNLL-2003" and end["without"] == ["CoNLL-2003"]
+    first_wall = sum(STAGES.values()) + 900.0 + 30.0  # make_run's wall time: the stages and 30 s
+    assert end["first"] == pytest.approx((first_wall - 900.0) / 60) and end["again"] == pytest.approx(4000 / 60)
+    text = rerun.rerun_reading(rows, limit_minutes=60)
+    assert text.endswith(
+        f"End to end without CoNLL-2003 the second run took 66.7 minutes, the record {end['first']:.1f}."
+    )
+    assert [r["measure"] for r in rows if r["kind"] == "minutes"][:2] == [
         "minutes: pretraining, with its data",
         "minutes: SST-2, MRPC and RTE",
-    ]
+    ]  # no CoNLL-2003 row: one run lacks it
+    assert rows[-2]["measure"] == "minutes: SST-2, MRPC and RTE"
 
 
 def test_find_again_only_returns_a_run_of_the_records_settings(tmp_path, pair):
@@ -200,3 +220,26 @@ def test_gains_note_for_under_the_records_table(pair):
     steady = [dict(r, again=r["first"] + 0.25, change=0.25) if r["kind"] == "gain" else r for r in rows]
     assert rerun.gains_note(steady).endswith("by up to 0.2 (SST-2 with 500 sentences: -2.0 then -1.8).")
     assert rerun.gains_note([r for r in rows if r["kind"] != "gain"]) == ""
+
+
+def test_the_recorded_rerun_reads_beside_the_record():
+    """The committed second run of the record's settings, if this checkout has one for its record:
+    every gain the record holds has its twin, and the readings are built from those rows."""
+    from bertlab.experiments import reference
+
+    run = reference.find()
+    again = rerun.find_again(run)
+    if again is None:
+        pytest.skip("no second run of the record's settings in this checkout")
+    rows = rerun.rerun_rows(run, again)
+    gains = [r for r in rows if r["kind"] == "gain"]
+    assert {(r["task"], r["train_examples"]) for r in gains} == {
+        (g["task"], g["train_examples"]) for g in run.gains()
+    }  # the second run fine-tuned everything the record did
+    for r in gains:
+        assert r["change"] == pytest.approx(r["again"] - r["first"])
+    held = rows[0]
+    assert held["kind"] == "heldout" and 0 < held["again"] < 100
+    text = rerun.rerun_reading(rows, limit_minutes=100)
+    assert f"{held['again']:.1f}% held-out MLM accuracy against the record's {held['first']:.1f}%" in text
+    assert rerun.gains_note(rows).startswith("Each gain is one run's.")

@@ -75,6 +75,13 @@ def check_same_settings(first: ReferenceRun, again: ReferenceRun) -> None:
         )
 
 
+def median_tokens_per_s(run: ReferenceRun) -> float | None:
+    """The median tokens/s of a run's pretraining log lines (None without any): how fast its
+    machine trained, the reason a time budget buys one run more steps than another."""
+    speeds = sorted(r["tokens_per_s"] for r in run.metrics() if r.get("split") == "train" and r.get("tokens_per_s"))
+    return speeds[len(speeds) // 2] if speeds else None
+
+
 def _stage_minutes(first: ReferenceRun, again: ReferenceRun, keys: Sequence[str]) -> tuple[float, float] | None:
     """Both runs' minutes in the stages `keys` that either recorded, or None unless both recorded
     the same ones (at least one)."""
@@ -99,12 +106,12 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     """One row per measure both runs recorded: {"measure", "kind", "first", "again", "change"}.
 
     kind "heldout" (held-out MLM accuracy in %, over every chosen position and at the [MASK]
-    positions only), "pretraining" (steps; tokens in millions), "gain" (pre-training's gain in
-    points on each fine-tuning the runs share, matched by task and number of labelled examples;
-    such a row also holds "task", "train_examples" and "title", the task in words), "minutes"
-    (each group of STAGES, and the whole run end to end when both ran the same stages). A measure
-    one of the runs lacks is left out. Raises ValueError when the runs' settings differ
-    (`check_same_settings`)."""
+    positions only), "pretraining" (steps; tokens in millions; the median tokens/s of the log),
+    "gain" (pre-training's gain in points on each fine-tuning the runs share, matched by task and
+    number of labelled examples; such a row also holds "task", "train_examples" and "title", the
+    task in words), "minutes" (each group of STAGES, and the whole run end to end, less any stage
+    only one of them ran: "without" names those). A measure one of the runs lacks is left out.
+    Raises ValueError when the runs' settings differ (`check_same_settings`)."""
     check_same_settings(first, again)
     rows: list[dict[str, Any]] = []
     pa, pb = first.provenance.get("pretraining", {}), again.provenance.get("pretraining", {})
@@ -116,6 +123,9 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
         rows.append(_row("pretraining steps", "pretraining", pa["steps"], pb["steps"]))
     if "tokens" in pa and "tokens" in pb:
         rows.append(_row("pretraining tokens (millions)", "pretraining", pa["tokens"] / 1e6, pb["tokens"] / 1e6))
+    speeds = [median_tokens_per_s(r) for r in (first, again)]
+    if None not in speeds:
+        rows.append(_row("pretraining tokens/s (median of the log)", "pretraining", *speeds))
     theirs = {(g["task"], g["train_examples"]): g for g in again.gains()}
     for g in first.gains():
         other = theirs.get((g["task"], g["train_examples"]))
@@ -141,14 +151,26 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
         if both is not None:
             rows.append(_row(f"minutes: {label}", "minutes", *both))
     wa, wb = first.provenance.get("wall_time_s"), again.provenance.get("wall_time_s")
-    same_stages = set(first.provenance.get("stage_times_s") or {}) == set(again.provenance.get("stage_times_s") or {})
-    if wa is not None and wb is not None and same_stages:  # end to end compares only the same pipeline
-        rows.append(_row("minutes: end to end", "minutes", wa / 60, wb / 60, end_to_end=True))
+    if wa is not None and wb is not None:
+        ta, tb = (r.provenance.get("stage_times_s") or {} for r in (first, again))
+        # a stage only one run ran (a run stopped before SQuAD) leaves that run's wall time
+        # without it, so that both ends measure the same pipeline
+        only_a, only_b = [k for k in ta if k not in tb], [k for k in tb if k not in ta]
+        wa, wb = wa - sum(ta[k] for k in only_a), wb - sum(tb[k] for k in only_b)
+        left_out = [label for label, keys in STAGES if any(k in only_a + only_b for k in keys)]
+        others = [k for k in only_a + only_b if not any(k in keys for _, keys in STAGES)]
+        measure = "minutes: end to end" + (f", without {' and '.join(left_out + others)}" if only_a + only_b else "")
+        rows.append(_row(measure, "minutes", wa / 60, wb / 60, end_to_end=True, without=left_out + others))
     return rows
 
 
+def _counted(row: dict[str, Any]) -> bool:
+    """Whether a row's figures are whole counts (steps, tokens/s), written without decimals."""
+    return row["measure"] == "pretraining steps" or row["measure"].startswith("pretraining tokens/s")
+
+
 def _figure(row: dict[str, Any], value: float) -> str:
-    if row["measure"] == "pretraining steps":
+    if _counted(row):
         return f"{value:,.0f}"
     if row["kind"] == "gain":
         return _signed(value)
@@ -159,11 +181,7 @@ def rerun_table(rows: Sequence[dict[str, Any]], names: tuple[str, str] = ("the r
     """`rerun_rows` as a Markdown table: the measure, each run's figure and the difference."""
     lines = [f"| measure | {names[0]} | {names[1]} | difference |", "|---|---:|---:|---:|"]
     for r in rows:
-        diff = (
-            ""
-            if r["change"] is None
-            else (f"{r['change']:+,.0f}" if r["measure"] == "pretraining steps" else _signed(r["change"]))
-        )
+        diff = "" if r["change"] is None else (f"{r['change']:+,.0f}" if _counted(r) else _signed(r["change"]))
         lines.append(f"| {r['measure']} | {_figure(r, r['first'])} | {_figure(r, r['again'])} | {diff} |")
     return "\n".join(lines)
 
@@ -188,16 +206,27 @@ def sign_flips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = None) -> str:
     """What running the same settings again changed, in words generated from `rerun_rows`: the
     held-out accuracy, how far the gains moved (the largest move, and any gain whose sign flipped),
-    and the end-to-end time (against `limit_minutes`, if given). Empty without rows."""
+    and the end-to-end time (against `limit_minutes`, if given and both runs ran every stage).
+    Empty without rows."""
     if not rows:
         return ""
     parts = []
     held = next((r for r in rows if r["kind"] == "heldout"), None)
+    steps = next((r for r in rows if r["measure"] == "pretraining steps"), None)
     if held is not None:
-        parts.append(
+        text = (
             f"Made again with the same settings, the pipeline ends its pretraining at {held['again']:.1f}% "
             f"held-out MLM accuracy against the record's {held['first']:.1f}% ({_signed(held['change'])} points)"
         )
+        if steps is not None and steps["change"]:  # a time budget buys what the machine's speed allows
+            text += f", after {steps['again']:,} steps against {steps['first']:,}"
+            speed = next((r for r in rows if r["measure"].startswith("pretraining tokens/s")), None)
+            if speed is not None:
+                text += (
+                    f" (its machine trained at {speed['again'] / 1e3:.1f}k tokens/s against "
+                    f"{speed['first'] / 1e3:.1f}k: a time budget buys as many steps as the machine's speed allows)"
+                )
+        parts.append(text)
     big = largest_gain_move(rows)
     if big is not None:
         median = median_gain_move(rows)
@@ -219,8 +248,9 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
         )
     end = next((r for r in rows if r.get("end_to_end")), None)
     if end is not None:
-        text += f" End to end the second run took {end['again']:.1f} minutes, the record {end['first']:.1f}"
-        if limit_minutes is not None:
+        without = f" without {' and '.join(end['without'])}" if end["without"] else ""
+        text += f" End to end{without} the second run took {end['again']:.1f} minutes, the record {end['first']:.1f}"
+        if limit_minutes is not None and not end["without"]:  # only a whole run is held to the limit
             verdict = "within" if end["again"] <= limit_minutes else "over"
             text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
         text += "."
