@@ -138,7 +138,11 @@ def test_table_and_reading_are_generated_from_the_rows(pair):
         in text
     )
     assert "on SST-2 with 500 sentences and MRPC one run finds pre-training ahead and the other behind" in text
-    assert "A difference of 4.0 points between two records of different settings can therefore be chance" in text
+    assert (
+        "A difference of 4.0 points between two records of different settings can therefore arise with no change"
+        in text
+    )
+    assert "stopped before" not in text  # both runs fine-tuned the same tasks
     assert text.endswith(
         f"End to end the second run took {rows[-1]['again']:.1f} minutes, the record "
         f"{rows[-1]['first']:.1f} (within the 100 minutes the pipeline is meant to fit)."
@@ -190,6 +194,10 @@ def test_end_to_end_leaves_out_a_stage_only_one_run_ran(tmp_path, pair):
         "minutes: SST-2, MRPC and RTE",
     ]  # no CoNLL-2003 row: one run lacks it
     assert rows[-2]["measure"] == "minutes: SST-2, MRPC and RTE"
+    missing = [r for r in rows if r["kind"] == "not run again"]  # the record's SST-2 at 2,000
+    assert [(r["title"], r["first"], r["again"]) for r in missing] == [("SST-2 with 2,000 sentences", 3.0, None)]
+    assert "| gain on SST-2 with 2,000 sentences (accuracy, points) | +3.0 | not run |  |" in rerun.rerun_table(rows)
+    assert "The second run stopped before SST-2 with 2,000 sentences, which it does not compare." in text
 
 
 def test_find_again_only_returns_a_run_of_the_records_settings(tmp_path, pair):
@@ -233,9 +241,10 @@ def test_the_recorded_rerun_reads_beside_the_record():
         pytest.skip("no second run of the record's settings in this checkout")
     rows = rerun.rerun_rows(run, again)
     gains = [r for r in rows if r["kind"] == "gain"]
-    assert {(r["task"], r["train_examples"]) for r in gains} == {
+    rows_of_the_record = [r for r in rows if r["kind"] in ("gain", "not run again")]
+    assert [(r["task"], r["train_examples"]) for r in rows_of_the_record] == [
         (g["task"], g["train_examples"]) for g in run.gains()
-    }  # the second run fine-tuned everything the record did
+    ]  # every fine-tuning of the record has its row, compared where the second run made it too
     for r in gains:
         assert r["change"] == pytest.approx(r["again"] - r["first"])
     held = rows[0]

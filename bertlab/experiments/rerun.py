@@ -109,7 +109,8 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     positions only), "pretraining" (steps; tokens in millions; the median tokens/s of the log),
     "gain" (pre-training's gain in points on each fine-tuning the runs share, matched by task and
     number of labelled examples; such a row also holds "task", "train_examples" and "title", the
-    task in words), "minutes" (each group of STAGES, and the whole run end to end, less any stage
+    task in words; kind "not run again", with `again` None, for a fine-tuning of the record the
+    second run did not make), "minutes" (each group of STAGES, and the whole run end to end, less any stage
     only one of them ran: "without" names those). A measure one of the runs lacks is left out.
     Raises ValueError when the runs' settings differ (`check_same_settings`)."""
     check_same_settings(first, again)
@@ -129,8 +130,6 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     theirs = {(g["task"], g["train_examples"]): g for g in again.gains()}
     for g in first.gains():
         other = theirs.get((g["task"], g["train_examples"]))
-        if other is None:
-            continue
         n = g["train_examples"]
         title = TASK_TITLES.get(g["task"], g["task"])
         if g["task"] == "sst2" and n:  # SST-2's learning curve: one row per number of sentences
@@ -138,9 +137,9 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
         rows.append(
             _row(
                 f"gain on {title} ({_METRICS.get(g['metric'], g['metric'])}, points)",
-                "gain",
+                "gain" if other is not None else "not run again",  # the second run stopped before it
                 g["gain"],
-                other["gain"],
+                other["gain"] if other is not None else None,
                 task=g["task"],
                 train_examples=n,
                 title=title,
@@ -169,10 +168,12 @@ def _counted(row: dict[str, Any]) -> bool:
     return row["measure"] == "pretraining steps" or row["measure"].startswith("pretraining tokens/s")
 
 
-def _figure(row: dict[str, Any], value: float) -> str:
+def _figure(row: dict[str, Any], value: float | None) -> str:
+    if value is None:
+        return "not run"
     if _counted(row):
         return f"{value:,.0f}"
-    if row["kind"] == "gain":
+    if row["kind"] in ("gain", "not run again"):
         return _signed(value)
     return f"{value:.1f}"
 
@@ -243,9 +244,12 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
     if big is not None:
         text += (
             f" A difference of {abs(big['change']):.1f} points between two records of different "
-            "settings can therefore be chance alone: a single run ranks settings only where they "
-            "differ by more."
+            "settings can therefore arise with no change of settings at all: a single run ranks "
+            "settings only where they differ by more."
         )
+    missing = [r["title"] for r in rows if r["kind"] == "not run again"]
+    if missing:
+        text += f" The second run stopped before {' and '.join(missing)}, which it does not compare."
     end = next((r for r in rows if r.get("end_to_end")), None)
     if end is not None:
         without = f" without {' and '.join(end['without'])}" if end["without"] else ""
