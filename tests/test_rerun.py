@@ -69,6 +69,13 @@ def make_run(folder, *, acc, steps, sst2, mrpc, conll, stages, settings=None, wa
     return ReferenceRun(folder)
 
 
+def other_run(folder, **changes):
+    """A run whose fine-tuned scores do not matter to the test: `changes` replace make_run's
+    arguments (settings, stages, sst2, wall, ...)."""
+    args = dict(acc=0.4, steps=3000, sst2={}, mrpc=([1.0], [1.0]), conll=([1.0], [1.0]), stages=STAGES)
+    return make_run(folder, **{**args, **changes})
+
+
 STAGES = {"pretrain_with_data_s": 3000.0, "sst2_500_s": 100.0, "sst2_2000_s": 140.0, "mrpc_s": 400.0, "rte_s": 360.0}
 
 
@@ -153,16 +160,7 @@ def test_table_and_reading_are_generated_from_the_rows(pair):
 
 def test_runs_of_different_settings_are_refused(tmp_path, pair):
     first, _ = pair
-    other = make_run(
-        tmp_path / "other",
-        acc=0.4,
-        steps=3000,
-        sst2={},
-        mrpc=([1.0], [1.0]),
-        conll=([1.0], [1.0]),
-        stages=STAGES,
-        settings={**SETTINGS, "minutes": 60.0, "squad": False},
-    )
+    other = other_run(tmp_path / "other", settings={**SETTINGS, "minutes": 60.0, "squad": False})
     assert rerun.settings_differences(first, other) == ["minutes: 50.0 -> 60.0"]  # squad: which tasks ran
     with pytest.raises(ValueError, match=r"not made with the same settings \(minutes: 50.0 -> 60.0\).*pilots"):
         rerun.rerun_rows(first, other)
@@ -170,16 +168,7 @@ def test_runs_of_different_settings_are_refused(tmp_path, pair):
 
 def test_end_to_end_leaves_out_a_stage_only_one_run_ran(tmp_path, pair):
     first, _ = pair
-    shorter = make_run(
-        tmp_path / "shorter",
-        acc=0.38,
-        steps=3000,
-        sst2={500: ([60.0], [60.0])},
-        mrpc=([1.0], [1.0]),
-        conll=([1.0], [1.0]),
-        stages=STAGES,  # stopped before CoNLL-2003
-        wall=4000.0,
-    )
+    shorter = other_run(tmp_path / "shorter", sst2={500: ([60.0], [60.0])}, wall=4000.0)  # stopped before CoNLL
     rows = rerun.rerun_rows(first, shorter)
     end = rows[-1]
     assert end["measure"] == "minutes: end to end, without CoNLL-2003" and end["without"] == ["CoNLL-2003"]
@@ -205,16 +194,7 @@ def test_find_again_only_returns_a_run_of_the_records_settings(tmp_path, pair):
     assert rerun.find_again(first, again.path).path == again.path
     assert rerun.find_again(None, again.path) is None  # no record
     assert rerun.find_again(first, tmp_path / "absent") is None  # no second run
-    other = make_run(
-        tmp_path / "other",
-        acc=0.4,
-        steps=3000,
-        sst2={},
-        mrpc=([1.0], [1.0]),
-        conll=([1.0], [1.0]),
-        stages=STAGES,
-        settings={**SETTINGS, "seeds": [0]},
-    )
+    other = other_run(tmp_path / "other", settings={**SETTINGS, "seeds": [0]})
     assert rerun.find_again(first, other.path) is None  # a record made with other settings
 
 
