@@ -18,6 +18,7 @@ again (`data/pilots/record7-again/`).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -195,8 +196,16 @@ def largest_gain_move(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 def median_gain_move(rows: Sequence[dict[str, Any]]) -> float | None:
     """The median (the lower one of an even count) of how far each gain moved, in points."""
-    moves = sorted(abs(r["change"]) for r in rows if r["kind"] == "gain")
-    return moves[(len(moves) - 1) // 2] if moves else None
+    moves = [abs(r["change"]) for r in rows if r["kind"] == "gain"]
+    return statistics.median_low(moves) if moves else None
+
+
+def _moves_words(rows: Sequence[dict[str, Any]], big: dict[str, Any]) -> str:
+    """ "0.7 points in the median task and by up to 1.9 (MRPC: +1.2 then -0.8)"."""
+    return (
+        f"{median_gain_move(rows):.1f} points in the median task and by up to {abs(big['change']):.1f} "
+        f"({big['title']}: {_signed(big['first'])} then {_signed(big['again'])})"
+    )
 
 
 def sign_flips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -230,12 +239,7 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
         parts.append(text)
     big = largest_gain_move(rows)
     if big is not None:
-        median = median_gain_move(rows)
-        parts.append(
-            f"pre-training's gains move by {median:.1f} points in the median task and by up to "
-            f"{abs(big['change']):.1f} ({big['title']}: "
-            f"{_signed(big['first'])} then {_signed(big['again'])})"
-        )
+        parts.append(f"pre-training's gains move by {_moves_words(rows, big)}")
     flips = sign_flips(rows)
     if flips:
         names = " and ".join(r["title"] for r in flips)
@@ -267,12 +271,9 @@ def gains_note(rows: Sequence[dict[str, Any]]) -> str:
     big = largest_gain_move(rows)
     if big is None:
         return ""
-    median = median_gain_move(rows)
     flips = sign_flips(rows)
-    text = (
-        f"Each gain is one run's. The same pipeline made again with the same settings moved them by "
-        f"{median:.1f} points in the median task and by up to {abs(big['change']):.1f} "
-        f"({big['title']}: {_signed(big['first'])} then {_signed(big['again'])})"
+    text = "Each gain is one run's. The same pipeline made again with the same settings moved them by " + _moves_words(
+        rows, big
     )
     if flips:
         text += f", and on {' and '.join(r['title'] for r in flips)} the sign of the gain turned"
