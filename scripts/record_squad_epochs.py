@@ -11,6 +11,10 @@ earlier ones are read off the way (the learning rate still decaying towards E ep
     python scripts/record_squad_epochs.py --epochs 4 --arms pretrained scratch
     python scripts/record_squad_epochs.py --epochs 2 --max-len 128 --out data/pilots/squad_lr.jsonl
     python scripts/record_squad_epochs.py --epochs 1 --max-train 16 --max-eval 8 --out /tmp/x.jsonl
+    python scripts/record_squad_epochs.py --epochs 2 --max-len 128 --record data/pilots/record7-again
+
+With --record another recorded run's weights fine-tune instead of the record's; each row names
+the folder its pre-trained arm came from ("record").
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ from bertlab.training.finetune import FinetuneConfig, finetune
 ARMS = ("pretrained", "scratch")
 
 
+def _shown(folder: Path) -> str:
+    """`folder` relative to the working directory where it lies below it, else as given."""
+    folder = Path(folder).resolve()
+    try:
+        return str(folder.relative_to(Path.cwd()))
+    except ValueError:
+        return str(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--epochs", type=int, default=4, help="epochs of the one schedule (default 4)")
@@ -41,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--doc-stride", type=int, default=None, help="tokens between window starts (default max-len / 2)")
     p.add_argument("--max-train", type=int, default=None, help="the first N training questions (a quick check)")
     p.add_argument("--max-eval", type=int, default=None, help="the first N held-out questions")
+    p.add_argument("--record", default=None, help="a recorded run's folder (default: the book's record)")
     p.add_argument("--out", default=str(pilots.PILOTS_DIR / "squad_epochs.jsonl"))
     a = p.parse_args(argv)
     if a.epochs < 1:
@@ -49,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < stride < a.max_len or a.max_len > 512:
         p.error(f"--doc-stride {stride} must be between 1 and --max-len {a.max_len} (at most 512) less one")
 
-    run = reference.find()
+    run = reference.find(a.record)
     if run is None or run.smoke:
-        raise SystemExit("no recorded reference run in data/reference_run/: nothing to fine-tune")
+        raise SystemExit(f"no recorded reference run in {a.record or 'data/reference_run/'}: nothing to fine-tune")
     folder = run.model_folder()
     s = SQUAD_CPU
     train, held = split_by_article(
@@ -64,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         meta = {
             "about": "SQuAD v1.1 on chapter 13's by-article split of dev (bertlab.tasks.squad.split_by_article), "
             "fine-tuned with reference_run.SQUAD_CPU's recipe for the epochs named in each row, the dev "
-            "questions held out scored after every epoch; 'pretrained' starts from data/reference_run, "
-            "'scratch' from random weights of the same size and vocabulary (scripts/record_squad_epochs.py)",
+            "questions held out scored after every epoch; 'pretrained' starts from the recorded run each row names "
+            "('record': data/reference_run unless --record), 'scratch' from random weights of its size and "
+            "vocabulary (scripts/record_squad_epochs.py)",
             "record_git_commit": run.provenance.get("git_commit"),
         }
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -89,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         (one,) = result.runs
         row = {
             "init": arm,
+            "record": _shown(run.path),
             "epochs": a.epochs,
             "lr": a.lr,
             "max_len": a.max_len,

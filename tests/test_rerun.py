@@ -189,6 +189,82 @@ def test_end_to_end_leaves_out_a_stage_only_one_run_ran(tmp_path, pair):
     assert "The second run stopped before SST-2 with 2,000 sentences, which it does not compare." in text
 
 
+def test_a_task_added_later_is_a_stage_of_its_run(tmp_path, pair):
+    first, _ = pair
+    # the first run fine-tuned SQuAD inside its pipeline, the second had it added afterwards
+    prov = json.loads((first.path / "provenance.json").read_text())
+    prov["stage_times_s"]["squad_s"] = 900.0
+    prov["wall_time_s"] += 900.0
+    prov["added_tasks"] = {"squad": {"wall_time_s": 900.0}}  # written by both ways of running it
+    files.write_json(first.path / "provenance.json", prov)
+    later = other_run(tmp_path / "later", stages={**STAGES, "conll2003_s": 900.0}, wall=5000.0)
+    prov = json.loads((later.path / "provenance.json").read_text())
+    prov["added_tasks"] = {"squad": {"wall_time_s": 1020.0}}
+    files.write_json(later.path / "provenance.json", prov)
+    assert rerun.stage_seconds(later)["squad_s"] == 1020.0
+    assert rerun.wall_seconds(later) == 6020.0
+    assert rerun.wall_seconds(first) == prov_wall(first)  # counted once, not again from added_tasks
+    rows = {r["measure"]: r for r in rerun.rerun_rows(first, later)}
+    assert (rows["minutes: SQuAD v1.1"]["first"], rows["minutes: SQuAD v1.1"]["again"]) == (15.0, 17.0)
+    end = rows["minutes: end to end"]  # nothing left out: both ran every stage
+    assert end["without"] == [] and end["again"] == pytest.approx(6020 / 60)
+
+
+def with_squad(run, gain, window, lengths):
+    """`run` given a SQuAD fine-tuning added later (windows of `window` tokens, pre-training's gain
+    `gain`) and a pretraining log whose training lines, 50 steps apart, ran at `lengths`."""
+    lines = [{"step": 50 * (i + 1), "split": "train", "seq_len": n} for i, n in enumerate(lengths)]
+    (run.path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    results = json.loads((run.path / "finetune_results.json").read_text())
+    for arm, f1 in (("pretrained", 10.0 + gain), ("scratch", 10.0)):
+        results[f"squad_{arm}"] = {**_arm("squad", "f1", [f1]), "train_questions": 8333}
+    files.write_json(run.path / "finetune_results.json", results)
+    prov = json.loads((run.path / "provenance.json").read_text())
+    prov["added_tasks"] = {"squad": {"settings": {"max_len": window, "epochs": 2}, "wall_time_s": 600.0}}
+    files.write_json(run.path / "provenance.json", prov)
+    return run
+
+
+def test_a_window_past_the_shorter_phases_is_explained_by_the_longest_phase(pair):
+    first, again = pair
+    with_squad(first, 10.0, 256, [32] * 4 + [128] * 2 + [256] * 3)
+    with_squad(again, 3.0, 256, [32] * 5 + [128] * 2 + [256] * 2)
+    assert rerun.steps_by_length(first) == {32: 250, 128: 100, 256: 100}  # a change counts at its line
+    rows = {r["measure"]: r for r in rerun.rerun_rows(first, again)}
+    longest = rows["pretraining steps on 256-token sequences"]
+    assert (longest["first"], longest["again"], longest["length"]) == (100, 50, 256)
+    squad = rows["gain on SQuAD v1.1 (F1, points)"]
+    assert (squad["kind"], squad["window"], squad["change"]) == ("gain", 256, pytest.approx(-7.0))
+    text = rerun.rerun_reading(list(rows.values()))
+    assert (
+        "SQuAD v1.1 reads windows of 256 tokens, whose positions past 128 only the 256-token sequences "
+        "train: the record trained on those for 100 steps, the second run for 50." in text
+    )
+    # windows the shorter sequences cover too: nothing to explain by the longest phase
+    first, again = (
+        with_squad(ReferenceRun(r.path), gain, 128, [32] * 4 + [128] * 2 + [256] * 3)
+        for r, gain in ((first, 10.0), (again, 3.0))
+    )
+    assert "reads windows" not in rerun.rerun_reading(rerun.rerun_rows(first, again))
+
+
+def test_a_task_added_with_other_settings_is_not_compared(pair):
+    first, again = pair
+    with_squad(first, 10.0, 128, [32, 64])
+    with_squad(again, 3.0, 256, [32, 64])
+    rows = {r["measure"]: r for r in rerun.rerun_rows(first, again)}
+    squad = rows["gain on SQuAD v1.1 (F1, points)"]
+    assert squad["kind"] == "other settings" and "window" not in squad
+    assert rerun.largest_gain_move(list(rows.values()))["task"] != "squad"
+    assert "| gain on SQuAD v1.1 (F1, points) | +10.0 | +3.0 | -7.0 |" in rerun.rerun_table(list(rows.values()))
+    text = rerun.rerun_reading(list(rows.values()))
+    assert "SQuAD v1.1 was fine-tuned with other settings in each run, so its gains are not compared." in text
+
+
+def prov_wall(run):
+    return json.loads((run.path / "provenance.json").read_text())["wall_time_s"]
+
+
 def test_find_again_only_returns_a_run_of_the_records_settings(tmp_path, pair):
     first, again = pair
     assert rerun.find_again(first, again.path).path == again.path

@@ -2,6 +2,7 @@
 epoch of one schedule, each arm appended to a JSONL file as it finishes."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,15 @@ def test_the_window_is_a_setting_of_the_row(script, tmp_path):
 def test_refuses_no_epochs(script, tmp_path):
     with pytest.raises(SystemExit):
         script.main(["--epochs", "0", "--out", str(tmp_path / "x.jsonl")])
+
+
+def test_another_record_fine_tunes_and_each_row_names_it(script, tmp_path):
+    again = script.pilots.PILOTS_DIR / "record7-again"
+    out = tmp_path / "squad_again.jsonl"
+    argv = ["--epochs", "1", "--max-train", "8", "--max-eval", "4", "--record", str(again), "--out", str(out)]
+    assert script.main(argv) == 0
+    meta, row = [json.loads(line) for line in out.read_text().splitlines()]
+    assert Path(row["record"]).resolve() == again.resolve()
+    assert "each row names" in meta["meta"]["about"]
+    with pytest.raises(FileNotFoundError, match="no reference run at"):
+        script.main([*argv[:-4], "--record", str(tmp_path / "none"), "--out", str(out)])

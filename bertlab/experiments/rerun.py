@@ -83,10 +83,46 @@ def median_tokens_per_s(run: ReferenceRun) -> float | None:
     return speeds[len(speeds) // 2] if speeds else None
 
 
+def steps_by_length(run: ReferenceRun) -> dict[int, int]:
+    """How many optimiser steps a run's pretraining took at each sequence length, read off its log:
+    the steps between two training lines count for the length of the earlier one, the phase taken
+    to change at the first line that shows the new length (so to within the log's interval at each
+    change). Empty for a log without lengths."""
+    steps: dict[int, int] = {}
+    last, length = 0, None
+    for line in run.metrics():
+        if line.get("split") == "train" and line.get("seq_len") and line.get("step"):
+            length = length or line["seq_len"]
+            steps[length] = steps.get(length, 0) + line["step"] - last
+            last, length = line["step"], line["seq_len"]
+    return steps
+
+
+def stage_seconds(run: ReferenceRun) -> dict[str, float]:
+    """A run's seconds by stage: provenance["stage_times_s"], and a task added to the record after
+    it was made (`reference-run --add`, under provenance["added_tasks"]) as the stage "<task>_s"
+    with the wall time of its fine-tuning, unless the pipeline timed that stage itself."""
+    times = dict(run.provenance.get("stage_times_s") or {})
+    for task, added in (run.provenance.get("added_tasks") or {}).items():
+        if f"{task}_s" not in times and added.get("wall_time_s") is not None:
+            times[f"{task}_s"] = added["wall_time_s"]
+    return times
+
+
+def wall_seconds(run: ReferenceRun) -> float | None:
+    """A run's seconds end to end: its pipeline's wall time and that of every task added to it
+    later (stage_seconds), or None when the pipeline recorded none."""
+    wall = run.provenance.get("wall_time_s")
+    if wall is None:
+        return None
+    timed = run.provenance.get("stage_times_s") or {}
+    return wall + sum(s for k, s in stage_seconds(run).items() if k not in timed)
+
+
 def _stage_minutes(first: ReferenceRun, again: ReferenceRun, keys: Sequence[str]) -> tuple[float, float] | None:
     """Both runs' minutes in the stages `keys` that either recorded, or None unless both recorded
     the same ones (at least one)."""
-    ta, tb = (r.provenance.get("stage_times_s") or {} for r in (first, again))
+    ta, tb = (stage_seconds(r) for r in (first, again))
     have = [k for k in keys if k in ta]
     if not have or have != [k for k in keys if k in tb]:
         return None
@@ -107,12 +143,16 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     """One row per measure both runs recorded: {"measure", "kind", "first", "again", "change"}.
 
     kind "heldout" (held-out MLM accuracy in %, over every chosen position and at the [MASK]
-    positions only), "pretraining" (steps; tokens in millions; the median tokens/s of the log),
+    positions only), "pretraining" (steps; tokens in millions; the median tokens/s of the log; the
+    steps at each sequence length both logged, `steps_by_length`, with its "length"),
     "gain" (pre-training's gain in points on each fine-tuning the runs share, matched by task and
     number of labelled examples; such a row also holds "task", "train_examples" and "title", the
-    task in words; kind "not run again", with `again` None, for a fine-tuning of the record the
-    second run did not make), "minutes" (each group of STAGES, and the whole run end to end, less any stage
-    only one of them ran: "without" names those). A measure one of the runs lacks is left out.
+    task in words, and for SQuAD "window", the tokens of its windows; kind "not run again", with
+    `again` None, for a fine-tuning of the record the second run did not make, and "other
+    settings" for a task added to both records later with different settings), "minutes" (each
+    group of STAGES, and the whole run end to end, less any stage only one of them ran: "without"
+    names those; a task added to a run later counts as one of its stages, `stage_seconds`). A
+    measure one of the runs lacks is left out.
     Raises ValueError when the runs' settings differ (`check_same_settings`)."""
     check_same_settings(first, again)
     rows: list[dict[str, Any]] = []
@@ -128,6 +168,11 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     speeds = [median_tokens_per_s(r) for r in (first, again)]
     if None not in speeds:
         rows.append(_row("pretraining tokens/s (median of the log)", "pretraining", *speeds))
+    la, lb = steps_by_length(first), steps_by_length(again)
+    for length in sorted(set(la) & set(lb)):
+        rows.append(
+            _row(f"pretraining steps on {length}-token sequences", "pretraining", la[length], lb[length], length=length)
+        )
     theirs = {(g["task"], g["train_examples"]): g for g in again.gains()}
     for g in first.gains():
         other = theirs.get((g["task"], g["train_examples"]))
@@ -135,24 +180,31 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
         title = TASK_TITLES.get(g["task"], g["task"])
         if g["task"] == "sst2" and n:  # SST-2's learning curve: one row per number of sentences
             title += f" with {n:,} sentences"
+        # a task added to the records later has its own settings (SQuAD's windows): both must agree
+        added = [(r.provenance.get("added_tasks") or {}).get(g["task"], {}).get("settings") for r in (first, again)]
+        kind = "gain" if other is not None else "not run again"  # the second run stopped before it
+        if other is not None and added[0] != added[1]:
+            kind = "other settings"
+        extra = {"window": added[0]["max_len"]} if kind == "gain" and (added[0] or {}).get("max_len") else {}
         rows.append(
             _row(
                 f"gain on {title} ({_METRICS.get(g['metric'], g['metric'])}, points)",
-                "gain" if other is not None else "not run again",  # the second run stopped before it
+                kind,
                 g["gain"],
                 other["gain"] if other is not None else None,
                 task=g["task"],
                 train_examples=n,
                 title=title,
+                **extra,
             )
         )
     for label, keys in STAGES:
         both = _stage_minutes(first, again, keys)
         if both is not None:
             rows.append(_row(f"minutes: {label}", "minutes", *both))
-    wa, wb = first.provenance.get("wall_time_s"), again.provenance.get("wall_time_s")
+    wa, wb = wall_seconds(first), wall_seconds(again)
     if wa is not None and wb is not None:
-        ta, tb = (r.provenance.get("stage_times_s") or {} for r in (first, again))
+        ta, tb = (stage_seconds(r) for r in (first, again))
         # a stage only one run ran (a run stopped before SQuAD) leaves that run's wall time
         # without it, so that both ends measure the same pipeline
         only_a, only_b = [k for k in ta if k not in tb], [k for k in tb if k not in ta]
@@ -166,7 +218,7 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
 
 def _counted(row: dict[str, Any]) -> bool:
     """Whether a row's figures are whole counts (steps, tokens/s), written without decimals."""
-    return row["measure"] == "pretraining steps" or row["measure"].startswith("pretraining tokens/s")
+    return row["measure"].startswith(("pretraining steps", "pretraining tokens/s"))
 
 
 def _figure(row: dict[str, Any], value: float | None) -> str:
@@ -174,7 +226,7 @@ def _figure(row: dict[str, Any], value: float | None) -> str:
         return "not run"
     if _counted(row):
         return f"{value:,.0f}"
-    if row["kind"] in ("gain", "not run again"):
+    if row["kind"] in ("gain", "not run again", "other settings"):
         return _signed(value)
     return f"{value:.1f}"
 
@@ -205,6 +257,21 @@ def _moves_words(rows: Sequence[dict[str, Any]], big: dict[str, Any]) -> str:
     return (
         f"{median_gain_move(rows):.1f} points in the median task and by up to {abs(big['change']):.1f} "
         f"({big['title']}: {_signed(big['first'])} then {_signed(big['again'])})"
+    )
+
+
+def _positions_words(rows: Sequence[dict[str, Any]], big: dict[str, Any]) -> str:
+    """When the gain that moved most reads windows longer than every sequence but the longest a
+    run pretrained on, the sentence that says how long each run trained those positions; else ""."""
+    lengths = sorted((r for r in rows if "length" in r), key=lambda r: r["length"])
+    window = big.get("window")
+    if window is None or len(lengths) < 2 or not lengths[-2]["length"] < window <= lengths[-1]["length"]:
+        return ""
+    last, below = lengths[-1], lengths[-2]["length"]
+    return (
+        f"{big['title']} reads windows of {window} tokens, whose positions past {below} only the "
+        f"{last['length']}-token sequences train: the record trained on those for {last['first']:,} steps, "
+        f"the second run for {last['again']:,}."
     )
 
 
@@ -250,6 +317,14 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
             f" A difference of {abs(big['change']):.1f} points between two records of different "
             "settings can therefore arise with no change of settings at all: a single run ranks "
             "settings only where they differ by more."
+        )
+    reach = _positions_words(rows, big) if big is not None else ""
+    if reach:
+        text += " " + reach
+    unlike = [r["title"] for r in rows if r["kind"] == "other settings"]
+    if unlike:
+        text += (
+            f" {' and '.join(unlike)} was fine-tuned with other settings in each run, so its gains are not compared."
         )
     missing = [r["title"] for r in rows if r["kind"] == "not run again"]
     if missing:
