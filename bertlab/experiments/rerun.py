@@ -147,7 +147,7 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     steps at each sequence length both logged, `steps_by_length`, with its "length"),
     "gain" (pre-training's gain in points on each fine-tuning the runs share, matched by task and
     number of labelled examples; such a row also holds "task", "train_examples" and "title", the
-    task in words, and for SQuAD "window", the tokens of its windows; kind "not run again", with
+    task in words; kind "not run again", with
     `again` None, for a fine-tuning of the record the second run did not make, and "other
     settings" for a task added to both records later with different settings), "minutes" (each
     group of STAGES, and the whole run end to end, less any stage only one of them ran: "without"
@@ -185,7 +185,6 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
         kind = "gain" if other is not None else "not run again"  # the second run stopped before it
         if other is not None and added[0] != added[1]:
             kind = "other settings"
-        extra = {"window": added[0]["max_len"]} if kind == "gain" and (added[0] or {}).get("max_len") else {}
         rows.append(
             _row(
                 f"gain on {title} ({_METRICS.get(g['metric'], g['metric'])}, points)",
@@ -195,7 +194,6 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
                 task=g["task"],
                 train_examples=n,
                 title=title,
-                **extra,
             )
         )
     for label, keys in STAGES:
@@ -260,21 +258,6 @@ def _moves_words(rows: Sequence[dict[str, Any]], big: dict[str, Any]) -> str:
     )
 
 
-def _positions_words(rows: Sequence[dict[str, Any]], big: dict[str, Any]) -> str:
-    """When the gain that moved most reads windows longer than every sequence but the longest a
-    run pretrained on, the sentence that says how long each run trained those positions; else ""."""
-    lengths = sorted((r for r in rows if "length" in r), key=lambda r: r["length"])
-    window = big.get("window")
-    if window is None or len(lengths) < 2 or not lengths[-2]["length"] < window <= lengths[-1]["length"]:
-        return ""
-    last, below = lengths[-1], lengths[-2]["length"]
-    return (
-        f"{big['title']} reads windows of {window} tokens, whose positions past {below} only the "
-        f"{last['length']}-token sequences train: the record trained on those for {last['first']:,} steps, "
-        f"the second run for {last['again']:,}."
-    )
-
-
 def sign_flips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The gain rows where one run found pre-training ahead and the other behind."""
     return [r for r in rows if r["kind"] == "gain" and (r["first"] > 0) != (r["again"] > 0)]
@@ -318,9 +301,6 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
             "settings can therefore arise with no change of settings at all: a single run ranks "
             "settings only where they differ by more."
         )
-    reach = _positions_words(rows, big) if big is not None else ""
-    if reach:
-        text += " " + reach
     unlike = [r["title"] for r in rows if r["kind"] == "other settings"]
     if unlike:
         text += (
