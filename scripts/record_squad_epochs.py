@@ -27,6 +27,7 @@ from pathlib import Path
 from bertlab.experiments import pilots, reference
 from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import append_json_line
+from bertlab.records import records_dir
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.tasks.squad import split_by_article
@@ -36,10 +37,11 @@ ARMS = ("pretrained", "scratch")
 
 
 def _shown(folder: Path) -> str:
-    """`folder` relative to the working directory where it lies below it, else as given."""
-    folder = Path(folder).resolve()
+    """`folder` as the checkout names it (data/pilots/record7-again) where it lies in the records
+    folder, whatever the working directory; else its absolute path."""
+    folder, checkout = Path(folder).resolve(), records_dir().resolve().parent
     try:
-        return str(folder.relative_to(Path.cwd()))
+        return str(folder.relative_to(checkout))
     except ValueError:
         return str(folder)
 

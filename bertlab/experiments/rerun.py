@@ -147,12 +147,11 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     steps at each sequence length both logged, `steps_by_length`, with its "length"),
     "gain" (pre-training's gain in points on each fine-tuning the runs share, matched by task and
     number of labelled examples; such a row also holds "task", "train_examples" and "title", the
-    task in words; kind "not run again", with
-    `again` None, for a fine-tuning of the record the second run did not make, and "other
-    settings" for a task added to both records later with different settings), "minutes" (each
-    group of STAGES, and the whole run end to end, less any stage only one of them ran: "without"
-    names those; a task added to a run later counts as one of its stages, `stage_seconds`). A
-    measure one of the runs lacks is left out.
+    task in words; kind "not run again", with `again` None, for a fine-tuning of the record the
+    second run did not make, and "other settings" for a task added to both records later with
+    different settings), "minutes" (each group of STAGES, and the whole run end to end, less any
+    stage only one of them ran: "without" names those; a task added to a run later counts as one of
+    its stages, `stage_seconds`). A measure one of the runs lacks is left out.
     Raises ValueError when the runs' settings differ (`check_same_settings`)."""
     check_same_settings(first, again)
     rows: list[dict[str, Any]] = []
