@@ -76,7 +76,8 @@ HELP = {
     "segment_pairs": "without NSP, still two segments per sequence ([CLS] A [SEP] B [SEP], B the text after A), "
     "so the masked LM trains both segment embeddings",
     "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH separated by commas (e.g. 0.9:64:128,0.1:128:64: "
-    "90%% of the steps at 64 tokens, then 128); --seq-len is then the held-out length",
+    "90%% of the steps at 64 tokens, then 128; with --minutes, 90%% of the time); --seq-len is then the "
+    "held-out length",
     "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM with causal attention, the paper's "
     "'LTR & No NSP' ablation; needs NSP off)",
     "whole_word": "mask whole words instead of single word pieces",

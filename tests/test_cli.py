@@ -273,6 +273,7 @@ def test_reference_run_smoke(tmp_path):
     assert run["recipe"]["mlm_probability"] == prov["settings"]["mlm_probability"] == 0.3
     # two segments per sequence without NSP, and sequence-length phases, as the CPU record trains
     assert run["recipe"]["segment_pairs"] and not run["recipe"]["nsp"] and len(run["recipe"]["phases"]) == 2
+    assert prov["pretraining"]["phase_plan"] == run["phase_plan"]  # what its phases divided
     single = prov["pretraining"]["final_heldout_single_segment"]  # scored again on single windows
     assert 0 < single["mlm_acc"] < 1 and single != prov["pretraining"]["final_heldout"]
     assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()

@@ -197,6 +197,9 @@ class FakeRun:
 
         return BertConfig.preset("mini", vocab_size=8192)
 
+    def phase_plan(self):
+        return "steps"
+
 
 def test_whole_runs_are_read_by_tokens_and_where_they_left_the_plateau():
     from bertlab.experiments.pilots import earlier_runs, whole_run_rows, whole_runs_table
@@ -387,6 +390,9 @@ def test_a_recorded_runs_settings_in_words():
     assert recorded_settings_text(fifth) == (
         "the `cpu` recipe with post-LN layers, two segments per sequence, 80% of the steps on 128 "
         "sequences of 64 tokens, then 10% on 64 of 128 and 10% on 32 of 256, 30% masked"
+    )
+    assert "post-LN layers, two segments per sequence, 80% of the time on 128 sequences" in (
+        recorded_settings_text(fifth, "time")
     )
     assert recorded_settings_text({"recipe": "budget", "segment_pairs": False, "phases": None}) == "the `budget` recipe"
     assert recorded_settings_text({}) == "the `cpu` recipe"

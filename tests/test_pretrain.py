@@ -475,6 +475,7 @@ def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, t
 def test_phases_run_in_order_and_resume_across_the_boundary(tmp_path, tokenizer_file):
     phases = "0.5:16:16,0.5:32:8"  # the same tokens per step: 256
     straight = pretrain(tiny(tmp_path / "a", tokenizer_file, phases=phases))
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["phase_plan"] == "steps"
     rows = read_metrics(tmp_path / "a" / "metrics.jsonl", split="train")
     assert [(r["seq_len"], r["batch_size"]) for r in rows] == [(16, 16)] * 4 + [(32, 8)] * 4
     assert straight.tokens == 8 * 256 and rows[-1]["tokens"] == 8 * 256
@@ -526,6 +527,100 @@ def test_phases_follow_a_time_budget(tmp_path, tokenizer_file, monkeypatch, paus
     assert not pause_s or r.step > 60  # a dozen evaluations
     switch = lens.index(32) + 1  # the first step of the second phase (a log line per step)
     assert abs(switch - r.step / 2) <= 0.25 * r.step, (switch, r.step)
+    # half of the time: the clock at the switch (elapsed_s of the last line of the first phase)
+    budget = (0.15 if pause_s else 0.1) * 60
+    assert abs(r.train_history[switch - 2]["elapsed_s"] - budget / 2) <= 0.15 * budget
+    assert json.loads((tmp_path / "t" / "run.json").read_text())["phase_plan"] == "time"
+
+
+def test_a_time_budget_keeps_its_phase_plan_across_a_resume(tmp_path, tokenizer_file):
+    """Stopped early in its first phase and resumed, a run limited by time still changes phase half
+    way through its budget: the clock goes on from the checkpoint's elapsed seconds."""
+    cfg = dict(
+        steps=None, minutes=0.1, warmup=0.1, phases="0.5:16:16,0.5:32:8", eval_every=10_000, checkpoint_every=10_000
+    )
+    first = pretrain(tiny(tmp_path / "r", tokenizer_file, stop_after=5, **cfg))
+    assert first.step == 5 and first.stopped_by == "stop_after"
+    r = pretrain(tiny(tmp_path / "r", tokenizer_file, resume=True, **cfg))
+    assert r.stopped_by is None and r.step > 10
+    lines = read_metrics(tmp_path / "r" / "metrics.jsonl", split="train")
+    lens = [h["seq_len"] for h in lines]
+    assert lens[:5] == [16] * 5 and lens[-1] == 32
+    switch = lens.index(32)  # the first line of the second phase
+    assert abs(lines[switch - 1]["elapsed_s"] - 3.0) <= 0.9, [(h["elapsed_s"], h["seq_len"]) for h in lines]
+
+
+def simulate_phases(plan, seconds_per_step, resume_at=None, budget_s=100.0):
+    """The share of the time each phase of "0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32" gets in a
+    simulated run limited to budget_s whose steps take seconds_per_step(elapsed) seconds: the
+    trainer's estimate of its length (the mean speed since the session began; a session resumed at
+    `resume_at` seconds measures afresh), the phase boundaries that `plan(phases, elapsed, step,
+    total, ends_before)` gives, and the real PhasedBatches choosing each step's phase."""
+    import itertools
+
+    from bertlab.data.pretraining_data import PhasedBatches
+    from bertlab.training.recipes import parse_phases
+
+    phases = parse_phases("0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32")
+    source = PhasedBatches([itertools.repeat(k) for k in range(len(phases))])
+    spent, elapsed, step, since = [0.0] * len(phases), 0.0, 0, (0, 0.0)
+    while elapsed < budget_s:
+        k = next(source)
+        dt = seconds_per_step(elapsed)
+        spent[k] += dt
+        elapsed, step = elapsed + dt, step + 1
+        if resume_at is not None and since == (0, 0.0) and elapsed >= resume_at:
+            since = (step, elapsed)
+        if step > since[0]:
+            rate = (step - since[0]) / (elapsed - since[1])
+            total = max(step, step + int(max(budget_s - elapsed, 0.0) * rate))
+            source.set_ends(plan(phases, elapsed, step, total, source.ends))
+    return [t / elapsed for t in spent]
+
+
+def test_a_time_budget_divides_its_time_between_phases():
+    """A run limited by time places its phase boundaries by the clock: each phase gets its share of
+    the time whether the steps slow down late in the run (a busier host) or a run resumes on a
+    machine twice as fast. Boundaries placed as fractions of the estimated number of steps come to
+    the same within one session, whose estimate is its mean speed, but not across a resume: the
+    resumed session's faster steps make the run look longer, and the last phase got 7.5% of the
+    time."""
+    from bertlab.training.recipes import phase_ends, phase_ends_by_time
+
+    def by_time(phases, elapsed, step, total, before):
+        return phase_ends_by_time(phases, 100.0, elapsed, step, total, before)
+
+    def by_steps(phases, elapsed, step, total, before):
+        return phase_ends(phases, total)
+
+    def slows(t):
+        return 0.1 if t < 60 else 0.2
+
+    def faster(t):
+        return 0.2 if t < 50 else 0.1
+
+    for speed, resume_at in ((lambda t: 0.1, None), (slows, None), (faster, 50.0)):
+        shares = simulate_phases(by_time, speed, resume_at)
+        assert shares == pytest.approx([0.5, 0.3, 0.1, 0.1], abs=0.005), shares
+    assert simulate_phases(by_steps, faster, 50.0)[-1] < 0.08
+
+
+def test_phase_ends_by_time_keeps_boundaries_behind_the_run():
+    from bertlab.training.recipes import parse_phases, phase_ends_by_time
+
+    phases = parse_phases("0.5:16:16,0.25:32:8,0.25:64:4")
+    # 40 s of 100 at step 400, 1,000 steps expected: the first boundary is 10 of the 60 seconds
+    # left away, so a sixth of the 600 steps left; the second 35 of 60 (350 steps)
+    assert phase_ends_by_time(phases, 100, 40, 400, 1000) == [500, 750, 1000]
+    # the clock has passed the first boundary: it stays at this step, or where it was placed before;
+    # the second is 20 of the 45 seconds left away (4/9 of 440 steps: 195.6, rounded up)
+    assert phase_ends_by_time(phases, 100, 55, 560, 1000) == [560, 756, 1000]
+    assert phase_ends_by_time(phases, 100, 55, 560, 1000, [515, 900, 1000]) == [515, 756, 1000]
+    # a boundary just ahead is at least one step on; past the budget, everything ends here
+    assert phase_ends_by_time(phases, 100, 49.99, 500, 1000)[0] == 501
+    assert phase_ends_by_time(phases, 100, 101, 1000, 1000) == [1000, 1000, 1000]
+    with pytest.raises(ValueError, match="one earlier end per phase"):
+        phase_ends_by_time(phases, 100, 40, 400, 1000, [410, 1000])
 
 
 def test_segment_pairs_train_both_segment_rows(tmp_path, tokenizer_file):

@@ -301,6 +301,9 @@ def test_describe_reads_every_figure_from_the_record(record):
         "steps on 128 sequences of 64 tokens, then 20% on 64 of 128)" in text
     )
     assert reference.find(out).trained_pairs() and not reference.find(out).trained_nsp()
+    prov["pretraining"]["phase_plan"] = "time"  # a time budget's phases divide its time
+    (out / "provenance.json").write_text(json.dumps(prov))
+    assert "80% of the time on 128 sequences of 64 tokens" in reference.find(out).describe()
 
 
 def test_pages_that_need_pairs_skip_a_record_pretrained_without_nsp(record, tmp_path, monkeypatch):
@@ -536,6 +539,9 @@ def test_phases_in_words():
     from bertlab.training.recipes import parse_phases, phases_text
 
     assert phases_text(parse_phases("1:128:64")) == "100% of the steps on 64 sequences of 128 tokens"
+    assert phases_text(parse_phases("1:128:64"), "time") == "100% of the time on 64 sequences of 128 tokens"
+    with pytest.raises(ValueError, match="steps or time"):
+        phases_text(parse_phases("1:128:64"), "tokens")
     assert phases_text(parse_phases("0.9:128:256,0.1:512:256")) == (
         "90% of the steps on 256 sequences of 128 tokens, then 10% on 256 of 512"
     )

@@ -501,17 +501,18 @@ def recorded_curve(run: Any) -> list[dict[str, Any]]:
     return [dict(r, tokens=at.get(r["step"], 0)) for r in records if r.get("split") == "eval"]
 
 
-def recorded_settings_text(settings: dict[str, Any]) -> str:
+def recorded_settings_text(settings: dict[str, Any], phase_plan: str = "steps") -> str:
     """What a recorded run's settings (its provenance's `settings`) changed of its recipe, in words:
     "the `cpu` recipe with post-LN layers, two segments per sequence, 80% of the steps on 128
-    sequences of 64 tokens, then 10% on 64 of 128 and 10% on 32 of 256, 30% masked"."""
+    sequences of 64 tokens, then 10% on 64 of 128 and 10% on 32 of 256, 30% masked" (with
+    phase_plan "time", what a time budget's phases divide: "80% of the time on ...")."""
     parts = []
     if settings.get("norm_position"):
         parts.append(f"{settings['norm_position']}-LN layers")
     if settings.get("segment_pairs"):
         parts.append("two segments per sequence")
     if settings.get("phases"):
-        parts.append(phases_text(parse_phases(settings["phases"])))
+        parts.append(phases_text(parse_phases(settings["phases"]), phase_plan))
     if settings.get("mlm_probability"):
         parts.append(f"{settings['mlm_probability']:.0%} masked")
     recipe = f"the `{settings.get('recipe', 'cpu')}` recipe"
@@ -549,7 +550,7 @@ def whole_run_rows(pilots: Sequence[Pilot], run: Any = None) -> list[dict[str, A
                 "size": f"{c.L}/{c.H}/{c.A}",
                 "vocab_size": c.vocab_size,
                 "batch": settings["batch_size"],
-                "what": recorded_settings_text(settings),
+                "what": recorded_settings_text(settings, run.phase_plan()),
                 "points": points,
             }
         )

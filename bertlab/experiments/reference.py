@@ -148,7 +148,7 @@ class ReferenceRun:
         if st.get("segment_pairs"):
             notes.append("two segments per sequence, without NSP")
         if st.get("phases"):
-            notes.append(phases_text(parse_phases(st["phases"])))
+            notes.append(phases_text(parse_phases(st["phases"]), self.phase_plan()))
         masked = f" ({'; '.join(notes)})" if notes else ""
         return (
             f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
@@ -158,6 +158,11 @@ class ReferenceRun:
             f"{self.machine()} in {', '.join(how)}"
             + (f"; held-out MLM accuracy {held:.1%}" if held is not None else "")
         )
+
+    def phase_plan(self) -> str:
+        """What the fractions of the recorded run's sequence-length phases divided: "time" under a
+        time budget, "steps" otherwise and for records made before the pretraining logged it."""
+        return self.provenance.get("pretraining", {}).get("phase_plan", "steps")
 
     def trained_nsp(self) -> bool:
         """Whether the recorded pretraining had next-sentence prediction (its recipe's setting; an

@@ -505,6 +505,7 @@ def reference_run(
         return json.loads(metas[0].read_text())["corpus"]
 
     train_meta, held_meta = corpus_meta("train"), corpus_meta("heldout")
+    run_info = json.loads((run / "run.json").read_text())
     provenance = {
         "command": " ".join([Path(sys.executable).name, "-m", "bertlab"] + sys.argv[1:]) if sys.argv else None,
         "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in s.items()},
@@ -512,7 +513,7 @@ def reference_run(
         "kind": kind,
         "git_commit": git_commit(),
         # a resumed run may fine-tune with newer code than it pretrained with: both are recorded
-        "pretraining_git_commit": json.loads((run / "run.json").read_text()).get("git_commit"),
+        "pretraining_git_commit": run_info.get("git_commit"),
         "machine": machine(rt),  # every record's machine, described alike (bertlab.runtime.machine)
         "device": device_name(rt.device),
         "cpu_model": cpu_model(),
@@ -526,6 +527,8 @@ def reference_run(
             "steps": result.step,
             "tokens": result.tokens,
             "train_seconds": round(result.elapsed_s, 1),
+            # what the phases' fractions divided (a run made before the field: the steps)
+            "phase_plan": run_info.get("phase_plan", "steps"),
             "final_heldout": final_eval,
             "final_heldout_single_segment": single,
         },

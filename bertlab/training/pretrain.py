@@ -79,7 +79,15 @@ from bertlab.training.heldout import (  # noqa: F401  (evaluate_checkpoint, EVAL
 )
 from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_labels
 from bertlab.training.optim import adamw, optimizer_step
-from bertlab.training.recipes import RECIPES, Recipe, get_recipe, lr_multiplier, parse_phases, phase_ends
+from bertlab.training.recipes import (
+    RECIPES,
+    Recipe,
+    get_recipe,
+    lr_multiplier,
+    parse_phases,
+    phase_ends,
+    phase_ends_by_time,
+)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -114,7 +122,9 @@ class PretrainConfig:
     dropout: float | None = None
     nsp: bool | None = None
     segment_pairs: bool | None = None  # without NSP: two segments per sequence anyway (both segment rows train)
-    phases: str | None = None  # sequence-length phases, "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64")
+    # sequence-length phases, "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64"): fractions of
+    # the steps, or of the time under a time budget (phase_plan)
+    phases: str | None = None
     objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
     whole_word: bool = False
     mlm_probability: float | None = None
@@ -144,6 +154,12 @@ class PretrainConfig:
         L, H, A = self.layers or L, self.hidden or H, self.heads or A
         BertConfig(vocab_size=1, num_layers=L, hidden_size=H, num_heads=A)  # raises if impossible
         return L, H, A
+
+    @property
+    def phase_plan(self) -> str:
+        """What the fractions of the recipe's sequence-length phases divide: the steps of a run of
+        fixed length, the time of a run limited by time (see recipes.Phase)."""
+        return "steps" if self.minutes is None else "time"
 
     def resolved_recipe(self) -> Recipe:
         return get_recipe(
@@ -528,11 +544,20 @@ class Trainer:
         self.last_checkpoint = path
 
     # --- bookkeeping ----------------------------------------------------------------------------
-    def plan_phases(self) -> None:
+    def plan_phases(self, elapsed: float | None = None) -> None:
         """Tell a phased batch source (bertlab.data.pretraining_data.PhasedBatches) at which steps its
-        phases end, once the run's length is known (a time budget re-estimates it as it goes)."""
-        if self.total_steps is not None and hasattr(self.source, "set_ends"):
-            self.source.set_ends(phase_ends(self.recipe.training_phases(), self.total_steps))
+        phases end, once the run's length is known. A time budget places them by the clock
+        (`elapsed` seconds, re-estimated as it goes); until it has read the clock, a resumed run
+        keeps the boundaries its checkpoint saved."""
+        if self.total_steps is None or not hasattr(self.source, "set_ends"):
+            return
+        phases = self.recipe.training_phases()
+        if self.cfg.phase_plan == "steps":
+            self.source.set_ends(phase_ends(phases, self.total_steps))
+        elif elapsed is not None:
+            budget = self.cfg.minutes * 60
+            ends = phase_ends_by_time(phases, budget, elapsed, self.step, self.total_steps, self.source.ends)
+            self.source.set_ends(ends)
 
     def elapsed(self) -> float:
         return self.elapsed_offset + (time.perf_counter() - self._t0 if hasattr(self, "_t0") else 0.0)
@@ -750,12 +775,11 @@ class Trainer:
         return agree[0].item() > 0, agree[1].item()
 
     def fit_time_budget(self, session: Session, elapsed: float, bar) -> bool:
-        """Re-estimate the number of steps that fit cfg.minutes from the measured speed; whether
-        this step is the last. The speed is the mean since the session's first step (its one-off
-        compilation left out), evaluations and checkpoints included, since they recur. A speed
-        read over the few steps since a pause would take the pause for a slow run: the estimate
-        drops, the phase boundaries move back behind the run, and a phase once begun is never left
-        (PhasedBatches), so the earlier phases would end for good."""
+        """Re-estimate the number of steps that fit cfg.minutes from the measured speed (the length
+        the learning-rate schedule decays over) and place the phase boundaries by the clock
+        (plan_phases); whether this step is the last. The speed is the mean since the session's
+        first step (its one-off compilation left out), evaluations and checkpoints included, since
+        they recur: read over the few steps since a pause, it would take the pause for a slow run."""
         s, budget = self.step, self.cfg.minutes * 60
         start = session.budget_from
         if start is not None and s > start[0] and elapsed > start[1]:
@@ -763,7 +787,7 @@ class Trainer:
         else:
             rate = s / max(elapsed, 1e-9)
         self.total_steps = max(s, s + int(max(budget - elapsed, 0.0) * rate))
-        self.plan_phases()
+        self.plan_phases(elapsed)
         bar.total = self.total_steps
         return s >= self.total_steps
 
@@ -925,7 +949,7 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     if rt.dist.is_main:
         shapes = "; ".join(
             f"{len(train_sets[ph.seq_len]):,} training sequences of {ph.seq_len} tokens"
-            + (f" ({ph.fraction:.0%} of the steps, {ph.batch_size} a batch)" if len(phases) > 1 else "")
+            + (f" ({ph.fraction:.0%} of the {cfg.phase_plan}, {ph.batch_size} a batch)" if len(phases) > 1 else "")
             for ph in phases
         )
         print(
@@ -1020,6 +1044,7 @@ def pretrain(
             {
                 "config": dataclasses.asdict(cfg),
                 "recipe": dataclasses.asdict(cfg.resolved_recipe()),
+                "phase_plan": cfg.phase_plan,
                 "model_config": model.config.to_dict(),
                 "parameters": model.num_parameters(),
                 "world_size": rt.dist.world_size,

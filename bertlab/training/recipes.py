@@ -115,10 +115,11 @@ from typing import Any, Sequence
 
 @dataclass(frozen=True)
 class Phase:
-    """One part of a run at one sequence length: the `fraction` of the run's optimiser steps spent
-    on sequences of `seq_len` tokens, `batch_size` of them per step. A run's phases follow each
-    other in order and their fractions add up to 1 (the paper: 90% of the steps at 128 tokens,
-    then 10% at 512)."""
+    """One part of a run at one sequence length: the `fraction` of the run spent on sequences of
+    `seq_len` tokens, `batch_size` of them per step. A run's phases follow each other in order and
+    their fractions add up to 1 (the paper: 90% of the steps at 128 tokens, then 10% at 512). A run
+    of a fixed number of steps divides its steps (`phase_ends`); a run limited by time divides its
+    time (`phase_ends_by_time`), since how many steps it will take is only an estimate."""
 
     fraction: float
     seq_len: int
@@ -153,14 +154,19 @@ def parse_phases(text: str) -> tuple[Phase, ...]:
     return tuple(phases)
 
 
-def phases_text(phases: Sequence[Phase]) -> str:
+PHASE_PLANS = ("steps", "time")  # what a run's phase fractions divide (see Phase)
+
+
+def phases_text(phases: Sequence[Phase], plan: str = "steps") -> str:
     """The phases in words, for prose: "80% of the steps on 128 sequences of 64 tokens, then 10% on
-    64 of 128 and 10% on 32 of 256"."""
+    64 of 128 and 10% on 32 of 256" (plan "time": "80% of the time on ...")."""
+    if plan not in PHASE_PLANS:
+        raise ValueError(f"a phase plan divides {' or '.join(PHASE_PLANS)}, got {plan!r}")
     phases = [p if isinstance(p, Phase) else Phase(**p) for p in phases]
     if not phases:
         raise ValueError("no phases to describe")
     first, rest = phases[0], phases[1:]
-    text = f"{first.fraction:.0%} of the steps on {first.batch_size:,} sequences of {first.seq_len} tokens"
+    text = f"{first.fraction:.0%} of the {plan} on {first.batch_size:,} sequences of {first.seq_len} tokens"
     if not rest:
         return text
     parts = [f"{p.fraction:.0%} on {p.batch_size:,} of {p.seq_len}" for p in rest]
@@ -174,6 +180,42 @@ def phase_ends(phases: Sequence[Phase], total_steps: int) -> list[int]:
     for ph in phases:
         acc += ph.fraction
         ends.append(min(total_steps, round(acc * total_steps)))
+    ends[-1] = total_steps
+    return ends
+
+
+def phase_ends_by_time(
+    phases: Sequence[Phase],
+    budget_s: float,
+    elapsed_s: float,
+    step: int,
+    total_steps: int,
+    ends_before: Sequence[int] | None = None,
+) -> list[int]:
+    """The optimiser step at which each phase ends, for a run limited to `budget_s` seconds that has
+    done `step` steps in `elapsed_s` and is expected to end after `total_steps`: phase k ends when
+    the run's clock passes the running sum of the fractions times the budget.
+
+    A boundary the clock has passed stays where the run crossed it: at this step, or where
+    `ends_before` (the boundaries planned so far) already put it behind the run. A boundary still
+    ahead is placed at the same share of the steps left as of the seconds left (at least one step
+    on); the last phase ends with the run. Dividing the time, not an estimate of the steps, keeps
+    the plan when the machine slows down late in a run: an estimate made from the mean speed so far
+    would have put the boundaries too far on, and the last phases would get less than their share."""
+    if ends_before is not None and len(ends_before) != len(phases):
+        raise ValueError(f"need one earlier end per phase ({len(phases)}), got {list(ends_before)}")
+    left_s, left_steps = budget_s - elapsed_s, max(total_steps - step, 0)
+    ends, acc, last = [], 0.0, 0
+    for k, ph in enumerate(phases):
+        acc += ph.fraction
+        if k == len(phases) - 1:
+            end = total_steps
+        elif acc * budget_s <= elapsed_s or left_s <= 0:  # passed: where the run crossed it
+            end = step if ends_before is None else min(int(ends_before[k]), step)
+        else:
+            end = step + max(1, math.ceil((acc * budget_s - elapsed_s) / left_s * left_steps))
+        last = max(last, min(end, total_steps))  # non-decreasing, inside the run
+        ends.append(last)
     ends[-1] = total_steps
     return ends
 
