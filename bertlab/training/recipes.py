@@ -199,9 +199,10 @@ def phase_ends_by_time(
     A boundary the clock has passed stays where the run crossed it: at this step, or where
     `ends_before` (the boundaries planned so far) already put it behind the run. A boundary still
     ahead is placed at the same share of the steps left as of the seconds left (at least one step
-    on); the last phase ends with the run. Dividing the time, not an estimate of the steps, keeps
-    the plan when the machine slows down late in a run: an estimate made from the mean speed so far
-    would have put the boundaries too far on, and the last phases would get less than their share."""
+    on); the last phase ends with the run. Within one session this agrees with fractions of the
+    estimated steps (`phase_ends`), since the estimate is the mean speed so far; across a resume it
+    does not: a session on a faster machine makes the run look longer than it was, and the last
+    phases would get less than their share of the time."""
     if ends_before is not None and len(ends_before) != len(phases):
         raise ValueError(f"need one earlier end per phase ({len(phases)}), got {list(ends_before)}")
     left_s, left_steps = budget_s - elapsed_s, max(total_steps - step, 0)
