@@ -2,6 +2,8 @@
 
     python scripts/record_finetune_lr.py              # -> data/pilots/finetune_lr_record.jsonl
     python scripts/record_finetune_lr.py --lrs 1e-4 2e-4 5e-4 1e-3 --seeds 0 1 2
+    python scripts/record_finetune_lr.py --lrs 5e-4 --seeds 0 1 2 3 4 5 6 7 8 9 \
+        --out data/pilots/sst2_2000_seeds.jsonl       # one rate, many seeds (finetune_seeds reads it)
 
 The reference run's SST-2 fine-tuning on 2,000 labelled sentences (batch 32, its epochs, the
 [CLS] vector through the pooler) from the record's weights and from scratch, at each learning rate
@@ -85,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         meta = {
             "about": f"The reference run's SST-2 fine-tuning on the first {n:,} training sentences (batch "
             f"{s['ft_batch']}, {epochs} epochs, [CLS] through the pooler) from the record's weights and from "
-            "scratch at each learning rate of a grid, the record's seeds, scored on SST-2 dev "
-            "(scripts/record_finetune_lr.py); seconds are each row's wall time over its seeds.",
+            f"scratch at the learning rates {', '.join(f'{lr:g}' for lr in args.lrs)}, seeds "
+            f"{', '.join(map(str, seeds))}, scored on SST-2 dev (scripts/record_finetune_lr.py); seconds are "
+            "each row's wall time over its seeds.",
             "record": args.record,
             "record_git_commit": run.provenance.get("git_commit"),
             "machine": machine(rt),

@@ -138,6 +138,7 @@ def test_the_script_records_both_arms_per_rate_and_resumes(script, tmp_path):
     assert script.main([*argv, "--out", str(out)]) == 0
     meta, rows = pilots.finetune_sweeps(out)
     assert "from the record's weights and from scratch" in meta["about"] and meta["machine"]
+    assert "at the learning rates 0.001, 0.0002, seeds 0, scored" in meta["about"]
     assert [(r["lr"], r["init"]) for r in rows] == [
         (1e-3, "pretrained"),
         (1e-3, "scratch"),
