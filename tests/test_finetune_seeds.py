@@ -79,3 +79,22 @@ def test_the_script_records_seeds_that_the_reading_reads(load_script, tmp_path):
     g = seed_gains(rows, train_examples=8)
     assert g.seeds == (0, 1) and g.lr == 1e-3 and "seeds 0, 1" in meta["about"]
     assert g.pretrained == tuple(rows[0]["scores"]) and g.scratch == tuple(rows[1]["scores"])
+
+
+def test_the_shipped_seeds_are_the_records_fine_tuning():
+    """data/pilots/sst2_2000_seeds.jsonl, which chapter 11 reads: both arms of the record's own
+    SST-2 fine-tuning (its rate and its epochs for 2,000 sentences), over more seeds than the record's."""
+    from bertlab.experiments import pilots, reference
+    from bertlab.experiments.reference_run import finetune_epochs
+
+    path = pilots.PILOTS_DIR / "sst2_2000_seeds.jsonl"
+    run = reference.find()
+    if not path.exists() or run is None:
+        pytest.skip("no seeds file or no record in this checkout")
+    meta, rows = pilots.finetune_sweeps(path)
+    s = run.provenance["settings"]
+    g = seed_gains(rows)
+    assert g is not None and g.lr == s["ft_lr"] and len(g.seeds) > len(s["seeds"])
+    assert g.seeds[: len(s["seeds"])] == tuple(s["seeds"])  # the record's seeds first
+    assert {r["epochs"] for r in rows} == {finetune_epochs(s, 2000)}
+    assert meta["record"] == "data/reference_run" and meta["machine"]["cpu"]
