@@ -20,7 +20,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-ARMS = ("pretrained", "scratch")
+from bertlab.experiments.finetune_rates import ARMS
 
 
 @dataclass(frozen=True)
