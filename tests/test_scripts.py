@@ -47,6 +47,58 @@ def test_run_env_prefers_the_checkouts_venv_and_respects_a_given_python(tmp_path
     assert given.returncode == 0 and given.stdout.strip() == "PY=/opt/py/bin/python"
 
 
+def pilot_lines(tmp_path: Path, series: str, pilot: str, *args: str) -> list[list[str]]:
+    """The commands run_pilots.sh runs for one pilot of a series, with a python that only echoes
+    what it is asked to run (and runs the script's own `-c` one-liners)."""
+    fake = tmp_path / "py"
+    fake.write_text(f'#!/bin/bash\nif [ "$1" = "-c" ]; then exec {sys.executable} "$@"; fi\necho "PY $*"\n')
+    fake.chmod(0o755)
+    done = subprocess.run(
+        ["bash", "scripts/run_pilots.sh", *args],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PY": str(fake), "SERIES": series, "PILOTS": pilot},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [x.split() for x in done.stdout.splitlines() if x.startswith("PY ")]
+
+
+def flag(command: list[str], name: str) -> str:
+    """The value argparse keeps for `name`: the last one given."""
+    return [command[i + 1] for i, a in enumerate(command) if a == name][-1]
+
+
+def test_run_pilots_batch_series_compares_at_equal_tokens_and_equal_heldout_windows(tmp_path):
+    """SERIES=batch: the baseline takes the record's settings on 128-token sequences, 64 a batch;
+    the pilot halves the batch and doubles every step count, so that both runs see the same tokens
+    at each evaluation and score the same number of held-out windows."""
+    (base, base_record) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128")
+    (half, half_record) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128-batch-32")
+    tokens = {}
+    for cmd in (base, half):
+        assert cmd[1:4] == ["-m", "bertlab", "pretrain"]
+        assert flag(cmd, "--tokenizer") == "data/reference_run/tokenizer.json"
+        assert flag(cmd, "--norm-position") == "post" and "--segment-pairs" in cmd and "--phases" not in cmd
+        assert flag(cmd, "--mlm-probability") == "0.4" and flag(cmd, "--seq-len") == "128"
+        batch = int(flag(cmd, "--batch-size"))
+        tokens[batch] = {
+            "run": batch * int(flag(cmd, "--steps")),
+            "stop": batch * int(flag(cmd, "--stop-after")),
+            "eval": batch * int(flag(cmd, "--eval-every")),
+            "heldout": min(batch, 64) * int(flag(cmd, "--eval-batches")),
+        }
+    assert set(tokens) == {64, 32} and tokens[64] == tokens[32]
+    assert tokens[64]["stop"] == 64 * 1000  # the series' default stop
+    assert "--baseline" not in base_record
+    assert flag(half_record, "--baseline") == "cpu-mini-record-128"
+    # a longer pilot moves both stops together
+    (base2, _) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128", "1500")
+    (half2, _) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128-batch-32", "1500")
+    assert int(flag(base2, "--stop-after")) * 2 == int(flag(half2, "--stop-after")) == 3000
+
+
 def test_run_pilots_record5_builds_whole_resumable_runs(tmp_path):
     """SERIES=record5 with a python that only echoes what it is asked to run: each pilot is one
     resumable `pretrain` on the fifth record's settings plus its change (a later flag wins), then
