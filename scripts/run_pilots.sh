@@ -33,14 +33,16 @@
 #     same command again resumes an interrupted run. cpu-mini-2-layers-x1.71 runs 1.71 times the
 #     steps with half the layers (the same CPU time), so it ends after more tokens than the record.
 #
-#   SERIES=batch: the record's settings (REFERENCE["cpu"]: post-LN BERT-Mini, two segments per
+#   SERIES=record-128: the record's settings (REFERENCE["cpu"]: post-LN BERT-Mini, two segments per
 #     sequence, 40% masked, the record's own vocabulary data/reference_run/tokenizer.json) on
 #     sequences of 128 tokens only, 64 a batch, on a fixed schedule of 3,000 steps, stopped after
 #     STOP steps (default here 1,000: 8.2M token positions); then the same with 32 sequences a batch
 #     on twice the steps, stopped after twice STOP (the same tokens at every evaluation, and 40
 #     held-out batches of 32 so that both score the same 1,280 held-out windows): does a step of
-#     half the tokens buy more per token in the record's regime? About 15 minutes each on 2 Zen 4
-#     cores.
+#     half the tokens buy more per token in the record's regime? And two layers instead of four on a
+#     schedule of 1.71 times the steps, stopped after 1.71 times STOP: the same CPU time (a 2/256/4
+#     step runs 1.71 times as fast as a 4/256/4 one), the lever an H100 sweep read +3.5 for. About
+#     15 minutes each on 2 Zen 4 cores.
 #
 #   SERIES=mini scripts/run_pilots.sh 1250
 #   SERIES=size MINUTES=10 scripts/run_pilots.sh
@@ -49,7 +51,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/run_env.sh
 SERIES=${SERIES:-tiny}
-STOP=${1:-$([ "$SERIES" = batch ] && echo 1000 || echo 1500)}
+STOP=${1:-$([ "$SERIES" = record-128 ] && echo 1000 || echo 1500)}
 PILOTS=${PILOTS:-all}
 case "$SERIES" in
     tiny)
@@ -66,12 +68,12 @@ case "$SERIES" in
         size=(--preset mini --tokenizer data/pilots/cpu-mini-post-ln-pairs-phases-50min-vocabulary/tokenizer.json
               --compile --norm-position post --segment-pairs --phases 0.8:64:128,0.1:128:64,0.1:256:32
               --mlm-probability 0.3 --seq-len 128 --batch-size 64) ;;
-    batch)
+    record-128)
         BASE=cpu-mini-record-128
         TOTAL=3000
         size=(--preset mini --tokenizer data/reference_run/tokenizer.json --compile --norm-position post
               --segment-pairs --mlm-probability 0.4 --seq-len 128 --batch-size 64) ;;
-    *) echo "SERIES must be tiny, mini, size, record5 or batch, not $SERIES" >&2; exit 2 ;;
+    *) echo "SERIES must be tiny, mini, size, record5 or record-128, not $SERIES" >&2; exit 2 ;;
 esac
 steps_text() { "$PY" -c "print(f'{$1:,}')"; }  # 3520 -> 3,520, as the book writes counts
 common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
@@ -126,10 +128,12 @@ elif [ "$SERIES" = record5 ]; then
     LONG=$(( TOTAL * 171 / 100 ))
     pilot cpu-mini-2-layers-x1.71 "the fifth record's settings with 2 layers (2/256/4) on a fixed schedule of $(steps_text "$LONG") steps, 1.71 times its $(steps_text "$TOTAL"): the same CPU time" \
         --layers 2 --steps "$LONG"
-elif [ "$SERIES" = batch ]; then
+elif [ "$SERIES" = record-128 ]; then
     pilot "$BASE" "the record's settings (post-LN, two segments, 40% masked, its vocabulary) on sequences of 128 tokens only, 64 a batch, on a fixed schedule of $(steps_text "$TOTAL") steps"
     pilot cpu-mini-record-128-batch-32 "the baseline run ($BASE), with 32 sequences per batch on a schedule of twice the steps ($(steps_text $((TOTAL * 2))); the same tokens)" \
         --batch-size 32 --steps $((TOTAL * 2)) --stop-after $((STOP * 2)) --eval-every 500 --eval-batches 40
+    pilot cpu-mini-record-128-2-layers-x1.71 "the baseline run ($BASE), with 2 layers (2/256/4) on a schedule of 1.71 times the steps ($(steps_text $((TOTAL * 171 / 100)))), stopped after 1.71 times as many: the same CPU time" \
+        --layers 2 --steps $((TOTAL * 171 / 100)) --stop-after $((STOP * 171 / 100))
 elif [ "$SERIES" = tiny ]; then
     pilot cpu-post-ln "the baseline run ($BASE), with post-LN layers (the paper's)" --norm-position post
     pilot cpu-zero-bias "the baseline run ($BASE), with the MLM bias started at 0" --mlm-bias zeros

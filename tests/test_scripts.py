@@ -70,12 +70,12 @@ def flag(command: list[str], name: str) -> str:
     return [command[i + 1] for i, a in enumerate(command) if a == name][-1]
 
 
-def test_run_pilots_batch_series_compares_at_equal_tokens_and_equal_heldout_windows(tmp_path):
-    """SERIES=batch: the baseline takes the record's settings on 128-token sequences, 64 a batch;
+def test_run_pilots_record_128_series_compares_batches_at_equal_tokens_and_heldout_windows(tmp_path):
+    """SERIES=record-128: the baseline takes the record's settings on 128-token sequences, 64 a batch;
     the pilot halves the batch and doubles every step count, so that both runs see the same tokens
     at each evaluation and score the same number of held-out windows."""
-    (base, base_record) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128")
-    (half, half_record) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128-batch-32")
+    (base, base_record) = pilot_lines(tmp_path, "record-128", "cpu-mini-record-128")
+    (half, half_record) = pilot_lines(tmp_path, "record-128", "cpu-mini-record-128-batch-32")
     tokens = {}
     for cmd in (base, half):
         assert cmd[1:4] == ["-m", "bertlab", "pretrain"]
@@ -94,9 +94,13 @@ def test_run_pilots_batch_series_compares_at_equal_tokens_and_equal_heldout_wind
     assert "--baseline" not in base_record
     assert flag(half_record, "--baseline") == "cpu-mini-record-128"
     # a longer pilot moves both stops together
-    (base2, _) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128", "1500")
-    (half2, _) = pilot_lines(tmp_path, "batch", "cpu-mini-record-128-batch-32", "1500")
+    (base2, _) = pilot_lines(tmp_path, "record-128", "cpu-mini-record-128", "1500")
+    (half2, _) = pilot_lines(tmp_path, "record-128", "cpu-mini-record-128-batch-32", "1500")
     assert int(flag(base2, "--stop-after")) * 2 == int(flag(half2, "--stop-after")) == 3000
+    # two layers: 1.71 times the schedule and the stop (the same CPU time), everything else the same
+    (two, _) = pilot_lines(tmp_path, "record-128", "cpu-mini-record-128-2-layers-x1.71")
+    assert flag(two, "--layers") == "2" and flag(two, "--batch-size") == "64"
+    assert int(flag(two, "--steps")) == 3000 * 171 // 100 and int(flag(two, "--stop-after")) == 1000 * 171 // 100
 
 
 def test_run_pilots_record5_builds_whole_resumable_runs(tmp_path):
