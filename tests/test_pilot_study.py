@@ -107,6 +107,29 @@ def test_a_timed_series_is_also_read_by_where_each_run_ended():
     assert "after 10 minutes (steps)" in series_table(s)
 
 
+def test_a_pilot_trained_past_the_common_tokens_is_read_where_it_ended():
+    """Two layers for the CPU time of four: the pilot trains past the series' common tokens, and
+    the reading says where it ended beside the baseline at the common tokens."""
+    longer = {
+        "name": "cpu-x-2-layers",
+        "change": "two layers for the same time",
+        "baseline": "cpu-x-base",
+        "heldout": curve([(10, 0.11), (20, 0.14), (34, 0.19)]),
+    }
+    [s] = pilot_series([BASE, longer])
+    assert s.tokens == 20_000
+    reading = series_reading(s)
+    assert "behind it: `cpu-x-2-layers` (-1.0)" in reading
+    assert (
+        "Past those tokens: `cpu-x-2-layers` 19.0% after 34,000 tokens; "
+        "the baseline had 15.0% after 20,000 tokens." in reading
+    )
+    # pilots that all stop at the common tokens add nothing, whatever the baseline ran past them
+    assert "Past those tokens" not in series_reading(pilot_series(PILOTS)[0])
+    longer_base = dict(BASE, heldout=curve([(10, 0.10), (20, 0.15), (40, 0.2)]))
+    assert "Past those tokens" not in series_reading(pilot_series([longer_base, PILOTS[1]])[0])
+
+
 def test_the_lever_chart_draws_one_bar_per_change():
     levers = lever_effects(pilot_series(PILOTS))
     ax = lever_chart(levers, title="levers", limit=12)

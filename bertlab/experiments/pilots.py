@@ -355,6 +355,22 @@ def series_table(s: Series) -> str:
     return "\n".join(lines)
 
 
+def past_common_text(s: Series) -> str:
+    """A sentence on the pilots of a fixed-schedule series that trained past its common tokens (two
+    layers for the CPU time of four, say): where each ended, beside the baseline at the common
+    tokens. "" when no pilot did. (No seconds: a series' runs may have run on other machines or
+    other code, and the `change` of such a pilot says what its length stands for.)"""
+    longer = [r for r in s.pilots if r["heldout"][-1]["tokens"] > s.tokens]
+    if not longer:
+        return ""
+    base = accuracy_at(s.baseline["heldout"], s.tokens)
+    ends = "; ".join(
+        f"`{r['name']}` {r['heldout'][-1]['mlm_acc']:.1%} after {tokens_text(r['heldout'][-1]['tokens'])}"
+        for r in longer
+    )
+    return f" Past those tokens: {ends}; the baseline had {base:.1%} after {tokens_text(s.tokens)}."
+
+
 def series_reading(s: Series, level: float = 0.5) -> str:
     """A few sentences on a series: who led and who trailed the baseline at the common tokens
     (within `level` points counts as level), where each run of a timed series ended, which run
@@ -382,6 +398,8 @@ def series_reading(s: Series, level: float = 0.5) -> str:
         )
         budget = count(int(s.minutes), "minute") if s.minutes == int(s.minutes) else f"{s.minutes:g} minutes"
         text += f" After the whole {budget}: {ranked}."
+    if not s.minutes:
+        text += past_common_text(s)
     for r in s.runs:
         first, end = r["heldout"][0]["mlm_acc"], r["heldout"][-1]["mlm_acc"]
         if end < first + 0.005:
