@@ -33,8 +33,15 @@
 #     same command again resumes an interrupted run. cpu-mini-2-layers-x1.71 runs 1.71 times the
 #     steps with half the layers (the same CPU time), so it ends after more tokens than the record.
 #
+#   SERIES=record7: the seventh record's settings (REFERENCE["cpu"]: post-LN BERT-Mini, two segments
+#     per sequence, 40% masked, phases of 32/64/128/256 tokens, its vocabulary kept in
+#     data/pilots/cpu-mini-32-first-mask-40-50min-planned-vocabulary/) on a fixed schedule of that
+#     record's 3,747 steps, whole resumable runs as in SERIES=record5, read against the record's
+#     own curve (cpu-mini-32-first-mask-40-50min-planned). cpu-mini-record7-2-layers-x1.71 runs 1.71
+#     times the steps with half the layers: the record's CPU time. About an hour on 2 Zen 4 cores.
+#
 #   SERIES=record-128: the record's settings (REFERENCE["cpu"]: post-LN BERT-Mini, two segments per
-#     sequence, 40% masked, the record's own vocabulary data/reference_run/tokenizer.json) on
+#     sequence, 40% masked, the record's own vocabulary, kept as for SERIES=record7) on
 #     sequences of 128 tokens only, 64 a batch, on a fixed schedule of 3,000 steps, stopped after
 #     STOP steps (default here 1,000: 8.2M token positions); then the same with 32 sequences a batch
 #     on twice the steps, stopped after twice STOP (the same tokens at every evaluation, and 40
@@ -68,18 +75,25 @@ case "$SERIES" in
         size=(--preset mini --tokenizer data/pilots/cpu-mini-post-ln-pairs-phases-50min-vocabulary/tokenizer.json
               --compile --norm-position post --segment-pairs --phases 0.8:64:128,0.1:128:64,0.1:256:32
               --mlm-probability 0.3 --seq-len 128 --batch-size 64) ;;
+    record7)
+        BASE=
+        TOTAL=$("$PY" -c "import json; print(json.load(open('data/pilots/cpu-mini-32-first-mask-40-50min-planned.json'))['heldout'][-1]['step'])")
+        size=(--preset mini --tokenizer data/pilots/cpu-mini-32-first-mask-40-50min-planned-vocabulary/tokenizer.json
+              --compile --norm-position post --segment-pairs --phases 0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32
+              --mlm-probability 0.4 --seq-len 128 --batch-size 64) ;;
     record-128)
         BASE=cpu-mini-record-128
         TOTAL=3000
-        size=(--preset mini --tokenizer data/reference_run/tokenizer.json --compile --norm-position post
+        size=(--preset mini --tokenizer data/pilots/cpu-mini-32-first-mask-40-50min-planned-vocabulary/tokenizer.json
+              --compile --norm-position post
               --segment-pairs --mlm-probability 0.4 --seq-len 128 --batch-size 64) ;;
-    *) echo "SERIES must be tiny, mini, size, record5 or record-128, not $SERIES" >&2; exit 2 ;;
+    *) echo "SERIES must be tiny, mini, size, record5, record7 or record-128, not $SERIES" >&2; exit 2 ;;
 esac
 steps_text() { "$PY" -c "print(f'{$1:,}')"; }  # 3520 -> 3,520, as the book writes counts
 common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
         --steps "$TOTAL" --stop-after "$STOP" --eval-every 250 --eval-batches 20
         --checkpoint-every 100000 --log-every 50 --no-progress)
-if [ "$SERIES" = record5 ]; then  # whole runs, resumable
+if [ "$SERIES" = record5 ] || [ "$SERIES" = record7 ]; then  # whole runs, resumable
     common=("${size[@]}" --recipe cpu --corpus books+wiki --seed 0
             --steps "$TOTAL" --eval-every 250 --eval-batches 20
             --checkpoint-every 250 --log-every 50 --no-progress --resume)
@@ -127,6 +141,10 @@ elif [ "$SERIES" = record5 ]; then
     # 4/256/4), so 1.71 times the steps is the record's CPU time; an H100 sweep read +3.5 for it
     LONG=$(( TOTAL * 171 / 100 ))
     pilot cpu-mini-2-layers-x1.71 "the fifth record's settings with 2 layers (2/256/4) on a fixed schedule of $(steps_text "$LONG") steps, 1.71 times its $(steps_text "$TOTAL"): the same CPU time" \
+        --layers 2 --steps "$LONG"
+elif [ "$SERIES" = record7 ]; then
+    LONG=$(( TOTAL * 171 / 100 ))
+    pilot cpu-mini-record7-2-layers-x1.71 "the seventh record's settings with 2 layers (2/256/4) on a fixed schedule of $(steps_text "$LONG") steps, 1.71 times its $(steps_text "$TOTAL"): the same CPU time" \
         --layers 2 --steps "$LONG"
 elif [ "$SERIES" = record-128 ]; then
     pilot "$BASE" "the record's settings (post-LN, two segments, 40% masked, its vocabulary) on sequences of 128 tokens only, 64 a batch, on a fixed schedule of $(steps_text "$TOTAL") steps"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+VOCAB7 = "data/pilots/cpu-mini-32-first-mask-40-50min-planned-vocabulary/tokenizer.json"
 
 
 def source_run_env(checkout: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -79,7 +80,7 @@ def test_run_pilots_record_128_series_compares_batches_at_equal_tokens_and_heldo
     tokens = {}
     for cmd in (base, half):
         assert cmd[1:4] == ["-m", "bertlab", "pretrain"]
-        assert flag(cmd, "--tokenizer") == "data/reference_run/tokenizer.json"
+        assert flag(cmd, "--tokenizer") == VOCAB7
         assert flag(cmd, "--norm-position") == "post" and "--segment-pairs" in cmd and "--phases" not in cmd
         assert flag(cmd, "--mlm-probability") == "0.4" and flag(cmd, "--seq-len") == "128"
         batch = int(flag(cmd, "--batch-size"))
@@ -101,6 +102,28 @@ def test_run_pilots_record_128_series_compares_batches_at_equal_tokens_and_heldo
     (two, _) = pilot_lines(tmp_path, "record-128", "cpu-mini-record-128-2-layers-x1.71")
     assert flag(two, "--layers") == "2" and flag(two, "--batch-size") == "64"
     assert int(flag(two, "--steps")) == 3000 * 171 // 100 and int(flag(two, "--stop-after")) == 1000 * 171 // 100
+
+
+def test_run_pilots_record7_runs_two_layers_for_the_records_cpu_time(tmp_path):
+    """SERIES=record7: the seventh record's settings on a fixed schedule, its vocabulary kept beside
+    the pilots (the same pieces as the record's), two layers for 1.71 times its steps, resumable."""
+    planned = ROOT / "data/pilots/cpu-mini-32-first-mask-40-50min-planned.json"
+    total = json.loads(planned.read_text())["heldout"][-1]["step"]
+    # the seventh record: the book's record now, or kept under data/pilots/ once another replaces it
+    records = [ROOT / "data/reference_run", ROOT / "data/pilots/record7"]
+    [seventh] = [
+        r
+        for r in records
+        if (r / "provenance.json").exists()
+        and json.loads((r / "provenance.json").read_text())["pretraining"]["steps"] == total
+    ]
+    assert (ROOT / VOCAB7).read_bytes() == (seventh / "tokenizer.json").read_bytes()
+    (pretrain, record) = pilot_lines(tmp_path, "record7", "cpu-mini-record7-2-layers-x1.71")
+    assert flag(pretrain, "--tokenizer") == VOCAB7 and "--resume" in pretrain
+    assert flag(pretrain, "--phases") == "0.5:32:256,0.3:64:128,0.1:128:64,0.1:256:32"
+    assert flag(pretrain, "--mlm-probability") == "0.4" and flag(pretrain, "--layers") == "2"
+    assert int(flag(pretrain, "--steps")) == total * 171 // 100 and total == 3747
+    assert "--baseline" not in record
 
 
 def test_run_pilots_record5_builds_whole_resumable_runs(tmp_path):
