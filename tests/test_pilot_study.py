@@ -469,6 +469,25 @@ def test_a_gpu_sweep_is_read_against_its_base_and_checked_by_a_cpu_pilot(tmp_pat
         sweep_check(rows, ["mask-50"], pilot, control)
     with pytest.raises(ValueError, match="same tokens"):
         sweep_check(rows, ["short"], pilot, {"name": "x", "points": [{"tokens": 4000, "mlm_acc": 0.2}]})
+    # two layers for the CPU time of four: checked by the ratio of steps, not by tokens
+    sweep["layers-2"] = _sweep_run({**base, "layers": 2, "steps": 171}, [(171, 0.335)])
+    path.write_text(json.dumps(sweep))
+    rows = sweep_rows(path)
+    two = {"name": "cpu-two", "heldout": [{"step": 1710, "tokens": 13_680, "mlm_acc": 0.32}]}
+    longer = {"name": "recorded run", "points": [{"step": 1000, "tokens": 8000, "mlm_acc": 0.30}]}
+    check = sweep_check(rows, ["layers-2"], two, longer, same="steps ratio")
+    assert check["predicted"] == pytest.approx(3.5) and check["measured"] == pytest.approx(2.0)
+    text = sweep_check_reading(check, same_machine=True)
+    assert "`layers-2` +3.5 points over the recipe." in text
+    assert "+2.0 points against the recorded run (30.0%) after 1.71 times its steps, as on the GPU." in text
+    with pytest.raises(ValueError, match="same tokens"):
+        sweep_check(rows, ["layers-2"], two, longer)
+    with pytest.raises(ValueError, match="run it for 1,710 steps"):
+        sweep_check(rows, ["layers-2"], dict(two, heldout=[dict(two["heldout"][0], step=1500)]), longer, "steps ratio")
+    with pytest.raises(ValueError, match="takes one part"):
+        sweep_check(rows, ["layers-2", "short"], two, longer, same="steps ratio")
+    with pytest.raises(ValueError, match="must be 'tokens' or 'steps ratio'"):
+        sweep_check(rows, ["layers-2"], two, longer, same="time")
     del sweep["base"]
     path.write_text(json.dumps(sweep))
     with pytest.raises(ValueError, match="named 'base'"):

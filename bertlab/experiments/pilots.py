@@ -665,23 +665,44 @@ def sweep_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def sweep_check(
-    rows: Sequence[dict[str, Any]], parts: Sequence[str], pilot: Pilot, control: dict[str, Any]
+    rows: Sequence[dict[str, Any]],
+    parts: Sequence[str],
+    pilot: Pilot,
+    control: dict[str, Any],
+    same: str = "tokens",
 ) -> dict[str, Any]:
     """Did the sweep's changes `parts` (names of its runs), made together in `pilot`, pay on the
     pilot's machine? `control` is the run the pilot changes (a whole_run_rows row: "name" and its
-    held-out "points"), ended after the same tokens. Returns the predicted gain (the sum of the
-    parts' gains on the GPU), the measured one (pilot's end minus control's, in points) and both
-    ends."""
+    held-out "points"). `same` says what the two must share at their ends: "tokens" (the default),
+    or "steps ratio" for one part that ran another number of steps on the GPU (two layers for the
+    CPU time of four, say): the pilot must then have run that part's steps over the sweep base's
+    times the control's steps (within 1%). Returns the predicted gain (the sum of the parts' gains
+    on the GPU), the measured one (pilot's end minus control's, in points), both ends, what they
+    shared, and the ratio of the pilot's steps to the control's (None where a point has no step)."""
     by_name = {r["name"]: r for r in rows}
     missing = [p for p in parts if p not in by_name]
     if missing:
         raise ValueError(f"no run named {missing} in the sweep; it has {', '.join(by_name)}")
     end, ref = pilot["heldout"][-1], control["points"][-1]
-    if end["tokens"] != ref["tokens"]:
-        raise ValueError(
-            f"{pilot['name']} ended after {end['tokens']:,} tokens and {control['name']} after "
-            f"{ref['tokens']:,}: compare runs that saw the same tokens"
-        )
+    ratio = end["step"] / ref["step"] if end.get("step") and ref.get("step") else None
+    if same == "tokens":
+        if end["tokens"] != ref["tokens"]:
+            raise ValueError(
+                f"{pilot['name']} ended after {end['tokens']:,} tokens and {control['name']} after "
+                f"{ref['tokens']:,}: compare runs that saw the same tokens"
+            )
+    elif same == "steps ratio":
+        if len(parts) != 1:
+            raise ValueError(f"a check by the ratio of steps takes one part of the sweep, not {len(parts)}")
+        want = by_name[parts[0]]["steps"] / next(r for r in rows if r["name"] == "base")["steps"]
+        if ratio is None or abs(ratio / want - 1) > 0.01:
+            raise ValueError(
+                f"{pilot['name']} ran {ratio or 0:.3f} times the steps of {control['name']}, where the "
+                f"sweep's {parts[0]} ran {want:.3f} times its base's: run it for "
+                f"{round(ref['step'] * want):,} steps"
+            )
+    else:
+        raise ValueError(f"same must be 'tokens' or 'steps ratio', not {same!r}")
     return {
         "parts": {p: by_name[p]["points"] for p in parts},
         "predicted": sum(by_name[p]["points"] for p in parts),
@@ -690,6 +711,8 @@ def sweep_check(
         "pilot_acc": end["mlm_acc"],
         "control": control["name"],
         "control_acc": ref["mlm_acc"],
+        "same": same,
+        "steps_ratio": ratio,
     }
 
 
@@ -707,7 +730,12 @@ def sweep_check_reading(check: dict[str, Any], same_machine: bool) -> str:
     text = (
         f"On the GPU, {parts} {predicted}. On the CPU, `{check['pilot']}` {made} and ended at "
         f"{check['pilot_acc']:.1%}, {check['measured']:+.1f} points against {control} "
-        f"({check['control_acc']:.1%}) after the same tokens."
+        f"({check['control_acc']:.1%}) "
+        + (
+            f"after {check['steps_ratio']:.2f} times its steps, as on the GPU."
+            if check.get("same") == "steps ratio"
+            else "after the same tokens."
+        )
     )
     if not same_machine:
         text += (
