@@ -88,6 +88,11 @@ What is backed by a run and what is not (read before trusting a number):
     machine (bf16, Zen 4) and time-budgeted schedule. REFERENCE["cpu"] takes both levers, and the
     seventh record (data/reference_run) was made with them: 3,747 steps in its 50 minutes, 38.7%
     held-out, 0.6 above the fifth (kept in data/pilots/record5), one run each.
+    On the seventh record's own settings with 128-token sequences only (cpu-mini-record-128, fixed
+    schedule, compared at 8.2M tokens, baseline 26.5%): 32 sequences a batch on twice the steps
+    26.8% (+0.2, so the batch stays 64); two layers instead of four 26.8% at the same tokens, and
+    30.6% after 12.3M tokens in less wall time than four layers took for 8.2M (a 2/256/4 step ran
+    about twice as fast there).
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
