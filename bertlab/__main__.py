@@ -96,7 +96,7 @@ HELP = {
     "eval_every": "steps between held-out evaluations",
     "eval_batches": "held-out batches per evaluation",
     "checkpoint_every": "steps between checkpoints",
-    "stop_after": "stop with a checkpoint after N steps of this session (continue with --resume)",
+    "stop_after": "stop after N steps of this session, with a checkpoint and a held-out score (then --resume)",
     "progress": "show a progress bar",
     # finetune
     "task": "sst2, mrpc, rte, squad (dev only locally) or conll2003",

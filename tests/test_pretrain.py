@@ -471,6 +471,23 @@ def test_heldout_masks_at_the_papers_rate_whatever_the_training_rate(tmp_path, t
         assert torch.equal(a["mlm_labels"], b["mlm_labels"]) and torch.equal(a["input_ids"], b["input_ids"])
 
 
+def test_a_session_stopped_by_stop_after_is_scored_where_it_stops(tmp_path, tokenizer_file):
+    """A pilot stopped between two evaluations (--stop-after) records its held-out score at the
+    step it stops, so its curve ends where it ended; the extra evaluation changes nothing else:
+    resumed, the run ends with the weights and scores of a run never stopped."""
+    straight = pretrain(tiny(tmp_path / "a", tokenizer_file))
+    first = pretrain(tiny(tmp_path / "b", tokenizer_file, stop_after=3))
+    assert first.stopped_by == "stop_after" and first.step == 3
+    scored = read_metrics(tmp_path / "b" / "metrics.jsonl", split="eval")
+    assert [r["step"] for r in scored] == [3] and 0.0 <= scored[0]["mlm_acc"] <= 1.0
+    resumed = pretrain(tiny(tmp_path / "b", tokenizer_file, resume=True))
+    a, b = params(straight.model), params(resumed.model)
+    assert all(torch.equal(a[k], b[k]) for k in a), "scoring the stopped session changed the run"
+    ea = read_metrics(tmp_path / "a" / "metrics.jsonl", split="eval")
+    eb = read_metrics(tmp_path / "b" / "metrics.jsonl", split="eval")
+    assert [(r["step"], r["loss"]) for r in eb] == [(3, scored[0]["loss"])] + [(r["step"], r["loss"]) for r in ea]
+
+
 # --- sequence-length phases and segment pairs (the paper's 90/10 schedule; both segment rows) ------
 def test_phases_run_in_order_and_resume_across_the_boundary(tmp_path, tokenizer_file):
     phases = "0.5:16:16,0.5:32:8"  # the same tokens per step: 256

@@ -144,8 +144,8 @@ class PretrainConfig:
     eval_every: int = 500
     eval_batches: int = 20
     checkpoint_every: int = 1000
-    stop_after: int | None = None  # stop (with a checkpoint) after this many steps of THIS session,
-    #                                as if pre-empted; continue later with resume=True
+    stop_after: int | None = None  # stop (with a checkpoint and a held-out score) after this many
+    #                                steps of THIS session; continue later with resume=True
     progress: bool = True
 
     def model_size(self) -> tuple[int, int, int]:
@@ -656,7 +656,10 @@ class Trainer:
                         bar.set_postfix(logs.format_postfix(rec), refresh=False)
                         stats.zero_()
                         session.window = (self.step, elapsed, self.tokens)
-                    if (due.eval or due.last) and self.eval_batches and self.is_main:
+                    # a session stopped by --stop-after is scored where it stops (a pilot's last point);
+                    # one stopped by a signal saves and leaves at once
+                    scored_stop = stop_now and signals.received is None
+                    if (due.eval or due.last or scored_stop) and self.eval_batches and self.is_main:
                         self.evaluate(logger, due.last)
                     if due.checkpoint or due.last or stop_now:
                         self.save()
