@@ -154,6 +154,17 @@ def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
     ax = pilot_curves(s, threshold=0.2)
     assert len(ax.lines) == 5 + 1  # five runs and the threshold
     assert max(max(line.get_xdata()) for line in ax.lines[:5]) == pytest.approx(0.02)  # 20,000 tokens
+    # a pilot that trained past the common tokens goes on, dashed, in its own colour; the baseline does not
+    longer = dict(PILOTS[1], heldout=curve([(10, 0.12), (20, 0.25), (34, 0.3)]))
+    base = dict(BASE, heldout=curve([(10, 0.10), (20, 0.15), (40, 0.2)]))
+    ax = pilot_curves(pilot_series([base, longer])[0])
+    solid, dashed = (
+        [ln for ln in ax.lines if ln.get_linestyle() == "-"],
+        [ln for ln in ax.lines if ln.get_linestyle() == "--"],
+    )
+    assert len(solid) == 2 and max(max(ln.get_xdata()) for ln in solid) == pytest.approx(0.02)
+    [on] = dashed
+    assert list(on.get_xdata()) == pytest.approx([0.02, 0.034]) and on.get_color() == solid[1].get_color()
 
 
 def test_machines_table_says_where_each_pilot_ran():

@@ -349,14 +349,15 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
 def pilot_curves(series, ax=None, title: str | None = None, threshold: float | None = None):
     """Held-out MLM accuracy against training tokens for every run of a pilot series
     (bertlab.experiments.pilots.Series): up to the series' common tokens, or whole for a timed series;
-    `threshold` (a fraction, e.g. 0.2) draws a dotted line there."""
+    a pilot that trained past the common tokens (two layers for the CPU time of four) goes on as a
+    dashed line in its colour. `threshold` (a fraction, e.g. 0.2) draws a dotted line there."""
     if ax is None:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(7, 3.6), layout="tight")
     for run in series.runs:
         pts = [q for q in run["heldout"] if series.minutes or q["tokens"] <= series.tokens]
-        ax.plot(
+        (line,) = ax.plot(
             [q["tokens"] / 1e6 for q in pts],
             [100 * q["mlm_acc"] for q in pts],
             "o-",
@@ -364,6 +365,16 @@ def pilot_curves(series, ax=None, title: str | None = None, threshold: float | N
             label=run["name"],
             lw=2.2 if run is series.baseline else 1.2,
         )
+        past = [q for q in run["heldout"] if q["tokens"] >= series.tokens]
+        if not series.minutes and run is not series.baseline and len(past) > 1:
+            ax.plot(
+                [q["tokens"] / 1e6 for q in past],
+                [100 * q["mlm_acc"] for q in past],
+                "o--",
+                ms=3,
+                lw=1.2,
+                color=line.get_color(),
+            )
     if threshold is not None:
         ax.axhline(100 * threshold, color="grey", ls=":", lw=1)
     ax.set(
