@@ -92,7 +92,10 @@ What is backed by a run and what is not (read before trusting a number):
     schedule, compared at 8.2M tokens, baseline 26.5%): 32 sequences a batch on twice the steps
     26.8% (+0.2, so the batch stays 64); two layers instead of four 26.8% at the same tokens, and
     30.6% after 12.3M tokens in less wall time than four layers took for 8.2M (a 2/256/4 step ran
-    about twice as fast there).
+    about twice as fast there). Over the seventh record's whole schedule, two layers for 1.71 times
+    its steps (cpu-mini-record7-2-layers-x1.71, the same CPU time) ended at 39.5% against the
+    record's 38.7%: +0.8, where the H100 sweep read +3.5; one run each, fine-tuning not measured,
+    so the record stays four layers.
   - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
     similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
   - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
