@@ -211,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(the record's 50 minutes came to 3,747 steps on 2 Zen 4 cores)",
     )
     r.add_argument("--preset", default=None)
+    r.add_argument("--layers", type=int, default=None, help="L, the number of layers (the preset's otherwise)")
     r.add_argument("--seeds", type=int, nargs="+", default=None)
     r.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None)
     r.add_argument(
@@ -349,6 +350,7 @@ def _run(args: argparse.Namespace) -> int:
             steps=args.steps,
             ft_tasks=args.ft_tasks,
             squad=args.squad,
+            layers=args.layers,
         )
         return 0
     raise AssertionError(args.command)

@@ -454,6 +454,26 @@ def test_reference_run_takes_minutes_or_steps_not_both(tmp_path):
         reference_run.reference_run(out=str(tmp_path / "r"), smoke=True, steps=0)
 
 
+def test_reference_run_layers_override_the_presets(tmp_path, monkeypatch):
+    import bertlab.training.pretrain as pretrain_module
+
+    seen = {}
+
+    def stop(cfg, runtime=None):  # the pretraining the pipeline would run, caught before it starts
+        seen["cfg"] = cfg
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pretrain_module, "pretrain", stop)
+    with pytest.raises(KeyboardInterrupt):
+        reference_run.reference_run(out=str(tmp_path / "r"), smoke=True, layers=2)
+    assert seen["cfg"].layers == 2 and seen["cfg"].model_size()[0] == 2
+    with pytest.raises(KeyboardInterrupt):
+        reference_run.reference_run(out=str(tmp_path / "r2"), smoke=True)
+    assert seen["cfg"].layers is None  # the preset's
+    with pytest.raises(ValueError, match="at least one layer"):
+        reference_run.reference_run(out=str(tmp_path / "r3"), smoke=True, layers=0)
+
+
 def test_add_task_fine_tunes_rte_with_the_records_recipe(record, monkeypatch, tmp_path):
     from tests.conftest import MIRROR
 

@@ -291,6 +291,7 @@ def reference_run(
     steps: int | None = None,
     ft_tasks: Sequence[str] | None = None,
     squad: bool | None = None,
+    layers: int | None = None,
 ) -> dict[str, Any]:
     """WordPiece on the training corpus, pre-tokenizing, pretraining on books + Wikipedia (held-out
     books and articles for evaluation), then SST-2 fine-tuning with each seed from the pretrained
@@ -300,12 +301,14 @@ def reference_run(
     checksums, versions), and the full pretraining run folder under pretrain/.
 
     `minutes` or `steps` replace the settings' pretraining budget (`steps`: a fixed number of
-    steps, the same tokens on any machine). `resume` continues an interrupted run: pretraining from
-    its newest checkpoint, and every fine-tuning stage that finished (stages/<stage>.json, with
-    the same recipe and weights) is kept instead of run again. `ft_tasks` (a subset of
-    ADDABLE_CLASSIFICATION + conll2003, in any order) and `squad` replace the settings' tasks after
-    SST-2: a record whose session runs short can be finished with the tasks done so far (kept
-    stages) and gain the others later with `add_task` / `add_squad` (`--add`)."""
+    steps, the same tokens on any machine). `layers` replaces the preset's number of layers (the
+    scratch twins of the fine-tuning take the pretrained model's size, so they follow). `resume`
+    continues an interrupted run: pretraining from its newest checkpoint, and every fine-tuning
+    stage that finished (stages/<stage>.json, with the same recipe and weights) is kept instead of
+    run again. `ft_tasks` (a subset of ADDABLE_CLASSIFICATION + conll2003, in any order) and
+    `squad` replace the settings' tasks after SST-2: a record whose session runs short can be
+    finished with the tasks done so far (kept stages) and gain the others later with `add_task` /
+    `add_squad` (`--add`)."""
     import torch
 
     # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference`
@@ -335,6 +338,10 @@ def reference_run(
         s.update(steps=steps, minutes=None)
     if preset is not None:
         s["preset"] = preset
+    if layers is not None:
+        if layers < 1:
+            raise ValueError(f"layers={layers}: the encoder needs at least one layer")
+        s["layers"] = layers  # absent from the settings otherwise: the preset's
     if seeds is not None:
         s["seeds"] = tuple(seeds)
     if compile is not None:
@@ -356,6 +363,7 @@ def reference_run(
 
     cfg = PretrainConfig(
         preset=s["preset"],
+        layers=s.get("layers"),
         corpus=s["corpus"],
         vocab_size=s["vocab_size"],
         recipe=s["recipe"],
