@@ -297,3 +297,53 @@ def test_the_recorded_rerun_reads_beside_the_record():
     text = rerun.rerun_reading(rows, limit_minutes=100)
     assert f"{held['again']:.1f}% held-out MLM accuracy against the record's {held['first']:.1f}%" in text
     assert rerun.gains_note(rows).startswith("Each gain is one run's.")
+
+
+def test_one_named_setting_may_differ_and_is_read_against_the_same_settings_twice(tmp_path, pair):
+    first, again = pair
+    two = make_run(
+        tmp_path / "two",
+        acc=0.401,
+        steps=6700,
+        settings={**SETTINGS, "layers": 2},
+        sst2={500: ([66.0, 67.0, 68.0], [60.0, 61.0, 62.0]), 2000: ([73.0, 72.0, 74.0], [70.0, 71.0, 69.0])},
+        mrpc=([78.0, 77.0, 79.0], [79.0, 78.0, 80.0]),
+        conll=([75.0, 76.0, 74.0], [64.0, 63.0, 65.0]),
+        stages={**STAGES, "mrpc_s": 200.0, "rte_s": 180.0, "conll2003_s": 450.0},
+        speeds=(19000.0, 19500.0),
+    )
+    with pytest.raises(ValueError, match=r"same settings \(layers: None -> 2\)"):
+        rerun.rerun_rows(first, two)  # an unnamed change is refused, as before
+    with pytest.raises(ValueError, match="the same layers"):
+        rerun.rerun_rows(first, again, changed=("layers",))  # a named one must have changed
+    with pytest.raises(ValueError, match=r"besides layers \(minutes: 50.0 -> 60.0\)"):
+        rerun.rerun_rows(
+            first, other_run(tmp_path / "o", settings={**SETTINGS, "layers": 2, "minutes": 60.0}), changed=("layers",)
+        )
+    rows = rerun.rerun_rows(first, two, changed=("layers",))
+    noise = rerun.rerun_rows(first, again)
+    # gains (first -> two): SST-2 500 -2 -> +6 (moved 8; twice: 4), SST-2 2,000 +3 -> +3 (0; twice 0.5),
+    # MRPC -1 -> -1 (0; twice 2), CoNLL +17 -> +11 (6; twice 0)
+    far = rerun.beyond_chance(rows, noise)
+    assert [(r["task"], r["train_examples"]) for r in far] == [("sst2", 500), ("conll2003", None)]
+    text = rerun.lever_reading(rows, "two layers instead of four", noise=noise, limit_minutes=100)
+    assert text.startswith(
+        "With two layers instead of four, the pipeline ends its pretraining at 40.1% held-out MLM accuracy "
+        "against the record's 39.3% (+0.8 points), after 6,700 steps against 3,350 (2.00 times as many in its "
+        "time budget); pre-training's gains move by "
+    )
+    assert (
+        "2 of the 4 gains moved further than when the record's settings were made again: "
+        "SST-2 with 500 sentences (+8.0), CoNLL-2003 (-6.0)." in text
+    )
+    end = rows[-1]
+    assert end["end_to_end"] and end["again"] < end["first"]
+    assert text.endswith(
+        f"End to end it took {end['again']:.1f} minutes, the record {end['first']:.1f} "
+        "(within the 100 minutes the pipeline is meant to fit)."
+    )
+    # when every gain stayed within what chance moved it, the reading says the tasks cannot tell
+    steady = [dict(r, again=r["first"], change=0.0) if r["kind"] == "gain" else r for r in rows]
+    assert "None of the 4 gains moved further than it moved" in rerun.lever_reading(steady, "x", noise=noise)
+    assert "gains moved further" not in rerun.lever_reading(rows, "x")  # without the pair made twice
+    assert rerun.lever_reading([], "x") == ""

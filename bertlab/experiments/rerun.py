@@ -1,5 +1,4 @@
-"""The same reference run made twice: how far one run's figures can move when nothing but chance
-(and the time budget's step count) changes.
+"""Two reference runs side by side: the same settings made twice, or one setting changed.
 
 The record's table of gains comes from one run of `scripts/reference_run.sh`. Run the pipeline
 again with the same settings on the same kind of machine and the pretraining takes a slightly
@@ -12,8 +11,15 @@ of *different* settings must be before it says something about the settings.
     print(rerun_table(rows))             # Markdown
     print(rerun_reading(rows))           # the sentence the appendix keeps
 
+A run that changed one setting (`reference-run --layers 2`) is set beside the record the same way,
+naming the setting it changed, and read against the same settings made twice:
+
+    rows = rerun_rows(first, two_layers, changed=("layers",))
+    print(lever_reading(rows, "two layers instead of four", noise=rerun_rows(first, again)))
+
 The appendix "How the CPU recipe was found" reads the book's record against its settings made
-again (`data/pilots/record7-again/`).
+again (`data/pilots/record7-again/`) and against its settings with two layers
+(`data/pilots/record7-2-layers/`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from bertlab.prose import TASK_TITLES
 from bertlab.records import records_dir
 
 AGAIN = ("pilots", "record7-again")  # the record's settings made again, under the records folder
+TWO_LAYERS = ("pilots", "record7-2-layers")  # the record's settings with two layers instead of four
 
 # Settings that say where a run wrote, or which fine-tunings it ran (the rows compare only those
 # both runs hold), not how it trained
@@ -64,15 +71,24 @@ def find_again(run: ReferenceRun | None, folder: str | Path | None = None) -> Re
     return None if settings_differences(run, again) else again
 
 
-def check_same_settings(first: ReferenceRun, again: ReferenceRun) -> None:
-    """Raise ValueError naming the differences when two runs did not share their settings: their
-    comparison would then measure the settings, not chance (use the pilots' tables for that)."""
-    diff = settings_differences(first, again)
+def check_same_settings(first: ReferenceRun, again: ReferenceRun, changed: Sequence[str] = ()) -> None:
+    """Raise ValueError naming the differences when two runs did not share their settings, except
+    the ones named in `changed`: a comparison would then measure settings nobody named, not chance
+    (use the pilots' tables for those). A setting named in `changed` must differ."""
+    diff = [d for d in settings_differences(first, again) if d.split(":")[0] not in changed]
     if diff:
+        named = f" besides {', '.join(changed)}" if changed else ""
         raise ValueError(
-            f"{first.path} and {again.path} were not made with the same settings ({'; '.join(diff)}); "
-            "a rerun comparison needs two runs of one pipeline: compare different settings with "
-            "bertlab.experiments.pilots instead"
+            f"{first.path} and {again.path} were not made with the same settings{named} ({'; '.join(diff)}); "
+            "a comparison of two runs of the pipeline needs every other setting alike: compare "
+            "different settings with bertlab.experiments.pilots instead"
+        )
+    a, b = first.provenance.get("settings", {}), again.provenance.get("settings", {})
+    same = [k for k in changed if a.get(k) == b.get(k)]
+    if same:
+        raise ValueError(
+            f"{first.path} and {again.path} have the same {', '.join(same)} ({a.get(same[0])!r}); "
+            "name in `changed` only the settings the second run changed"
         )
 
 
@@ -139,7 +155,7 @@ def _row(measure: str, kind: str, first: float | None, again: float | None, **ex
     return {"measure": measure, "kind": kind, "first": first, "again": again, "change": change, **extra}
 
 
-def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]:
+def rerun_rows(first: ReferenceRun, again: ReferenceRun, changed: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One row per measure both runs recorded: {"measure", "kind", "first", "again", "change"}.
 
     kind "heldout" (held-out MLM accuracy in %, over every chosen position and at the [MASK]
@@ -152,8 +168,9 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun) -> list[dict[str, Any]]
     different settings), "minutes" (each group of STAGES, and the whole run end to end, less any
     stage only one of them ran: "without" names those; a task added to a run later counts as one of
     its stages, `stage_seconds`). A measure one of the runs lacks is left out.
-    Raises ValueError when the runs' settings differ (`check_same_settings`)."""
-    check_same_settings(first, again)
+    Raises ValueError when the runs' settings differ other than in `changed`
+    (`check_same_settings`)."""
+    check_same_settings(first, again, changed)
     rows: list[dict[str, Any]] = []
     pa, pb = first.provenance.get("pretraining", {}), again.provenance.get("pretraining", {})
     ha, hb = pa.get("final_heldout") or {}, pb.get("final_heldout") or {}
@@ -332,3 +349,82 @@ def gains_note(rows: Sequence[dict[str, Any]]) -> str:
     if flips:
         text += f", and on {' and '.join(r['title'] for r in flips)} the sign of the gain turned"
     return text + "."
+
+
+def beyond_chance(rows: Sequence[dict[str, Any]], noise: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gain rows of a comparison (`rows`) that moved further than the same gain moved when the
+    record's settings were made again (`noise`, that pair's `rerun_rows`); a gain `noise` lacks is
+    left out."""
+    moved = {(r["task"], r["train_examples"]): abs(r["change"]) for r in noise if r["kind"] == "gain"}
+    return [
+        r
+        for r in rows
+        if r["kind"] == "gain"
+        and (r["task"], r["train_examples"]) in moved
+        and abs(r["change"]) > moved[(r["task"], r["train_examples"])]
+    ]
+
+
+def lever_reading(
+    rows: Sequence[dict[str, Any]],
+    lever: str,
+    noise: Sequence[dict[str, Any]] | None = None,
+    limit_minutes: float | None = None,
+) -> str:
+    """What one changed setting did to the pipeline, in words generated from
+    `rerun_rows(first, second, changed=...)`: the held-out accuracy and the steps its time budget
+    bought, how far the gains moved, which of them moved further than the same settings made twice
+    moved them (`noise`: that pair's rows, `beyond_chance`), and the end-to-end minutes (against
+    `limit_minutes`, if given and both runs ran every stage). `lever` names the change in words
+    ("two layers instead of four"). Empty without rows."""
+    if not rows:
+        return ""
+    parts = []
+    held = next((r for r in rows if r["kind"] == "heldout"), None)
+    steps = next((r for r in rows if r["measure"] == "pretraining steps"), None)
+    if held is not None:
+        text = (
+            f"With {lever}, the pipeline ends its pretraining at {held['again']:.1f}% held-out MLM accuracy "
+            f"against the record's {held['first']:.1f}% ({_signed(held['change'])} points)"
+        )
+        if steps is not None and steps["first"]:
+            text += (
+                f", after {steps['again']:,} steps against {steps['first']:,} "
+                f"({steps['again'] / steps['first']:.2f} times as many in its time budget)"
+            )
+        parts.append(text)
+    big = largest_gain_move(rows)
+    if big is not None:
+        parts.append(f"pre-training's gains move by {_moves_words(rows, big)}")
+    text = "; ".join(parts) + "." if parts else ""
+    gains = [r for r in rows if r["kind"] == "gain"]
+    if noise is not None and gains:
+        compared = [
+            r
+            for r in gains
+            if any(
+                n["kind"] == "gain" and n["task"] == r["task"] and n["train_examples"] == r["train_examples"]
+                for n in noise
+            )
+        ]
+        far = beyond_chance(rows, noise)
+        if compared and not far:
+            text += (
+                f" None of the {len(compared)} gains moved further than it moved when the record's settings "
+                "were made again, so at this size the fine-tuned tasks do not tell the two apart."
+            )
+        elif far:
+            named = ", ".join(f"{r['title']} ({_signed(r['change'])})" for r in far)
+            text += (
+                f" {len(far)} of the {len(compared)} gains moved further than when the record's settings were "
+                f"made again: {named}."
+            )
+    end = next((r for r in rows if r.get("end_to_end")), None)
+    if end is not None:
+        without = f" without {' and '.join(end['without'])}" if end["without"] else ""
+        text += f" End to end{without} it took {end['again']:.1f} minutes, the record {end['first']:.1f}"
+        if limit_minutes is not None and not end["without"]:
+            verdict = "within" if end["again"] <= limit_minutes else "over"
+            text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
+        text += "."
+    return text.strip()
