@@ -347,3 +347,16 @@ def test_one_named_setting_may_differ_and_is_read_against_the_same_settings_twic
     assert "None of the 4 gains moved further than it moved" in rerun.lever_reading(steady, "x", noise=noise)
     assert "gains moved further" not in rerun.lever_reading(rows, "x")  # without the pair made twice
     assert rerun.lever_reading([], "x") == ""
+
+
+def test_find_changed_returns_a_run_that_changed_only_the_named_settings(tmp_path, pair):
+    first, again = pair
+    two = other_run(tmp_path / "two", settings={**SETTINGS, "layers": 2})
+    assert rerun.find_changed(first, ("layers",), two.path).path == two.path
+    assert rerun.find_changed(first, ("layers",), again.path) is None  # did not change the layers
+    both = other_run(tmp_path / "both", settings={**SETTINGS, "layers": 2, "minutes": 60.0})
+    assert rerun.find_changed(first, ("layers",), both.path) is None  # changed more than it names
+    assert rerun.find_changed(None, ("layers",), two.path) is None
+    assert rerun.find_changed(first, ("layers",), tmp_path / "absent") is None
+    with pytest.raises(ValueError, match="name the folder"):
+        rerun.find_changed(first, ("minutes",))

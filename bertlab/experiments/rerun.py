@@ -71,6 +71,27 @@ def find_again(run: ReferenceRun | None, folder: str | Path | None = None) -> Re
     return None if settings_differences(run, again) else again
 
 
+def find_changed(
+    run: ReferenceRun | None, changed: Sequence[str], folder: str | Path | None = None
+) -> ReferenceRun | None:
+    """A run of `run`'s settings with the settings `changed` changed (in `folder`; by default
+    TWO_LAYERS in the records folder, for changed=("layers",)), or None when there is no record, no
+    such run, or one that also differs in another setting or not in those named."""
+    if folder is None:
+        if tuple(changed) != ("layers",):
+            raise ValueError(f"name the folder of the run that changed {', '.join(changed)}")
+        folder = records_dir(*TWO_LAYERS)
+    where = Path(folder)
+    if run is None or not (where / "provenance.json").is_file():
+        return None
+    other = ReferenceRun(where)
+    try:
+        check_same_settings(run, other, changed)
+    except ValueError:
+        return None
+    return other
+
+
 def check_same_settings(first: ReferenceRun, again: ReferenceRun, changed: Sequence[str] = ()) -> None:
     """Raise ValueError naming the differences when two runs did not share their settings, except
     the ones named in `changed`: a comparison would then measure settings nobody named, not chance
