@@ -300,6 +300,34 @@ def sign_flips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["kind"] == "gain" and (r["first"] > 0) != (r["again"] > 0)]
 
 
+def _pretraining_end(rows: Sequence[dict[str, Any]], opening: str) -> tuple[str, dict[str, Any] | None]:
+    """The start of a reading's first sentence, `opening` then where the second run's pretraining
+    ended against the record's ("" without a held-out row), and the row of pretraining steps."""
+    held = next((r for r in rows if r["kind"] == "heldout"), None)
+    steps = next((r for r in rows if r["measure"] == "pretraining steps"), None)
+    if held is None:
+        return "", steps
+    text = (
+        f"{opening}, the pipeline ends its pretraining at {held['again']:.1f}% held-out MLM accuracy "
+        f"against the record's {held['first']:.1f}% ({_signed(held['change'])} points)"
+    )
+    return text, steps
+
+
+def _end_to_end_words(rows: Sequence[dict[str, Any]], who: str, limit_minutes: float | None) -> str:
+    """The sentence on the two runs' end-to-end minutes (`who` names the second run), held to
+    `limit_minutes` only where both ran every stage; empty without an end-to-end row."""
+    end = next((r for r in rows if r.get("end_to_end")), None)
+    if end is None:
+        return ""
+    without = f" without {' and '.join(end['without'])}" if end["without"] else ""
+    text = f" End to end{without} {who} took {end['again']:.1f} minutes, the record {end['first']:.1f}"
+    if limit_minutes is not None and not end["without"]:  # only a whole run is held to the limit
+        verdict = "within" if end["again"] <= limit_minutes else "over"
+        text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
+    return text + "."
+
+
 def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = None) -> str:
     """What running the same settings again changed, in words generated from `rerun_rows`: the
     held-out accuracy, how far the gains moved (the largest move, and any gain whose sign flipped),
@@ -308,13 +336,8 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
     if not rows:
         return ""
     parts = []
-    held = next((r for r in rows if r["kind"] == "heldout"), None)
-    steps = next((r for r in rows if r["measure"] == "pretraining steps"), None)
-    if held is not None:
-        text = (
-            f"Made again with the same settings, the pipeline ends its pretraining at {held['again']:.1f}% "
-            f"held-out MLM accuracy against the record's {held['first']:.1f}% ({_signed(held['change'])} points)"
-        )
+    text, steps = _pretraining_end(rows, "Made again with the same settings")
+    if text:
         if steps is not None and steps["change"]:  # a time budget buys what the machine's speed allows
             text += f", after {steps['again']:,} steps against {steps['first']:,}"
             speed = next((r for r in rows if r["measure"].startswith("pretraining tokens/s")), None)
@@ -346,14 +369,7 @@ def rerun_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = 
     missing = [r["title"] for r in rows if r["kind"] == "not run again"]
     if missing:
         text += f" The second run stopped before {' and '.join(missing)}, which it does not compare."
-    end = next((r for r in rows if r.get("end_to_end")), None)
-    if end is not None:
-        without = f" without {' and '.join(end['without'])}" if end["without"] else ""
-        text += f" End to end{without} the second run took {end['again']:.1f} minutes, the record {end['first']:.1f}"
-        if limit_minutes is not None and not end["without"]:  # only a whole run is held to the limit
-            verdict = "within" if end["again"] <= limit_minutes else "over"
-            text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
-        text += "."
+    text += _end_to_end_words(rows, "the second run", limit_minutes)
     return text.strip()
 
 
@@ -401,13 +417,8 @@ def lever_reading(
     if not rows:
         return ""
     parts = []
-    held = next((r for r in rows if r["kind"] == "heldout"), None)
-    steps = next((r for r in rows if r["measure"] == "pretraining steps"), None)
-    if held is not None:
-        text = (
-            f"With {lever}, the pipeline ends its pretraining at {held['again']:.1f}% held-out MLM accuracy "
-            f"against the record's {held['first']:.1f}% ({_signed(held['change'])} points)"
-        )
+    text, steps = _pretraining_end(rows, f"With {lever}")
+    if text:
         if steps is not None and steps["first"]:
             text += (
                 f", after {steps['again']:,} steps against {steps['first']:,} "
@@ -440,12 +451,5 @@ def lever_reading(
                 f" {len(far)} of the {len(compared)} gains moved further than when the record's settings were "
                 f"made again: {named}."
             )
-    end = next((r for r in rows if r.get("end_to_end")), None)
-    if end is not None:
-        without = f" without {' and '.join(end['without'])}" if end["without"] else ""
-        text += f" End to end{without} it took {end['again']:.1f} minutes, the record {end['first']:.1f}"
-        if limit_minutes is not None and not end["without"]:
-            verdict = "within" if end["again"] <= limit_minutes else "over"
-            text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
-        text += "."
+    text += _end_to_end_words(rows, "it", limit_minutes)
     return text.strip()
