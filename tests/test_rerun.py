@@ -345,6 +345,9 @@ def test_one_named_setting_may_differ_and_is_read_against_the_same_settings_twic
     # when every gain stayed within what chance moved it, the reading says the tasks cannot tell
     steady = [dict(r, again=r["first"], change=0.0) if r["kind"] == "gain" else r for r in rows]
     assert "None of the 4 gains moved further than it moved" in rerun.lever_reading(steady, "x", noise=noise)
+    # when every gain moved further than chance did, the reading says all of them
+    shifted = [dict(r, again=r["first"] - 9.0, change=-9.0) if r["kind"] == "gain" else r for r in rows]
+    assert "All 4 gains moved further than when" in rerun.lever_reading(shifted, "x", noise=noise)
     assert "gains moved further" not in rerun.lever_reading(rows, "x")  # without the pair made twice
     assert rerun.lever_reading([], "x") == ""
 

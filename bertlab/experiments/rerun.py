@@ -447,9 +447,7 @@ def lever_reading(
             )
         elif far:
             named = ", ".join(f"{r['title']} ({_signed(r['change'])})" for r in far)
-            text += (
-                f" {len(far)} of the {len(compared)} gains moved further than when the record's settings were "
-                f"made again: {named}."
-            )
+            count = f"All {len(far)}" if len(far) == len(compared) else f"{len(far)} of the {len(compared)}"
+            text += f" {count} gains moved further than when the record's settings were made again: {named}."
     text += _end_to_end_words(rows, "it", limit_minutes)
     return text.strip()
