@@ -250,6 +250,11 @@ def test_a_task_added_with_other_settings_is_not_compared(pair):
     assert "SQuAD v1.1 was fine-tuned with other settings in each run, so its gains are not compared." in text
 
 
+def moved(row, again):
+    """`row` of a pair of runs with the second run's figure `again` instead."""
+    return dict(row, again=again, change=again - row["first"], values=[row["first"], again])
+
+
 def prov_wall(run):
     return json.loads((run.path / "provenance.json").read_text())["wall_time_s"]
 
@@ -270,7 +275,7 @@ def test_gains_note_for_under_the_records_table(pair):
         "0.5 points in the median task and by up to 4.0 (SST-2 with 500 sentences: -2.0 then +2.0), "
         "and on SST-2 with 500 sentences and MRPC the sign of the gain turned."
     )
-    steady = [dict(r, again=r["first"] + 0.25, change=0.25) if r["kind"] == "gain" else r for r in rows]
+    steady = [moved(r, r["first"] + 0.25) if r["kind"] == "gain" else r for r in rows]
     assert rerun.gains_note(steady).endswith("by up to 0.2 (SST-2 with 500 sentences: -2.0 then -1.8).")
     assert rerun.gains_note([r for r in rows if r["kind"] != "gain"]) == ""
 
@@ -343,10 +348,10 @@ def test_one_named_setting_may_differ_and_is_read_against_the_same_settings_twic
         "(within the 100 minutes the pipeline is meant to fit)."
     )
     # when every gain stayed within what chance moved it, the reading says the tasks cannot tell
-    steady = [dict(r, again=r["first"], change=0.0) if r["kind"] == "gain" else r for r in rows]
+    steady = [moved(r, r["first"]) if r["kind"] == "gain" else r for r in rows]
     assert "None of the 4 gains moved further than it moved" in rerun.lever_reading(steady, "x", noise=noise)
     # when every gain moved further than chance did, the reading says all of them
-    shifted = [dict(r, again=r["first"] - 9.0, change=-9.0) if r["kind"] == "gain" else r for r in rows]
+    shifted = [moved(r, r["first"] - 9.0) if r["kind"] == "gain" else r for r in rows]
     assert "All 4 gains moved further than when" in rerun.lever_reading(shifted, "x", noise=noise)
     assert "gains moved further" not in rerun.lever_reading(rows, "x")  # without the pair made twice
     assert rerun.lever_reading([], "x") == ""
@@ -363,3 +368,116 @@ def test_find_changed_returns_a_run_that_changed_only_the_named_settings(tmp_pat
     assert rerun.find_changed(first, ("layers",), tmp_path / "absent") is None
     with pytest.raises(ValueError, match="name the folder"):
         rerun.find_changed(first, ("minutes",))
+
+
+@pytest.fixture
+def three(tmp_path, pair):
+    """The pair and a third run of the same settings: SST-2 500 -1.0, 2,000 +2.0, MRPC +1.0,
+    CoNLL-2003 +14.0; 3,600 steps at 38.0%."""
+    first, again = pair
+    third = make_run(
+        tmp_path / "third",
+        acc=0.380,
+        steps=3600,
+        sst2={500: ([62.0, 63.0, 64.0], [64.0, 64.0, 64.0]), 2000: ([72.0, 73.0, 74.0], [71.0, 71.0, 71.0])},
+        mrpc=([79.0, 79.0, 79.0], [78.0, 78.0, 78.0]),
+        conll=([78.0, 78.0, 78.0], [64.0, 64.0, 64.0]),
+        stages={**STAGES, "mrpc_s": 250.0, "rte_s": 200.0, "conll2003_s": 800.0},
+        speeds=(10000.0,),
+    )
+    return first, again, third
+
+
+def test_spread_rows_set_every_run_of_the_settings_side_by_side(three):
+    first, again, third = three
+    rows = {r["measure"]: r for r in rerun.spread_rows(first, [again, third])}
+    held = rows["held-out MLM accuracy, every chosen position (%)"]
+    assert held["values"] == pytest.approx([39.3, 38.7, 38.0])
+    assert (held["low"], held["high"], held["spread"]) == pytest.approx((38.0, 39.3, 1.3))
+    steps = rows["pretraining steps"]
+    assert (steps["values"], steps["spread"]) == ([3350, 3747, 3600], 397)
+    # gains: SST-2 500 -2 / +2 / -1, 2,000 +3 / +3.5 / +2, MRPC -1 / +1 / +1, CoNLL +17 / +17 / +14
+    conll = rows["gain on CoNLL-2003 (F1, points)"]
+    assert conll["values"] == pytest.approx([17.0, 17.0, 14.0]) and conll["change"] == pytest.approx(3.0)
+    assert conll["task"] == "conll2003" and conll["first"] == pytest.approx(17.0)
+    assert rows["gain on SST-2 with 2,000 sentences (accuracy, points)"]["spread"] == pytest.approx(1.5)
+    end = rows["minutes: end to end"]
+    assert end["values"][2] == pytest.approx((sum(STAGES.values()) - 310 + 800 + 30) / 60)
+    with pytest.raises(ValueError, match="at least one run"):
+        rerun.spread_rows(first, [])
+
+
+def test_spread_table_and_reading_are_generated_from_the_rows(three):
+    first, again, third = three
+    rows = rerun.spread_rows(first, [again, third])
+    table = rerun.spread_table(rows, ("the record", "again", "third")).splitlines()
+    assert table[:2] == ["| measure | the record | again | third | spread |", "|---|---:|---:|---:|---:|"]
+    assert "| pretraining steps | 3,350 | 3,747 | 3,600 | 397 |" in table
+    assert "| gain on CoNLL-2003 (F1, points) | +17.0 | +17.0 | +14.0 | 3.0 |" in table
+    with pytest.raises(ValueError, match="name each of the 3 runs"):
+        rerun.spread_table(rows, ("the record", "again"))
+    text = rerun.spread_reading(rows, limit_minutes=100)
+    # spreads: SST-2 500 4.0, 2,000 1.5, MRPC 2.0, CoNLL 3.0: the lower median is 2.0
+    assert text.startswith(
+        "Over three runs of the record's settings, pretraining ended between 38.0% and 39.3% held-out MLM "
+        "accuracy, after 3,350 to 3,747 steps; pre-training's gains spread by 2.0 points in the median task "
+        "and by up to 4.0 (SST-2 with 500 sentences: -2.0, +2.0 then -1.0)."
+    )
+    assert (
+        "On SST-2 with 500 sentences and MRPC some runs find pre-training ahead and others behind; "
+        "every other gain kept its sign." in text
+    )
+    end = next(r for r in rows if r.get("end_to_end"))
+    assert text.endswith(
+        f"End to end the newest run took {end['values'][2]:.1f} minutes, the earlier ones "
+        f"{end['values'][0]:.1f} and {end['values'][1]:.1f} (within the 100 minutes the pipeline is meant to fit)."
+    )
+    two_runs = rerun.spread_reading(rerun.spread_rows(first, [again]))
+    assert "the newest run took" in two_runs and "minutes, the earlier one " in two_runs
+    steady = [dict(r, values=[5.0, 6.0, 7.0]) if r["kind"] == "gain" else r for r in rows]
+    assert "Every gain kept its sign in all three runs." in rerun.spread_reading(steady)
+    assert rerun.spread_reading([]) == ""
+
+
+def test_notes_and_lever_readings_take_several_runs_as_chance(tmp_path, three):
+    first, again, third = three
+    spread = rerun.spread_rows(first, [again, third])
+    assert rerun.gains_note(spread) == (
+        "Each gain is one run's. Over three runs of the same settings the gains spread by 2.0 points in the "
+        "median task and by up to 4.0 (SST-2 with 500 sentences: -2.0, +2.0 then -1.0), and on SST-2 with "
+        "500 sentences and MRPC the sign of the gain turned."
+    )
+    two = other_run(
+        tmp_path / "two",
+        settings={**SETTINGS, "layers": 2},
+        sst2={500: ([66.0], [60.0]), 2000: ([73.0], [70.0])},
+        mrpc=([78.0], [79.0]),
+        conll=([75.0], [64.0]),
+    )
+    rows = rerun.rerun_rows(first, two, changed=("layers",))
+    # moves: SST-2 500 8.0 (spread 4.0), 2,000 0.0 (1.5), MRPC 0.0 (2.0), CoNLL 6.0 (3.0)
+    text = rerun.lever_reading(rows, "two layers", noise=spread)
+    assert (
+        "2 of the 4 gains moved further than they spread across the three runs of the record's settings: "
+        "SST-2 with 500 sentences (+8.0), CoNLL-2003 (-6.0)." in text
+    )
+    steady = [moved(r, r["first"]) if r["kind"] == "gain" else r for r in rows]
+    assert "None of the 4 gains moved further than it spread across the three runs" in rerun.lever_reading(
+        steady, "x", noise=spread
+    )
+
+
+def test_find_runs_again_lists_the_recorded_runs_of_the_records_settings(tmp_path, monkeypatch, pair):
+    first, again = pair
+    records = tmp_path / "records"
+    monkeypatch.setenv("BERTLAB_RECORDS", str(records))
+    records.mkdir()
+    assert rerun.find_runs_again(first) == []
+    (records / "pilots").mkdir()
+    again.path.rename(records / "pilots" / "record7-again")
+    other_run(records / "pilots" / "record7-third", settings={**SETTINGS, "seeds": [0]})  # other settings
+    assert [r.path.name for r in rerun.find_runs_again(first)] == ["record7-again"]
+    (records / "pilots" / "record7-third").rename(records / "pilots" / "elsewhere")
+    other_run(records / "pilots" / "record7-third")
+    assert [r.path.name for r in rerun.find_runs_again(first)] == ["record7-again", "record7-third"]
+    assert rerun.find_runs_again(None) == []

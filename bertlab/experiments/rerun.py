@@ -1,4 +1,4 @@
-"""Two reference runs side by side: the same settings made twice, or one setting changed.
+"""Reference runs side by side: the same settings made twice or more, or one setting changed.
 
 The record's table of gains comes from one run of `scripts/reference_run.sh`. Run the pipeline
 again with the same settings on the same kind of machine and the pretraining takes a slightly
@@ -11,15 +11,23 @@ of *different* settings must be before it says something about the settings.
     print(rerun_table(rows))             # Markdown
     print(rerun_reading(rows))           # the sentence the appendix keeps
 
+More runs of the same settings make a better ruler: `spread_rows` sets them all side by side,
+each measure with its spread from the lowest run to the highest.
+
+    spread = spread_rows(first, [again, third])
+    print(spread_table(spread, ("the record", "again", "third")))
+    print(spread_reading(spread))
+
 A run that changed one setting (`reference-run --layers 2`) is set beside the record the same way,
-naming the setting it changed, and read against the same settings made twice:
+naming the setting it changed, and read against the same settings made twice or more (`noise`:
+`rerun_rows` of a pair, or `spread_rows`):
 
     rows = rerun_rows(first, two_layers, changed=("layers",))
-    print(lever_reading(rows, "two layers instead of four", noise=rerun_rows(first, again)))
+    print(lever_reading(rows, "two layers instead of four", noise=spread))
 
 The appendix "How the CPU recipe was found" reads the book's record against its settings made
-again (`data/pilots/record7-again/`) and against its settings with two layers
-(`data/pilots/record7-2-layers/`).
+again (`data/pilots/record7-again/`, `record7-third/`: `find_runs_again`) and against its settings
+with two layers (`data/pilots/record7-2-layers/`).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from bertlab.prose import TASK_TITLES
 from bertlab.records import records_dir
 
 AGAIN = ("pilots", "record7-again")  # the record's settings made again, under the records folder
+THIRD = ("pilots", "record7-third")  # the record's settings a third time, on the code of a later commit
 TWO_LAYERS = ("pilots", "record7-2-layers")  # the record's settings with two layers instead of four
 
 # Settings that say where a run wrote, or which fine-tunings it ran (the rows compare only those
@@ -69,6 +78,13 @@ def find_again(run: ReferenceRun | None, folder: str | Path | None = None) -> Re
         return None
     again = ReferenceRun(where)
     return None if settings_differences(run, again) else again
+
+
+def find_runs_again(run: ReferenceRun | None) -> list[ReferenceRun]:
+    """Every recorded run of `run`'s settings made again (AGAIN, then THIRD, in the records
+    folder), oldest first; those made with other settings are left out (`find_again`)."""
+    found = (find_again(run, records_dir(*where)) for where in (AGAIN, THIRD))
+    return [r for r in found if r is not None]
 
 
 def find_changed(
@@ -173,7 +189,16 @@ def _signed(x: float, digits: int = 1) -> str:
 
 def _row(measure: str, kind: str, first: float | None, again: float | None, **extra: Any) -> dict[str, Any]:
     change = None if first is None or again is None else again - first
-    return {"measure": measure, "kind": kind, "first": first, "again": again, "change": change, **extra}
+    values = [first] if again is None else [first, again]
+    return {
+        "measure": measure,
+        "kind": kind,
+        "first": first,
+        "again": again,
+        "change": change,
+        "values": values,
+        **extra,
+    }
 
 
 def rerun_rows(first: ReferenceRun, again: ReferenceRun, changed: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -275,6 +300,105 @@ def rerun_table(rows: Sequence[dict[str, Any]], names: tuple[str, str] = ("the r
     return "\n".join(lines)
 
 
+_NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def _count(n: int) -> str:
+    """A small count in words ("three"), a larger one in figures."""
+    return _NUMBERS.get(n, str(n))
+
+
+def spread_rows(first: ReferenceRun, others: Sequence[ReferenceRun]) -> list[dict[str, Any]]:
+    """The record and every run of its settings made again, measure by measure: one row per measure
+    that each pair (`rerun_rows(first, other)`) holds alike, with the runs' figures in "values"
+    (the record's first), "low", "high" and "spread" (high less low). "change" is the spread too, so
+    that `beyond_chance` and `lever_reading` take these rows as their noise, and "first" is the
+    record's figure. A gain one of the runs did not make, or made with other settings, is left out.
+    Raises ValueError without another run, or for one made with other settings."""
+    if not others:
+        raise ValueError("spread_rows needs the record and at least one run of its settings made again")
+    pairs = [{r["measure"]: r for r in rerun_rows(first, other)} for other in others]
+    rows = []
+    for measure, row in pairs[0].items():
+        twins = [pair.get(measure) for pair in pairs]
+        if row["kind"] in ("not run again", "other settings") or any(
+            t is None or t["kind"] != row["kind"] for t in twins
+        ):
+            continue
+        values = [row["first"], *(t["again"] for t in twins)]
+        low, high = min(values), max(values)
+        rows.append(
+            {
+                **row,
+                "again": None,
+                "values": values,
+                "low": low,
+                "high": high,
+                "spread": high - low,
+                "change": high - low,
+            }
+        )
+    return rows
+
+
+def spread_table(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> str:
+    """`spread_rows` as a Markdown table: the measure, each run's figure (named by `names`, the
+    record's first) and the spread from lowest to highest."""
+    runs = len(rows[0]["values"]) if rows else len(names)
+    if len(names) != runs:
+        raise ValueError(f"name each of the {runs} runs (got {len(names)} names)")
+    lines = [f"| measure | {' | '.join(names)} | spread |", "|---|" + "---:|" * (runs + 1)]
+    for r in rows:
+        spread = f"{r['spread']:,.0f}" if _counted(r) else f"{r['spread']:.1f}"
+        lines.append(f"| {r['measure']} | {' | '.join(_figure(r, v) for v in r['values'])} | {spread} |")
+    return "\n".join(lines)
+
+
+def spread_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = None) -> str:
+    """What several runs of the same settings say, in words generated from `spread_rows`: the range
+    of held-out accuracy and of steps, how far the gains spread (in the median task and at most,
+    and whether each kept its sign), and the newest run's end-to-end minutes beside the others
+    (held to `limit_minutes`, if given and every run ran every stage). Empty without rows."""
+    if not rows:
+        return ""
+    runs = _count(len(rows[0]["values"]))
+    parts = []
+    held = next((r for r in rows if r["kind"] == "heldout"), None)
+    if held is not None:
+        text = (
+            f"Over {runs} runs of the record's settings, pretraining ended between {held['low']:.1f}% "
+            f"and {held['high']:.1f}% held-out MLM accuracy"
+        )
+        steps = next((r for r in rows if r["measure"] == "pretraining steps"), None)
+        if steps is not None:
+            text += f", after {steps['low']:,} to {steps['high']:,} steps"
+        parts.append(text)
+    big = largest_gain_move(rows)
+    if big is not None:
+        parts.append(f"pre-training's gains spread by {_moves_words(rows, big)}")
+    text = "; ".join(parts) + "." if parts else ""
+    if big is not None:
+        flips = sign_flips(rows)
+        if flips:
+            text += (
+                f" On {' and '.join(r['title'] for r in flips)} some runs find pre-training ahead and "
+                "others behind; every other gain kept its sign."
+            )
+        else:
+            text += f" Every gain kept its sign in all {runs} runs."
+    end = next((r for r in rows if r.get("end_to_end")), None)
+    if end is not None:
+        without = f" without {' and '.join(end['without'])}" if end["without"] else ""
+        earlier = [f"{v:.1f}" for v in end["values"][:-1]]
+        before = f"ones {', '.join(earlier[:-1])} and {earlier[-1]}" if len(earlier) > 1 else f"one {earlier[0]}"
+        text += f" End to end{without} the newest run took {end['values'][-1]:.1f} minutes, the earlier {before}"
+        if limit_minutes is not None and not end["without"]:
+            verdict = "within" if end["values"][-1] <= limit_minutes else "over"
+            text += f" ({verdict} the {limit_minutes:.0f} minutes the pipeline is meant to fit)"
+        text += "."
+    return text.strip()
+
+
 def largest_gain_move(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The gain row whose figure moved most between the two runs (None without gain rows)."""
     gains = [r for r in rows if r["kind"] == "gain"]
@@ -288,16 +412,18 @@ def median_gain_move(rows: Sequence[dict[str, Any]]) -> float | None:
 
 
 def _moves_words(rows: Sequence[dict[str, Any]], big: dict[str, Any]) -> str:
-    """ "0.7 points in the median task and by up to 1.9 (MRPC: +1.2 then -0.8)"."""
+    """ "0.7 points in the median task and by up to 1.9 (MRPC: +1.2 then -0.8)"; with more runs
+    (`spread_rows`), "(SQuAD v1.1: +10.1, +2.8 then +5.0)"."""
+    figures = [_signed(v) for v in big["values"]]
     return (
         f"{median_gain_move(rows):.1f} points in the median task and by up to {abs(big['change']):.1f} "
-        f"({big['title']}: {_signed(big['first'])} then {_signed(big['again'])})"
+        f"({big['title']}: {', '.join(figures[:-1])} then {figures[-1]})"
     )
 
 
 def sign_flips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The gain rows where one run found pre-training ahead and the other behind."""
-    return [r for r in rows if r["kind"] == "gain" and (r["first"] > 0) != (r["again"] > 0)]
+    """The gain rows where one run found pre-training ahead and another behind."""
+    return [r for r in rows if r["kind"] == "gain" and len({v > 0 for v in r["values"]}) > 1]
 
 
 def _pretraining_end(rows: Sequence[dict[str, Any]], opening: str) -> tuple[str, dict[str, Any] | None]:
@@ -380,11 +506,16 @@ def gains_note(rows: Sequence[dict[str, Any]]) -> str:
     if big is None:
         return ""
     flips = sign_flips(rows)
-    text = "Each gain is one run's. The same pipeline made again with the same settings moved them by " + _moves_words(
-        rows, big
-    )
+    runs = len(big["values"])
+    if runs == 2:
+        text = "Each gain is one run's. The same pipeline made again with the same settings moved them by "
+    else:
+        text = f"Each gain is one run's. Over {_count(runs)} runs of the same settings the gains spread by "
+    text += _moves_words(rows, big)
     if flips:
         text += f", and on {' and '.join(r['title'] for r in flips)} the sign of the gain turned"
+    elif runs > 2:
+        text += f", and every gain kept its sign in all {_count(runs)}"
     return text + "."
 
 
@@ -392,14 +523,29 @@ def beyond_chance(rows: Sequence[dict[str, Any]], noise: Sequence[dict[str, Any]
     """The gain rows of a comparison (`rows`) that moved further than the same gain moved when the
     record's settings were made again (`noise`, that pair's `rerun_rows`); a gain `noise` lacks is
     left out."""
-    moved = {(r["task"], r["train_examples"]): abs(r["change"]) for r in noise if r["kind"] == "gain"}
-    return [
-        r
-        for r in rows
-        if r["kind"] == "gain"
-        and (r["task"], r["train_examples"]) in moved
-        and abs(r["change"]) > moved[(r["task"], r["train_examples"])]
-    ]
+    moved = _chance_moves(noise)
+    return [r for r in _compared(rows, moved) if abs(r["change"]) > moved[(r["task"], r["train_examples"])]]
+
+
+def _chance_moves(noise: Sequence[dict[str, Any]]) -> dict[tuple[str, int | None], float]:
+    """How far each gain moved with no change of settings, by (task, labelled examples): between
+    two runs (`rerun_rows`), or from the lowest to the highest of several (`spread_rows`)."""
+    return {(r["task"], r["train_examples"]): abs(r["change"]) for r in noise if r["kind"] == "gain"}
+
+
+def _compared(rows: Sequence[dict[str, Any]], moved: dict[tuple[str, int | None], float]) -> list[dict[str, Any]]:
+    """The gain rows of `rows` whose gain the runs made with no change also hold (`_chance_moves`)."""
+    return [r for r in rows if r["kind"] == "gain" and (r["task"], r["train_examples"]) in moved]
+
+
+def _chance_words(noise: Sequence[dict[str, Any]]) -> tuple[str, str]:
+    """How a reading says how far chance moved one gain and several gains, for the runs of the
+    record's settings that `noise` compares (two: `rerun_rows`; more: `spread_rows`)."""
+    runs = max((len(r["values"]) for r in noise if r["kind"] == "gain"), default=2)
+    if runs == 2:
+        return "it moved when the record's settings were made again", "when the record's settings were made again"
+    across = f"across the {_count(runs)} runs of the record's settings"
+    return f"it spread {across}", f"they spread {across}"
 
 
 def lever_reading(
@@ -431,23 +577,17 @@ def lever_reading(
     text = "; ".join(parts) + "." if parts else ""
     gains = [r for r in rows if r["kind"] == "gain"]
     if noise is not None and gains:
-        compared = [
-            r
-            for r in gains
-            if any(
-                n["kind"] == "gain" and n["task"] == r["task"] and n["train_examples"] == r["train_examples"]
-                for n in noise
-            )
-        ]
+        compared = _compared(rows, _chance_moves(noise))
         far = beyond_chance(rows, noise)
+        one, many = _chance_words(noise)
         if compared and not far:
             text += (
-                f" None of the {len(compared)} gains moved further than it moved when the record's settings "
-                "were made again, so at this size the fine-tuned tasks do not tell the two apart."
+                f" None of the {len(compared)} gains moved further than {one}, so at this size "
+                "the fine-tuned tasks do not tell the two apart."
             )
         elif far:
             named = ", ".join(f"{r['title']} ({_signed(r['change'])})" for r in far)
             count = f"All {len(far)}" if len(far) == len(compared) else f"{len(far)} of the {len(compared)}"
-            text += f" {count} gains moved further than when the record's settings were made again: {named}."
+            text += f" {count} gains moved further than {many}: {named}."
     text += _end_to_end_words(rows, "it", limit_minutes)
     return text.strip()
