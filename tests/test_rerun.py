@@ -481,3 +481,23 @@ def test_find_runs_again_lists_the_recorded_runs_of_the_records_settings(tmp_pat
     other_run(records / "pilots" / "record7-third")
     assert [r.path.name for r in rerun.find_runs_again(first)] == ["record7-again", "record7-third"]
     assert rerun.find_runs_again(None) == []
+
+
+def test_the_recorded_runs_of_the_records_settings_spread_beside_it():
+    """Every committed run of the record's settings (record7-again, record7-third), if this checkout
+    has them: the spread rows hold one figure per run and the reading names them all."""
+    from bertlab.experiments import reference
+
+    run = reference.find()
+    runs_again = rerun.find_runs_again(run)
+    if not runs_again:
+        pytest.skip("no run of the record's settings made again in this checkout")
+    rows = rerun.spread_rows(run, runs_again)
+    assert rows and all(len(r["values"]) == len(runs_again) + 1 for r in rows)
+    gains = [r for r in rows if r["kind"] == "gain"]
+    assert gains and all(r["low"] <= r["first"] <= r["high"] for r in gains)
+    text = rerun.spread_reading(rows, limit_minutes=100)
+    held = rows[0]
+    words = {1: "two", 2: "three"}  # the runs besides the record: 1 or 2 so far
+    assert text.startswith(f"Over {words[len(runs_again)]} runs of the record's settings")
+    assert f"between {held['low']:.1f}% and {held['high']:.1f}% held-out" in text
