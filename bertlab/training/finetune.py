@@ -89,6 +89,11 @@ class FinetuneConfig:
     out: str | None = None  # where to write results.json (and the models, if save_models)
     save_models: bool = False
     progress: bool = True
+    # On a CPU: train this many seeds (of every arm compare_with_scratch runs) side by side, each in
+    # its own process with cores / workers threads. BERT-Mini's small batches keep two cores busy
+    # poorly from one process: on 2 Zen 4 cores a CoNLL-2003 seed trained in 21 s on one thread
+    # beside another against 13.5 s alone on two, 1.27x the work done in the same time.
+    workers: int = 1
 
 
 @dataclass
@@ -404,9 +409,14 @@ def finetune(
 
     train_examples / eval_examples: the task's examples (as `task.load` returns them) to use
     instead of cfg.train_split / cfg.eval_split; max_train_examples / max_eval_examples still
-    take the first N of them. results.json records how many were used, not the examples."""
+    take the first N of them. results.json records how many were used, not the examples.
+    With cfg.workers > 1 (a CPU) the seeds train side by side in that many processes."""
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
-    task = get_task(cfg.task)
+    return _run_arms([cfg], runtime, train_examples, eval_examples)[0]
+
+
+def _check(cfg: FinetuneConfig, task, train_examples, eval_examples) -> None:
+    """Refuse a recipe that cannot run, naming what to change."""
     for name, given in (("train_examples", train_examples), ("eval_examples", eval_examples)):
         if given is not None and len(given) == 0:
             raise ValueError(f"{name} is empty; pass at least one {task.name} example")
@@ -422,42 +432,116 @@ def finetune(
         raise ValueError("give at least one seed")
     if cfg.epochs <= 0 or cfg.lr <= 0 or cfg.batch_size < 1:
         raise ValueError(f"epochs, lr and batch_size must be positive (got {cfg.epochs}, {cfg.lr}, {cfg.batch_size})")
-    rt = runtime or make_runtime(cfg.device, cfg.precision, distributed=False)
-    tokenizer = task_tokenizer(task, cfg)
-    max_len = cfg.max_len or task.max_len
+    if cfg.workers < 1:
+        raise ValueError(f"workers={cfg.workers}: give 1 (seeds one after another) or more (side by side)")
+
+
+def _examples(task, cfg: FinetuneConfig, train_examples, eval_examples) -> tuple[list, list]:
+    """The training and evaluation examples a recipe uses: those given, or its splits; the first
+    max_train_examples / max_eval_examples of them."""
     train_ex = list(train_examples) if train_examples is not None else task.load(cfg.train_split)
     eval_ex = list(eval_examples) if eval_examples is not None else task.load(cfg.eval_split)
-    if cfg.max_train_examples:
-        train_ex = train_ex[: cfg.max_train_examples]
-    if cfg.max_eval_examples:
-        eval_ex = eval_ex[: cfg.max_eval_examples]
+    return train_ex[: cfg.max_train_examples or None], eval_ex[: cfg.max_eval_examples or None]
+
+
+def _features(task, cfg: FinetuneConfig, tokenizer, train_ex, eval_ex):
+    """The examples as the model reads them (ids, masks, labels; SQuAD: windows)."""
+    max_len = cfg.max_len or task.max_len
     windows = {"doc_stride": cfg.doc_stride} if cfg.doc_stride is not None else {}
-    train_feats = task.featurize(train_ex, tokenizer, max_len=max_len, **windows)
-    eval_feats = task.featurize(eval_ex, tokenizer, max_len=max_len, **windows)
-    tokenizer_file = None
-    if cfg.out:
-        tokenizer_file = tokenizer.save(Path(cfg.out) / "tokenizer") / "tokenizer.json"
-    runs = [_train_one(task, cfg, seed, train_feats, eval_feats, rt, tokenizer_file) for seed in cfg.seeds]
-    # examples passed in are recorded by their number (after max_*_examples), not written out
-    given = {
-        name: len(used)
-        for name, passed, used in (
-            ("train_examples", train_examples, train_ex),
-            ("eval_examples", eval_examples, eval_ex),
-        )
-        if passed is not None
-    }
-    result = FinetuneResult(
-        task=task.name,
-        init=cfg.init,
-        main_metric=task.main_metric,
-        runs=runs,
-        config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), **given, "runtime": rt.describe()},
+    return (
+        task.featurize(train_ex, tokenizer, max_len=max_len, **windows),
+        task.featurize(eval_ex, tokenizer, max_len=max_len, **windows),
     )
-    if cfg.out:
-        Path(cfg.out).mkdir(parents=True, exist_ok=True)
-        files.write_json(Path(cfg.out) / "results.json", result.to_dict())
-    return result
+
+
+def _seed_in_worker(
+    cfg: FinetuneConfig, seed: int, train_examples, eval_examples, tokenizer_file: Path | None, threads: int
+) -> SeedResult:
+    """One seed of one arm, in a worker process of `_run_arms`: the data made again there (cheaper
+    than sending the features), trained on `threads` threads."""
+    torch.set_num_threads(threads)
+    task = get_task(cfg.task)
+    train_ex, eval_ex = _examples(task, cfg, train_examples, eval_examples)
+    train_feats, eval_feats = _features(task, cfg, task_tokenizer(task, cfg), train_ex, eval_ex)
+    rt = make_runtime(cfg.device, cfg.precision, distributed=False)
+    return _train_one(task, dataclasses.replace(cfg, progress=False), seed, train_feats, eval_feats, rt, tokenizer_file)
+
+
+def _run_arms(
+    cfgs: Sequence[FinetuneConfig], runtime: Runtime | None, train_examples, eval_examples
+) -> list[FinetuneResult]:
+    """Fine-tune each recipe in `cfgs` (the arms: pretrained, scratch) with each of its seeds, on
+    the same examples. With workers > 1 every (arm, seed) goes to one pool of that many processes,
+    so that an arm's last seed shares the cores with the next arm's first; the results are the
+    same seeds in the same order either way."""
+    rt = runtime or make_runtime(cfgs[0].device, cfgs[0].precision, distributed=False)
+    workers = cfgs[0].workers
+    prepared = []
+    for cfg in cfgs:
+        task = get_task(cfg.task)
+        _check(cfg, task, train_examples, eval_examples)
+        tokenizer = task_tokenizer(task, cfg)
+        train_ex, eval_ex = _examples(task, cfg, train_examples, eval_examples)
+        tokenizer_file = None
+        if cfg.out:
+            tokenizer_file = tokenizer.save(Path(cfg.out) / "tokenizer") / "tokenizer.json"
+        prepared.append((cfg, task, tokenizer, train_ex, eval_ex, tokenizer_file))
+    if workers > 1 and rt.device.type != "cpu":
+        raise ValueError(
+            f"workers={workers} trains seeds side by side on a CPU's cores; on {rt.device.type} give workers=1"
+        )
+
+    runs: list[list[SeedResult]] = []
+    if workers == 1:
+        for cfg, task, tokenizer, train_ex, eval_ex, tokenizer_file in prepared:
+            train_feats, eval_feats = _features(task, cfg, tokenizer, train_ex, eval_ex)
+            runs.append(
+                [_train_one(task, cfg, seed, train_feats, eval_feats, rt, tokenizer_file) for seed in cfg.seeds]
+            )
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        threads = max(1, torch.get_num_threads() // workers)
+        # spawn: a fresh interpreter per worker (a forked one would share the parent's thread pools)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [
+                [
+                    pool.submit(_seed_in_worker, cfg, seed, train_examples, eval_examples, tokenizer_file, threads)
+                    for seed in cfg.seeds
+                ]
+                for cfg, _, _, _, _, tokenizer_file in prepared
+            ]
+            for (cfg, task, *_), arm in zip(prepared, futures):
+                runs.append([])
+                for seed, future in zip(cfg.seeds, arm):
+                    runs[-1].append(future.result())
+                    if cfg.progress:
+                        print(f"{task.name} {cfg.init} seed {seed}: {runs[-1][-1].metrics}", flush=True)
+
+    results = []
+    for (cfg, task, _, train_ex, eval_ex, _), arm_runs in zip(prepared, runs):
+        # examples passed in are recorded by their number (after max_*_examples), not written out
+        given = {
+            name: len(used)
+            for name, passed, used in (
+                ("train_examples", train_examples, train_ex),
+                ("eval_examples", eval_examples, eval_ex),
+            )
+            if passed is not None
+        }
+        result = FinetuneResult(
+            task=task.name,
+            init=cfg.init,
+            main_metric=task.main_metric,
+            runs=arm_runs,
+            config={**dataclasses.asdict(cfg), "seeds": list(cfg.seeds), **given, "runtime": rt.describe()},
+        )
+        if cfg.out:
+            Path(cfg.out).mkdir(parents=True, exist_ok=True)
+            files.write_json(Path(cfg.out) / "results.json", result.to_dict())
+        results.append(result)
+    return results
 
 
 def compare_with_scratch(
@@ -474,21 +558,17 @@ def compare_with_scratch(
     architecture and vocabulary, random weights), with one recipe and the same seeds. Returns
     (pretrained, scratch). Keyword arguments override fields of cfg, as in `finetune`; with `out`,
     each arm writes into <out>/pretrained and <out>/scratch. train_examples / eval_examples: as in
-    `finetune`, the same for both arms."""
+    `finetune`, the same for both arms. With cfg.workers > 1 the seeds of both arms share one pool
+    of worker processes."""
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     if not _is_model_folder(str(folder)):
         raise FileNotFoundError(f"{folder}: not a model folder (config.json + model.safetensors) to compare")
     arms = []
     for name, init in (("pretrained", {"init": str(folder)}), ("scratch", {"init": "scratch", "like": str(folder)})):
         where = {"out": str(Path(out) / name)} if out is not None else {}
-        arms.append(
-            finetune(
-                dataclasses.replace(cfg, **init, **where),
-                train_examples=train_examples,
-                eval_examples=eval_examples,
-            )
-        )
-    return arms[0], arms[1]
+        arms.append(dataclasses.replace(cfg, **init, **where))
+    pre, scr = _run_arms(arms, None, train_examples, eval_examples)
+    return pre, scr
 
 
 def evaluate_folder(
