@@ -113,6 +113,7 @@ HELP = {
     "balance_tokens": "with grouped batches, a token task weighs each token the same in short and long batches",
     "eval_batch_size": "batch size for evaluation",
     "save_models": "write each seed's fine-tuned model under --out",
+    "workers": "on a CPU, train this many seeds side by side, each process on cores/workers threads",
 }
 
 

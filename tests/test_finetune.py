@@ -288,3 +288,31 @@ def test_grouped_token_batches_weigh_every_token_the_same(mirror, monkeypatch):
         ft.finetune(FinetuneConfig(task="conll2003", init="scratch", preset="tiny", group_by_length=grouped, **quick))
         assert len(set(used)) == 1 and (used[0] is None) is (not grouped)
         used.clear()
+
+
+def test_workers_train_the_same_seeds_side_by_side(pretrained, tmp_path):
+    """Seeds of both arms in two worker processes: the same runs, in the same order, as one after
+    another (each process on one thread, as this test's)."""
+    folder, _ = pretrained
+    recipe = FinetuneConfig(task="rte", seeds=(0, 1), save_models=True, **QUICK)
+    one = compare_with_scratch(folder, recipe, out=tmp_path / "one")
+    two = compare_with_scratch(folder, recipe, out=tmp_path / "two", workers=2)
+    for a, b in zip(one, two):
+        assert [r.seed for r in b.runs] == [0, 1]
+        assert [r.step_losses for r in b.runs] == [r.step_losses for r in a.runs]
+        assert [r.metrics for r in b.runs] == [r.metrics for r in a.runs]
+        assert [r.confusion for r in b.runs] == [r.confusion for r in a.runs]
+        assert b.config["workers"] == 2
+    for arm in ("pretrained", "scratch"):  # written by the parent, and each seed's model by its worker
+        saved = json.loads((tmp_path / "two" / arm / "results.json").read_text())
+        assert saved["scores"] == [r.metrics["accuracy"] for r in two[0 if arm == "pretrained" else 1].runs]
+        assert all((tmp_path / "two" / arm / f"seed-{s}" / "model.safetensors").exists() for s in (0, 1))
+
+
+def test_workers_errors(pretrained):
+    folder, _ = pretrained
+    with pytest.raises(ValueError, match="workers=0"):
+        finetune(FinetuneConfig(task="rte", init=str(folder), workers=0, **QUICK))
+    # a failure inside a worker reaches the caller with its own message
+    with pytest.raises(RuntimeError, match="lower --lr"):
+        finetune(FinetuneConfig(task="rte", init=str(folder), seeds=(0, 1), workers=2, **{**QUICK, "lr": 1e12}))

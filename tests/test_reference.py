@@ -622,6 +622,18 @@ def test_finetune_epochs_give_small_sets_enough_updates():
     assert finetune_epochs({**s, "ft_min_steps": 0}, 500) == 3
 
 
+def test_task_seeds_and_workers_follow_the_settings():
+    s = {"seeds": (0, 1, 2), "ft_tasks_seeds": {"conll2003": [0]}, "squad_seeds": (0,), "ft_workers": 2}
+    assert reference_run.task_seeds(s, "conll2003") == (0,)  # JSON's list read back as seeds
+    assert reference_run.task_seeds(s, "mrpc") == (0, 1, 2)
+    assert reference_run.task_seeds({"seeds": [3, 4]}, "conll2003") == (3, 4)  # a record without it
+    plan = reference_run.squad_plan(s)
+    assert plan["seeds"] == (0,) and plan["workers"] == 2
+    assert reference_run.squad_plan({})["workers"] == reference_run.SQUAD_CPU["workers"] == 1
+    cpu = reference_run.REFERENCE["cpu"]
+    assert reference_run.task_seeds(cpu, "conll2003") == (0,) and cpu["ft_workers"] == 2
+
+
 def test_changes_since_names_what_a_new_reference_run_would_change(record, tmp_path):
     out, _ = record
     prov = json.loads((out / "provenance.json").read_text())
