@@ -216,3 +216,69 @@ def test_short_sentence_weights_of_a_mixed_set():
     text = w.reading()
     assert text.startswith("Sentences of at most 5 labelled words are 25% of CoNLL-2003's 1,024 training")
     assert f"and {w.grouped_share:.0%} in batches of similar lengths; weighed by their tokens, 3% in both." in text
+
+
+def workers_bench(threads=2, workers=2, **seconds):
+    """A record of benchmarks/finetune_workers.py: {task: (seconds one process, side by side)}."""
+    tasks = {}
+    for name, (one, two) in seconds.items():
+        scores = {"pretrained": [80.0, 81.0], "scratch": [60.0, 61.5]}
+        moved = {"pretrained": [80.0, 81.25], "scratch": [60.0, 61.5]}
+        tasks[name] = {
+            "examples": 1000,
+            "one process": {"s": one, "scores": scores},
+            "side by side": {"s": two, "scores": moved if name == "conll2003" else scores},
+        }
+    return {"cpu": "AMD EPYC", "threads": threads, "workers": workers, "tasks": tasks}
+
+
+def test_workers_table_and_reading(tmp_path):
+    b = workers_bench(conll2003=(60.0, 45.0), squad=(100.0, 95.0))
+    table = finetune_speed.workers_table(b)
+    assert "| s in one process, 2 threads | s in 2 processes side by side |" in table
+    assert "| CoNLL-2003 | 1,000 | 60.0 | 45.0 | 1.33x | 0.25 |" in table
+    assert "| SQuAD | 1,000 | 100.0 | 95.0 | 1.05x | 0.00 |" in table
+    text = finetune_speed.workers_reading(b)
+    assert text.startswith("The same seeds fine-tuned in 2 processes of 1 thread side by side were done 1.05 (SQuAD)")
+    assert "to 1.33 (CoNLL-2003) times as soon" in text
+    assert "all 2 tasks took 140 s instead of 160 s, 12% less time." in text
+    assert "scores within 0.25 points of each other, the rounding of 1 thread against 2." in text
+    slower = finetune_speed.workers_reading(workers_bench(threads=4, sst2=(10.0, 12.0)))
+    assert "in 2 processes of 2 threads" in slower and "20% more time: on this machine" in slower
+    same = finetune_speed.workers_reading(workers_bench(rte=(10.0, 8.0)))
+    assert same.endswith("Both settings gave the same scores to the digit.")
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(b))
+    assert finetune_speed.load_workers(path) == b
+    del b["tasks"]["squad"]["side by side"]
+    path.write_text(json.dumps(b))
+    with pytest.raises(ValueError, match=r"squad lacks the settings \['side by side'\]"):
+        finetune_speed.load_workers(path)
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="make it with python benchmarks/finetune_workers.py"):
+        finetune_speed.load_workers(path)
+
+
+def test_the_workers_benchmark_runs_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
+    """benchmarks/finetune_workers.py on RTE's first examples: a record load_workers accepts, the
+    two settings training the same seeds to the same scores (one thread in every process)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "finetune_workers.py"
+    spec = importlib.util.spec_from_file_location("finetune_workers", script)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "finetune_workers", module)
+    spec.loader.exec_module(module)
+    out = tmp_path / "workers.json"
+    assert module.main(["--tasks", "rte", "--examples", "64", "--eval-examples", "32", "--json", str(out)]) == 0
+    bench = finetune_speed.load_workers(out)
+    rte = bench["tasks"]["rte"]
+    assert rte["examples"] == 64 and bench["workers"] == 2 and bench["threads"] == 1
+    for setting in finetune_speed.WORKERS:
+        assert rte[setting]["s"] > 0 and len(rte[setting]["seed_seconds"]) == 4
+    assert rte["one process"]["scores"] == rte["side by side"]["scores"]
+    assert "| RTE | 64 |" in finetune_speed.workers_table(bench)
+    with pytest.raises(SystemExit):
+        module.main(["--workers", "1"])

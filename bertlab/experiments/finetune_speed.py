@@ -12,7 +12,10 @@ Three records answer three questions:
   (`batching_pairs`, `batching_table`, `batching_reading`);
 - data/benchmarks/finetune_cls_cpu.json (`benchmarks/finetune_step.py --last-layer`): how much
   faster a classifier's step is with its last layer at [CLS] alone (`last_layer_table`,
-  `last_layer_reading`). Its logits are the same up to rounding (tests/test_model.py checks it).
+  `last_layer_reading`). Its logits are the same up to rounding (tests/test_model.py checks it);
+- data/benchmarks/finetune_workers_cpu.json (`benchmarks/finetune_workers.py`): how much sooner the
+  seeds are done side by side in one-thread processes than one after another on every thread
+  (`FinetuneConfig.workers`; `workers_table`, `workers_reading`).
 
 The fused AdamW makes the same updates to within rounding (tests/test_pretrain.py checks it), so
 only the order of the batches needs the second record.
@@ -35,6 +38,7 @@ TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte":
 SETTINGS = ("random, foreach", "similar lengths, foreach", "random, fused", "similar lengths, fused")
 BEFORE, AFTER = SETTINGS[0], SETTINGS[-1]  # the fifth record's fine-tuning, and the default now
 LAST_LAYER = ("last layer everywhere", "last layer at [CLS]")  # benchmarks/finetune_step.py --last-layer
+WORKERS = ("one process", "side by side")  # benchmarks/finetune_workers.py: FinetuneConfig.workers 1, 2
 
 
 def load_benchmark(path: str | Path, settings: Sequence[str] = SETTINGS) -> dict[str, Any]:
@@ -143,6 +147,82 @@ def last_layer_reading(bench: dict[str, Any], num_layers: int) -> str:
         f"With the last of the {num_layers} layers computed at [CLS] alone, a fine-tuning step ran "
         f"{span} times faster, and one epoch of {names} took {after:,.0f} s in all instead "
         f"of {before:,.0f} s: {100 * (1 - after / before):.0f}% less time for the same logits, up to rounding."
+    )
+
+
+def load_workers(path: str | Path) -> dict[str, Any]:
+    """A record of benchmarks/finetune_workers.py, checked: every task has both settings."""
+    path = Path(path)
+    try:
+        bench = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a record of benchmarks/finetune_workers.py ({e})") from e
+    tasks = bench.get("tasks") if isinstance(bench, dict) else None
+    if not tasks:
+        raise ValueError(f"{path}: no tasks; make it with python benchmarks/finetune_workers.py --json {path}")
+    for name, row in tasks.items():
+        missing = [s for s in WORKERS if "s" not in row.get(s, {})]
+        if missing:
+            raise ValueError(f"{path}: task {name} lacks the settings {missing}; run the benchmark again")
+    return bench
+
+
+def _score_gap(row: dict[str, Any]) -> float:
+    """The widest difference between the two settings' scores of one seed and arm, in points."""
+    one, two = (row[s]["scores"] for s in WORKERS)
+    return max(abs(a - b) for arm in one for a, b in zip(one[arm], two[arm]))
+
+
+def workers_table(bench: dict[str, Any]) -> str:
+    """Markdown: per task, the wall seconds of the same fine-tuning in one process and side by
+    side in worker processes, the speed-up, and how far the two settings' scores moved apart."""
+    one, two = WORKERS
+    rows = [
+        f"| task | examples | s in one process, {bench['threads']} threads "
+        f"| s in {bench['workers']} processes side by side | faster | scores apart by |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in bench["tasks"].items():
+        rows.append(
+            f"| {TASK_NAMES.get(name, name)} | {r['examples']:,} | {r[one]['s']:,.1f} | {r[two]['s']:,.1f} | "
+            f"{r[one]['s'] / r[two]['s']:.2f}x | {_score_gap(r):.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def workers_reading(bench: dict[str, Any]) -> str:
+    """One paragraph: how much sooner the seeds were done side by side, task by task and in all,
+    and whether the scores stayed those of the same seeds."""
+    one, two = WORKERS
+    tasks = bench["tasks"]
+    ratios = sorted((t[one]["s"] / t[two]["s"], n) for n, t in tasks.items())
+    (lo, lo_task), (hi, hi_task) = ratios[0], ratios[-1]
+    span = (
+        f"{lo:.2f}"
+        if len(ratios) == 1
+        else f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
+    )
+    before = sum(t[one]["s"] for t in tasks.values())
+    after = sum(t[two]["s"] for t in tasks.values())
+    gap = max(_score_gap(t) for t in tasks.values())
+    n, threads = bench["workers"], bench["threads"]
+    per = threads // n if threads >= n else 1
+    verdict = (
+        f"{100 * (1 - after / before):.0f}% less time"
+        if after < before
+        else f"{100 * (after / before - 1):.0f}% more time: on this machine one process keeps its cores busy"
+    )
+    agree = (
+        "the same scores to the digit"
+        if gap == 0
+        else f"scores within {gap:.2f} points of each other, the rounding of {per} thread{'s' if per > 1 else ''} "
+        f"against {threads}"
+    )
+    return (
+        f"The same seeds fine-tuned in {n} processes of {per} thread{'s' if per > 1 else ''} side by side "
+        f"were done {span} times as soon as one after another in one process on {threads} threads, start-up of "
+        f"the workers included; all {len(tasks)} tasks took {after:,.0f} s instead of {before:,.0f} s, "
+        f"{verdict}. Both settings gave {agree}."
     )
 
 
