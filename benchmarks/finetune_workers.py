@@ -33,7 +33,7 @@ from bertlab.tasks import get_task
 from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
 
 # the first examples of each task: each seed a few seconds to a few tens of seconds on 2 cores
-EXAMPLES = {"sst2": 4000, "mrpc": 1500, "rte": 1000, "conll2003": 4000, "squad": 600}
+EXAMPLES = {"sst2": 3000, "mrpc": 1000, "rte": 800, "conll2003": 3000, "squad": 400}
 EVAL_EXAMPLES = 400
 
 

@@ -7,8 +7,9 @@
 #   masked; 50% of the steps on 32 tokens, 30% on 64, 10% on 128, 10% on 256; bf16 autocast where
 #   the CPU has native bf16, torch.compile), evaluated on held-out books and articles, fill-mask
 #   asked of every checkpoint, then fine-tuned from the pretrained weights and from scratch, 3 seeds
-#   each: SST-2 on 500, 2,000 and 8,000 labelled sentences, MRPC, RTE, CoNLL-2003; then SQuAD v1.1
-#   (chapter 13's by-article split of dev), one seed each, two epochs. The settings are
+#   each: SST-2 on 500, 2,000 and 8,000 labelled sentences, MRPC, RTE; then CoNLL-2003 and SQuAD
+#   v1.1 (chapter 13's by-article split of dev, two epochs), one seed each; two seeds at a time,
+#   side by side in one-thread processes (FinetuneConfig.workers). The settings are
 #   bertlab.experiments.reference_run.REFERENCE["cpu"]; the record's provenance.json holds the wall
 #   time of every stage.
 # On a GPU: a BERT-medium (8/512/8) for a 9-minute budget with the "budget" recipe (bf16,
