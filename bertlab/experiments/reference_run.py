@@ -120,7 +120,7 @@ REFERENCE = {
         ft_tasks_max_train=None,
         squad=True,
         squad_seeds=(0,),
-        # CoNLL-2003 with one seed per arm: its three seeds never spread by more than 2.2 points
+        # CoNLL-2003 with one seed per arm: its three seeds spread by at most 2.4 points
         # an arm in three records, against a gain of +17.5 to +18.2, and they took 18 of the
         # 114 minutes of the third run (data/pilots/record7-third). Every fine-tuning runs its
         # seeds in two one-thread processes side by side (FinetuneConfig.workers).
