@@ -20,6 +20,20 @@ def bench(**epoch_seconds):
     return {"cpu": "AMD EPYC", "tasks": tasks}
 
 
+def benchmark_script(name, monkeypatch):
+    """benchmarks/<name>.py loaded as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_speed_table_and_reading():
     b = bench(sst2=(100.0, 40.0, 80.0, 25.0), squad=(300.0, 250.0, 280.0, 240.0))
     table = finetune_speed.speed_table(b)
@@ -158,15 +172,7 @@ def test_batching_pairs_of_a_token_task_weighed_by_tokens():
 def test_the_benchmark_times_the_four_settings_on_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
     """benchmarks/finetune_step.py on RTE, one step per setting: a record load_benchmark accepts,
     batches of similar lengths computing fewer padded tokens than random ones."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "finetune_step.py"
-    spec = importlib.util.spec_from_file_location("finetune_step", script)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "finetune_step", module)
-    spec.loader.exec_module(module)
+    module = benchmark_script("finetune_step", monkeypatch)
     out = tmp_path / "bench.json"
     args = ["--tasks", "rte", "--steps", "2", "--rounds", "1", "--batch-size", "8", "--json", str(out)]
     assert module.main([*args, "--precision", "fp32"]) == 0
@@ -262,15 +268,7 @@ def test_workers_table_and_reading(tmp_path):
 def test_the_workers_benchmark_runs_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
     """benchmarks/finetune_workers.py on RTE's first examples: a record load_workers accepts, the
     two settings training the same seeds to the same scores (one thread in every process)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "finetune_workers.py"
-    spec = importlib.util.spec_from_file_location("finetune_workers", script)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "finetune_workers", module)
-    spec.loader.exec_module(module)
+    module = benchmark_script("finetune_workers", monkeypatch)
     out = tmp_path / "workers.json"
     assert module.main(["--tasks", "rte", "--examples", "64", "--eval-examples", "32", "--json", str(out)]) == 0
     bench = finetune_speed.load_workers(out)

@@ -41,6 +41,14 @@ LAST_LAYER = ("last layer everywhere", "last layer at [CLS]")  # benchmarks/fine
 WORKERS = ("one process", "side by side")  # benchmarks/finetune_workers.py: FinetuneConfig.workers 1, 2
 
 
+def _span(ratios: Sequence[tuple[float, str]]) -> str:
+    """Sorted (ratio, task) pairs as words: "1.20 (SQuAD) to 2.50 (SST-2)", or the one ratio."""
+    (lo, lo_task), (hi, hi_task) = ratios[0], ratios[-1]
+    if len(ratios) == 1:
+        return f"{lo:.2f}"
+    return f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
+
+
 def load_benchmark(path: str | Path, settings: Sequence[str] = SETTINGS) -> dict[str, Any]:
     """A record of benchmarks/finetune_step.py, checked: every task has the settings (the four
     levers by default; LAST_LAYER for a record of --last-layer)."""
@@ -85,12 +93,6 @@ def speed_reading(bench: dict[str, Any]) -> str:
     def ratios(a: str, b: str) -> list[tuple[float, str]]:
         return sorted((t[a]["s_per_epoch"] / t[b]["s_per_epoch"], n) for n, t in tasks.items())
 
-    def span(rs: list[tuple[float, str]]) -> str:
-        (lo, lo_task), (hi, hi_task) = rs[0], rs[-1]
-        if len(rs) == 1:
-            return f"{lo:.2f}"
-        return f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
-
     both = ratios(BEFORE, AFTER)
     ms = {s: [1000 * t[s]["s_per_step"] for t in tasks.values()] for s in (BEFORE, SETTINGS[2])}
     saved = sorted(after - before for before, after in zip(ms[BEFORE], ms[SETTINGS[2]]))
@@ -98,11 +100,11 @@ def speed_reading(bench: dict[str, Any]) -> str:
     total_before = sum(t[BEFORE]["s_per_epoch"] for t in tasks.values())
     total_after = sum(t[AFTER]["s_per_epoch"] for t in tasks.values())
     return (
-        f"Batches of similar lengths alone sped an epoch up by a factor of {span(ratios(BEFORE, SETTINGS[1]))}: the "
+        f"Batches of similar lengths alone sped an epoch up by a factor of {_span(ratios(BEFORE, SETTINGS[1]))}: the "
         f"shorter and the more varied a task's sequences, the more a random batch pads. The fused AdamW "
-        f"alone changed it by a factor of {span(ratios(BEFORE, SETTINGS[2]))}, {saved[0]:+.0f} to {saved[-1]:+.0f} ms "
+        f"alone changed it by a factor of {_span(ratios(BEFORE, SETTINGS[2]))}, {saved[0]:+.0f} to {saved[-1]:+.0f} ms "
         f"on steps of {steps[0]:,.0f} to {steps[-1]:,.0f} ms: at these batch sizes the update is a small "
-        f"part of a step. Together, a factor of {span(both)}; one "
+        f"part of a step. Together, a factor of {_span(both)}; one "
         f"epoch of every task takes {total_after:,.0f} s instead of {total_before:,.0f} s "
         f"({total_before / total_after:.1f} times faster)."
     )
@@ -132,13 +134,7 @@ def last_layer_reading(bench: dict[str, Any], num_layers: int) -> str:
     last of `num_layers` layers run at [CLS] alone."""
     every, cls = LAST_LAYER
     tasks = bench["tasks"]
-    ratios = sorted((t[every]["s_per_step"] / t[cls]["s_per_step"], n) for n, t in tasks.items())
-    (lo, lo_task), (hi, hi_task) = ratios[0], ratios[-1]
-    span = (
-        f"{lo:.2f}"
-        if len(ratios) == 1
-        else f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
-    )
+    span = _span(sorted((t[every]["s_per_step"] / t[cls]["s_per_step"], n) for n, t in tasks.items()))
     before = sum(t[every]["s_per_epoch"] for t in tasks.values())
     after = sum(t[cls]["s_per_epoch"] for t in tasks.values())
     names = [TASK_NAMES.get(n, n) for n in tasks]
@@ -195,13 +191,7 @@ def workers_reading(bench: dict[str, Any]) -> str:
     and whether the scores stayed those of the same seeds."""
     one, two = WORKERS
     tasks = bench["tasks"]
-    ratios = sorted((t[one]["s"] / t[two]["s"], n) for n, t in tasks.items())
-    (lo, lo_task), (hi, hi_task) = ratios[0], ratios[-1]
-    span = (
-        f"{lo:.2f}"
-        if len(ratios) == 1
-        else f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
-    )
+    span = _span(sorted((t[one]["s"] / t[two]["s"], n) for n, t in tasks.items()))
     before = sum(t[one]["s"] for t in tasks.values())
     after = sum(t[two]["s"] for t in tasks.values())
     gap = max(_score_gap(t) for t in tasks.values())
