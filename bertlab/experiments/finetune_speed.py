@@ -49,23 +49,29 @@ def _span(ratios: Sequence[tuple[float, str]]) -> str:
     return f"{lo:.2f} ({TASK_NAMES.get(lo_task, lo_task)}) to {hi:.2f} ({TASK_NAMES.get(hi_task, hi_task)})"
 
 
-def load_benchmark(path: str | Path, settings: Sequence[str] = SETTINGS) -> dict[str, Any]:
-    """A record of benchmarks/finetune_step.py, checked: every task has the settings (the four
-    levers by default; LAST_LAYER for a record of --last-layer)."""
+def _load(path: str | Path, command: str, settings: Sequence[str]) -> dict[str, Any]:
+    """A benchmark record written by `command` (a script and its flags), checked: it has tasks,
+    and every task has every one of `settings`."""
     path = Path(path)
     try:
         bench = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a record of benchmarks/finetune_step.py ({e})") from e
+        raise ValueError(f"{path}: not a record of {command} ({e})") from e
     tasks = bench.get("tasks") if isinstance(bench, dict) else None
     if not tasks:
-        flag = " --last-layer" if tuple(settings) == LAST_LAYER else ""
-        raise ValueError(f"{path}: no tasks; make it with python benchmarks/finetune_step.py{flag} --json {path}")
+        raise ValueError(f"{path}: no tasks; make it with python {command} --json {path}")
     for name, row in tasks.items():
         missing = [s for s in settings if s not in row]
         if missing:
             raise ValueError(f"{path}: task {name} lacks the settings {missing}; run the benchmark again")
     return bench
+
+
+def load_benchmark(path: str | Path, settings: Sequence[str] = SETTINGS) -> dict[str, Any]:
+    """A record of benchmarks/finetune_step.py, checked: every task has the settings (the four
+    levers by default; LAST_LAYER for a record of --last-layer)."""
+    flag = " --last-layer" if tuple(settings) == LAST_LAYER else ""
+    return _load(path, f"benchmarks/finetune_step.py{flag}", settings)
 
 
 def speed_table(bench: dict[str, Any]) -> str:
@@ -148,19 +154,7 @@ def last_layer_reading(bench: dict[str, Any], num_layers: int) -> str:
 
 def load_workers(path: str | Path) -> dict[str, Any]:
     """A record of benchmarks/finetune_workers.py, checked: every task has both settings."""
-    path = Path(path)
-    try:
-        bench = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a record of benchmarks/finetune_workers.py ({e})") from e
-    tasks = bench.get("tasks") if isinstance(bench, dict) else None
-    if not tasks:
-        raise ValueError(f"{path}: no tasks; make it with python benchmarks/finetune_workers.py --json {path}")
-    for name, row in tasks.items():
-        missing = [s for s in WORKERS if "s" not in row.get(s, {})]
-        if missing:
-            raise ValueError(f"{path}: task {name} lacks the settings {missing}; run the benchmark again")
-    return bench
+    return _load(path, "benchmarks/finetune_workers.py", WORKERS)
 
 
 def _score_gap(row: dict[str, Any]) -> float:
