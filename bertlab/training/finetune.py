@@ -517,7 +517,8 @@ def _run_arms(
                 for seed, future in zip(cfg.seeds, arm):
                     runs[-1].append(future.result())
                     if cfg.progress:
-                        print(f"{task.name} {cfg.init} seed {seed}: {runs[-1][-1].metrics}", flush=True)
+                        score = runs[-1][-1].metrics.get(task.main_metric, float("nan"))
+                        print(f"{task.name} from {cfg.init}, seed {seed}: {task.main_metric} {score:.2f}", flush=True)
 
     results = []
     for (cfg, task, _, train_ex, eval_ex, _), arm_runs in zip(prepared, runs):
