@@ -204,7 +204,7 @@ def workers_reading(bench: dict[str, Any]) -> str:
     )
     return (
         f"The same seeds fine-tuned in {n} processes of {per} thread{'s' if per > 1 else ''} side by side "
-        f"were done {span} times as soon as one after another in one process on {threads} threads, start-up of "
+        f"ran {span} times as fast as one after another in one process on {threads} threads, start-up of "
         f"the workers included; all {len(tasks)} tasks took {after:,.0f} s instead of {before:,.0f} s, "
         f"{verdict}. Both settings gave {agree}."
     )
