@@ -91,8 +91,8 @@ class FinetuneConfig:
     progress: bool = True
     # On a CPU: train this many seeds (of every arm compare_with_scratch runs) side by side, each in
     # its own process with cores / workers threads. BERT-Mini's small batches keep two cores busy
-    # poorly from one process: on 2 Zen 4 cores a CoNLL-2003 seed trained in 21 s on one thread
-    # beside another against 13.5 s alone on two, 1.27x the work done in the same time.
+    # poorly from one process; how much this saves is in data/benchmarks/finetune_workers_cpu.json
+    # (benchmarks/finetune_workers.py; the recipes appendix prints it).
     workers: int = 1
 
 
