@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="pretrain for this many steps instead of a time budget: the same tokens on any machine "
-        "(the record's 50 minutes came to 3,747 steps on 2 Zen 4 cores)",
+        "(the record's 50 minutes came to 3,229 steps on 2 Zen 4 cores)",
     )
     r.add_argument("--preset", default=None)
     r.add_argument("--layers", type=int, default=None, help="L, the number of layers (the preset's otherwise)")

@@ -250,6 +250,62 @@ def test_a_task_added_with_other_settings_is_not_compared(pair):
     assert "SQuAD v1.1 was fine-tuned with other settings in each run, so its gains are not compared." in text
 
 
+def with_seeds(run, task_arms):
+    """`run` with the seeds of CoNLL-2003's arms listed ({"pretrained": (seed, ...), ...}, in the
+    order of their scores), as a fine-tuning result lists its runs."""
+    results = json.loads((run.path / "finetune_results.json").read_text())
+    for arm, seeds in task_arms.items():
+        entry = results["conll2003"][arm]
+        assert len(seeds) == len(entry["scores"])
+        entry["runs"] = [{"seed": s} for s in seeds]
+    files.write_json(run.path / "finetune_results.json", results)
+    return run
+
+
+def test_runs_of_other_seeds_compare_the_seeds_both_ran(tmp_path, pair):
+    """Which seeds a fine-tuning ran, and in how many processes, is not a setting of the pipeline:
+    a gain is compared over the seeds both runs ran, and runs that share none are not compared."""
+    first, _ = pair  # CoNLL-2003: pre-trained 81, 82, 80; scratch 64, 63, 65 (seeds 0, 1, 2)
+    with_seeds(first, {"pretrained": (0, 1, 2), "scratch": (0, 1, 2)})
+    one_seed = other_run(
+        tmp_path / "one",
+        settings={**SETTINGS, "ft_tasks_seeds": {"conll2003": [0]}, "ft_workers": 2},
+        conll=([75.0], [60.0]),
+    )
+    with_seeds(one_seed, {"pretrained": (0,), "scratch": (0,)})
+    rows = {r["measure"]: r for r in rerun.rerun_rows(first, one_seed)}
+    conll = rows["gain on CoNLL-2003 (F1, points; seed 0 alone)"]
+    assert (conll["kind"], conll["seeds"]) == ("gain", [0])
+    assert (conll["first"], conll["again"]) == (pytest.approx(81.0 - 64.0), pytest.approx(15.0))
+    # the same seeds, listed in another order: the medians, and no seed named
+    with_seeds(first, {"pretrained": (0, 1, 2), "scratch": (2, 0, 1)})  # scratch: seed 2 64, 0 63, 1 65
+    again = other_run(tmp_path / "again3", conll=([70.0, 71.0, 72.0], [60.0] * 3))
+    with_seeds(again, {"pretrained": (2, 1, 0), "scratch": (0, 1, 2)})
+    conll = next(r for r in rerun.rerun_rows(first, again) if r.get("task") == "conll2003")
+    assert conll["measure"] == "gain on CoNLL-2003 (F1, points)" and "seeds" not in conll
+    assert conll["change"] == pytest.approx(11.0 - 17.0)
+    two = other_run(tmp_path / "two", conll=([70.0, 72.0], [60.0, 61.0]))
+    with_seeds(two, {"pretrained": (1, 2), "scratch": (1, 2)})
+    # seeds 1 and 2: first's 82, 80 against 65, 64 (81 - 64.5); two's 71 - 60.5
+    conll = next(r for r in rerun.rerun_rows(first, two) if r.get("task") == "conll2003")
+    assert conll["measure"].endswith("; seeds 1 and 2)")
+    assert (conll["first"], conll["again"]) == (pytest.approx(16.5), pytest.approx(10.5))
+    none = with_seeds(other_run(tmp_path / "none", conll=([70.0], [60.0])), {"pretrained": (5,), "scratch": (5,)})
+    conll = next(r for r in rerun.rerun_rows(first, none) if r.get("task") == "conll2003")
+    assert conll["kind"] == "other settings"
+
+
+def test_a_task_added_with_other_workers_is_compared(pair):
+    first, again = pair
+    with_squad(first, 10.0, 256, [32, 64])
+    with_squad(again, 3.0, 256, [32, 64])
+    prov = json.loads((again.path / "provenance.json").read_text())
+    prov["added_tasks"]["squad"]["settings"]["workers"] = 2
+    files.write_json(again.path / "provenance.json", prov)
+    squad = next(r for r in rerun.rerun_rows(first, again) if r.get("task") == "squad")
+    assert (squad["kind"], squad["change"]) == ("gain", pytest.approx(-7.0))
+
+
 def moved(row, again):
     """`row` of a pair of runs with the second run's figure `again` instead."""
     return dict(row, again=again, change=again - row["first"], values=[row["first"], again])
@@ -264,7 +320,7 @@ def test_find_again_only_returns_a_run_of_the_records_settings(tmp_path, pair):
     assert rerun.find_again(first, again.path).path == again.path
     assert rerun.find_again(None, again.path) is None  # no record
     assert rerun.find_again(first, tmp_path / "absent") is None  # no second run
-    other = other_run(tmp_path / "other", settings={**SETTINGS, "seeds": [0]})
+    other = other_run(tmp_path / "other", settings={**SETTINGS, "minutes": 40.0})
     assert rerun.find_again(first, other.path) is None  # a record made with other settings
 
 
@@ -429,11 +485,11 @@ def test_spread_table_and_reading_are_generated_from_the_rows(three):
     )
     end = next(r for r in rows if r.get("end_to_end"))
     assert text.endswith(
-        f"End to end the newest run took {end['values'][2]:.1f} minutes, the earlier ones "
-        f"{end['values'][0]:.1f} and {end['values'][1]:.1f} (within the 100 minutes the pipeline is meant to fit)."
+        f"End to end the record took {end['values'][0]:.1f} minutes, the other runs "
+        f"{end['values'][1]:.1f} and {end['values'][2]:.1f} (within the 100 minutes the pipeline is meant to fit)."
     )
     two_runs = rerun.spread_reading(rerun.spread_rows(first, [again]))
-    assert "the newest run took" in two_runs and "minutes, the earlier one " in two_runs
+    assert "the record took" in two_runs and "minutes, the other run " in two_runs
     steady = [dict(r, values=[5.0, 6.0, 7.0]) if r["kind"] == "gain" else r for r in rows]
     assert "Every gain kept its sign in all three runs." in rerun.spread_reading(steady)
     assert rerun.spread_reading([]) == ""
@@ -475,16 +531,21 @@ def test_find_runs_again_lists_the_recorded_runs_of_the_records_settings(tmp_pat
     assert rerun.find_runs_again(first) == []
     (records / "pilots").mkdir()
     again.path.rename(records / "pilots" / "record7-again")
-    other_run(records / "pilots" / "record7-third", settings={**SETTINGS, "seeds": [0]})  # other settings
+    other_run(records / "pilots" / "record7-third", settings={**SETTINGS, "minutes": 40.0})  # other settings
     assert [r.path.name for r in rerun.find_runs_again(first)] == ["record7-again"]
     (records / "pilots" / "record7-third").rename(records / "pilots" / "elsewhere")
     other_run(records / "pilots" / "record7-third")
     assert [r.path.name for r in rerun.find_runs_again(first)] == ["record7-again", "record7-third"]
+    # the previous record first; a record among them is not its own run again
+    other_run(records / "pilots" / "record7", settings={**SETTINGS, "ft_workers": 2})
+    names = ["record7", "record7-again", "record7-third"]
+    assert [r.path.name for r in rerun.find_runs_again(first)] == names
+    assert [r.path.name for r in rerun.find_runs_again(ReferenceRun(records / "pilots" / "record7"))] == names[1:]
     assert rerun.find_runs_again(None) == []
 
 
 def test_the_recorded_runs_of_the_records_settings_spread_beside_it():
-    """Every committed run of the record's settings (record7-again, record7-third), if this checkout
+    """Every committed run of the record's settings (record7, record7-again, record7-third), if this checkout
     has them: the spread rows hold one figure per run and the reading names them all."""
     from bertlab.experiments import reference
 
@@ -498,6 +559,6 @@ def test_the_recorded_runs_of_the_records_settings_spread_beside_it():
     assert gains and all(r["low"] <= r["first"] <= r["high"] for r in gains)
     text = rerun.spread_reading(rows, limit_minutes=100)
     held = rows[0]
-    words = {1: "two", 2: "three"}  # the runs besides the record: 1 or 2 so far
+    words = {1: "two", 2: "three", 3: "four"}  # the runs besides the record: 1 to 3 so far
     assert text.startswith(f"Over {words[len(runs_again)]} runs of the record's settings")
     assert f"between {held['low']:.1f}% and {held['high']:.1f}% held-out" in text

@@ -203,7 +203,13 @@ class ReferenceRun:
         """What pretraining bought, one row per fine-tuning the record holds: task, metric, the
         number of labelled training examples (None: the whole training set), the medians over
         seeds from the pretrained weights and from scratch, every seed's score, and `gain`
-        (pretrained minus scratch, in points). SST-2's learning curve first, then the other tasks."""
+        (pretrained minus scratch, in points), and each arm's seeds in the order of its scores
+        ("pretrained_seeds", "scratch_seeds"; None for a result that does not list its runs).
+        SST-2's learning curve first, then the other tasks."""
+
+        def seeds(arm):
+            runs = arm.get("runs")
+            return [r["seed"] for r in runs] if runs else None
 
         def row(task, n, pre, scr):
             return {
@@ -214,6 +220,8 @@ class ReferenceRun:
                 "scratch": scr["median"],
                 "pretrained_scores": pre["scores"],
                 "scratch_scores": scr["scores"],
+                "pretrained_seeds": seeds(pre),
+                "scratch_seeds": seeds(scr),
                 "gain": pre["median"] - scr["median"],
             }
 

@@ -25,9 +25,12 @@ naming the setting it changed, and read against the same settings made twice or 
     rows = rerun_rows(first, two_layers, changed=("layers",))
     print(lever_reading(rows, "two layers instead of four", noise=spread))
 
-The appendix "How the CPU recipe was found" reads the book's record against its settings made
-again (`data/pilots/record7-again/`, `record7-third/`: `find_runs_again`) and against its settings
-with two layers (`data/pilots/record7-2-layers/`).
+The runs need not have fine-tuned the same seeds, nor in as many processes: a gain is compared over
+the seeds both runs ran (the measure names them: "seed 0 alone").
+
+The appendix "How the CPU recipe was found" reads the book's record against the earlier runs of its
+settings (`data/pilots/record7/`, the previous record, `record7-again/` and `record7-third/`:
+`find_runs_again`) and against its settings with two layers (`data/pilots/record7-2-layers/`).
 """
 
 from __future__ import annotations
@@ -41,13 +44,20 @@ from bertlab.experiments.reference import ReferenceRun
 from bertlab.prose import TASK_TITLES
 from bertlab.records import records_dir
 
-AGAIN = ("pilots", "record7-again")  # the record's settings made again, under the records folder
-THIRD = ("pilots", "record7-third")  # the record's settings a third time, on the code of a later commit
+# The earlier runs of the record's pretraining settings, under the records folder: the book's
+# previous record, whose fine-tuning ran its seeds one at a time and CoNLL-2003 with three seeds
+PREVIOUS = ("pilots", "record7")
+AGAIN = ("pilots", "record7-again")  # the previous record's settings made again
+THIRD = ("pilots", "record7-third")  # the previous record's settings a third time
 TWO_LAYERS = ("pilots", "record7-2-layers")  # the record's settings with two layers instead of four
 
-# Settings that say where a run wrote, or which fine-tunings it ran (the rows compare only those
-# both runs hold), not how it trained
-_NOT_A_SETTING = ("out", "resume", "squad", "ft_tasks")
+# Settings that say where a run wrote, which fine-tunings it ran (the rows compare only those both
+# runs hold), which seeds they ran (a row compares the seeds both runs ran, `_shared_seeds`), or how
+# many processes trained those seeds side by side (the same numbers: FinetuneConfig.workers), not
+# how it trained
+_NOT_A_SETTING = ("out", "resume", "squad", "ft_tasks", "seeds", "ft_tasks_seeds", "squad_seeds", "ft_workers")
+# the same for the settings a task added later was fine-tuned with (reference_run.SQUAD_CPU)
+_NOT_AN_ADDED_SETTING = ("seeds", "workers")
 
 # The pipeline's stages, grouped as the appendix reports them: (label, stage keys of
 # provenance["stage_times_s"]); the classifiers read only [CLS], CoNLL-2003 and SQuAD every position
@@ -81,9 +91,13 @@ def find_again(run: ReferenceRun | None, folder: str | Path | None = None) -> Re
 
 
 def find_runs_again(run: ReferenceRun | None) -> list[ReferenceRun]:
-    """Every recorded run of `run`'s settings made again (AGAIN, then THIRD, in the records
-    folder), oldest first; those made with other settings are left out (`find_again`)."""
-    found = (find_again(run, records_dir(*where)) for where in (AGAIN, THIRD))
+    """Every other recorded run of `run`'s settings (PREVIOUS, AGAIN, then THIRD, in the records
+    folder), oldest first; those made with other settings, and `run` itself, are left out
+    (`find_again`)."""
+    places = [records_dir(*where) for where in (PREVIOUS, AGAIN, THIRD)]
+    if run is not None:
+        places = [p for p in places if p.resolve() != run.path.resolve()]
+    found = (find_again(run, where) for where in places)
     return [r for r in found if r is not None]
 
 
@@ -243,19 +257,26 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun, changed: Sequence[str] 
         if g["task"] == "sst2" and n:  # SST-2's learning curve: one row per number of sentences
             title += f" with {n:,} sentences"
         # a task added to the records later has its own settings (SQuAD's windows): both must agree
-        added = [(r.provenance.get("added_tasks") or {}).get(g["task"], {}).get("settings") for r in (first, again)]
+        added = [_added_settings(r, g["task"]) for r in (first, again)]
         kind = "gain" if other is not None else "not run again"  # the second run stopped before it
-        if other is not None and added[0] != added[1]:
+        first_gain, again_gain = g["gain"], other["gain"] if other is not None else None
+        shared = _shared_seeds(g, other) if other is not None else None
+        label, extra = "", {}
+        if other is not None and (added[0] != added[1] or shared == []):
             kind = "other settings"
+        elif shared:  # the runs ran other seeds: each gain over the seeds both ran
+            first_gain, again_gain = _gain_on(g, shared), _gain_on(other, shared)
+            label, extra = f"; {_seeds_words(shared)}", {"seeds": shared}
         rows.append(
             _row(
-                f"gain on {title} ({_METRICS.get(g['metric'], g['metric'])}, points)",
+                f"gain on {title} ({_METRICS.get(g['metric'], g['metric'])}, points{label})",
                 kind,
-                g["gain"],
-                other["gain"] if other is not None else None,
+                first_gain,
+                again_gain,
                 task=g["task"],
                 train_examples=n,
                 title=title,
+                **extra,
             )
         )
     for label, keys in STAGES:
@@ -274,6 +295,49 @@ def rerun_rows(first: ReferenceRun, again: ReferenceRun, changed: Sequence[str] 
         measure = "minutes: end to end" + (f", without {' and '.join(left_out + others)}" if only_a + only_b else "")
         rows.append(_row(measure, "minutes", wa / 60, wb / 60, end_to_end=True, without=left_out + others))
     return rows
+
+
+def _added_settings(run: ReferenceRun, task: str) -> dict[str, Any] | None:
+    """The settings `task` was added to `run` with (provenance["added_tasks"]), less those that do
+    not change what it trains (_NOT_AN_ADDED_SETTING); None for a task the pipeline ran itself."""
+    settings = (run.provenance.get("added_tasks") or {}).get(task, {}).get("settings")
+    if settings is None:
+        return None
+    return {k: v for k, v in settings.items() if k not in _NOT_AN_ADDED_SETTING}
+
+
+def _seed_scores(gain: dict[str, Any], arm: str) -> dict[int, float] | None:
+    """One arm's scores by seed in a row of `ReferenceRun.gains()`, or None when it does not list
+    its seeds."""
+    seeds = gain.get(f"{arm}_seeds")
+    return dict(zip(seeds, gain[f"{arm}_scores"], strict=True)) if seeds else None
+
+
+def _shared_seeds(first: dict[str, Any], again: dict[str, Any]) -> list[int] | None:
+    """The seeds both arms of both runs' gains (rows of `ReferenceRun.gains()`) ran, where the runs
+    did not run the same seeds (so that each gain can be taken over those alone, `_gain_on`); an
+    empty list when they share none; None when they ran the same seeds or a row does not list them."""
+    runs = [_seed_scores(g, arm) for g in (first, again) for arm in ("pretrained", "scratch")]
+    if any(r is None for r in runs):
+        return None
+    seeds = [set(r) for r in runs]
+    if all(s == seeds[0] for s in seeds):
+        return None
+    return sorted(set.intersection(*seeds))
+
+
+def _gain_on(gain: dict[str, Any], seeds: Sequence[int]) -> float:
+    """A gain (a row of `ReferenceRun.gains()`) over `seeds` alone: the median of the pre-trained
+    arm's scores on those seeds less the scratch arm's."""
+    pre, scr = _seed_scores(gain, "pretrained"), _seed_scores(gain, "scratch")
+    return statistics.median(pre[s] for s in seeds) - statistics.median(scr[s] for s in seeds)
+
+
+def _seeds_words(seeds: Sequence[int]) -> str:
+    """ "seed 0 alone", "seeds 0 and 1", "seeds 0, 1 and 2"."""
+    if len(seeds) == 1:
+        return f"seed {seeds[0]} alone"
+    return f"seeds {', '.join(map(str, seeds[:-1]))} and {seeds[-1]}"
 
 
 def _counted(row: dict[str, Any]) -> bool:
@@ -357,8 +421,8 @@ def spread_table(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> str:
 def spread_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None = None) -> str:
     """What several runs of the same settings say, in words generated from `spread_rows`: the range
     of held-out accuracy and of steps, how far the gains spread (in the median task and at most,
-    and whether each kept its sign), and the newest run's end-to-end minutes beside the others
-    (held to `limit_minutes`, if given and every run ran every stage). Empty without rows."""
+    and whether each kept its sign), and the record's end-to-end minutes beside the others' (the
+    record's held to `limit_minutes`, if given and every run ran every stage). Empty without rows."""
     if not rows:
         return ""
     runs = _count(len(rows[0]["values"]))
@@ -389,10 +453,10 @@ def spread_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None =
     end = next((r for r in rows if r.get("end_to_end")), None)
     if end is not None:
         without = f" without {' and '.join(end['without'])}" if end["without"] else ""
-        earlier = [f"{v:.1f}" for v in end["values"][:-1]]
-        before = f"ones {', '.join(earlier[:-1])} and {earlier[-1]}" if len(earlier) > 1 else f"one {earlier[0]}"
-        text += f" End to end{without} the newest run took {end['values'][-1]:.1f} minutes, the earlier {before}"
-        text += _limit_words(end["values"][-1], end, limit_minutes) + "."
+        others = [f"{v:.1f}" for v in end["values"][1:]]
+        rest = f"runs {', '.join(others[:-1])} and {others[-1]}" if len(others) > 1 else f"run {others[0]}"
+        text += f" End to end{without} the record took {end['values'][0]:.1f} minutes, the other {rest}"
+        text += _limit_words(end["values"][0], end, limit_minutes) + "."
     return text.strip()
 
 

@@ -86,8 +86,9 @@ What is backed by a run and what is not (read before trusting a number):
     same-machine control (cpu-mini-record5-steps: the record's settings on that fixed schedule)
     ended at 37.1%: the levers bought +0.8 there, and the record's own 1.0 more came from its
     machine (bf16, Zen 4) and time-budgeted schedule. REFERENCE["cpu"] takes both levers, and the
-    seventh record (data/reference_run) was made with them: 3,747 steps in its 50 minutes, 38.7%
-    held-out, 0.6 above the fifth (kept in data/pilots/record5), one run each.
+    seventh record (now data/pilots/record7) was made with them: 3,747 steps in its 50 minutes,
+    38.7% held-out, 0.6 above the fifth (kept in data/pilots/record5), one run each; the eighth,
+    the book's record (data/reference_run), too: 3,229 steps on a slower hour, 37.6%.
     On the seventh record's own settings with 128-token sequences only (cpu-mini-record-128, fixed
     schedule, compared at 8.2M tokens, baseline 26.5%): 32 sequences a batch on twice the steps
     26.8% (+0.2, so the batch stays 64); two layers instead of four 26.8% at the same tokens, and
