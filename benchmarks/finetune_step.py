@@ -24,7 +24,6 @@ setting; with --json writes every number and the machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,6 +33,7 @@ import torch
 
 from bertlab.experiments import reference
 from bertlab.experiments.reference_run import SQUAD_CPU
+from bertlab.files import write_json
 from bertlab.runtime import machine, make_runtime, seed_everything
 from bertlab.tasks import get_task
 from bertlab.tasks.inputs import length_grouped_batches
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        write_json(args.json, out, indent=1)
     return 0
 
 

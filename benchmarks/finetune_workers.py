@@ -17,7 +17,6 @@ of threads. Prints one line per task and setting; with --json writes every numbe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ import torch
 from bertlab.experiments import reference
 from bertlab.experiments.finetune_speed import WORKERS
 from bertlab.experiments.reference_run import SQUAD_CPU
+from bertlab.files import write_json
 from bertlab.runtime import machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         out["tasks"][name] = row
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        write_json(args.json, out, indent=1)
     return 0
 
 
