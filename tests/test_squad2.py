@@ -143,6 +143,10 @@ def test_table_and_reading_come_from_the_record():
     weak = record()
     weak["separation"]["fine_tuned"]["all"] = 0.54
     assert "That is close to chance" in squad2.reading(weak)
+    # fine-tuning found no tau that beats abstaining on every question
+    weak["fine_tuned"].update(tau=None, f1=33.3, has_answer_f1=0.0, no_answer_abstained=100.0)
+    text = squad2.reading(weak)
+    assert "it still does best by abstaining everywhere (33.3)" in text and "at its tau" not in text
 
 
 def test_the_recorded_model_was_fine_tuned_from_the_current_record():

@@ -242,12 +242,18 @@ def reading(record_: dict[str, Any]) -> str:
         else f", {before['f1'] - floor:+.1f} points above that floor."
     )
     gain = after["f1"] - floor
-    text += (
-        f" Fine-tuned on {s['train_questions']:,} questions ({s['train_unanswerable']:,} without an answer), "
-        f"it reaches {after['f1']:.1f} ({gain:+.1f} over the floor): at its tau it answers questions that have "
-        f"an answer with an F1 of {after['has_answer_f1']:.1f} and abstains on {after['no_answer_abstained']:.0f}% "
-        "of those without one."
-    )
+    text += f" Fine-tuned on {s['train_questions']:,} questions ({s['train_unanswerable']:,} without an answer), "
+    if after["tau"] is None:  # no threshold beat abstaining on every question
+        text += (
+            f"it still does best by abstaining everywhere ({after['f1']:.1f}): no tau that lets it answer "
+            "scores more, so it answers none of the questions that have an answer."
+        )
+    else:
+        text += (
+            f"it reaches {after['f1']:.1f} ({gain:+.1f} over the floor): at its tau it answers questions that "
+            f"have an answer with an F1 of {after['has_answer_f1']:.1f} and abstains on "
+            f"{after['no_answer_abstained']:.0f}% of those without one."
+        )
     sep = record_["separation"]["fine_tuned"]
     if "same article" in sep and "other article" in sep:
         text += (
