@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """How SQuAD v1.1 from the book's BERT grows with more epochs: fine-tune the committed record
 (and, with --arms, the same architecture from scratch) on chapter 13's by-article split of dev with
-reference-run's SQuAD recipe (reference_run.SQUAD_CPU) but E epochs (and, with --lr, --max-len
+reference-run's SQuAD recipe (reference_run.SQUAD_CPU) but E epochs (and, with --lr, --batch-size, --max-len
 and --doc-stride, another rate or window), scoring the held-out questions
 after every epoch. One row per arm is appended to data/pilots/squad_epochs.jsonl as soon as it
 finishes (a first line holds what the file is); the F1 after the last epoch is the run's, the
@@ -12,6 +12,7 @@ earlier ones are read off the way (the learning rate still decaying towards E ep
     python scripts/record_squad_epochs.py --epochs 2 --max-len 128 --out data/pilots/squad_lr.jsonl
     python scripts/record_squad_epochs.py --epochs 1 --max-train 16 --max-eval 8 --out /tmp/x.jsonl
     python scripts/record_squad_epochs.py --epochs 2 --max-len 128 --record data/pilots/record7-again
+    OMP_NUM_THREADS=1 python scripts/record_squad_epochs.py --epochs 2 --seed 2 --batch-size 16
 
 With --record another recorded run's weights fine-tune instead of the record's; each row names
 the folder its pre-trained arm came from ("record").
@@ -23,6 +24,8 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+import torch
 
 from bertlab.experiments import pilots, reference
 from bertlab.experiments.reference_run import SQUAD_CPU
@@ -52,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", nargs="+", choices=ARMS, default=["pretrained"], help="in this order")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=SQUAD_CPU["lr"], help=f"default {SQUAD_CPU['lr']:g}, reference-run's")
+    p.add_argument("--batch-size", type=int, default=SQUAD_CPU["batch_size"], help=f"default {SQUAD_CPU['batch_size']}")
     p.add_argument("--max-len", type=int, default=SQUAD_CPU["max_len"], help="window length in tokens")
     p.add_argument("--doc-stride", type=int, default=None, help="tokens between window starts (default max-len / 2)")
     p.add_argument("--max-train", type=int, default=None, help="the first N training questions (a quick check)")
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--record", default=None, help="a recorded run's folder (default: the book's record)")
     p.add_argument("--out", default=str(pilots.PILOTS_DIR / "squad_epochs.jsonl"))
     a = p.parse_args(argv)
+    if a.batch_size < 1:
+        p.error(f"--batch-size must be at least 1, not {a.batch_size}")
     if a.epochs < 1:
         p.error(f"--epochs must be at least 1, not {a.epochs}")
     stride = a.doc_stride or a.max_len // 2
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             doc_stride=stride,
             epochs=a.epochs,
             lr=a.lr,
-            batch_size=s["batch_size"],
+            batch_size=a.batch_size,
             seeds=(a.seed,),
             eval_every_epoch=True,
             progress=False,
@@ -109,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             "record": _shown(run.path),
             "epochs": a.epochs,
             "lr": a.lr,
+            "batch_size": a.batch_size,
+            "threads": torch.get_num_threads(),
             "max_len": a.max_len,
             "doc_stride": stride,
             "seed": a.seed,

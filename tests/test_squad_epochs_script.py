@@ -56,3 +56,15 @@ def test_another_record_fine_tunes_and_each_row_names_it(script, tmp_path):
     assert "each row names" in meta["meta"]["about"]
     with pytest.raises(FileNotFoundError, match="no reference run at"):
         script.main([*argv[:-4], "--record", str(tmp_path / "none"), "--out", str(out)])
+
+
+def test_the_batch_and_threads_are_in_the_row(script, tmp_path):
+    out = tmp_path / "squad_batch.jsonl"
+    argv = ["--epochs", "1", "--batch-size", "4", "--max-train", "8", "--max-eval", "4", "--out", str(out)]
+    assert script.main(argv) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert row["batch_size"] == 4 and row["threads"] == script.torch.get_num_threads()
+    # 8 questions in batches of 4 make at least two updates an epoch (one window or more each)
+    assert row["history"][-1]["step"] >= 2
+    with pytest.raises(SystemExit):
+        script.main(["--batch-size", "0", "--out", str(out)])
