@@ -5,6 +5,7 @@ separators, and nouns and verbs that agree with their count.
     count(1, "seed")               # 'one seed'
     count(12, "epoch")             # '12 epochs'
     count(2, "layer", "keeps")     # 'two layers keep'  (a verb in its singular form agrees too)
+    rate(0.0005)                   # '5e-4': a learning rate as papers write it
     TASK_TITLES["conll2003"]       # 'CoNLL-2003': a task's name in prose
 """
 
@@ -58,3 +59,15 @@ def count(n: int, noun: str, verb: str | None = None) -> str:
     """'one seed', 'three seeds', '1,250 steps'; with a verb (singular form), 'two layers keep'."""
     text = f"{number(n)} {noun if n == 1 else plural(noun)}"
     return f"{text} {verb_agreeing(n, verb)}" if verb else text
+
+
+def rate(lr: float) -> str:
+    """A learning rate as papers and recipes write it: '5e-4', '1.2e-3', '2e-5' (a mantissa of up to
+    three significant figures, no "+" or leading zero in the exponent; an Adam epsilon reads the same
+    way); 0.1 and above as a decimal."""
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
+        raise ValueError(f"rate() writes a positive learning rate, got {lr!r}")
+    if lr >= 0.1:
+        return f"{lr:g}"
+    mantissa, exponent = f"{lr:.2e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"

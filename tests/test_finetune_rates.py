@@ -77,20 +77,20 @@ def test_the_table_marks_each_arms_best_and_the_recipes_rate():
     table = grid_table(rate_grid(ROWS, recipe_lr=5e-4))
     lines = table.splitlines()
     assert lines[0].startswith("| learning rate |") and len(lines) == 2 + 3
-    assert lines[2] == "| 0.0002 | **75.0** (74.0-76.0) | 69.0 (68.0-70.0) | +6.0 |"
-    assert "0.0005 (the recipe's)" in lines[3] and "| +2.0 |" in lines[3]
+    assert lines[2] == "| 2e-4 | **75.0** (74.0-76.0) | 69.0 (68.0-70.0) | +6.0 |"
+    assert "5e-4 (the recipe's)" in lines[3] and "| +2.0 |" in lines[3]
     assert "**72.5** (71.0-73.0)" in lines[4]
 
 
 def test_the_reading_names_the_best_rates_the_gains_and_whether_they_clear_the_noise():
     grid = rate_grid(ROWS, recipe_lr=5e-4)
     text = grid_reading(grid, n_dev=872)
-    assert "pre-trained encoder does best at 0.0002 (75.0%)" in text
-    assert "from scratch at 0.001 (72.5%)" in text
+    assert "pre-trained encoder does best at 2e-4 (75.0%)" in text
+    assert "from scratch at 1e-3 (72.5%)" in text
     assert "The model from scratch wants the larger rate." in text
-    assert "recipe's rate of 0.0005 pre-training gains +2.0 points" in text and "own best rate, +2.5" in text
+    assert "recipe's rate of 5e-4 pre-training gains +2.0 points" in text and "own best rate, +2.5" in text
     assert "so the shared rate understates pre-training's gain by 0.5 points" in text
-    assert "widest gap of the table, +6.0 at 0.0002" not in text  # 2e-4 is the pre-trained arm's best
+    assert "widest gap of the table, +6.0 at 2e-4" not in text  # 2e-4 is the pre-trained arm's best
     two_se = 2 * difference_standard_error(75.0, 72.5, 872)
     assert f"within two standard errors ({two_se:.1f} points)" in text
     # a gain larger than two standard errors is called so
@@ -111,7 +111,7 @@ def test_a_rate_that_harms_both_arms_is_not_read_as_pre_trainings_gain():
     text = grid_reading(rate_grid(rows, recipe_lr=5e-4), n_dev=872)
     assert "Both arms prefer the same rate." in text
     assert "gains +1.0 points; with each arm at its own best rate, +1.0, so the shared rate was not hiding" in text
-    assert "The widest gap of the table, +14.0 at 0.002, is no measure of pre-training" in text
+    assert "The widest gap of the table, +14.0 at 2e-3, is no measure of pre-training" in text
     assert "(6.0 and 19.0 points below their best), the model from scratch more." in text
     assert text.index("two standard errors") < text.index("widest gap")
 

@@ -5,7 +5,8 @@ import statistics
 
 import pytest
 
-from bertlab.experiments.finetune_seeds import SeedGains, seed_gains, seeds_reading
+from bertlab.experiments import finetune_seeds
+from bertlab.experiments.finetune_seeds import SeedGains, seed_gains, seeds_reading, squad_seed_gains
 
 
 def _row(init, scores, seeds=None, lr=5e-4, n=2000, task="sst2"):
@@ -59,12 +60,12 @@ def test_the_reading_says_what_the_seeds_say():
     g = seed_gains([_row("pretrained", PRE), _row("scratch", SCR)])
     lo, hi = g.interval()
     text = seeds_reading(g, shown=3, target=3.0)
-    assert text.startswith("Over 10 fine-tuning seeds with 2,000 labelled sentences (lr 0.0005)")
-    assert f"a gain of {g.gain():+.1f} points, where the first 3 seeds alone give +2.6" in text
+    assert text.startswith("Over 10 fine-tuning seeds with 2,000 labelled sentences (lr 5e-4)")
+    assert f"a gain of {g.gain():+.1f} points, where the first three seeds alone give +2.6" in text
     assert f"from {min(g.paired()):+.1f} to {max(g.paired()):+.1f}" in text
     assert f"between {lo:+.1f} and {hi:+.1f} in 90% of the draws" in text
     reach = sum(p >= 3.0 for p in g.paired())
-    assert reach == 3 and text.endswith(f"{reach} of the 10 seeds reach a gain of +3.")
+    assert reach == 3 and text.endswith("Three of the 10 seeds reach a gain of +3.")
     assert "first" not in seeds_reading(g.first(3), shown=3) and "reach" not in seeds_reading(g)
 
 
@@ -98,3 +99,49 @@ def test_the_shipped_seeds_are_the_records_fine_tuning():
     assert g.seeds[: len(s["seeds"])] == tuple(s["seeds"])  # the record's seeds first
     assert {r["epochs"] for r in rows} == {finetune_epochs(s, 2000)}
     assert meta["record"] == "data/reference_run" and meta["machine"]["cpu"]
+
+
+def test_replay_reading_measures_the_replay_on_the_arm_from_scratch():
+    g = finetune_seeds.SeedGains("sst2", 2000, 5e-4, (0, 1, 2, 3), (73.0, 72.0, 74.0, 71.0), (69.0, 70.0, 71.0, 70.5))
+    text = finetune_seeds.replay_reading(g, (0, 1, 2), [70.0, 71.5, 70.8], workers=2)
+    assert "in 16-bit floats, where the pipeline fine-tuned its 32-bit weights, and each seed" in text
+    assert "scored a median 70.0 on seeds 0-2 here against 70.8 in the pipeline." in text
+    one = finetune_seeds.replay_reading(g, (0, 1, 2), [69.0, 70.0, 71.0])
+    assert "side by side" not in one and "gives the same median on seeds 0-2 both ways (70.0)." in one
+    with pytest.raises(ValueError, match="not the first seeds run here"):
+        finetune_seeds.replay_reading(g, (1, 2), [70.0, 71.0])
+    with pytest.raises(ValueError, match="one from-scratch score per pipeline seed"):
+        finetune_seeds.replay_reading(g, (0, 1, 2), [70.0])
+
+
+def squad_row(init, seed, f1, record="data/reference_run", lr=5e-4, batch_size=32):
+    settings = {"epochs": 2, "lr": lr, "batch_size": batch_size, "max_len": 256, "doc_stride": 128}
+    return {"init": init, "record": record, "seed": seed, "metrics": {"f1": f1, "exact_match": f1 / 2}, **settings}
+
+
+def test_squad_seed_gains_pairs_the_seeds_both_arms_ran_with_one_recipe():
+    rows = [
+        squad_row("pretrained", 0, 12.0),
+        squad_row("scratch", 0, 8.0),
+        squad_row("pretrained", 1, 14.0),
+        squad_row("scratch", 1, 9.0),
+        squad_row("pretrained", 2, 13.0),  # no scratch twin: left out
+        squad_row("pretrained", 0, 20.0, record="data/pilots/record7"),  # another record's weights
+        squad_row("pretrained", 0, 15.0, batch_size=16),  # another recipe, one arm only
+    ]
+    g = squad_seed_gains(rows, "data/reference_run")
+    assert (g.task, g.train_examples, g.lr, g.seeds) == ("squad", None, 5e-4, (0, 1))
+    assert g.pretrained == (12.0, 14.0) and g.scratch == (8.0, 9.0) and g.gain() == 4.5
+    assert squad_seed_gains(rows, "data/reference_run", batch_size=16) is None
+    assert squad_seed_gains(rows, "data/pilots/record7") is None
+    made = {"record_git_commit": "abc"}  # the file says which record's weights it fine-tuned
+    assert squad_seed_gains(rows, "data/reference_run", meta=made, record_commit="abc").gain() == 4.5
+    assert squad_seed_gains(rows, "data/reference_run", meta=made, record_commit="def") is None
+    assert squad_seed_gains(rows, "data/reference_run", meta={}, record_commit="abc") is None
+    text = seeds_reading(g, shown=1)
+    assert text.startswith("Over two fine-tuning seeds (lr 5e-4), the pre-trained median is 13.0 against 8.5")
+    assert "where the first seed alone gives +4.0" in text
+    with pytest.raises(ValueError, match="unknown SQuAD settings"):
+        squad_seed_gains(rows, "data/reference_run", windows=128)
+    with pytest.raises(ValueError, match="appears twice"):
+        squad_seed_gains([*rows, squad_row("scratch", 1, 9.5)], "data/reference_run")

@@ -245,12 +245,12 @@ def test_workers_table_and_reading(tmp_path):
     assert "| CoNLL-2003 | 1,000 | 60.0 | 45.0 | 1.33x | 0.25 |" in table
     assert "| SQuAD | 1,000 | 100.0 | 95.0 | 1.05x | 0.00 |" in table
     text = finetune_speed.workers_reading(b)
-    assert text.startswith("The same seeds fine-tuned in 2 processes of 1 thread side by side ran 1.05 (SQuAD)")
+    assert text.startswith("The same seeds fine-tuned in two processes of one thread side by side ran 1.05 (SQuAD)")
     assert "to 1.33 (CoNLL-2003) times as fast as one after another" in text
-    assert "all 2 tasks took 140 s instead of 160 s, 12% less time." in text
-    assert "scores within 0.25 points of each other, the rounding of 1 thread against 2." in text
+    assert "both tasks took 140 s instead of 160 s, 12% less time." in text
+    assert "scores within 0.25 points of each other, the rounding of one thread against two." in text
     slower = finetune_speed.workers_reading(workers_bench(threads=4, sst2=(10.0, 12.0)))
-    assert "in 2 processes of 2 threads" in slower and "20% more time: on this machine" in slower
+    assert "in two processes of two threads" in slower and "20% more time: on this machine" in slower
     same = finetune_speed.workers_reading(workers_bench(rte=(10.0, 8.0)))
     assert same.endswith("Both settings gave the same scores to the digit.")
     path = tmp_path / "w.json"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bertlab.prose import count, number, plural, verb_agreeing
+from bertlab.prose import count, number, plural, rate, verb_agreeing
 
 
 def test_numbers_under_ten_are_words_and_larger_ones_digits():
@@ -36,3 +36,12 @@ def test_nouns_and_verbs_agree_with_their_count():
         "pass",
         "beat",
     ]
+
+
+def test_rate_writes_learning_rates_as_papers_do():
+    rates = (1e-4, 5e-4, 0.002, 1.2e-3, 2e-5, 3e-3)
+    assert [rate(x) for x in rates] == ["1e-4", "5e-4", "2e-3", "1.2e-3", "2e-5", "3e-3"]
+    assert rate(0.5) == "0.5" and rate(1) == "1"
+    for bad in (0, -1e-4, float("nan"), True, "5e-4"):
+        with pytest.raises(ValueError, match="positive learning rate"):
+            rate(bad)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from bertlab.prose import count, rate
 from bertlab.tasks.metrics import difference_standard_error
 
 ARMS = ("pretrained", "scratch")
@@ -47,7 +48,7 @@ class RateGrid:
     def gain_at(self, lr: float) -> float:
         """Pre-trained median minus from-scratch median at one rate, in points."""
         if lr not in self.medians["pretrained"]:
-            raise ValueError(f"lr {lr:g} is not in the grid ({', '.join(f'{r:g}' for r in self.rates)})")
+            raise ValueError(f"lr {rate(lr)} is not in the grid ({', '.join(rate(r) for r in self.rates)})")
         return self.medians["pretrained"][lr] - self.medians["scratch"][lr]
 
     def best_gain(self) -> float:
@@ -100,7 +101,7 @@ def grid_table(grid: RateGrid) -> str:
 
     rows = ["| learning rate | pre-trained | from scratch | gain |", "|---|---|---|---|"]
     for lr in grid.rates:
-        name = f"{lr:g}" + (" (the recipe's)" if lr == grid.recipe_lr else "")
+        name = rate(lr) + (" (the recipe's)" if lr == grid.recipe_lr else "")
         rows.append(f"| {name} | {cell('pretrained', lr)} | {cell('scratch', lr)} | {grid.gain_at(lr):+.1f} |")
     return "\n".join(rows)
 
@@ -111,10 +112,10 @@ def grid_reading(grid: RateGrid, n_dev: int) -> str:
     two accuracies on `n_dev` examples."""
     (lr_p, m_p), (lr_s, m_s) = grid.best("pretrained"), grid.best("scratch")
     seeds = len(grid.seeds)
-    med = f"the median of {seeds} seeds" if seeds > 1 else "one seed"
+    med = f"the median of {count(seeds, 'seed')}" if seeds > 1 else "one seed"
     text = (
-        f"Over the {len(grid.rates)} learning rates tried ({med} each), the pre-trained encoder does best "
-        f"at {lr_p:g} ({m_p:.1f}%) and its twin from scratch at {lr_s:g} ({m_s:.1f}%). "
+        f"Over the {count(len(grid.rates), 'learning rate')} tried ({med} each), the pre-trained encoder "
+        f"does best at {rate(lr_p)} ({m_p:.1f}%) and its twin from scratch at {rate(lr_s)} ({m_s:.1f}%). "
     )
     if lr_p == lr_s:
         text += "Both arms prefer the same rate. "
@@ -125,7 +126,7 @@ def grid_reading(grid: RateGrid, n_dev: int) -> str:
     if grid.recipe_lr is not None:
         at = grid.gain_at(grid.recipe_lr)
         text += (
-            f"At the recipe's rate of {grid.recipe_lr:g} pre-training gains {at:+.1f} points; with each arm "
+            f"At the recipe's rate of {rate(grid.recipe_lr)} pre-training gains {at:+.1f} points; with each arm "
             f"at its own best rate, {best:+.1f}"
         )
         if round(best, 1) <= round(at, 1):
@@ -151,7 +152,7 @@ def grid_reading(grid: RateGrid, n_dev: int) -> str:
         below_p = m_p - grid.medians["pretrained"][widest]
         below_s = m_s - grid.medians["scratch"][widest]
         text += (
-            f" The widest gap of the table, {grid.gain_at(widest):+.1f} at {widest:g}, is no measure of "
+            f" The widest gap of the table, {grid.gain_at(widest):+.1f} at {rate(widest)}, is no measure of "
             f"pre-training: that rate harms both arms ({below_p:.1f} and {below_s:.1f} points below their "
             f"best), {'the model from scratch' if below_s > below_p else 'the pre-trained one'} more."
         )

@@ -11,6 +11,7 @@ order of the batches and the dropout masks. Running more seeds of the same fine-
     g.gain(), g.paired(), g.first(3).gain()       # the gain of the medians; per seed; the first 3
     g.interval()                                  # a bootstrap over the seeds (paired)
     seeds_reading(g, target=3.0)                  # the sentence the book prints
+    squad_seed_gains(rows, "data/reference_run")  # SQuAD rows of one seed each (record_squad_epochs)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from bertlab.experiments.finetune_rates import ARMS
+from bertlab.prose import count, number, rate, verb_agreeing
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,57 @@ def seed_gains(
     )
 
 
+SQUAD_SETTINGS = ("epochs", "lr", "batch_size", "max_len", "doc_stride")
+
+
+def squad_seed_gains(
+    rows: Sequence[dict[str, Any]],
+    record: str,
+    meta: dict[str, Any] | None = None,
+    record_commit: str | None = None,
+    **settings: Any,
+) -> SeedGains | None:
+    """SQuAD v1.1 F1 of both arms over the seeds they both ran, from rows of
+    `scripts/record_squad_epochs.py` (one seed each: init, record, seed, metrics["f1"] and the
+    settings in SQUAD_SETTINGS) whose pre-trained arm came from `record`. Rows of the same settings
+    only: `settings` pick them (lr=5e-4, batch_size=32, ...), and without them the settings the most
+    seeds ran in both arms. With `record_commit` (the commit that made the record now in `record`),
+    the file's `meta` must name the same record ("record_git_commit"), else None: a folder such as
+    data/reference_run holds another run once the record is made again. A seed run twice in one arm
+    is an error; None when no seed has both arms."""
+    unknown = set(settings) - set(SQUAD_SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown SQuAD settings {sorted(unknown)}; choose from {', '.join(SQUAD_SETTINGS)}")
+    if record_commit is not None and (meta or {}).get("record_git_commit") != record_commit:
+        return None
+    by_key: dict[tuple, dict[str, dict[int, float]]] = {}
+    for r in rows:
+        if r.get("record") != record or r.get("init") not in ARMS:
+            continue
+        key = tuple(r.get(k) for k in SQUAD_SETTINGS)
+        if any(r.get(k) != v for k, v in settings.items()):
+            continue
+        arm = by_key.setdefault(key, {}).setdefault(r["init"], {})
+        if r["seed"] in arm:
+            raise ValueError(f"seed {r['seed']} of the {r['init']} arm appears twice for the settings {key}")
+        arm[r["seed"]] = r["metrics"]["f1"]
+    shared = {k: sorted(set(v.get("pretrained", {})) & set(v.get("scratch", {}))) for k, v in by_key.items()}
+    shared = {k: seeds for k, seeds in shared.items() if seeds}
+    if not shared:
+        return None
+    key = max(shared, key=lambda k: len(shared[k]))
+    seeds, arms = shared[key], by_key[key]
+    lr = key[SQUAD_SETTINGS.index("lr")]
+    return SeedGains(
+        "squad",
+        None,
+        lr,
+        tuple(seeds),
+        tuple(arms["pretrained"][x] for x in seeds),
+        tuple(arms["scratch"][x] for x in seeds),
+    )
+
+
 def seeds_reading(g: SeedGains, shown: int = 3, target: float | None = None, level: float = 0.9) -> str:
     """In words: the gain over all the seeds, what the first `shown` seeds (the reference run's)
     said, the paired gains' range, a bootstrap interval and, with a target, how many seeds reach it."""
@@ -107,18 +160,52 @@ def seeds_reading(g: SeedGains, shown: int = 3, target: float | None = None, lev
     paired = g.paired()
     size = f" with {g.train_examples:,} labelled sentences" if g.train_examples else ""
     text = (
-        f"Over {n} fine-tuning seeds{size} (lr {g.lr:g}), the pre-trained median is "
+        f"Over {count(n, 'fine-tuning seed')}{size} (lr {rate(g.lr)}), the pre-trained median is "
         f"{statistics.median(g.pretrained):.1f} against {statistics.median(g.scratch):.1f} from scratch: a "
         f"gain of {g.gain():+.1f} points"
     )
     if 1 <= shown < n:
-        text += f", where the first {shown} seeds alone give {g.first(shown).gain():+.1f}"
+        first = "the first seed alone gives" if shown == 1 else f"the first {count(shown, 'seed')} alone give"
+        text += f", where {first} {g.first(shown).gain():+.1f}"
     text += (
         f". Seed by seed (the same seed draws the same batches in both arms) the gain runs from "
-        f"{min(paired):+.1f} to {max(paired):+.1f}; drawing the {n} seeds again with replacement puts the "
+        f"{min(paired):+.1f} to {max(paired):+.1f}; drawing the {count(n, 'seed')} again with replacement puts the "
         f"gain of the medians between {lo_hi[0]:+.1f} and {lo_hi[1]:+.1f} in {level:.0%} of the draws."
     )
     if target is not None:
         reach = sum(p >= target for p in paired)
-        text += f" {reach} of the {n} seeds reach a gain of {target:+g}."
+        reaches = verb_agreeing(reach, "reaches")
+        text += f" {number(reach).capitalize()} of the {count(n, 'seed')} {reaches} a gain of {target:+g}."
     return text
+
+
+def replay_reading(
+    g: SeedGains, pipeline_seeds: Sequence[int], pipeline_scratch: Sequence[float], workers: int = 1
+) -> str:
+    """Why the first seeds here do not repeat the reference run's own figures, measured on the arm
+    no pre-trained weights reach: these rows fine-tune the weights as the book ships them (16-bit)
+    where the pipeline fine-tuned its 32-bit ones, and (with `workers` > 1) the pipeline trained its
+    seeds side by side in one-thread processes. `pipeline_seeds` and `pipeline_scratch` are the
+    pipeline's seeds and its from-scratch scores at this size; they must be the first seeds here."""
+    k = len(pipeline_seeds)
+    if k == 0 or len(pipeline_scratch) != k:
+        raise ValueError(f"give one from-scratch score per pipeline seed ({k} seeds, {len(pipeline_scratch)} scores)")
+    if tuple(g.seeds[:k]) != tuple(pipeline_seeds):
+        raise ValueError(f"the pipeline's seeds {tuple(pipeline_seeds)} are not the first seeds run here {g.seeds[:k]}")
+    here, there = statistics.median(g.first(k).scratch), statistics.median(pipeline_scratch)
+    how = "in 16-bit floats, where the pipeline fine-tuned its 32-bit weights"
+    if workers > 1:
+        how += (
+            ", and each seed in one process on every thread, where the pipeline trained its seeds side by side "
+            "in one-thread processes"
+        )
+    seeds = f"seeds {pipeline_seeds[0]}-{pipeline_seeds[-1]}" if k > 1 else f"seed {pipeline_seeds[0]}"
+    if round(here, 1) == round(there, 1):
+        moved = f"gives the same median on {seeds} both ways ({here:.1f})"
+    else:
+        moved = f"scored a median {here:.1f} on {seeds} here against {there:.1f} in the pipeline"
+    return (
+        f"These runs start from the record's weights as the book ships them, {how}; both change the order "
+        "in which sums are added up, so the same seeds need not repeat the pipeline's figures. The arm from "
+        f"scratch, which no pre-trained weights reach, {moved}."
+    )

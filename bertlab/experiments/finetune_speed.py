@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from bertlab.prose import count
+from bertlab.prose import count, number
 from bertlab.tasks.inputs import length_grouped_batches
 
 TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
@@ -191,6 +191,7 @@ def workers_reading(bench: dict[str, Any]) -> str:
     gap = max(_score_gap(t) for t in tasks.values())
     n, threads = bench["workers"], bench["threads"]
     per = threads // n if threads >= n else 1
+    every = "both tasks" if len(tasks) == 2 else f"all {count(len(tasks), 'task')}"
     verdict = (
         f"{100 * (1 - after / before):.0f}% less time"
         if after < before
@@ -199,13 +200,14 @@ def workers_reading(bench: dict[str, Any]) -> str:
     agree = (
         "the same scores to the digit"
         if gap == 0
-        else f"scores within {gap:.2f} points of each other, the rounding of {per} thread{'s' if per > 1 else ''} "
-        f"against {threads}"
+        else f"scores within {gap:.2f} points of each other, the rounding of {count(per, 'thread')} "
+        f"against {number(threads)}"
     )
     return (
-        f"The same seeds fine-tuned in {n} processes of {per} thread{'s' if per > 1 else ''} side by side "
-        f"ran {span} times as fast as one after another in one process on {threads} threads, start-up of "
-        f"the workers included; all {len(tasks)} tasks took {after:,.0f} s instead of {before:,.0f} s, "
+        f"The same seeds fine-tuned in {count(n, 'process')} of {count(per, 'thread')} side by side "
+        f"ran {span} times as fast as one after another in one process on {count(threads, 'thread')}, "
+        f"start-up of the workers included; {every} took {after:,.0f} s instead of "
+        f"{before:,.0f} s, "
         f"{verdict}. Both settings gave {agree}."
     )
 

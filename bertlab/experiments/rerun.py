@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.experiments.reference import ReferenceRun
-from bertlab.prose import TASK_TITLES
+from bertlab.prose import TASK_TITLES, number
 from bertlab.records import records_dir
 
 # The earlier runs of the record's pretraining settings, under the records folder: the book's
@@ -364,14 +364,6 @@ def rerun_table(rows: Sequence[dict[str, Any]], names: tuple[str, str] = ("the r
     return "\n".join(lines)
 
 
-_NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
-
-
-def _count(n: int) -> str:
-    """A small count in words ("three"), a larger one in figures."""
-    return _NUMBERS.get(n, str(n))
-
-
 def spread_rows(first: ReferenceRun, others: Sequence[ReferenceRun]) -> list[dict[str, Any]]:
     """The record and every run of its settings made again, measure by measure: one row per measure
     that each pair (`rerun_rows(first, other)`) holds alike, with the runs' figures in "values"
@@ -425,7 +417,7 @@ def spread_reading(rows: Sequence[dict[str, Any]], limit_minutes: float | None =
     record's held to `limit_minutes`, if given and every run ran every stage). Empty without rows."""
     if not rows:
         return ""
-    runs = _count(len(rows[0]["values"]))
+    runs = number(len(rows[0]["values"]))
     parts = []
     held = next((r for r in rows if r["kind"] == "heldout"), None)
     if held is not None:
@@ -577,12 +569,12 @@ def gains_note(rows: Sequence[dict[str, Any]]) -> str:
     if runs == 2:
         text = "Each gain is one run's. The same pipeline made again with the same settings moved them by "
     else:
-        text = f"Each gain is one run's. Over {_count(runs)} runs of the same settings the gains spread by "
+        text = f"Each gain is one run's. Over {number(runs)} runs of the same settings the gains spread by "
     text += _moves_words(rows, big)
     if flips:
         text += f", and on {' and '.join(r['title'] for r in flips)} the sign of the gain turned"
     elif runs > 2:
-        text += f", and every gain kept its sign in all {_count(runs)}"
+        text += f", and every gain kept its sign in all {number(runs)}"
     return text + "."
 
 
@@ -611,7 +603,7 @@ def _chance_words(noise: Sequence[dict[str, Any]]) -> tuple[str, str]:
     runs = max((len(r["values"]) for r in noise if r["kind"] == "gain"), default=2)
     if runs == 2:
         return "it moved when the record's settings were made again", "when the record's settings were made again"
-    across = f"across the {_count(runs)} runs of the record's settings"
+    across = f"across the {number(runs)} runs of the record's settings"
     return f"it spread {across}", f"they spread {across}"
 
 
