@@ -656,7 +656,7 @@ def test_changes_since_names_what_a_new_reference_run_would_change(record, tmp_p
         ("squad seeds", [0, 1, 2], list(plan["seeds"])),
     ]
     text = reference_run.changes_text(changes)
-    assert text.startswith("Made again now, the reference run would change 3 settings of the record:")
+    assert text.startswith("Made again now, the reference run would change three settings of the record:")
     assert f"squad seeds [0, 1, 2] → {list(plan['seeds'])}" in text
     with pytest.raises(ValueError, match="choose one of"):
         reference_run.changes_since(run, kind="tpu")

@@ -19,6 +19,7 @@ from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.experiments.reference import ARMS, REPRODUCE, ReferenceRun, find, stored_arm, stored_arms
 from bertlab.files import sha256_file, write_json
+from bertlab.prose import count
 from bertlab.runtime import cpu_model, device_name, git_commit, machine, make_runtime
 
 REFERENCE = {
@@ -226,8 +227,8 @@ def changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
         return "Made again now, the reference run would repeat the record's settings."
     parts = [f"{name} {old} → {new}" for name, old, new in changes]
     return (
-        f"Made again now, the reference run would change {len(changes)} "
-        f"setting{'s' if len(changes) > 1 else ''} of the record: " + "; ".join(parts) + "."
+        f"Made again now, the reference run would change {count(len(changes), 'setting')} "
+        "of the record: " + "; ".join(parts) + "."
     )
 
 
