@@ -342,7 +342,7 @@ WINDOW = (1280, 1000)  # a laptop browser window, in CSS pixels
 _MEASURE = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   const wide = [];
-  document.querySelectorAll("div.cell_input pre").forEach((pre) => {
+  document.querySelectorAll("div.cell_input pre, div.cell_output pre").forEach((pre) => {
     if (!pre.offsetParent || pre.clientWidth === 0) return;  // not shown (a collapsed hidden input)
     if (pre.scrollWidth > pre.clientWidth + 1) {
       const longest = pre.textContent.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
@@ -358,9 +358,9 @@ window.addEventListener("load", () => setTimeout(() => {
 
 
 def code_overflow(page: Path) -> tuple[list[str], int]:
-    """The code cells of a built page whose source scrolls sideways in a 1280-pixel window (how
-    far, and their longest line), and the width of the narrowest code cell in pixels (-1: none).
-    Printed output is not checked here. The page
+    """The code cells of a built page whose source or printed output scrolls sideways in a
+    1280-pixel window (how far, and their longest line), and the width of the narrowest code cell
+    in pixels (-1: none). The page
     is copied beside itself (so its relative links still work) with a measuring script added."""
     probe = page.with_name(f".measure-{page.name}")
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
@@ -386,8 +386,8 @@ def test_code_fits_the_page_at_1280_px():
         widths.append(width)
     print(f"\nnarrowest code cell: {min(widths)} px over {len(pages)} pages")
     assert not offenders, (
-        f"{len(offenders)} code blocks scroll sideways in a {WINDOW[0]}-pixel window "
-        f"(shorten the lines):\n" + "\n".join(offenders[:30])
+        f"{len(offenders)} code or output blocks scroll sideways in a {WINDOW[0]}-pixel window "
+        f"(shorten the lines; output should wrap, book/_static/bertlab.css):\n" + "\n".join(offenders[:30])
     )
 
 
