@@ -562,39 +562,3 @@ def test_the_recorded_runs_of_the_records_settings_spread_beside_it():
     words = {1: "two", 2: "three", 3: "four"}  # the runs besides the record: 1 to 3 so far
     assert text.startswith(f"Over {words[len(runs_again)]} runs of the record's settings")
     assert f"between {held['low']:.1f}% and {held['high']:.1f}% held-out" in text
-
-
-def test_a_longer_budget_is_read_as_points_per_doubling_and_the_time_a_target_would_take(tmp_path, three):
-    first, again, third = three
-    longer = other_run(tmp_path / "longer", acc=0.413, steps=6700, settings={**SETTINGS, "minutes": 100.0})
-    assert rerun.budget_minutes(first) == 50.0 and rerun.budget_minutes(longer) == 100.0
-    fixed = other_run(tmp_path / "fixed", settings={**SETTINGS, "minutes": None, "steps": 3520})
-    assert rerun.budget_minutes(fixed) is None  # a run of fixed steps has no time budget
-    rows = rerun.rerun_rows(first, longer, changed=("minutes",))
-    # 39.3% -> 41.3%: +2.0 points for one doubling
-    assert rerun.points_per_doubling(rows, (50.0, 100.0)) == pytest.approx(2.0)
-    assert rerun.points_per_doubling(rows, (25.0, 100.0)) == pytest.approx(1.0)  # two doublings
-    with pytest.raises(ValueError, match="longer second"):
-        rerun.points_per_doubling(rows, (100.0, 50.0))
-    text = rerun.budget_reading(rows, (50.0, 100.0), target=45.0)
-    # 3.7 points to go at 2.0 a doubling: 1.85 doublings of 100 minutes, 100 * 2**1.85 / 60 = 6.0 h
-    assert text.startswith(
-        "Given 100 minutes of pretraining instead of 50, the record's settings end at 41.3% held-out "
-        "MLM accuracy against 39.3%: +2.0 points for twice the time, 2.0 per doubling of the time. "
-        "If every further doubling bought as many, 45% would take 1.9 more doublings: about 6.0 hours "
-    )
-    assert text.endswith("Two runs draw that line: a rough guide, not a forecast.")
-    noise = rerun.spread_rows(first, [again, third])  # 39.3, 38.7, 38.0: 1.3 points apart
-    assert text.replace(
-        "Two runs draw that line: a rough guide",
-        "Two runs draw that line, and three runs of the shorter budget alone spread by 1.3 points, so "
-        "the figure is a rough guide",
-    ) == rerun.budget_reading(rows, (50.0, 100.0), target=45.0, noise=noise)
-    assert rerun.budget_reading(rows, (50.0, 100.0), target=41.0).endswith("twice the time, at or above 41%.")
-    worse = rerun.rerun_rows(
-        first, other_run(tmp_path / "worse", acc=0.39, settings={**SETTINGS, "minutes": 75.0}), changed=("minutes",)
-    )
-    assert rerun.budget_reading(worse, (50.0, 75.0)).endswith(
-        "-0.3 points for 1.5 times the time, so more time alone gives no way to 45% in these runs."
-    )
-    assert rerun.budget_reading([], (50.0, 100.0)) == ""

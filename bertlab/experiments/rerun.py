@@ -31,11 +31,12 @@ the seeds both runs ran (the measure names them: "seed 0 alone").
 The appendix "How the CPU recipe was found" reads the book's record against the earlier runs of its
 settings (`data/pilots/record7/`, the previous record, `record7-again/` and `record7-third/`:
 `find_runs_again`) and against its settings with two layers (`data/pilots/record7-2-layers/`).
+Runs of the record's settings with other pretraining budgets are read along a time axis by
+`bertlab.experiments.time_budget`.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -654,80 +655,3 @@ def lever_reading(
             text += f" {count} gains moved further than {many}: {named}."
     text += _end_to_end_words(rows, "it", limit_minutes)
     return text.strip()
-
-
-def budget_minutes(run: ReferenceRun) -> float | None:
-    """The pretraining time budget a run was given, in minutes (its settings' "minutes"), or None
-    for a run of a fixed number of steps."""
-    settings = run.provenance.get("settings", {})
-    minutes = settings.get("minutes")
-    return None if settings.get("steps") or minutes is None else float(minutes)
-
-
-def points_per_doubling(rows: Sequence[dict[str, Any]], minutes: tuple[float, float]) -> float | None:
-    """Held-out MLM accuracy gained per doubling of the pretraining time, in points, from
-    `rerun_rows(first, longer, changed=("minutes",))` of two runs given `minutes` (first, longer):
-    the change over every chosen position divided by log2 of the ratio of the budgets. None
-    without a held-out row; ValueError unless the second budget is the longer."""
-    short, long = minutes
-    if not 0 < short < long:
-        raise ValueError(
-            f"budgets of {short:g} and {long:g} minutes: pass (first, longer) with the longer second, both positive"
-        )
-    held = next((r for r in rows if r["kind"] == "heldout"), None)
-    return None if held is None else held["change"] / math.log2(long / short)
-
-
-def _times_words(ratio: float) -> str:
-    """ "twice the time", "1.5 times the time" """
-    return "twice the time" if abs(ratio - 2) < 0.05 else f"{ratio:.2g} times the time"
-
-
-def budget_reading(
-    rows: Sequence[dict[str, Any]],
-    minutes: tuple[float, float],
-    target: float = 45.0,
-    noise: Sequence[dict[str, Any]] | None = None,
-) -> str:
-    """What a longer pretraining bought in held-out accuracy, and what that rate says about
-    reaching `target` percent, in words generated from `rerun_rows(first, longer,
-    changed=("minutes",))` and the two budgets `minutes` (`budget_minutes`): the points gained,
-    the points per doubling (`points_per_doubling`), and how many minutes of pretraining the
-    target would take if every further doubling bought as many (a straight line in the logarithm
-    of the time, drawn through two runs: a rough guide, not a measurement), and, given `noise`
-    (`spread_rows` of the runs of the first run's settings), how far held-out accuracy spread
-    there. Empty without a held-out row."""
-    rate = points_per_doubling(rows, minutes)
-    if rate is None:
-        return ""
-    held = next(r for r in rows if r["kind"] == "heldout")
-    short, long = minutes
-    text = (
-        f"Given {long:g} minutes of pretraining instead of {short:g}, the record's settings end at "
-        f"{held['again']:.1f}% held-out MLM accuracy against {held['first']:.1f}%: "
-        f"{_signed(held['change'])} points for {_times_words(long / short)}"
-    )
-    if held["again"] >= target:
-        return text + f", at or above {target:g}%."
-    if rate <= 0:
-        return text + f", so more time alone gives no way to {target:g}% in these runs."
-    doublings = (target - held["again"]) / rate
-    needed = long * 2**doublings
-    hours = needed / 60
-    text += (
-        f", {rate:.1f} per doubling of the time. If every further doubling bought as many, "
-        f"{target:g}% would take {doublings:.1f} more doublings: about "
-        + (f"{hours:,.0f} hours" if hours >= 10 else f"{hours:.1f} hours")
-        + " of pretraining on the same cores."
-    )
-    spread = next((r for r in noise or () if r["kind"] == "heldout"), None)
-    if spread is not None and len(spread["values"]) > 1:
-        runs = len(spread["values"])
-        width = max(spread["values"]) - min(spread["values"])
-        text += (
-            f" Two runs draw that line, and {number(runs)} runs of the shorter budget alone spread"
-            f" by {width:.1f} points, so the figure is a rough guide, not a forecast."
-        )
-    else:
-        text += " Two runs draw that line: a rough guide, not a forecast."
-    return text
