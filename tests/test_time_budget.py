@@ -122,6 +122,44 @@ def test_each_step_up_in_time_is_read_between_the_medians():
         tb.doublings_between([50, 100], [38.0])
 
 
+def test_returns_that_diminish_are_drawn_on_at_the_last_doublings_rate():
+    # medians 28 at 25 minutes, 38.7 at 50 (38.0 to 39.3), 41.3 at 100: 10.7, then 2.6 a doubling
+    minutes, values = [50, 50, 50, 25, 100], [39.3, 38.7, 38.0, 28.0, 41.3]
+    assert tb.replicate_spread(minutes, values) == pytest.approx(1.3)
+    assert tb.diminishing(minutes, values)
+    assert not tb.diminishing([50, 50, 25, 100], [39.3, 38.0, 36.0, 41.3])  # 2.0 then 2.6
+    assert not tb.diminishing([50, 100], [30.0, 31.0])  # one doubling: nothing to compare
+    # a fall of 0.6 points a doubling is within a spread of 1.3, not without runs at one budget
+    assert not tb.diminishing([25, 50, 50, 100], [35.7, 38.0, 39.3, 41.0])
+    assert tb.diminishing([25, 50, 100], [35.0, 38.0, 40.0])
+    fit = tb.log_time_fit(minutes, values)
+    ext = tb.extension(minutes, values, fit)
+    assert (ext.basis, ext.start) == ("last doubling", (100.0, pytest.approx(41.3)))
+    assert ext.rate == pytest.approx(2.6)
+    assert ext.minutes_for(45.0) == pytest.approx(100 * 2 ** (3.7 / 2.6))
+    assert ext.at(200) == pytest.approx(43.9)
+    assert tb.Extension(-1.0, (100.0, 41.3), "last doubling").minutes_for(45.0) is None
+
+
+def test_a_reading_of_diminishing_returns_bounds_the_time_from_below(tmp_path, runs):
+    record, same, (half, longer) = runs
+    slow = _budget(tmp_path / "slow", 25, 0.280, 75.0, 73.0)
+    rows = tb.budget_rows(record, same, [slow, longer])
+    fit = tb.log_time_fit(*tb.heldout_points(rows))
+    text = tb.budget_reading(rows, fit, target=45.0)
+    hours = 100 * 2 ** (3.7 / 2.6) / 60
+    assert text.startswith(
+        "Over five runs at budgets of 25, 50 and 100 minutes, a doubling of the pretraining time bought "
+        "10.7 points from 25 to 50 minutes and 2.6 points from 50 to 100 minutes, between the medians at "
+        "each budget, a fall larger than the 1.3 points the runs at one budget spread. The returns "
+        "diminish, so the least-squares line through every run in the logarithm of the time, "
+        f"{fit.slope:.1f} points per doubling (standard error {fit.slope_se:.1f}), overstates what later "
+        "doublings buy. Even if every further doubling bought as much as the last, "
+        f"45% would take about {hours:.1f} hours of pretraining on the same cores, where the record "
+        "pretrains for 50 minutes; returns that keep diminishing would take longer still."
+    )
+
+
 def test_table_has_a_column_per_budget(runs):
     rows = tb.budget_rows(*runs)
     table = tb.budget_table(rows).splitlines()
@@ -160,7 +198,8 @@ def test_reading_is_generated_from_the_rows_and_the_line(runs):
     assert tb.budget_reading(no_conll, fit).endswith(" None of the fine-tuned gains rose with every longer budget.")
     held_only = [r for r in rows if r["kind"] != "gain"]
     assert tb.budget_reading(held_only, fit).endswith("a line drawn out, not a forecast.")
-    assert tb.budget_reading(rows, fit, target=40.0).count("at or above 40% within the longest budget") == 1
+    assert tb.budget_reading(rows, fit, target=40.0).count("The runs reach 40% within the longest budget.") == 1
+    assert tb.extension(minutes, values, fit).basis == "line"  # 2.7 then 2.6 a doubling: no fall
     # a slope one standard error lower would not rise: the range ends in "never"
     scattered = tb.log_time_fit([50, 50, 100, 100], [36.0, 40.0, 37.0, 41.0])  # slope 1, se sqrt(8)
     assert (scattered.slope, scattered.slope_se) == (pytest.approx(1.0), pytest.approx(math.sqrt(8)))
@@ -212,3 +251,14 @@ def test_the_chart_draws_every_run_the_line_and_each_gain(runs):
     assert list(conll.get_ydata()) == pytest.approx([11.0, 16.0, 21.0])  # medians by budget
     no_target = budget_chart(rows, fit)
     assert len(no_target.axes[0].lines) == 1  # the line over the budgets only
+    # returns that diminish: the medians joined, then the last doubling's rate drawn on
+    minutes, values = [50, 50, 50, 25, 100], [39.3, 38.7, 38.0, 28.0, 41.3]
+    held = next(r for r in rows if r["kind"] == "heldout")
+    bent = [{**held, "minutes": minutes, "values": values}]
+    fit = tb.log_time_fit(minutes, values)
+    ext = tb.extension(minutes, values, fit)
+    left = budget_chart(bent, fit, target=45.0, drawn_on=ext).axes[0]
+    joined, onward = left.lines[0], left.lines[1]
+    assert list(joined.get_ydata()) == pytest.approx([28.0, 38.7, 41.3])
+    assert onward.get_xdata()[-1] == pytest.approx(ext.minutes_for(45.0))
+    assert onward.get_label() == "drawn on at the last doubling's rate"

@@ -508,49 +508,61 @@ def runs_by_tokens(runs, threshold: float | None = None, ax=None, title: str | N
     return ax
 
 
-def budget_chart(rows, fit, target: float | None = None, title: str | None = None):
+def budget_chart(rows, fit, target: float | None = None, drawn_on=None, title: str | None = None):
     """What more pretraining time bought (`rows` from bertlab.experiments.time_budget.budget_rows,
     `fit` its LogTimeFit of held-out accuracy), two panels against the pretraining minutes on a
-    log2 axis. Left: every run's held-out MLM accuracy over all chosen positions, and the fitted
-    line, drawn on (dashed) past the longest budget up to `target` percent if given, which a dotted
-    line marks. Right: the median of each fine-tuned gain at each budget, one line per task, every
-    run a faint dot. Returns the figure."""
+    log2 axis. Left: every run's held-out MLM accuracy over all chosen positions, and either the
+    fitted line or, with `drawn_on` an Extension of basis "last doubling" (returns that diminish),
+    the medians at each budget joined; past the longest budget the Extension (by default the fitted
+    line) is drawn on, dashed, up to `target` percent if given, which a dotted line marks. Right:
+    the median of each fine-tuned gain at each budget, one line per task, every run a faint dot.
+    Returns the figure."""
     import matplotlib.pyplot as plt
 
     held = next(r for r in rows if r["kind"] == "heldout" and "every chosen" in r["measure"])
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(10, 3.8), layout="constrained", gridspec_kw={"width_ratios": (1, 1.15)}
     )
+
+    def medians(r):
+        groups: dict[float, list[float]] = {}
+        for m, v in zip(r["minutes"], r["values"]):
+            groups.setdefault(m, []).append(v)
+        return sorted(groups), [float(np.median(groups[m])) for m in sorted(groups)]
+
     left.scatter(held["minutes"], held["values"], color="tab:blue", zorder=3, label="one run")
     low, high = min(fit.budgets), max(fit.budgets)
-    left.plot([low, high], [fit.at(low), fit.at(high)], color="tab:blue", label="least-squares line")
-    end = fit.minutes_for(target) if target is not None else None
+    if drawn_on is not None and drawn_on.basis == "last doubling":
+        left.plot(*medians(held), color="tab:blue", label="median at each budget")
+        label = "drawn on at the last doubling's rate"
+    else:
+        left.plot([low, high], [fit.at(low), fit.at(high)], color="tab:blue", label="least-squares line")
+        label = "drawn on"
+    line = drawn_on if drawn_on is not None else fit
+    end = line.minutes_for(target) if target is not None else None
     if end is not None and end > high:
-        left.plot([high, end], [fit.at(high), fit.at(end)], color="tab:blue", ls="--", label="drawn on")
+        left.plot([high, end], [line.at(high), line.at(end)], color="tab:blue", ls="--", label=label)
     if target is not None:
         left.axhline(target, color="grey", ls=":", lw=1)
         left.text(low, target, f" {target:g}%", va="bottom", fontsize=8, color="grey")
         left.set_ylim(top=max(target, max(held["values"])) + 1)
-    ticks = sorted(set(held["minutes"]) | ({round(end)} if end is not None and end > high else set()))
-    for ax in (left, right):
+    budgets = sorted(set(held["minutes"]))
+    ticks = budgets + ([round(end)] if end is not None and end > high else [])
+    for ax, marks in ((left, ticks), (right, budgets)):
         ax.set_xscale("log", base=2)
-        ax.set_xticks(ticks, [f"{m:g}" for m in ticks])
+        ax.set_xticks(marks, [f"{m:g}" for m in marks])
         ax.minorticks_off()
         ax.set_xlabel("pretraining minutes (log scale)")
         ax.grid(alpha=0.3)
     left.set_ylabel("held-out MLM accuracy (%)")
     left.legend(fontsize=8, loc="lower right")
     for r in (r for r in rows if r["kind"] == "gain"):
-        groups: dict[float, list[float]] = {}
-        for m, v in zip(r["minutes"], r["values"]):
-            groups.setdefault(m, []).append(v)
-        budgets = sorted(groups)
-        (line,) = right.plot(budgets, [float(np.median(groups[m])) for m in budgets], "o-", ms=4, label=r["title"])
-        right.scatter(r["minutes"], r["values"], s=10, color=line.get_color(), alpha=0.35)
+        (gain,) = right.plot(*medians(r), "o-", ms=4, label=r["title"])
+        right.scatter(r["minutes"], r["values"], s=10, color=gain.get_color(), alpha=0.35)
     right.axhline(0, color="black", lw=0.8)
-    right.set_xticks(sorted(set(held["minutes"])), [f"{m:g}" for m in sorted(set(held["minutes"]))])
     right.set_ylabel("gain over scratch (points)")
-    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if any(r["kind"] == "gain" for r in rows):
+        right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if title:
         fig.suptitle(title)
     return fig

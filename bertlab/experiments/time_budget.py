@@ -187,6 +187,59 @@ def doublings_between(minutes: Sequence[float], values: Sequence[float]) -> list
     ]
 
 
+def replicate_spread(minutes: Sequence[float], values: Sequence[float]) -> float | None:
+    """The widest spread (highest less lowest) among the runs that share a budget: how far chance
+    alone moved the measure. None when no budget holds two runs."""
+    groups: dict[float, list[float]] = {}
+    for m, v in zip(minutes, values, strict=True):
+        groups.setdefault(float(m), []).append(v)
+    spreads = [max(v) - min(v) for v in groups.values() if len(v) > 1]
+    return max(spreads) if spreads else None
+
+
+def diminishing(minutes: Sequence[float], values: Sequence[float]) -> bool:
+    """Whether the returns of more time fall: with three budgets or more, the last doubling
+    (`doublings_between`) bought less than the first by more than the runs at one budget spread
+    (`replicate_spread`; by any amount without such runs). Then a straight line in log time through
+    every run overstates what a further doubling buys."""
+    steps = doublings_between(minutes, values)
+    if len(steps) < 2:
+        return False
+    return steps[0][2] - steps[-1][2] > (replicate_spread(minutes, values) or 0.0)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """How a reading draws the held-out accuracy on past the longest budget: `rate` points per
+    doubling of the time from `start` (minutes, accuracy). `basis` "line": the least-squares line
+    through every run; "last doubling": where the returns diminish, the rate of the last doubling
+    from the median at the longest budget, which later doublings can only undercut."""
+
+    rate: float
+    start: tuple[float, float]
+    basis: str
+
+    def at(self, minutes: float) -> float:
+        return self.start[1] + self.rate * math.log2(minutes / self.start[0])
+
+    def minutes_for(self, target: float) -> float | None:
+        """The minutes at which the drawn-on line reaches `target`; None when it does not rise."""
+        if self.rate <= 0:
+            return None
+        return self.start[0] * 2 ** ((target - self.start[1]) / self.rate)
+
+
+def extension(minutes: Sequence[float], values: Sequence[float], fit: LogTimeFit) -> Extension:
+    """The `Extension` a reading and its chart draw on: the fitted line, or, where the returns
+    diminish (`diminishing`), the last doubling's rate from the longest budget's median."""
+    if diminishing(minutes, values):
+        a, b, rate = doublings_between(minutes, values)[-1]
+        last = statistics.median(v for m, v in zip(minutes, values) if float(m) == b)
+        return Extension(rate, (b, last), "last doubling")
+    x, y = fit.centre
+    return Extension(fit.slope, (2**x, y), "line")
+
+
 def _by_budget(row: dict[str, Any]) -> dict[float, list[float]]:
     groups: dict[float, list[float]] = {}
     for m, v in zip(row["minutes"], row["values"]):
@@ -244,30 +297,49 @@ def rising_gains(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 def budget_reading(rows: Sequence[dict[str, Any]], fit: LogTimeFit, target: float = 45.0) -> str:
     """What the budgets say, in words generated from `budget_rows` and the `log_time_fit` of its
-    held-out accuracy: the points per doubling of the pretraining time (with its standard error
-    when the runs give one), the hours of pretraining the line would need to reach `target` percent
-    (with the range a slope one standard error either way gives), and which fine-tuned gains rose
-    with every longer budget. Empty without rows."""
+    held-out accuracy: what each doubling of the pretraining time bought, between the medians; the
+    least-squares slope per doubling (with its standard error when the runs give one); the hours of
+    pretraining `target` percent would take, drawn on as `extension` draws it (the line, with the
+    range a slope one standard error either way gives, or, where the returns diminish, the last
+    doubling's rate, a lower bound on the time); and which fine-tuned gains rose with every longer
+    budget. Empty without rows."""
     if not rows:
         return ""
+    minutes, values = heldout_points(rows)
     budgets = _list([f"{m:g}" for m in fit.budgets])
     se = f" (standard error {fit.slope_se:.1f})" if fit.slope_se is not None else ""
-    text = (
-        f"Over {number(fit.runs)} runs at budgets of {budgets} minutes, held-out MLM accuracy rose "
-        f"{fit.slope:.1f} points per doubling of the pretraining time{se}, fitted by least squares "
-        "against the logarithm of the time."
-    )
-    steps = doublings_between(*heldout_points(rows))
-    if len(steps) > 1:
-        each = _list([f"{p:.1f} from {a:g} to {b:g} minutes" for a, b, p in steps])
-        text += f" Step by step, between the medians at each budget, a doubling bought {each}."
-    top = max(fit.budgets)
-    if fit.at(top) >= target:
-        text += f" The line is at or above {target:g}% within the longest budget."
+    line = f"{fit.slope:.1f} points per doubling of the pretraining time{se}"
+    steps = doublings_between(minutes, values)
+    ext = extension(minutes, values, fit)
+    record = rows[0]["minutes"][0]
+    text = f"Over {number(fit.runs)} runs at budgets of {budgets} minutes, "
+    if ext.basis == "last doubling":
+        each = _list([f"{p:.1f} points from {a:g} to {b:g} minutes" for a, b, p in steps])
+        spread = replicate_spread(minutes, values)
+        chance = f", a fall larger than the {spread:.1f} points the runs at one budget spread" if spread else ""
+        text += (
+            f"a doubling of the pretraining time bought {each}, between the medians at each budget"
+            f"{chance}. The returns diminish, so the least-squares line through every run in the "
+            f"logarithm of the time, {fit.slope:.1f} points per doubling{se}, overstates what later "
+            "doublings buy."
+        )
     else:
-        needed = fit.minutes_for(target)
+        text += f"held-out MLM accuracy rose {line}, fitted by least squares against the logarithm of the time."
+        if len(steps) > 1:
+            each = _list([f"{p:.1f} from {a:g} to {b:g} minutes" for a, b, p in steps])
+            text += f" Step by step, between the medians at each budget, a doubling bought {each}."
+    if max(values) >= target:
+        text += f" The runs reach {target:g}% within the longest budget."
+    else:
+        needed = ext.minutes_for(target)
         if needed is None:
             text += f" The line does not rise, so more time alone gives no way to {target:g}% in these runs."
+        elif ext.basis == "last doubling":
+            text += (
+                f" Even if every further doubling bought as much as the last, {target:g}% would take about "
+                f"{_hours(needed)} of pretraining on the same cores, where the record pretrains for "
+                f"{record:g} minutes; returns that keep diminishing would take longer still."
+            )
         else:
             text += f" Were every further doubling to buy as much, {target:g}% would take about {_hours(needed)}"
             if fit.slope_se is not None:
@@ -280,7 +352,6 @@ def budget_reading(rows: Sequence[dict[str, Any]], fit: LogTimeFit, target: floa
                 text += f" of pretraining on the same cores ({span} with the slope one standard error either way)"
             else:
                 text += " of pretraining on the same cores"
-            record = rows[0]["minutes"][0]
             text += f", where the record pretrains for {record:g} minutes: a line drawn out, not a forecast."
     rising, others = rising_gains(rows)
     if rising:
