@@ -226,7 +226,13 @@ def test_the_recorded_budgets_read_beside_the_record():
     fit = tb.log_time_fit(*tb.heldout_points(rows))
     assert fit.slope > 0  # more time has bought held-out accuracy in every recorded run so far
     text = tb.budget_reading(rows, fit)
-    assert text.startswith("Over ") and f"rose {fit.slope:.1f} points per doubling" in text
+    assert text.startswith("Over ") and f"{fit.slope:.1f} points per doubling" in text
+    minutes, values = tb.heldout_points(rows)
+    onward = tb.extension(minutes, values, fit)
+    assert onward.minutes_for(45.0) > max(minutes)  # no recorded run has reached 45%
+    if onward.basis == "last doubling":  # the returns diminished: each step named
+        for a, b, rate in tb.doublings_between(minutes, values):
+            assert f"{rate:.1f} points from {a:g} to {b:g} minutes" in text
 
 
 def test_the_chart_draws_every_run_the_line_and_each_gain(runs):
