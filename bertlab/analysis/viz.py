@@ -524,11 +524,11 @@ def budget_chart(rows, fit, target: float | None = None, drawn_on=None, title: s
         1, 2, figsize=(10, 3.8), layout="constrained", gridspec_kw={"width_ratios": (1, 1.15)}
     )
 
-    def medians(r):
-        groups: dict[float, list[float]] = {}
-        for m, v in zip(r["minutes"], r["values"]):
-            groups.setdefault(m, []).append(v)
-        return sorted(groups), [float(np.median(groups[m])) for m in sorted(groups)]
+    def medians(r):  # each budget and the median of its runs, shortest budget first
+        budgets = sorted(set(r["minutes"]))
+        runs = np.asarray(r["values"], dtype=float)
+        at = np.asarray(r["minutes"], dtype=float)
+        return budgets, [float(np.median(runs[at == m])) for m in budgets]
 
     left.scatter(held["minutes"], held["values"], color="tab:blue", zorder=3, label="one run")
     low, high = min(fit.budgets), max(fit.budgets)

@@ -171,16 +171,23 @@ def log_time_fit(minutes: Sequence[float], values: Sequence[float]) -> LogTimeFi
     return LogTimeFit(slope, intercept, se, sd, n, budgets, (mx, my))
 
 
+def by_budget(minutes: Sequence[float], values: Sequence[float]) -> dict[float, list[float]]:
+    """The values of the runs at each budget, shortest budget first. ValueError for lists of
+    different lengths."""
+    groups: dict[float, list[float]] = {}
+    for m, v in zip(minutes, values, strict=True):
+        groups.setdefault(float(m), []).append(v)
+    return dict(sorted(groups.items()))
+
+
 def doublings_between(minutes: Sequence[float], values: Sequence[float]) -> list[tuple[float, float, float]]:
     """From each budget to the next longer one: (shorter, longer, points per doubling of the
     time), taken between the medians of the runs at each budget. A line in log time gives the same
     figure for every step; a figure that falls from one step to the next is a return that
     diminishes faster than the line assumes."""
-    groups: dict[float, list[float]] = {}
-    for m, v in zip(minutes, values, strict=True):
-        groups.setdefault(float(m), []).append(v)
-    budgets = sorted(groups)
-    medians = [statistics.median(groups[m]) for m in budgets]
+    groups = by_budget(minutes, values)
+    budgets = list(groups)
+    medians = [statistics.median(v) for v in groups.values()]
     return [
         (a, b, (vb - va) / math.log2(b / a))
         for (a, va), (b, vb) in zip(zip(budgets, medians), zip(budgets[1:], medians[1:]))
@@ -190,10 +197,7 @@ def doublings_between(minutes: Sequence[float], values: Sequence[float]) -> list
 def replicate_spread(minutes: Sequence[float], values: Sequence[float]) -> float | None:
     """The widest spread (highest less lowest) among the runs that share a budget: how far chance
     alone moved the measure. None when no budget holds two runs."""
-    groups: dict[float, list[float]] = {}
-    for m, v in zip(minutes, values, strict=True):
-        groups.setdefault(float(m), []).append(v)
-    spreads = [max(v) - min(v) for v in groups.values() if len(v) > 1]
+    spreads = [max(v) - min(v) for v in by_budget(minutes, values).values() if len(v) > 1]
     return max(spreads) if spreads else None
 
 
@@ -241,10 +245,7 @@ def extension(minutes: Sequence[float], values: Sequence[float], fit: LogTimeFit
 
 
 def _by_budget(row: dict[str, Any]) -> dict[float, list[float]]:
-    groups: dict[float, list[float]] = {}
-    for m, v in zip(row["minutes"], row["values"]):
-        groups.setdefault(m, []).append(v)
-    return dict(sorted(groups.items()))
+    return by_budget(row["minutes"], row["values"])
 
 
 def _figure(row: dict[str, Any], value: float) -> str:
