@@ -139,11 +139,8 @@ class LogTimeFit:
     def minutes_for(self, target: float, slope: float | None = None) -> float | None:
         """The minutes at which the line (or one of another `slope` through the same centre)
         reaches `target`; None when it never rises to it."""
-        slope = self.slope if slope is None else slope
-        if slope <= 0:
-            return None
         x, y = self.centre
-        return 2 ** (x + (target - y) / slope)
+        return Extension(self.slope if slope is None else slope, (2**x, y), "line").minutes_for(target)
 
 
 def log_time_fit(minutes: Sequence[float], values: Sequence[float]) -> LogTimeFit:
@@ -160,10 +157,9 @@ def log_time_fit(minutes: Sequence[float], values: Sequence[float]) -> LogTimeFi
             "a slope needs runs of at least two budgets (e.g. `reference-run --minutes 100` beside the record)"
         )
     x = [math.log2(m) for m in minutes]
+    slope, intercept = statistics.linear_regression(x, values)
     mx, my = statistics.fmean(x), statistics.fmean(values)
     sxx = sum((xi - mx) ** 2 for xi in x)
-    slope = sum((xi - mx) * (yi - my) for xi, yi in zip(x, values)) / sxx
-    intercept = my - slope * mx
     n = len(x)
     ssr = sum((yi - intercept - slope * xi) ** 2 for xi, yi in zip(x, values))
     sd = math.sqrt(ssr / (n - 2)) if n > 2 else None
@@ -241,7 +237,7 @@ def extension(minutes: Sequence[float], values: Sequence[float], fit: LogTimeFit
         last = statistics.median(v for m, v in zip(minutes, values) if float(m) == b)
         return Extension(rate, (b, last), "last doubling")
     x, y = fit.centre
-    return Extension(fit.slope, (2**x, y), "line")
+    return Extension(fit.slope, (2**x, y), "line")  # the fitted line itself
 
 
 def _by_budget(row: dict[str, Any]) -> dict[float, list[float]]:
