@@ -44,6 +44,16 @@ def setup_cell(url: str) -> str:
         "    import bertlab\n"
         "except ImportError:\n"
         f'    %pip install -q "bertlab[book] @ git+{url}"\n'
+        "    import importlib\n"
+        "\n"
+        "    importlib.invalidate_caches()\n"
+        "    try:\n"
+        "        import bertlab\n"
+        "    except ImportError:  # pip said why above; stop here, not three cells later\n"
+        "        raise SystemExit(\n"
+        '            "bertlab did not install (pip\'s message is above). Check the "\n'
+        '            "connection, then run this cell again."\n'
+        "        ) from None\n"
         "from bertlab.notebook import setup\n"
         "\n"
         "device = setup()"
