@@ -17,6 +17,13 @@ so that a chapter behaves the same on Colab with a GPU, on a laptop, and in the 
 4. turns off progress bars and the tokenizers' fork warning, and silences warnings known to be
    harmless for the book (they would otherwise be printed into the rendered pages);
 5. sets matplotlib defaults for figures that are readable on a page.
+
+The training chapters (10-16) have two sizes. `gpu_branch(device)` chooses: true on a CUDA GPU
+(the full size, sized for a free Colab T4), false on a CPU (the small version the book build
+runs). With BERTLAB_GPU_BRANCH=1 a CPU takes the GPU branch too, at tiny sizes
+(`gpu_size(device, full, tiny)` picks the tiny number there) and in bf16 autocast where the CPU
+has native bf16 (bertlab.runtime.resolve_precision): a rehearsal of the GPU code path, so that
+tests/test_gpu_branch.py checks on a CPU what a reader's GPU will run.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import sys
 import threading
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -35,6 +43,29 @@ from bertlab.hf import MINILM_HUB_NAME, installed_minilm
 from bertlab.runtime import seed_everything
 
 HUB_HOST = "huggingface.co"
+GPU_BRANCH_ENV = "BERTLAB_GPU_BRANCH"  # "1": take the GPU branch on a CPU, at tiny sizes
+
+
+def gpu_branch_forced() -> bool:
+    """Whether BERTLAB_GPU_BRANCH asks for the GPU branch ("1", "true", "yes"; else no)."""
+    return os.environ.get(GPU_BRANCH_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def gpu_branch(device: torch.device | str) -> bool:
+    """Whether a chapter takes its GPU branch (`FULL`): on a CUDA device, or anywhere when
+    BERTLAB_GPU_BRANCH=1 is set (then a CPU rehearses it at the sizes `gpu_size` shrinks)."""
+    return torch.device(device).type == "cuda" or gpu_branch_forced()
+
+
+def rehearsal(device: torch.device | str) -> bool:
+    """The GPU branch taken on a device that is not a GPU (BERTLAB_GPU_BRANCH=1 on a CPU)."""
+    return gpu_branch(device) and torch.device(device).type != "cuda"
+
+
+def gpu_size(device: torch.device | str, full: Any, tiny: Any) -> Any:
+    """A size of the GPU branch: `full` on a GPU, `tiny` in a CPU's rehearsal of that branch,
+    so that every cell of the branch runs in seconds there (examples, steps, seeds, minutes)."""
+    return tiny if rehearsal(device) else full
 
 
 def has_gpu() -> bool:
