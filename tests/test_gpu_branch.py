@@ -149,3 +149,28 @@ def test_chapter_runs_its_gpu_branch(chapter, tmp_path, monkeypatch):
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "expected on a T4" in printed  # each chapter says what its GPU branch costs there
     print(f"{chapter}: GPU branch at tiny sizes in {seconds:.0f} s")
+
+
+# ------------------------------------------------------------------------------------------------
+# What a T4 trains in: fp16 autocast with a loss scaler (it has no native bf16)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("capability, precision, scaled", [((7, 5), "fp16", True), ((8, 0), "bf16", False)])
+def test_a_t4_trains_in_fp16_with_a_grad_scaler(monkeypatch, capability, precision, scaled):
+    from bertlab import runtime
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla T4")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # emulated on a T4
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        rt = runtime.make_runtime("auto", "auto", distributed=False)  # what finetune and pretrain ask for
+    finally:  # make_runtime switches TF32 on for a GPU: this process has none
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    assert rt.device.type == "cuda" and rt.precision == precision
+    assert rt.uses_grad_scaler is scaled
+    assert rt.autocast_dtype == {"fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+    # the scaler finetune and pretrain step through (optim.optimizer_step): enabled only for fp16
+    monkeypatch.setattr(torch.amp.GradScaler, "__init__", lambda self, device, enabled: setattr(self, "on", enabled))
+    assert rt.grad_scaler().on is scaled

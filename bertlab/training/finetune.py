@@ -313,12 +313,23 @@ def _train_one(
     opt = adamw(model, cfg.lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=cfg.weight_decay, fused=rt.fused_adamw)
     scaler = rt.grad_scaler()
     g = torch.Generator().manual_seed(seed)
+    # On a GPU the loader hands over batches already in pinned memory (pinned in its own thread), so that
+    # rt.to_device copies them asynchronously instead of pinning every tensor on the main thread each step.
+    pin = rt.device.type == "cuda"
     if cfg.group_by_length:
         batches = LengthGroupedSampler(train_feats.lengths(), cfg.batch_size, g)
-        loader = torch.utils.data.DataLoader(train_feats, batch_sampler=batches, collate_fn=task.collate)
+        loader = torch.utils.data.DataLoader(
+            train_feats, batch_sampler=batches, collate_fn=task.collate, pin_memory=pin
+        )
     else:
         loader = torch.utils.data.DataLoader(
-            train_feats, batch_size=cfg.batch_size, shuffle=True, generator=g, collate_fn=task.collate, drop_last=False
+            train_feats,
+            batch_size=cfg.batch_size,
+            shuffle=True,
+            generator=g,
+            collate_fn=task.collate,
+            drop_last=False,
+            pin_memory=pin,
         )
     steps_per_epoch = len(loader)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
