@@ -9,6 +9,9 @@
                    the function bertlab.experiments.reference_run.reference_run
     fill-mask      the masked LM's guesses for each [MASK] (the book's own BERT by default)
     export-hf      a model as a folder transformers loads (AutoModelForMaskedLM, pipeline)
+    publish-records  write exactly what the repository publishes of data/ (the book's records) into a
+                   folder that serves every chapter offline (BERTLAB_RECORDS_URL=DIR); --manifest
+                   rewrites the package's list of them after data/ changed
 
 Examples:
     python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini
@@ -24,6 +27,7 @@ Examples:
     python -m bertlab reference-run --smoke --out /tmp/ref               # CPU, a few minutes
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
+    python -m bertlab publish-records --out /tmp/records                # then BERTLAB_RECORDS_URL=/tmp/records
 
 Every option of `pretrain` is a field of bertlab.training.pretrain.PretrainConfig, every option of `finetune`
 one of bertlab.training.finetune.FinetuneConfig: the notebooks call the same functions.
@@ -41,6 +45,7 @@ from typing import Any, Sequence
 
 from bertlab import checkpoint as ckpt
 from bertlab.analysis.fill_mask import fill_mask
+from bertlab.data import records
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.experiments import reference, reference_run
 from bertlab.export import export_hf
@@ -195,6 +200,18 @@ def build_parser() -> argparse.ArgumentParser:
     fm.add_argument("--model", default=None, help="a model folder or recorded run (default: the book's record)")
     fm.add_argument("--top", type=int, default=5, help="guesses per [MASK]")
 
+    pr = sub.add_parser(
+        "publish-records",
+        help="write the published records (data/, checked against the manifest) into a folder that "
+        "serves every chapter offline; --manifest rewrites the manifest from the checkout",
+    )
+    pr.add_argument("--out", default=None, help="the folder to write (BERTLAB_RECORDS_URL=OUT then serves the book)")
+    pr.add_argument(
+        "--manifest",
+        action="store_true",
+        help="rewrite bertlab/data/published_records.json from this checkout's committed data/",
+    )
+
     r = sub.add_parser("reference-run", help="the book's reference run, end to end")
     r.add_argument("--out", default="data/reference_run")
     r.add_argument("--smoke", action="store_true", help="a CPU-sized version that runs in minutes")
@@ -249,6 +266,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _publish_records(args: argparse.Namespace) -> int:
+    if not args.manifest and not args.out:
+        raise ValueError("publish-records needs --out DIR (the folder to write) or --manifest")
+    if args.manifest:
+        checkout = records.checkout_records()
+        if checkout is None:
+            raise FileNotFoundError("publish-records --manifest runs in a clone of the repository (it reads data/)")
+        path = records.write_manifest(checkout.parent)
+        records.manifest.cache_clear()
+        m = records.manifest()
+        print(f"{path}: {len(m['files'])} files at commit {m['ref'][:12]}; commit it")
+    if args.out:
+        written = records.publish(Path(args.out))
+        size = sum(p.stat().st_size for p in written)
+        print(f"{args.out}: {len(written)} files, {size / 1e6:.1f} MB; serve it with BERTLAB_RECORDS_URL={args.out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -275,6 +310,8 @@ def _run(args: argparse.Namespace) -> int:
         if result.stopped_by in ("SIGTERM", "SIGINT"):
             return 128 + getattr(signal, result.stopped_by)
         return 0
+    if args.command == "publish-records":
+        return _publish_records(args)
     if args.command == "finetune":
         result = finetune(_config_from(FinetuneConfig, args))
         print(result.summary())

@@ -1,8 +1,32 @@
-"""The records folder: found from a checkout, from a working directory, or named; absent is not an error."""
+"""The records: found in a checkout or named; published with a manifest; fetched, checked, by a reader
+who has no checkout (Colab), from the repository's raw files, a URL or a folder `publish-records` wrote."""
+
+import functools
+import http.server
+import json
+import subprocess
+import threading
+from pathlib import Path
 
 import pytest
+import yaml
 
-from bertlab import records
+from bertlab.__main__ import main as cli
+from bertlab.data import download, records
+from bertlab.experiments import reference
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def no_checkout(tmp_path, monkeypatch):
+    """bertlab as a reader on Colab has it: no data/ beside the package or the working directory."""
+    monkeypatch.delenv(records.ENV_VAR, raising=False)
+    monkeypatch.delenv(records.URL_ENV, raising=False)
+    monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "work" / "data"])
+    monkeypatch.setenv(download.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(records, "unavailable", {})
+    return tmp_path
 
 
 def test_the_checkout_holds_the_records():
@@ -27,6 +51,136 @@ def test_without_a_checkout_the_working_directory_is_searched(tmp_path, monkeypa
         records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "book" / "data", tmp_path / "data"]
     )
     assert records.records_dir() == tmp_path / "data"
-    # nothing anywhere: the first place, which does not exist; readers then say "not recorded"
-    monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "nowhere" / "data"])
-    assert records.records_dir("reference_run") == tmp_path / "nowhere" / "data" / "reference_run"
+
+
+def test_the_manifest_lists_every_committed_record_at_the_commit_that_made_them():
+    """The package's manifest is what `publish-records --manifest` makes of this checkout now: every
+    file git tracks under data/, its size and sha256, the repository of _config.yml, and the commit
+    that last changed data/ (whose raw files are the URLs a reader fetches)."""
+    if subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "data"], capture_output=True).stdout:
+        pytest.skip("data/ has uncommitted changes: the manifest is made from committed records")
+    shipped = records.manifest()
+    built = records.build_manifest(ROOT)
+    assert built["repository"] == yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    b, s = built["files"], shipped["files"]
+    stale = sorted(p for p in set(b) | set(s) if b.get(p) != s.get(p))
+    assert built == shipped, (
+        "bertlab/data/published_records.json is not the manifest of this checkout's data/ "
+        f"({len(stale)} entries differ, e.g. {stale[:3]}): commit data/, then run `python -m bertlab "
+        "publish-records --manifest` and commit the manifest"
+    )
+
+
+def test_the_manifests_commit_holds_exactly_the_published_bytes():
+    """Every file's blob at the manifest's commit is the file in the checkout: the raw URL serves
+    what the sha256 expects."""
+    ref = records.manifest()["ref"]
+    listing = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "-r", ref, "--", "data"], capture_output=True, text=True
+    )
+    if listing.returncode != 0:
+        pytest.skip(f"commit {ref[:12]} is not in this clone (a shallow clone?)")
+    at_ref = {line.split("\t")[1].removeprefix("data/"): line.split()[2] for line in listing.stdout.splitlines()}
+    paths = sorted(records.manifest()["files"])
+    here = subprocess.run(
+        ["git", "-C", str(ROOT), "hash-object", *[f"data/{p}" for p in paths]], capture_output=True, text=True
+    ).stdout.split()
+    assert set(at_ref) == set(paths)
+    assert dict(zip(paths, here)) == {p: at_ref[p] for p in paths}
+
+
+def test_the_base_url_is_the_repositorys_raw_files_at_the_commit(monkeypatch):
+    m = {"repository": "https://github.com/someone/fork", "ref": "abc123", "files": {}}
+    monkeypatch.delenv(records.URL_ENV, raising=False)
+    assert records.base_url(m) == "https://raw.githubusercontent.com/someone/fork/abc123/data/"
+    monkeypatch.setenv(records.URL_ENV, "https://example.org/records/")
+    assert records.base_url(m) == "https://example.org/records/"
+    monkeypatch.delenv(records.URL_ENV)
+    with pytest.raises(ValueError, match="OWNER/NAME"):
+        records.base_url({**m, "repository": "https://gitlab.com/x"})
+
+
+def test_a_published_folder_serves_the_book_without_a_checkout(no_checkout, monkeypatch):
+    out = no_checkout / "published"
+    written = records.publish(out, source=ROOT / "data")
+    assert len(written) == len(records.manifest()["files"])
+    assert json.loads((out / records.MANIFEST).read_text()) == records.manifest()
+    monkeypatch.setenv(records.URL_ENV, str(out))
+    assert records.records_dir("reference_run") == out / "reference_run"
+    run = reference.find()
+    assert run is not None and run.path == (out / "reference_run").resolve()
+    assert reference.pretrained_encoder().is_reference
+    # a corrupt copy is named, with what to do; a missing one leaves the page one line to say so
+    weights = out / "reference_run" / reference.WEIGHTS
+    weights.write_bytes(weights.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(download.ChecksumMismatchError, match="reference_run/model.fp16.safetensors"):
+        records.records_dir("reference_run")
+    weights.unlink()
+    with pytest.warns(UserWarning, match="publish-records --out"):
+        records.records_dir("reference_run")
+    note = reference.pending("the curves")
+    assert "could not be fetched" in note and "the curves" in note and len(note.splitlines()) == 1
+
+
+class _Server:
+    """A local web server over a folder, like raw.githubusercontent.com over the repository."""
+
+    def __init__(self, folder: Path):
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+        handler.log_message = lambda *a, **k: None
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_records_come_from_a_url_into_the_cache_checked(no_checkout, monkeypatch):
+    served = no_checkout / "served"
+    (served / "run").mkdir(parents=True)
+    (served / "run" / "a.json").write_text('{"a": 1}\n')
+    (served / "run" / "b.bin").write_bytes(b"\x00" * 1000)
+    from bertlab.files import sha256_file
+
+    files = {f"run/{p.name}": {"size": p.stat().st_size, "sha256": sha256_file(p)} for p in (served / "run").iterdir()}
+    m = {"repository": "https://github.com/someone/fork", "ref": "0123456789abcdef", "files": files}
+    monkeypatch.setattr(records, "manifest", lambda: m)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    server = _Server(served)
+    try:
+        monkeypatch.setenv(records.URL_ENV, server.url)
+        got = records.records_dir("run")
+        assert got == no_checkout / "cache" / "records" / "0123456789ab" / "run"
+        assert (got / "a.json").read_text() == '{"a": 1}\n' and (got / "b.bin").stat().st_size == 1000
+        # bytes that differ from the manifest are refused and never kept under the file's name
+        (got / "b.bin").unlink()
+        (served / "run" / "b.bin").write_bytes(b"\x01" * 1000)
+        with pytest.raises(download.ChecksumMismatchError):
+            records.records_dir("run")
+        assert not (got / "b.bin").exists() and not list(got.glob(".*b.bin*")) and not list(got.glob("b.bin.*"))
+    finally:
+        server.close()
+    # the cache serves what it holds when the source is gone; what it lacks is named, with the way to get it
+    assert (records.records_dir("run", "a.json")).read_text() == '{"a": 1}\n'
+    monkeypatch.setenv(download.OFFLINE_ENV, "1")
+    with pytest.raises(download.DataUnavailableError, match=r"run/b.bin.*BERTLAB_RECORDS_URL=DIR"):
+        records.fetch_records("run")
+
+
+def test_a_fork_without_a_record_says_so_in_one_line(monkeypatch):
+    monkeypatch.setattr(records, "manifest", lambda: {"repository": "https://github.com/a/b", "ref": "x", "files": {}})
+    note = reference.pending("the curves")
+    assert "holds no recorded reference run" in note and len(note.splitlines()) == 1
+
+
+def test_publish_records_command(tmp_path, capsys):
+    assert cli(["publish-records"]) == 2
+    assert "--out DIR" in capsys.readouterr().err
+    assert cli(["publish-records", "--out", str(tmp_path / "r")]) == 0
+    assert "BERTLAB_RECORDS_URL=" in capsys.readouterr().out
+    assert (tmp_path / "r" / "reference_run" / "config.json").read_bytes() == (
+        ROOT / "data" / "reference_run" / "config.json"
+    ).read_bytes()

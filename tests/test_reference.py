@@ -74,7 +74,7 @@ def test_env_var_and_missing_record(record, tmp_path, monkeypatch):
     monkeypatch.delenv(reference.ENV_VAR)
     monkeypatch.setattr(reference, "_default_places", lambda: [tmp_path / "nowhere"])
     assert reference.find() is None
-    assert "Pending" in reference.pending("the curves") and "the curves" in reference.pending("the curves")
+    assert "could not be fetched" in reference.pending("the curves") and "the curves" in reference.pending("the curves")
 
 
 def test_incomplete_and_corrupt_records_are_named(record, tmp_path, monkeypatch):

@@ -310,6 +310,57 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
 
 
 # ----------------------------------------------------------------------------------------------
+# Files the repository publishes (the book's records, bertlab.data.records): the same checks
+# ----------------------------------------------------------------------------------------------
+
+
+def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progress: bool = False) -> Path:
+    """Local copy of the published file `path` (relative, "reference_run/config.json"), checked
+    against `sha256`. `source` is a base URL or a local folder laid out like the published records;
+    a local folder is used in place, a URL's file is kept at `cache / path`. A cached copy that
+    fails the check is fetched again; a download that fails it is deleted, never kept."""
+    if "://" not in source:
+        local = Path(source).expanduser() / path
+        if not local.is_file():
+            raise DataUnavailableError(
+                f"the published record {path} is not in {local.parent} (the folder that "
+                f"BERTLAB_RECORDS_URL names); write that folder again with `python -m bertlab "
+                f"publish-records --out {Path(source).expanduser()}` from a checkout, or unset "
+                f"BERTLAB_RECORDS_URL to fetch the records from the repository"
+            )
+        verify(local, sha256, f"the published record {path}")
+        return local
+    target = Path(cache) / path
+    if target.is_file():
+        try:
+            verify(target, sha256, f"the published record {path} in the cache")
+            return target
+        except ChecksumMismatchError as err:  # corrupt or partial: fetch it again
+            log.warning("%s; fetching it again", str(err).splitlines()[0])
+            target.unlink()
+    url = source.rstrip("/") + "/" + path
+    how = (
+        "To get it: go online, or write the records with `python -m bertlab publish-records --out DIR` "
+        "in a checkout of the repository and set BERTLAB_RECORDS_URL=DIR."
+    )
+    if _offline():
+        raise DataUnavailableError(
+            f"cannot get the published record {path}: not in {target.parent}, "
+            f"and {url} was not tried ({OFFLINE_ENV}=1). {how}"
+        )
+    f = DataFile(path, "records", path, sha256, None, False, "", url, (Source(url, f"sha256:{sha256}"),))
+    try:
+        return _download(f, f.sources[0], target, progress=progress)
+    except ChecksumMismatchError:
+        raise
+    except Exception as err:  # network errors come in many classes (requests, OSError, ...)
+        raise DataUnavailableError(
+            f"cannot get the published record {path}: not in {target.parent}, and {url} failed "
+            f"({type(err).__name__}: {err}). {how}"
+        ) from None
+
+
+# ----------------------------------------------------------------------------------------------
 # Files rebuilt by a recipe: GLUE's MRPC split, from the SentEval source files
 # ----------------------------------------------------------------------------------------------
 

@@ -1,32 +1,122 @@
-"""Where the book's recorded runs live: the `data/` folder of a checkout of the repository
-(`data/reference_run/`, `data/pilots/`, `data/ablations/`, `data/capstone/`, `data/benchmarks/`,
-`data/squad2/`).
+"""Where the book's recorded runs live, and how a reader without a checkout gets them.
+
+The records are the small files under the repository's `data/` folder: the book's own BERT
+(`reference_run/`: weights, tokenizer, config, results), the pilots' and ablations' results, the
+SQuAD 2.0 model. Chapters read them through
 
     records_dir()                  # the folder
-    records_dir("pilots")          # a part of it
+    records_dir("reference_run")   # a part of it, or one file: records_dir("pilots", "x.json")
 
-The folder is, in this order: the one named by $BERTLAB_RECORDS; the `data/` folder beside the
-installed `bertlab` package when bertlab runs from a checkout (an editable install, `pip install
--e .`, or the chapters of a clone); `data/` in the working directory or its parent (a notebook run
-from `book/`). A non-editable install from a wheel or from git holds the library only: the records
-are not in the package. Then, unless $BERTLAB_RECORDS points at a checkout's `data/`, the answer is
-the first place looked at, which does not exist, and every reader of a record says it has not been
-recorded (the chapters show what would appear there) instead of failing.
+which answers, in this order:
+
+1. the folder named by $BERTLAB_RECORDS, used as it is (a run in progress, a lab's own records);
+2. the `data/` folder of a checkout: beside the imported `bertlab` package (an editable install, the
+   chapters of a clone), or in the working directory or its parent (a notebook run from `book/`);
+3. the published records, fetched with their sha256 into the download cache. This is how a
+   reader on Colab, who installed bertlab with pip and has no `data/` folder, gets the book's BERT.
+
+Where the records are published (one place, documented here): the raw files of the repository
+named in `_config.yml` (`repository: url:`), at the commit that last changed `data/`:
+
+    https://raw.githubusercontent.com/OWNER/NAME/COMMIT/data/PATH
+
+The manifest `published_records.json`, shipped inside the package, lists every published file
+with its size and sha256, that repository and that commit; a commit never changes, so an installed
+bertlab always fetches the bytes its manifest names. $BERTLAB_RECORDS_URL overrides the base: a URL
+that serves the same layout, or a local folder written by `python -m bertlab publish-records --out
+DIR` (offline readers, CI). After changing `data/`, commit it, then run `python -m bertlab
+publish-records --manifest` and commit the manifest (tests/test_records.py fails until then).
+
+Fetching goes through `bertlab.data.download.fetch_published` (the local folder, then the cache,
+then the URL; every byte checked). A record that cannot be fetched (offline, say) is reported once
+as a warning and left absent, so each page says in one line that it is missing and carries on; a
+file whose bytes do not match the manifest raises `ChecksumMismatchError`.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import re
+import warnings
+from functools import cache
+from importlib import resources
 from pathlib import Path
+from typing import Any
+
+from bertlab.data.download import DataUnavailableError, cache_dir, fetch_published
+from bertlab.files import atomic_path, sha256_file, write_json
+
+log = logging.getLogger(__name__)
 
 ENV_VAR = "BERTLAB_RECORDS"
+URL_ENV = "BERTLAB_RECORDS_URL"
+MANIFEST = "published_records.json"
 _MARKERS = ("reference_run", "pilots")  # a records folder holds at least one of these
+_RAW = "https://raw.githubusercontent.com/{owner}/{name}/{ref}/data/"
+
+# What could not be fetched in this process (prefix -> reason), so a page can say why in one line.
+unavailable: dict[str, str] = {}
 
 
 def _candidates() -> list[Path]:
     package_root = Path(__file__).resolve().parents[1]  # the checkout, when bertlab runs from one
     here = Path.cwd()
     return [package_root / "data", here / "data", here.parent / "data"]
+
+
+def checkout_records() -> Path | None:
+    """The `data/` folder of the checkout bertlab runs from (or is run beside), or None."""
+    return next((p for p in _candidates() if any((p / m).is_dir() for m in _MARKERS)), None)
+
+
+@cache
+def manifest() -> dict[str, Any]:
+    """The published records' manifest: {"repository", "ref", "files": {path: {"size", "sha256"}}}."""
+    return json.loads(resources.files("bertlab.data").joinpath(MANIFEST).read_text(encoding="utf-8"))
+
+
+def base_url(m: dict[str, Any] | None = None) -> str:
+    """Where the records are fetched from: $BERTLAB_RECORDS_URL, else the raw files of the
+    manifest's repository at its commit (see the module docstring)."""
+    override = os.environ.get(URL_ENV)
+    if override:
+        return override
+    m = m or manifest()
+    found = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?", m["repository"])
+    if not found:
+        raise ValueError(f"{MANIFEST}: repository {m['repository']!r} is not https://github.com/OWNER/NAME")
+    return _RAW.format(owner=found[1], name=found[2], ref=m["ref"])
+
+
+def published_files(prefix: str = "", m: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The manifest's entries at `prefix` (a file) or under it (a folder); "" means all."""
+    files = (m or manifest())["files"]
+    if not prefix:
+        return dict(files)
+    return {p: e for p, e in files.items() if p == prefix or p.startswith(prefix + "/")}
+
+
+def published_root() -> Path:
+    """The local folder that holds fetched records: a local $BERTLAB_RECORDS_URL itself, else a
+    folder of the download cache named after the manifest's commit."""
+    source = os.environ.get(URL_ENV)
+    if source and "://" not in source:
+        return Path(source).expanduser()
+    return cache_dir() / "records" / str(manifest()["ref"])[:12]
+
+
+def fetch_records(*parts: str) -> Path:
+    """Fetch every published record at or under `parts` and return its local path. Raises
+    `DataUnavailableError` (naming the file, where it was looked for and how to get it) or
+    `ChecksumMismatchError`; nothing unchecked is left in the cache."""
+    prefix = "/".join(parts)
+    root = published_root()
+    source = os.environ.get(URL_ENV) or base_url()
+    for path, entry in published_files(prefix).items():
+        fetch_published(path, entry["sha256"], source=source, cache=root)
+    return root.joinpath(*parts)
 
 
 def records_dir(*parts: str) -> Path:
@@ -39,7 +129,104 @@ def records_dir(*parts: str) -> Path:
                 f"${ENV_VAR} is {explicit}, which is not a folder; point it at the data/ "
                 f"folder of a checkout of the bertlab repository, or unset it"
             )
-    else:
-        places = _candidates()
-        root = next((p for p in places if any((p / m).is_dir() for m in _MARKERS)), places[0])
-    return root.joinpath(*parts)
+        return root.joinpath(*parts)
+    local = checkout_records()
+    if local is not None:
+        return local.joinpath(*parts)
+    prefix = "/".join(parts)
+    try:
+        return fetch_records(*parts)
+    except DataUnavailableError as err:
+        if prefix not in unavailable:
+            unavailable[prefix] = str(err).splitlines()[0]
+            warnings.warn(f"bertlab: a published record is unavailable, so pages show without it: {err}", stacklevel=2)
+        return published_root().joinpath(*parts)
+
+
+def missing_note(what: str, prefix: str) -> str:
+    """One line (Markdown) for a page whose record the repository holds but this copy could not get."""
+    why = unavailable.get(prefix) or next((v for k, v in unavailable.items() if prefix.startswith(k)), "")
+    return (
+        f"> The book's record of {what} could not be fetched here{f' ({why})' if why else ''}; "
+        f"this page goes on without it. Set ${URL_ENV} to a folder written by `python -m bertlab "
+        f"publish-records`, or go online, and run the page again."
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Publishing (from a checkout): the manifest, and a folder that serves every chapter offline
+# ----------------------------------------------------------------------------------------------
+
+
+def _git(checkout: Path, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {checkout}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def repository_url(checkout: Path) -> str:
+    """The repository setting of the book's `_config.yml` (`repository: url:`)."""
+    import yaml
+
+    config = checkout / "_config.yml"
+    url = ((yaml.safe_load(config.read_text()) or {}).get("repository") or {}).get("url")
+    if not url:
+        raise ValueError(f"{config} has no `repository: url:`; the records are published from that repository")
+    return url.rstrip("/")
+
+
+def build_manifest(checkout: Path) -> dict[str, Any]:
+    """The manifest of a checkout: every file git tracks under data/, at the commit that last
+    changed data/. Refuses while data/ has changes that are not committed (they would not be at
+    that commit's URLs)."""
+    checkout = Path(checkout)
+    dirty = _git(checkout, "status", "--porcelain", "--", "data").strip()
+    if dirty:
+        raise RuntimeError(
+            f"data/ has changes that are not committed:\n{dirty}\ncommit them first: the records are "
+            f"published as the files of a commit"
+        )
+    ref = _git(checkout, "log", "-1", "--format=%H", "--", "data").strip()
+    files = {}
+    for line in sorted(_git(checkout, "ls-files", "-z", "--", "data").split("\0")):
+        if line:
+            local = checkout / line
+            files[line.removeprefix("data/")] = {"size": local.stat().st_size, "sha256": sha256_file(local)}
+    return {"repository": repository_url(checkout), "ref": ref, "files": files}
+
+
+def write_manifest(checkout: Path) -> Path:
+    """Write the package's manifest from the checkout (`publish-records --manifest`)."""
+    target = Path(checkout) / "bertlab" / "data" / MANIFEST
+    write_json(target, build_manifest(checkout), indent=1)
+    return target
+
+
+def publish(out: Path, source: Path | None = None) -> list[Path]:
+    """Copy exactly what is published (the manifest's files, checked) into `out`, laid out as the
+    base URL serves it, with the manifest beside them; `source` is a records folder (default: the
+    checkout's data/). Serves every chapter offline with BERTLAB_RECORDS_URL=out."""
+    import shutil
+
+    source = Path(source) if source is not None else checkout_records()
+    if source is None:
+        raise FileNotFoundError("publish-records copies the records of a checkout: run it in a clone of the repository")
+    out = Path(out)
+    written = []
+    for path, entry in manifest()["files"].items():
+        src = source / path
+        if not src.is_file() or sha256_file(src) != entry["sha256"]:
+            raise RuntimeError(
+                f"{src} is not the file the manifest publishes (missing or changed); commit data/, run "
+                f"`python -m bertlab publish-records --manifest` and commit the manifest"
+            )
+        dst = out / path
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(dst, fsync=False) as tmp:
+            shutil.copyfile(src, tmp)
+        written.append(dst)
+    write_json(out / MANIFEST, manifest(), indent=1, fsync=False)
+    return written

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bertlab.data.records import records_dir
 from bertlab.files import write_json
-from bertlab.records import records_dir
 from bertlab.runtime import git_commit, machine, make_runtime
 
 ABLATIONS_DIR = records_dir("ablations")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from bertlab.data.records import records_dir
 from bertlab.files import write_json
 from bertlab.prose import count
-from bertlab.records import records_dir
 from bertlab.runtime import machine
 from bertlab.training.logs import read_metrics
 from bertlab.training.recipes import Phase, parse_phases, phase_ends, phases_text

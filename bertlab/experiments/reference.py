@@ -40,12 +40,13 @@ from typing import Any
 
 from bertlab import checkpoint as ckpt
 from bertlab.config import PRESETS, BertConfig
+from bertlab.data import records
+from bertlab.data.records import records_dir
 from bertlab.data.tokenizer import WordPieceTokenizer, load_tokenizer_for
 from bertlab.files import fsync_file, replace_dir, sha256_file
 from bertlab.model import BertForPreTraining
 from bertlab.notebook import minilm_path
 from bertlab.prose import TASK_TITLES
-from bertlab.records import records_dir
 from bertlab.training.recipes import RECIPES, parse_phases, phases_text
 
 ENV_VAR = "BERTLAB_REFERENCE_RUN"
@@ -443,12 +444,13 @@ def find(path: str | Path | None = None) -> ReferenceRun | None:
 
 
 def pending(what: str = "its results") -> str:
-    """The notice a chapter prints where the recorded run would be shown (Markdown)."""
+    """The one line (Markdown) a chapter shows where the recorded run would be: why it is missing
+    here (the repository publishes it, but it could not be fetched) or that this copy has none."""
+    if records.published_files("reference_run"):
+        return records.missing_note(what, "reference_run")
     return (
-        f"> **Pending: the recorded reference run is not in this copy of the book yet.** "
-        f"This is where {what} will appear, labelled with the machine, commit and time it took, once it "
-        f"has been recorded with `{REPRODUCE}` (it writes `data/reference_run/`). No numbers are "
-        f"shown for a run that has not happened; everything above ran while this page was built."
+        f"> This copy of the book holds no recorded reference run, so {what} is not shown here; "
+        f"`{REPRODUCE}` records one (it writes `data/reference_run/`)."
     )
 
 

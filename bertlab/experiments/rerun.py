@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bertlab.data.records import records_dir
 from bertlab.experiments.reference import ReferenceRun
 from bertlab.prose import TASK_TITLES, number
-from bertlab.records import records_dir
 
 # The earlier runs of the record's pretraining settings, under the records folder: the book's
 # previous record, whose fine-tuning ran its seeds one at a time and CoNLL-2003 with three seeds

@@ -25,8 +25,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from bertlab.data.records import records_dir
 from bertlab.prose import number
-from bertlab.records import records_dir
 from bertlab.tasks import metrics
 from bertlab.tasks.inputs import Features, example_field
 from bertlab.tasks.squad import best_null_threshold, decode
