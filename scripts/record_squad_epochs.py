@@ -27,10 +27,10 @@ from pathlib import Path
 
 import torch
 
+from bertlab.data.records import records_dir
 from bertlab.experiments import pilots, reference
 from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import append_json_line
-from bertlab.records import records_dir
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.tasks.squad import split_by_article
