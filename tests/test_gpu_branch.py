@@ -136,6 +136,7 @@ def test_chapter_runs_its_gpu_branch(chapter, tmp_path, monkeypatch):
     monkeypatch.setenv(notebook.GPU_BRANCH_ENV, "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setenv("BERTLAB_RECORDS", str(ROOT / "data"))  # the checkout's records, from any folder
     path = tmp_path / f"{chapter}.ipynb"
     shutil.copy(ROOT / "book" / f"{chapter}.ipynb", path)
     nb = nbformat.read(path, as_version=4)
