@@ -68,5 +68,8 @@ def test_the_reading_names_steps_sentences_baselines_and_the_comparison():
     assert "One dev sentence is 0.11 points; one standard error of the majority baseline, 1.7." in text
     assert text.endswith("reaches 80.1% on the same sentences, +8.8 points from the book's BERT.")
     assert "MiniLM" not in fc.reading(pre, scratch, None, 50.9, 872, 2000)
+    # a page that fell back to another encoder names it, never the book's BERT
+    other = fc.reading(pre, scratch, minilm, 50.9, 872, 2000, pretrained_name="all-MiniLM-L6-v2")
+    assert "the book's BERT" not in other and "points from all-MiniLM-L6-v2" in other
     near = fc.reading(result("pre", [52.0], [0.69]), scratch, None, 50.9, 872, 2000)
     assert "reaches 52.0%, within two standard errors of the majority class" in near
