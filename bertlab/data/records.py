@@ -61,7 +61,7 @@ unavailable: dict[str, str] = {}
 
 
 def _candidates() -> list[Path]:
-    package_root = Path(__file__).resolve().parents[1]  # the checkout, when bertlab runs from one
+    package_root = Path(__file__).resolve().parents[2]  # the checkout, when bertlab runs from one
     here = Path.cwd()
     return [package_root / "data", here / "data", here.parent / "data"]
 
@@ -179,22 +179,23 @@ def repository_url(checkout: Path) -> str:
 
 
 def build_manifest(checkout: Path) -> dict[str, Any]:
-    """The manifest of a checkout: every file git tracks under data/, at the commit that last
-    changed data/. Refuses while data/ has changes that are not committed (they would not be at
-    that commit's URLs)."""
+    """The manifest of a checkout: every file git tracks under data/ but its READMEs (no page reads
+    them), at the commit that last changed one of those files. Refuses while one has changes that
+    are not committed (they would not be at that commit's URLs)."""
     checkout = Path(checkout)
-    dirty = _git(checkout, "status", "--porcelain", "--", "data").strip()
+    tracked = [p for p in sorted(_git(checkout, "ls-files", "-z", "--", "data").split("\0")) if p]
+    published = [p for p in tracked if not p.endswith(".md")]
+    dirty = _git(checkout, "status", "--porcelain", "--", *published).strip()
     if dirty:
         raise RuntimeError(
             f"data/ has changes that are not committed:\n{dirty}\ncommit them first: the records are "
             f"published as the files of a commit"
         )
-    ref = _git(checkout, "log", "-1", "--format=%H", "--", "data").strip()
+    ref = _git(checkout, "log", "-1", "--format=%H", "--", *published).strip()
     files = {}
-    for line in sorted(_git(checkout, "ls-files", "-z", "--", "data").split("\0")):
-        if line:
-            local = checkout / line
-            files[line.removeprefix("data/")] = {"size": local.stat().st_size, "sha256": sha256_file(local)}
+    for path in published:
+        local = checkout / path
+        files[path.removeprefix("data/")] = {"size": local.stat().st_size, "sha256": sha256_file(local)}
     return {"repository": repository_url(checkout), "ref": ref, "files": files}
 
 
