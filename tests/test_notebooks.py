@@ -138,6 +138,26 @@ def test_first_code_cell_is_the_setup_cell(path: Path):
     )
 
 
+def test_a_failed_install_stops_the_notebook_with_one_message(monkeypatch):
+    """Where pip cannot install bertlab, the setup cell stops there, naming the problem, instead of
+    running on into a ModuleNotFoundError under pip's output."""
+    import sys
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    code = TransformerManager().transform_cell(SETUP_CELL)  # %pip becomes get_ipython().run_line_magic
+    asked = []
+
+    class Shell:
+        def run_line_magic(self, name, line):
+            asked.append((name, line))  # pip "fails": nothing gets installed
+
+    monkeypatch.setitem(sys.modules, "bertlab", None)  # import bertlab raises ImportError
+    with pytest.raises(SystemExit, match="bertlab did not install"):
+        exec(code, {"get_ipython": Shell})
+    assert asked and asked[0][0] == "pip" and "bertlab[book] @ git+" in asked[0][1]
+
+
 def test_the_install_line_follows_the_repository_setting(tmp_path):
     """A fork changes the repository URL in _config.yml once; the script rewrites every notebook's
     install line, and --check fails until it has."""
