@@ -44,11 +44,13 @@ def _outputs(nb) -> str:
     return "\n".join(text)
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_chapter_11_on_colab_uses_the_books_own_bert(tmp_path):
-    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
-        pytest.skip("not a git checkout")
-    venv = tmp_path / "venv"
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory):
+    """A fresh virtual environment with bertlab installed from git, and a published records folder."""
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"]).returncode:
+        pytest.skip("needs git and a git checkout")
+    tmp = tmp_path_factory.mktemp("colab")
+    venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip())
@@ -59,10 +61,13 @@ def test_chapter_11_on_colab_uses_the_books_own_bert(tmp_path):
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-build-isolation"]
         + [f"bertlab @ git+file://{ROOT}"]
     )
-    records = tmp_path / "records"
+    records = tmp / "records"
     _run([sys.executable, "-m", "bertlab", "publish-records", "--out", str(records)], cwd=ROOT)
+    return {"venv": venv, "python": python, "records": records}
 
-    work = tmp_path / "content"  # Colab's working folder: the notebook and nothing else
+
+def run_chapter(colab, work: Path, records_url: str) -> str:
+    """Chapter 11 alone in the empty folder `work`, in the Colab environment; what it showed."""
     work.mkdir()
     shutil.copy(CHAPTER, work / CHAPTER.name)
     check = work / "check.py"
@@ -86,16 +91,30 @@ def test_chapter_11_on_colab_uses_the_books_own_bert(tmp_path):
             """
         )
     )
-    env = {**os.environ, "BERTLAB_RECORDS_URL": str(records), "BERTLAB_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "BERTLAB_RECORDS_URL": records_url, "BERTLAB_CACHE": str(work / "cache")}
     env["BERTLAB_GPU_BRANCH"] = "1"
     env.pop("BERTLAB_RECORDS", None)
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([python, check.name], cwd=work, env=env, capture_output=True, text=True)
+    done = subprocess.run([colab["python"], check.name], cwd=work, env=env, capture_output=True, text=True)
     executed = work / "executed.ipynb"
     shown = _outputs(nbformat.read(executed, as_version=4)) if executed.exists() else ""
     assert done.returncode == 0, f"chapter 11 raised on the Colab path:\n{done.stderr[-4000:]}"
     where = json.loads(next(line for line in shown.splitlines() if line.startswith("WHERE "))[6:])
-    assert str(venv) in where[0] and where[1] == "None", f"bertlab ran from {where[0]}, records from {where[1]}"
+    assert str(colab["venv"]) in where[0] and where[1] == "None", f"bertlab ran from {where[0]}, records {where[1]}"
+    return shown
+
+
+def test_chapter_11_on_colab_uses_the_books_own_bert(colab, tmp_path):
+    shown = run_chapter(colab, tmp_path / "content", str(colab["records"]))
     assert "the book's own BERT" in shown
     found = [word for word in FORBIDDEN if word in shown]
     assert not found, f"chapter 11 on the Colab path shows {found}"
+
+
+def test_chapter_11_without_its_records_says_so_and_carries_on(colab, tmp_path):
+    """Offline, or the repository unreachable: the page says in one line that the records could not
+    be fetched, runs on another encoder, and no sentence credits the book's BERT with its numbers."""
+    shown = run_chapter(colab, tmp_path / "content", "http://127.0.0.1:9/")  # nothing listens there
+    assert "could not be fetched here" in shown
+    assert "stand-in" not in shown and "Pending" not in shown
+    assert "points from the book's BERT" not in shown and "points from all-MiniLM-L6-v2" in shown

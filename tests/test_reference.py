@@ -9,6 +9,7 @@ import torch
 
 from bertlab import BertConfig, BertForPreTraining, BertForSequenceClassification, files
 from bertlab import checkpoint as ckpt
+from bertlab.data import records
 from bertlab.experiments import pilots, reference, reference_run
 
 
@@ -102,6 +103,10 @@ def test_stand_in_without_a_record(tmp_path, monkeypatch):
     assert not enc.is_reference and enc.name == "all-MiniLM-L6-v2"
     assert (enc.folder / "config.json").exists()
     assert enc.tokenizer().vocab_size == 30522
+    # the repository publishes a record that could not be had here: the page says so, not "until recorded"
+    assert "could not be fetched here" in enc.description and "stand-in" not in enc.description
+    monkeypatch.setattr(records, "manifest", lambda: {"repository": "https://github.com/a/b", "ref": "x", "files": {}})
+    assert "is not recorded in this copy" in reference.pretrained_encoder().description
 
 
 def test_cpu_record_label_and_layer_threshold(record, tmp_path, monkeypatch):

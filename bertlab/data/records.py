@@ -147,8 +147,8 @@ def missing_note(what: str, prefix: str) -> str:
     """One line (Markdown) for a page whose record the repository holds but this copy could not get."""
     why = unavailable.get(prefix) or next((v for k, v in unavailable.items() if prefix.startswith(k)), "")
     return (
-        f"> The book's record of {what} could not be fetched here{f' ({why})' if why else ''}; "
-        f"this page goes on without it. Set ${URL_ENV} to a folder written by `python -m bertlab "
+        f"> The book's records could not be fetched here{f' ({why})' if why else ''}, so {what} is not "
+        f"shown; the page goes on without it. Set ${URL_ENV} to a folder written by `python -m bertlab "
         f"publish-records`, or go online, and run the page again."
     )
 

@@ -512,7 +512,12 @@ def pretrained_encoder(
         "all-MiniLM-L6-v2",
         Path(minilm_path()),
         False,
-        f"{MINILM}; a stand-in until the book's own reference run is recorded",
+        f"{MINILM}; the book's own BERT "
+        + (
+            "could not be fetched here, so this page uses this encoder instead"
+            if records.published_files("reference_run")
+            else "is not recorded in this copy of the book, so this page uses this encoder instead"
+        ),
     )
 
 
