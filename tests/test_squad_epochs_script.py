@@ -2,6 +2,7 @@
 epoch of one schedule, each arm appended to a JSONL file as it finishes."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def test_refuses_no_epochs(script, tmp_path):
 
 
 def test_another_record_fine_tunes_and_each_row_names_it(script, tmp_path):
-    again = script.pilots.PILOTS_DIR / "record7-again"
+    # another record with its weights: the book's record copied (the kept pilots' weights left the tree)
+    again = tmp_path / "record-again"
+    shutil.copytree(script.records_dir("reference_run"), again)
     out = tmp_path / "squad_again.jsonl"
     argv = ["--epochs", "1", "--max-train", "8", "--max-eval", "4", "--record", str(again), "--out", str(out)]
     assert script.main(argv) == 0
