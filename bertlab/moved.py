@@ -21,6 +21,7 @@ import warnings
 MOVED = {
     "bertlab.registry": "bertlab.data.registry",
     "bertlab.download": "bertlab.data.download",
+    "bertlab.records": "bertlab.data.records",
     "bertlab.task_data": "bertlab.data.task_data",
     "bertlab.corpus": "bertlab.data.corpus",
     "bertlab.tokenizer": "bertlab.data.tokenizer",

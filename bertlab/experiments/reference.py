@@ -81,7 +81,7 @@ class IncompleteReferenceRun(FileNotFoundError):
 
 
 def _default_places() -> list[Path]:
-    return [records_dir("reference_run")]  # bertlab.records says where the records folder is
+    return [records_dir("reference_run")]  # bertlab.data.records says where the records folder is
 
 
 @dataclass(frozen=True)
