@@ -132,26 +132,29 @@ def test_cpu_mode_prints_one_json_line_with_the_numbers():
     assert r["cpu_allocator"] == ("kept" if GLIBC else "default")  # the runtime's setting, for both models
     assert r["mlm_predictions"] == 5 and r["ceiling_matmul"] == "256^3 float32"
     assert r["last_layer"] is True  # bertlab's step computes its last layer where the heads read it
-    # the FLOP count against the hand count, and the rates derived from it
+    # the FLOP count against the hand count, and the rates derived from it. Every figure is printed to
+    # 4 significant digits (relative error up to 5e-4 each), so a ratio of two printed figures, itself
+    # printed, can be off by up to 1.5e-3 from the ratio recomputed here
+    rounding = 2e-3
     assert r["model_flops_per_step"] == hand_count_flops()
-    assert r["bertlab_tokens_per_s"] == pytest.approx(4 * 32 / r["bertlab_s_per_step"], rel=1e-3)
-    assert r["bertlab_gflops"] == pytest.approx(hand_count_flops() / r["bertlab_s_per_step"] / 1e9, rel=1e-3)
-    assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3)
-    assert r["fraction_of_ceiling"] == pytest.approx(r["bertlab_gflops"] / r["ceiling_gflops"], rel=1e-3)
+    assert r["bertlab_tokens_per_s"] == pytest.approx(4 * 32 / r["bertlab_s_per_step"], rel=rounding)
+    assert r["bertlab_gflops"] == pytest.approx(hand_count_flops() / r["bertlab_s_per_step"] / 1e9, rel=rounding)
+    assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=rounding)
+    assert r["fraction_of_ceiling"] == pytest.approx(r["bertlab_gflops"] / r["ceiling_gflops"], rel=rounding)
     assert r["ceiling_gflops"] == max(r["ceiling_gflops_before_after"])
     # the model-shape ceiling: the step's own matmuls, timed alone, and bertlab's share of its speed
     assert r["model_shape_ceiling_tokens_per_s"] == pytest.approx(
-        4 * 32 / r["model_shape_ceiling_s_per_step"], rel=1e-3
+        4 * 32 / r["model_shape_ceiling_s_per_step"], rel=rounding
     )
     assert r["model_shape_ceiling_gflops"] == pytest.approx(
-        hand_count_flops() / r["model_shape_ceiling_s_per_step"] / 1e9, rel=1e-3
+        hand_count_flops() / r["model_shape_ceiling_s_per_step"] / 1e9, rel=rounding
     )
     assert r["fraction_of_model_shape_ceiling"] == pytest.approx(
-        r["bertlab_tokens_per_s"] / r["model_shape_ceiling_tokens_per_s"], rel=1e-3
+        r["bertlab_tokens_per_s"] / r["model_shape_ceiling_tokens_per_s"], rel=rounding
     )
     assert r["fraction_of_model_shape_ceiling"] > 0
     assert r["speedup_at_model_shape_ceiling"] == pytest.approx(
-        r["model_shape_ceiling_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3
+        r["model_shape_ceiling_tokens_per_s"] / r["transformers_tokens_per_s"], rel=rounding
     )
     assert "at the model-shape ceiling bertlab would run" in p.stdout
     assert sum(r["model_shape_ceiling_s_by_matmul"].values()) == pytest.approx(
@@ -177,8 +180,8 @@ def test_rounds_let_the_models_take_turns_and_keep_each_ones_least_disturbed_rou
         secs = r[f"{impl}_s_per_step_rounds"]
         assert len(secs) == 3 and all(s > 0 for s in secs)
         assert r[f"{impl}_s_per_step"] == min(secs)  # the least disturbed round
-        assert r[f"{impl}_tokens_per_s"] == pytest.approx(4 * 32 / min(secs), rel=1e-3)
-    assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=1e-3)
+        assert r[f"{impl}_tokens_per_s"] == pytest.approx(4 * 32 / min(secs), rel=2e-3)
+    assert r["speedup"] == pytest.approx(r["bertlab_tokens_per_s"] / r["transformers_tokens_per_s"], rel=2e-3)
     assert r["last_layer"] is True and r["model_flops_per_step"] == hand_count_flops()
     one = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--rounds", "0"], env=ENV, capture_output=True, text=True)
     assert one.returncode != 0 and "--rounds must be at least 1" in one.stderr
@@ -391,6 +394,6 @@ def test_the_allocator_benchmark_alternates_processes_and_its_record_reads(tmp_p
     assert order == [(0, "kept"), (0, "default"), (1, "default"), (1, "kept")]
     assert (r["layers"], r["hidden"], r["precision"], r["compiled"], r["dropout"]) == (2, 128, "fp32", False, 0.0)
     assert (r["mlm_probability"], r["mlm_slots"]) == (0.4, 15)  # ceil(0.4 x 32) + 2 slots
-    assert r["speedup"] == pytest.approx(r["default_s_per_step"] / r["kept_s_per_step"], rel=1e-3)
+    assert r["speedup"] == pytest.approx(r["default_s_per_step"] / r["kept_s_per_step"], rel=2e-3)
     assert all(b["s_per_step"] > 0 and b["user_s_per_step"] >= 0 for b in r["blocks"])
     assert "alternating processes" in speed.allocator_reading(r)
