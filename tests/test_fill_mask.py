@@ -1,4 +1,5 @@
-"""bertlab.analysis.fill_mask.continuation_score: a masked LM choosing between endings."""
+"""bertlab.analysis.fill_mask.continuation_score and continuation_pmi: a masked LM choosing between
+endings, by their pseudo-log-likelihood after the context, and by how much the context raises it."""
 
 import math
 from types import SimpleNamespace
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertForPreTraining
-from bertlab.analysis.fill_mask import continuation_score
+from bertlab.analysis.fill_mask import continuation_pmi, continuation_score
 
 
 class Recorder(torch.nn.Module):
@@ -61,3 +62,50 @@ def test_it_agrees_with_the_model_masked_by_hand(bert_tokenizer):
             out = model(ids, enc.token_type_ids, enc.attention_mask)  # every position's logits
             logs.append(out.mlm_logits[0, pos].log_softmax(-1)[enc.input_ids[0, pos]].item())
     assert score == pytest.approx(sum(logs) / len(logs), abs=1e-5)
+
+
+def masked_by_hand(model, tok, enc, positions):
+    """The log-probability of the true piece at each position, masked alone, one forward each."""
+    logs = []
+    with torch.no_grad():
+        for pos in positions:
+            ids = enc.input_ids.clone()
+            ids[0, pos] = tok.mask_id
+            out = model(ids, enc.token_type_ids, enc.attention_mask)  # every position's logits
+            logs.append(out.mlm_logits[0, pos].log_softmax(-1)[enc.input_ids[0, pos]].item())
+    return logs
+
+
+def test_pmi_is_the_summed_score_after_the_context_minus_the_ending_alone(bert_tokenizer):
+    torch.manual_seed(1)
+    tok = bert_tokenizer
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tok.vocab_size)).eval()
+    context, ending = "she ties her shoes", "and runs down the street"
+    paired = tok.encode(context, ending, return_tensors="pt")
+    sep = (paired.input_ids[0] == tok.sep_id).nonzero().flatten().tolist()
+    conditional = masked_by_hand(model, tok, paired, range(sep[0] + 1, sep[1]))
+    alone = tok.encode(ending, return_tensors="pt")  # [CLS] ending [SEP], one segment
+    assert (alone.token_type_ids == 0).all()
+    unconditional = masked_by_hand(model, tok, alone, range(1, alone.input_ids.shape[1] - 1))
+    assert len(conditional) == len(unconditional) == len(tok.tokenize(ending))
+    assert continuation_score(model, tok, context, ending, reduce="sum") == pytest.approx(sum(conditional), abs=1e-4)
+    pmi = continuation_pmi(model, tok, context, ending)
+    assert pmi == pytest.approx(sum(conditional) - sum(unconditional), abs=1e-4)
+    assert pmi != pytest.approx(0.0, abs=1e-3)  # the random model does read the context
+    with pytest.raises(ValueError, match="reduce"):
+        continuation_score(model, tok, context, ending, reduce="max")
+
+
+def test_a_model_blind_to_the_context_gives_every_ending_zero_pmi(bert_tokenizer):
+    """Fixed logits: each piece's probability is the same with and without the context, so its own
+    frequency, which makes "cat" far likelier than "dog" by the summed score, cancels."""
+    tok = bert_tokenizer
+    logits = torch.zeros(tok.vocab_size)
+    logits[tok.token_to_id("cat")] = 5.0
+    model = Recorder(logits)
+    cat, dog = (continuation_score(model, tok, "the pet is a", w, reduce="sum") for w in ("cat", "dog"))
+    assert cat > dog + 5
+    for ending in ("cat cat", "dog", "a very long ending about dogs"):
+        assert continuation_pmi(model, tok, "the pet is a", ending) == pytest.approx(0.0, abs=1e-4)
+    ids, segments, positions = model.calls[-1]  # the ending alone: [CLS] pieces [SEP]
+    assert (segments == 0).all() and positions.flatten().tolist() == list(range(1, ids.shape[1] - 1))

@@ -9,7 +9,8 @@ checkpoints, to watch a model leave the "frequent words" plateau: at first every
 same few frequent pieces; later the guesses follow the context. `unigram_comparison` measures
 the same thing in numbers: a masked LM against the unigram baseline (every blank filled with the
 word frequencies of the training text) on the same masked held-out tokens; `continuation_score`
-lets a masked LM choose between endings of a text (SWAG's task) without any task training.
+lets a masked LM choose between endings of a text (SWAG's task) without any task training, and
+`continuation_pmi` does so with each ending's own likelihood, without the text, taken out.
 """
 
 from __future__ import annotations
@@ -57,15 +58,20 @@ def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, f
 
 
 @torch.no_grad()
-def continuation_score(model, tokenizer, context: str, continuation: str) -> float:
-    """How well a masked LM thinks `continuation` follows `context`, with no task training: the
-    pair is packed as `[CLS] context [SEP] continuation [SEP]`, each piece of the continuation is
-    masked in turn (one copy of the sequence per piece), and the log-probabilities the model gives
-    the true pieces are averaged (a pseudo-log-likelihood, Salazar et al. 2020, per piece so that
-    long and short continuations compare). Higher is more plausible; 0 would be certainty."""
-    enc = tokenizer.encode(context, continuation, return_tensors="pt")
-    ids, segments = enc.input_ids[0], enc.token_type_ids[0]
-    where = ((segments == 1) & (ids != tokenizer.sep_id)).nonzero().flatten()  # the continuation's pieces
+def continuation_log_probs(model, tokenizer, context: str | None, continuation: str) -> torch.Tensor:
+    """The log-probability a masked LM gives each piece of `continuation` when that piece alone is
+    masked: (pieces,). The pair is packed as `[CLS] context [SEP] continuation [SEP]`; with
+    `context` None the continuation stands alone, `[CLS] continuation [SEP]`. One copy of the
+    sequence per piece, row k hiding piece k only."""
+    if context is None:
+        enc = tokenizer.encode(continuation, return_tensors="pt")
+        ids, segments = enc.input_ids[0], enc.token_type_ids[0]
+        inside = (ids != tokenizer.cls_id) & (ids != tokenizer.sep_id)
+    else:
+        enc = tokenizer.encode(context, continuation, return_tensors="pt")
+        ids, segments = enc.input_ids[0], enc.token_type_ids[0]
+        inside = (segments == 1) & (ids != tokenizer.sep_id)
+    where = inside.nonzero().flatten()  # the continuation's pieces
     if len(where) == 0:
         raise ValueError(f"continuation {continuation!r} has no pieces to score")
     n = len(where)
@@ -82,7 +88,32 @@ def continuation_score(model, tokenizer, context: str, continuation: str) -> flo
     )
     model.train(was_training)
     log_probs = out.mlm_logits[:, 0].float().log_softmax(-1)  # (n, V)
-    return float(log_probs[torch.arange(n), ids[where].to(log_probs.device)].mean())
+    return log_probs[torch.arange(n), ids[where].to(log_probs.device)].cpu()
+
+
+def continuation_score(model, tokenizer, context: str, continuation: str, reduce: str = "mean") -> float:
+    """How well a masked LM thinks `continuation` follows `context`, with no task training: the
+    pair is packed as `[CLS] context [SEP] continuation [SEP]`, each piece of the continuation is
+    masked in turn (one copy of the sequence per piece), and the log-probabilities the model gives
+    the true pieces are averaged (reduce="mean": a pseudo-log-likelihood, Salazar et al. 2020, per
+    piece so that long and short continuations compare) or summed (reduce="sum"). Higher is more
+    plausible; 0 would be certainty."""
+    if reduce not in ("mean", "sum"):
+        raise ValueError(f"reduce must be 'mean' or 'sum', got {reduce!r}")
+    logs = continuation_log_probs(model, tokenizer, context, continuation)
+    return float(logs.mean() if reduce == "mean" else logs.sum())
+
+
+def continuation_pmi(model, tokenizer, context: str, continuation: str) -> float:
+    """How much `context` raises a masked LM's belief in `continuation`: the pseudo-log-likelihood
+    of the continuation after the context minus that of the continuation alone, each summed over
+    its pieces (continuation_log_probs), an estimate of the pointwise mutual information
+    log P(continuation | context) - log P(continuation). Whatever makes a continuation probable on
+    its own, short and frequent words, counts on both sides and cancels; what is left is what the
+    context adds. Above 0: the context makes the continuation more probable."""
+    with_context = continuation_log_probs(model, tokenizer, context, continuation)
+    alone = continuation_log_probs(model, tokenizer, None, continuation)
+    return float(with_context.sum() - alone.sum())
 
 
 def probe_sentences(
