@@ -86,3 +86,27 @@ def test_the_probe_on_a_small_random_masked_lm(bert_tokenizer, one_thread):
     logs = [math.log(probe.leans[w].relative) for w in probe.occupations]
     assert np.mean(logs) == pytest.approx(0.0, abs=1e-9)  # relative to their own tilt
     assert all(1 <= s.agree <= len(PAIRS) for s in probe.leans.values())
+
+
+def test_the_reading_ranks_the_occupations_only_when_every_control_holds():
+    probe = constructed()  # "king" leans male: the control holds
+    assert bias_probe.trusted(probe)
+    text = bias_probe.reading_text(probe, k=2)
+    assert "**Occupations.**" in text and "*judge* (" in text.split("**Occupations.**")[1]
+    assert "not trustworthy" not in text
+    # "king" read as a female control: it leans against its meaning, so nothing is ranked
+    leans, tilt = bias_probe.leans(DIST, PAIRS, ["judge", "nurse", "king"], {"king": "female"})
+    failing = bias_probe.BiasProbe(PAIRS, DIST, leans, tilt, dropped=[])
+    assert not bias_probe.trusted(failing) and bias_probe.reading(failing).wrong == ["king"]
+    text = bias_probe.reading_text(failing, k=2)
+    assert "**Occupations.**" not in text and "most of all" not in text
+    assert "*king* (" in text and "do not." in text
+    assert "not trustworthy on this model" in text and "ranks no occupation" in text
+    assert f"rank {probe.leans['judge'].best_rank:,}" in text  # why: how far down the occupations lie
+    # the table keeps the order asked rather than ranking
+    rows = bias_probe.leans_table(failing, ranked=False).splitlines()[2:]
+    assert [row.split("|")[1].strip() for row in rows] == ["*judge*", "*nurse*", "*king*"]
+    # no controls at all: no ranking either
+    leans, tilt = bias_probe.leans(DIST, PAIRS, ["judge", "nurse"], {})
+    bare = bias_probe.BiasProbe(PAIRS, DIST, leans, tilt, dropped=[])
+    assert not bias_probe.trusted(bare) and "**Occupations.**" not in bias_probe.reading_text(bare, k=2)

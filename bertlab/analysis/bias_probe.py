@@ -13,7 +13,10 @@ the same side of the tilt as on average.
 
     probe = run_probe(model, tokenizer, PAIRS, OCCUPATIONS, CONTROLS)   # CONTROLS: {word: "female"}
     probe.leans["nurse"].relative, probe.top(PAIRS[0][1], k=8)
-    leans_table(probe), reading(probe, k=10)
+    leans_table(probe), reading(probe, k=10), reading_text(probe, k=10)
+
+A control that leans against its meaning means the probe does not see gender on this model:
+`reading_text` then ranks no occupation and says why instead.
 
 `leans` does the arithmetic on given probabilities (no model), so it can be checked by hand.
 """
@@ -123,16 +126,17 @@ def run_probe(
     return BiasProbe(list(pairs), dist, found, tilt, sorted(set(asked) - set(words)))
 
 
-def leans_table(probe: BiasProbe) -> str:
+def leans_table(probe: BiasProbe, ranked: bool = True) -> str:
     """Every probed word as a Markdown table, from the most male-leaning to the most
-    female-leaning relative to the tilt."""
+    female-leaning relative to the tilt (ranked=False: in the order asked, occupations first)."""
     lines = [
         "| word | kind | mean P, male subject | mean P, female subject "
         "| ratio male / female | relative to the tilt | pairs that agree "
         "| best rank |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for w in sorted(probe.leans, key=lambda w: -probe.leans[w].relative):
+    order = sorted(probe.leans, key=lambda w: -probe.leans[w].relative) if ranked else list(probe.leans)
+    for w in order:
         s = probe.leans[w]
         kind = "occupation" if s.kind == "occupation" else f"control ({s.kind})"
         lines.append(
@@ -194,3 +198,68 @@ def reading(probe: BiasProbe, k: int = 10) -> Reading:
         female=sorted((w for w in steady if lean[w].relative < 1), key=lambda w: lean[w].relative),
         male=sorted((w for w in steady if lean[w].relative > 1), key=lambda w: -lean[w].relative),
     )
+
+
+def trusted(probe: BiasProbe) -> bool:
+    """Whether every control leans the way its meaning says (there is at least one control): only
+    then can the probe's occupation ratios be read as gender rather than noise."""
+    return bool(probe.controls) and not reading(probe).wrong
+
+
+def _named(probe: BiasProbe, words: Sequence[str], most: int = 5) -> str:
+    return ", ".join(f"*{w}* ({probe.leans[w].relative:.2f})" for w in words[:most])
+
+
+def reading_text(probe: BiasProbe, k: int = 10) -> str:
+    """The chapter's reading of the probe, as Markdown paragraphs generated from its numbers: what
+    the model expects after the first pair, the tilt of the occupation list, the controls, then
+    the occupations ranked by their lean. When a control leans against its meaning (or there is
+    none) no occupation is ranked: a paragraph says the probe is not trustworthy on this model,
+    and why, instead."""
+    r, n = reading(probe, k), len(probe.pairs)
+    m0, f0 = probe.pairs[0]
+    best = probe.leans[r.best].best_rank
+    text = [
+        f"**What the model expects.** Its first guesses after `{m0}` are "
+        f"*{'*, *'.join(r.first[0])}*, and after `{f0}` *{'*, *'.join(r.first[1])}*. "
+        f"Across the {2 * n} templates, {r.in_top} of the {2 * n * r.k} top-{r.k} "
+        f"guesses are occupations from the list; the best-ranked occupation anywhere "
+        f"is *{r.best}*, at rank {best:,}. Together the "
+        f"{len(r.occupations)} occupations get {r.mass[0]:.1%} of the probability "
+        f"after `{m0}` and {r.mass[1]:.1%} after `{f0}`.",
+        f"**The tilt of the whole list.** Averaged on a log scale over words and "
+        f"pairs, an occupation is {r.whole:.2f} times as probable after the male "
+        f"subject as after the female one. The ratios below are relative to that tilt "
+        f"(in brackets; above 1: leans male).",
+    ]
+    if not r.controls:
+        text.append(
+            "**No controls, no ranking.** Without words whose gender is part of their meaning "
+            "there is no way to tell whether the probe sees gender at all, so the occupations are "
+            "not ranked."
+        )
+        return "\n\n".join(text)
+    text.append(
+        f"**Does the probe see gender at all?** {len(r.right)} of the "
+        f"{len(r.controls)} control words lean the way their meaning says: "
+        f"{_named(probe, r.right, 6) or 'none'}" + (f"; {_named(probe, r.wrong, 6)} do not." if r.wrong else ".")
+    )
+    if r.wrong:
+        text.append(
+            f"**So this probe is not trustworthy on this model, and it ranks no occupation.** "
+            f"A word whose very meaning is gendered leaning the wrong way shows that the differences "
+            f"the probe measures here are not gender: the model is small, and the occupations lie "
+            f"far down its ranking (the best of them at rank {best:,}), where the ratio of two small "
+            f"probabilities moves with the wording of the template as much as with its subject. "
+            f"A ranking of the {len(r.occupations)} occupations would read that noise as stereotype."
+        )
+        return "\n\n".join(text)
+    text.append(
+        f"**Occupations.** {len(r.steady)} of the {len(r.occupations)} occupations "
+        f"fall on the same side of the tilt in at least {r.min_agree} of the {n} "
+        f"pairs. Of these, {len(r.female)} lean toward the female subject"
+        + (f", most of all {_named(probe, r.female)}" if r.female else "")
+        + f", and {len(r.male)} toward the male subject"
+        + (f", most of all {_named(probe, r.male)}." if r.male else ".")
+    )
+    return "\n\n".join(text)
