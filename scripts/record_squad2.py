@@ -12,6 +12,12 @@ question's margin, the machine, the code's commit, the time) and the fine-tuned 
 (model.safetensors, config.json, tokenizer.json; about 11 MB), which chapter 13b loads.
 
     python scripts/record_squad2.py --epochs 2              # about 16 minutes on 2 CPU cores
+    python scripts/record_squad2.py --v1-epochs 2 --epochs 1 --fraction 0.2   # SQuAD v1.1 first
+
+With --v1-epochs N the record is first fine-tuned for N epochs on the training side's answerable
+questions alone (SQuAD v1.1, as chapter 13 fine-tunes it), and that model is then fine-tuned for
+--epochs on the mix, whose share of unanswerable questions is --fraction; the held-out side keeps
+--eval-fraction (0.5), so that its scores compare with a run without the first stage.
     python scripts/record_squad2.py --max-train 200 --max-eval 100 --out /tmp/squad2   # a smoke run
 """
 
@@ -35,6 +41,8 @@ from bertlab.training.finetune import FinetuneConfig, finetune
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--fraction", type=float, default=0.5, help="unanswerable copies per answerable question")
+parser.add_argument("--eval-fraction", type=float, default=0.5, help="the same, on the held-out side")
+parser.add_argument("--v1-epochs", type=int, default=0, help="SQuAD v1.1 epochs before the mix (0: none)")
 parser.add_argument("--other-article", type=float, default=0.5, help="share of them beside another article")
 parser.add_argument("--epochs", type=int, default=SQUAD_CPU["epochs"])
 parser.add_argument("--max-train", type=int, default=None, help="the first N answerable training questions")
@@ -53,10 +61,12 @@ train, held = split_by_article(
 )
 train, held = train[: args.max_train], held[: args.max_eval]
 train2 = squad2.with_unanswerable(train, args.fraction, seed=0, other_article=args.other_article)
-held2 = squad2.with_unanswerable(held, args.fraction, seed=1, other_article=args.other_article)
+held2 = squad2.with_unanswerable(held, args.eval_fraction, seed=1, other_article=args.other_article)
 settings = {
     "split": {k: SQUAD_CPU[k] for k in ("eval_fraction", "split_seed")},
     "unanswerable_fraction": args.fraction,
+    "eval_unanswerable_fraction": args.eval_fraction,
+    "v1_epochs_first": args.v1_epochs,
     "other_article_share": args.other_article,
     "train_questions": len(train2),
     "train_unanswerable": len(train2) - len(train),
@@ -81,14 +91,15 @@ untrained = ckpt.load_model(folder, BertForQuestionAnswering).eval()
 _, _, untrained_scores, untrained_sep = scores_of(untrained)
 print("untrained span layer:", untrained_scores, untrained_sep, flush=True)
 
-with tempfile.TemporaryDirectory() as work:
-    result = finetune(
+
+def fine_tune(init, examples, epochs, work):
+    return finetune(
         FinetuneConfig(
             task="squad",
-            init=str(folder),
+            init=str(init),
             max_len=SQUAD_CPU["max_len"],
             doc_stride=SQUAD_CPU["doc_stride"],
-            epochs=args.epochs,
+            epochs=epochs,
             lr=SQUAD_CPU["lr"],
             batch_size=SQUAD_CPU["batch_size"],
             seeds=(0,),
@@ -96,11 +107,30 @@ with tempfile.TemporaryDirectory() as work:
             out=work,
             save_models=True,
         ),
-        train_examples=train2,
+        train_examples=examples,
         eval_examples=held,  # SQuAD v1.1's scores on the answerable held-out questions
     )
+
+
+v1_first = None
+with tempfile.TemporaryDirectory() as work:
+    init = folder
+    if args.v1_epochs:
+        first = fine_tune(folder, train, args.v1_epochs, str(Path(work) / "v1"))
+        print("SQuAD v1.1 first:", first.summary(), flush=True)
+        init = Path(work) / "v1" / "seed-0"
+        v1_model = ckpt.load_model(init, BertForQuestionAnswering).eval()
+        _, _, v1_scores, v1_sep = scores_of(v1_model)
+        print("after SQuAD v1.1:", v1_scores, v1_sep, flush=True)
+        v1_first = {
+            "v1_answerable_only": first.runs[0].metrics,
+            "squad2": v1_scores,
+            "separation": v1_sep,
+            "seconds": round(first.runs[0].seconds, 1),
+        }
+    result = fine_tune(init, train2, args.epochs, str(Path(work) / "mix"))
     print(result.summary(), flush=True)
-    model = ckpt.load_model(Path(work) / "seed-0", BertForQuestionAnswering).eval()
+    model = ckpt.load_model(Path(work) / "mix" / "seed-0", BertForQuestionAnswering).eval()
 margins, span_f1, trained_scores, trained_sep = scores_of(model)
 print("fine-tuned:", trained_scores, trained_sep, flush=True)
 
@@ -118,12 +148,13 @@ write_json(
         "untrained_span_layer": untrained_scores,
         "separation": {"untrained_span_layer": untrained_sep, "fine_tuned": trained_sep},
         "v1_answerable_only": result.runs[0].metrics,
+        "after_v1_first": v1_first,  # the model after the SQuAD v1.1 stage (None without one)
         "margins": [round(float(m), 3) for m in margins],
         "has_answer": [bool(ex.answers) for ex in held2],
         "kind": [squad2.kind_of(ex) for ex in held2],
         "span_f1": [round(float(f), 4) for f in span_f1],  # each question's best span against its gold answers
         "seconds": round(time.perf_counter() - t0, 1),
-        "finetune_seconds": round(result.runs[0].seconds, 1),
+        "finetune_seconds": round(result.runs[0].seconds + (v1_first or {}).get("seconds", 0.0), 1),
         "machine": machine(make_runtime("cpu", "auto", distributed=False)),
         "git_commit": git_commit(),
     },

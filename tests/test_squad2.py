@@ -176,9 +176,11 @@ def test_demo_reading_follows_the_margins_and_the_record():
     margins = {"answerable": -1.6, "no answer": -1.0}
     text = squad2.demo_reading(margins, record(), n_spans=500, cut_word=False)
     assert "margins are -1.60 for the question the paragraph answers and -1.00" in text
+    assert "the wrong way round" in text  # the question without an answer has the larger margin
     assert "(-1.50) it abstains on the first and answers the second." in text
     good = squad2.demo_reading({"answerable": 2.0, "no answer": -3.0}, record(), 500, cut_word=True)
     assert "it answers the first and abstains on the second." in good and "cuts a word in two" in good
+    assert "wrong way round" not in good
     shy = squad2.demo_reading({"answerable": -2.0, "no answer": -3.0}, record(), 500, cut_word=False)
     assert "it abstains on both." in shy  # the fine-tuned record's own demo: both margins below tau
     keen = squad2.demo_reading({"answerable": 2.0, "no answer": 1.0}, record(), 500, cut_word=False)
@@ -188,3 +190,25 @@ def test_demo_reading_follows_the_margins_and_the_record():
     )
     untrained = squad2.demo_reading({"answerable": 0.3, "no answer": -0.2}, None, 5775, False)
     assert "the untrained layer answers one of the two questions" in untrained and "5,775 span scores" in untrained
+
+
+def test_the_verdict_says_first_whether_the_model_can_abstain():
+    good = record() | {"v1_answerable_only": {"f1": 40.0, "exact_match": 30.0}}
+    assert squad2.can_abstain(good)  # a tau that answers, separation 0.7
+    text = squad2.verdict(good)
+    assert text.startswith("**The book's BERT has learned part of when to abstain.**")
+    assert "at 0.70" in text and "scores 45.0 F1 against 33.3" in text and "40.0 F1 on the answerable" in text
+    assert f"{squad2.PAPER_SQUAD2_TEST_F1} F1 on SQuAD 2.0's test set" in text
+    # margins close to chance, best served by abstaining everywhere: the record of chapter 13b
+    weak = record() | {"v1_answerable_only": {"f1": 11.5, "exact_match": 5.1}}
+    weak["separation"] = {**weak["separation"], "fine_tuned": {"all": 0.51}}
+    weak["fine_tuned"] = {**weak["fine_tuned"], "tau": None, "f1": 33.3, "has_answer_f1": 0.0}
+    assert not squad2.can_abstain(weak)
+    text = squad2.verdict(weak)
+    assert text.startswith("**The book's BERT cannot yet abstain.**")
+    assert "at 0.51, where 0.5 is chance" in text and "abstains on every question" in text
+    assert "scores 11.5 F1 on the answerable held-out questions" in text and "learned part" not in text
+    # a threshold that answers, but margins near chance: still cannot abstain
+    near = record() | {"v1_answerable_only": {"f1": 11.5, "exact_match": 5.1}}
+    near["separation"] = {**near["separation"], "fine_tuned": {"all": 0.55}}
+    assert not squad2.can_abstain(near) and "an F1 of only 30.2" in squad2.verdict(near)

@@ -273,6 +273,51 @@ def reading(record_: dict[str, Any]) -> str:
     return text
 
 
+# Quoted from Devlin et al. (2018): BERT-Large, a single model. Table 2: SQuAD v1.1 dev F1;
+# Table 3: SQuAD 2.0 test F1.
+PAPER_V1_DEV_F1 = 90.9
+PAPER_SQUAD2_TEST_F1 = 83.1
+SEPARATES = 0.6  # a separation (ROC area) below this is read as close to chance (0.5)
+
+
+def can_abstain(record_: dict[str, Any]) -> bool:
+    """Whether the fine-tuned model of the record has learned to abstain: a threshold that
+    answers some questions beats abstaining everywhere, and its margins separate the questions with
+    an answer from those without at SEPARATES or better."""
+    return record_["fine_tuned"]["tau"] is not None and record_["separation"]["fine_tuned"]["all"] >= SEPARATES
+
+
+def verdict(record_: dict[str, Any]) -> str:
+    """One paragraph, generated from the record, saying first whether the book's BERT can abstain
+    (can_abstain), with the numbers that show it, and why; then the paper's figure, quoted."""
+    after, sep = record_["fine_tuned"], record_["separation"]["fine_tuned"]["all"]
+    v1 = record_["v1_answerable_only"]["f1"]
+    paper = (
+        f"BERT-Large, which finds {PAPER_V1_DEV_F1} F1 of SQuAD v1.1's dev answers, reaches "
+        f"{PAPER_SQUAD2_TEST_F1} F1 on SQuAD 2.0's test set (both quoted from the paper, Tables 2 and 3)."
+    )
+    if not can_abstain(record_):
+        best = (
+            "abstains on every question"
+            if after["tau"] is None
+            else f"answers the questions with an answer with an F1 of only {after['has_answer_f1']:.1f}"
+        )
+        return (
+            f"**The book's BERT cannot yet abstain.** Fine-tuned with unanswerable questions, its margins "
+            f"separate the held-out questions with an answer from those without at {sep:.2f}, where 0.5 is "
+            f"chance and 1 a perfect split, and its best threshold {best}. The reason is upstream of the "
+            f"threshold: to tell that a paragraph holds no answer, a model must first find answers where "
+            f"they are, and this one scores {v1:.1f} F1 on the answerable held-out questions. What follows "
+            f"shows the rule and how its threshold is chosen, not a model that uses it well. " + paper
+        )
+    return (
+        f"**The book's BERT has learned part of when to abstain.** Its margins separate the held-out "
+        f"questions with an answer from those without at {sep:.2f} (0.5 is chance, 1 a perfect split), and "
+        f"its best threshold scores {after['f1']:.1f} F1 against {after['abstain_everywhere_f1']:.1f} for "
+        f"abstaining everywhere; it scores {v1:.1f} F1 on the answerable held-out questions. " + paper
+    )
+
+
 def demo_reading(margins: dict[str, float], record_: dict[str, Any] | None, n_spans: int, cut_word: bool) -> str:
     """Chapter 13b's sentences under its two-question demo: `margins` {"answerable": m, "no answer":
     m} of the model it ran, `record_` the SQuAD 2.0 record when that model was the fine-tuned one
@@ -294,8 +339,11 @@ def demo_reading(margins: dict[str, float], record_: dict[str, Any] | None, n_sp
         tau = record_["fine_tuned"]["tau"]
         text += (
             f"The fine-tuned model's margins are {margins['answerable']:+.2f} for the question the paragraph "
-            f"answers and {margins['no answer']:+.2f} for the one it does not; "
+            f"answers and {margins['no answer']:+.2f} for the one it does not"
         )
+        if margins["answerable"] <= margins["no answer"]:
+            text += " (the wrong way round: the question without an answer looks no less answerable to it)"
+        text += "; "
         if tau is None:
             text += "its held-out questions were best served by abstaining everywhere."
         else:
