@@ -44,7 +44,10 @@ def test_the_difference_of_two_accuracies_has_the_standard_errors_of_both():
 )
 def test_the_gap_is_read_against_its_noise(pre, scratch, verdict):
     words = fc.gap_words(result("pre", [pre], [0.5]), result("scratch", [scratch], [0.6]), 872)
-    assert f"worth {pre - scratch:+.1f} points here (one seed each;" in words
+    assert f"In this live run pre-training is worth {pre - scratch:+.1f} points (one seed each;" in words
+    reading = fc.live_gain(result("p", [pre], [0.5]), result("s", [scratch], [0.6]), 872)
+    expected = {"cannot tell the two apart": "within the noise of", "rarely makes": "clear of"}
+    assert reading.words == next((w for k, w in expected.items() if k in verdict), "below")
     assert verdict in words
     assert ("learning curve" in words) == (verdict == "cannot tell the two apart")
 
@@ -52,7 +55,7 @@ def test_the_gap_is_read_against_its_noise(pre, scratch, verdict):
 def test_medians_of_several_seeds_are_named_as_such():
     pre = result("pre", [75.0, 74.0, 76.0], [0.4, 0.5, 0.45])
     scratch = result("scratch", [70.0, 69.0, 71.0], [0.6, 0.6, 0.6])
-    assert "(the median of 3 seeds each;" in fc.gap_words(pre, scratch, 872)
+    assert "(the median of three seeds each;" in fc.gap_words(pre, scratch, 872)
     assert fc.final_loss(pre) == 0.45  # the median seed's last epoch
 
 
@@ -64,7 +67,7 @@ def test_the_reading_names_steps_sentences_baselines_and_the_comparison():
     assert "reaches 71.3%, 20.4 points above the majority" in text
     assert "its training loss ends below ln 2 (0.410 against 0.693)" in text
     assert "its training loss ends at about ln 2 (0.693 against 0.693)" in text
-    assert "Pre-training is worth -1.5 points here" in text and "cannot tell the two apart" in text
+    assert "In this live run pre-training is worth -1.5 points" in text and "cannot tell the two apart" in text
     assert "One dev sentence is 0.11 points; one standard error of the majority baseline, 1.7." in text
     assert text.endswith("reaches 80.1% on the same sentences, +8.8 points from the book's BERT.")
     assert "MiniLM" not in fc.reading(pre, scratch, None, 50.9, 872, 2000)

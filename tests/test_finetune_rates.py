@@ -176,3 +176,15 @@ def test_the_script_will_not_resume_a_file_begun_on_another_kind_of_machine(scri
 def test_the_script_refuses_a_rate_that_is_not_positive(script, tmp_path):
     with pytest.raises(SystemExit):
         script.main(["--lrs", "0", "--out", str(tmp_path / "x.jsonl")])
+
+
+def test_a_gain_below_the_noise_says_the_model_from_scratch_is_ahead():
+    rows = [
+        row("pretrained", 5e-4, [60.0] * 3),
+        row("scratch", 5e-4, [75.0] * 3),
+        row("pretrained", 1e-3, [59.0] * 3),
+        row("scratch", 1e-3, [74.0] * 3),
+    ]
+    text = grid_reading(rate_grid(rows), n_dev=872)
+    assert "-15.0 at each arm's best is more than two standard errors" in text
+    assert "with the model from scratch ahead" in text and "pre-trained encoder ahead" not in text

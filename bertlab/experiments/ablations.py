@@ -32,7 +32,9 @@ from typing import Any
 
 from bertlab.data.records import records_dir
 from bertlab.files import write_json
+from bertlab.prose import count, number
 from bertlab.runtime import git_commit, machine, make_runtime
+from bertlab.verdict import CLEAR, WITHIN, Reading
 
 ABLATIONS_DIR = records_dir("ablations")
 RECORD_FILE = "ablations.json"
@@ -303,10 +305,17 @@ def gap(record_: dict[str, Any], task: str, a: str, b: str) -> float:
 NAMES = {"sst2": "SST-2", "mrpc": "MRPC", "conll2003": "CoNLL-2003", "accuracy": "accuracy", "f1": "F1"}
 
 
+def seeds_reading(a: dict[str, Any], b: dict[str, Any]) -> Reading:
+    """`a`'s median less `b`'s (results with "median" and "scores"), read against the seeds' range
+    (bertlab.verdict, Reading.from_seeds): "clear of" only when every seed of `a` is above every
+    seed of `b`."""
+    return Reading.from_seeds(a["scores"], b["scores"], gain=a["median"] - b["median"])
+
+
 def seeds_apart(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two fine-tunings' seed scores do not overlap: every seed of one above every seed of
-    the other (`a`, `b`: results with "scores")."""
-    return min(a["scores"]) > max(b["scores"]) or min(b["scores"]) > max(a["scores"])
+    the other (`a`, `b`: results with "scores"); `seeds_reading` says which way."""
+    return Reading.from_seeds(a["scores"], b["scores"]).words != WITHIN
 
 
 def heldout_rows(record_: dict[str, Any]) -> list[dict[str, Any]]:
@@ -448,15 +457,17 @@ def compare_with_paper(
     record_: dict[str, Any], paper: dict[tuple[str, str, str], float | None] | None = None
 ) -> list[dict[str, Any]]:
     """Each comparison of `paper` (default PAPER_GAPS) whose task the record fine-tuned: `task`,
-    `a`, `b`, `paper` (the quoted gap or None), `ours` (the difference of the medians), `apart`
-    (the two models' seed scores do not overlap) and `same` (our gap has the paper's sign; True
-    where the paper has no figure)."""
+    `a`, `b`, `paper` (the quoted gap or None), `ours` (the difference of the medians), `reading`
+    (`seeds_reading`: the gain against the seeds' range), `apart` (the two models' seed scores do
+    not overlap: the reading is not "within the noise of") and `same` (our gap has the paper's sign;
+    True where the paper has no figure)."""
     entries = finetune_entries(record_)
     out = []
     for (task, a, b), paper_gap in (PAPER_GAPS if paper is None else paper).items():
         if task not in record_["finetuning"]["tasks"] or task not in entries[a] or task not in entries[b]:
             continue
         ours = gap(record_, task, a, b)
+        reading = seeds_reading(entries[a][task], entries[b][task])
         out.append(
             {
                 "task": task,
@@ -464,7 +475,8 @@ def compare_with_paper(
                 "b": b,
                 "paper": paper_gap,
                 "ours": ours,
-                "apart": seeds_apart(entries[a][task], entries[b][task]),
+                "reading": reading,
+                "apart": reading.words != WITHIN,
                 "same": paper_gap is None or (ours > 0) == (paper_gap > 0),
             }
         )
@@ -556,6 +568,135 @@ def beside_reference_table(b: BesideReference) -> str:
     return "\n".join(lines)
 
 
+def reference_differences(record_: dict[str, Any], ref: Any, model: str = "MLM, no NSP") -> list[str]:
+    """How the reference run `ref` pre-trained differently from the study's `model`, besides its
+    length, in words read from both records' settings: the layers' norm position, segments per
+    sequence, sequence lengths and the share of pieces masked. Empty when none of those differ."""
+    # local: the recipes live in the training layer; reading the record alone should not need it
+    from bertlab.training.recipes import get_recipe
+
+    theirs = ref.provenance.get("settings", {})
+    pt, ours = record_["pretraining"], record_["models"][model]["settings"]
+    recipe = get_recipe(pt["recipe"])
+    out = []
+    norm = (ours.get("norm_position") or recipe.norm_position, theirs.get("norm_position"))
+    if norm[1] is not None and norm[0] != norm[1]:
+        out.append(f"{norm[1]}-LN layers where the study's are {norm[0]}-LN")
+    pairs = (bool(ours.get("segment_pairs") or ours.get("nsp")), theirs.get("segment_pairs"))
+    if pairs[1] is not None and pairs[0] != bool(pairs[1]):
+        segments = ("one segment", "two segments")
+        out.append(f"{segments[bool(pairs[1])]} per sequence where the study's have {segments[pairs[0]]}")
+    if theirs.get("phases"):
+        lengths = sorted({int(phase.split(":")[1]) for phase in theirs["phases"].split(",")})
+        if lengths != [pt["seq_len"]]:
+            out.append(
+                f"sequences of {lengths[0]} to {lengths[-1]} tokens in {count(len(lengths), 'phase')} "
+                f"where the study's are {pt['seq_len']} tokens throughout"
+            )
+    mask = (ours.get("mlm_probability", 0.15), theirs.get("mlm_probability"))
+    if mask[1] is not None and mask[0] != mask[1]:
+        out.append(f"{mask[1]:.0%} of the pieces masked where the study masks {mask[0]:.0%}")
+    return out
+
+
+def beside_reference_reading(b: BesideReference, differences: list[str], measured: Reading | None = None) -> str:
+    """The paragraph under `beside_reference_table`: what the reference run is beside the study's
+    model (the token positions, the `differences` in its settings: `reference_differences`), the
+    study's gain and the reference run's on SST-2, each with its bertlab.verdict reading, and what
+    follows. `measured` is the reference run's gain at the study's size read with more seeds
+    (finetune_seeds.SeedGains.reading()): the number to quote; the pipeline's own seeds are shown
+    as such."""
+    study = seeds_reading(b.study_pretrained, b.study_scratch)
+    text = (
+        f"The reference run saw {b.ref_tokens / b.study_tokens:.1f} times the token positions of the study's "
+        f"model and reached {b.ref_acc:.1%} held-out MLM accuracy against {b.study_acc:.1%}"
+    )
+    if differences:
+        text += (
+            f"; it is not the same model merely trained longer, for it also differs in "
+            f"{count(len(differences), 'setting')}: " + "; ".join(differences)
+        )
+    text += (
+        f". On SST-2 with {b.train_examples:,} labelled sentences the study's pre-training gains "
+        f"{study.phrase('its scratch control')}."
+    )
+    ref = measured
+    if b.ref_pretrained is not None:
+        pipeline = seeds_reading(b.ref_pretrained, b.ref_scratch)
+        if measured is None:
+            ref = pipeline
+            text += f" The reference run's gain there is {pipeline.phrase('scratch')}."
+        else:
+            text += (
+                f" The reference run's gain there, measured with more seeds, is {measured.phrase('scratch')}; "
+                f"its pipeline's own {number(len(b.ref_pretrained['scores']))} seeds gave "
+                f"{signed_words(pipeline)}, too few to read a gain of this size."
+            )
+    elif measured is not None:
+        text += f" The reference run's gain there, measured with more seeds, is {measured.phrase('scratch')}."
+    if ref is None:
+        return text
+    if ref.words == CLEAR and not study.clear:
+        text += (
+            " So the study's null result on SST-2 is a statement about its budget and settings: with the "
+            "reference run's pre-training the gain is clear of scratch."
+        )
+    elif ref.words != CLEAR:
+        text += (
+            f" So the null result is not only this study's budget: at BERT-Mini's size and up to "
+            f"{b.ref_tokens / 1e6:.0f}M token positions, a judgement about a whole sentence from "
+            f"{b.train_examples:,} labelled ones gains little from the masked LM."
+        )
+    return text
+
+
+def signed_words(r: Reading) -> str:
+    """'+0.6 (within the noise of scratch by the three seeds' range, -1.6 to +2.1)'."""
+    return f"{r.gain:+.1f} ({r.words} scratch by {r.how}, {r.band_words()})"
+
+
+def results_summary(
+    verdicts: list[dict[str, Any]], measured: Reading | None = None, train_examples: int | None = None
+) -> list[str]:
+    """The chapter's three results as summary bullets, generated from `compare_with_paper`'s readings
+    (the same ones its table shows): the pre-training tasks, the model sizes, and pre-training at all
+    (the study's scratch comparisons, and the reference run's `measured` gain at `train_examples`)."""
+    groups = (
+        (
+            "The pre-training tasks (Table 5's question, at BERT-Mini's size)",
+            lambda v: v["a"] in TASK_MODELS and v["b"] in TASK_MODELS,
+        ),
+        ("Model size (Table 6's question)", lambda v: v["b"] in SIZE_MODELS[:-1]),
+        ("Pre-training at all, against the scratch control", lambda v: v["b"] == SCRATCH),
+    )
+    bullets = []
+    for title, chosen in groups:
+        vs = [v for v in verdicts if chosen(v)]
+        if not vs and not (measured is not None and title.startswith("Pre-training at all")):
+            continue
+        clear = [v for v in vs if v["reading"].words != WITHIN]
+        parts = [
+            f"{v['a']} {v['reading'].words} {v['b']} on {NAMES.get(v['task'], v['task'])} ({v['ours']:+.1f})"
+            for v in clear
+        ]
+        rest = len(vs) - len(clear)
+        if rest:
+            if clear:
+                which = "the other comparison stays" if rest == 1 else f"the other {count(rest, 'comparison')} stay"
+            else:
+                which = "the one comparison stays" if rest == 1 else f"all {count(rest, 'comparison')} stay"
+            parts.append(f"{which} within the seeds' noise")
+        text = f"{title}: " + ("; ".join(parts) if parts else "no comparison in the record")
+        if measured is not None and title.startswith("Pre-training at all"):
+            size = f" with {train_examples:,} labelled sentences" if train_examples else ""
+            text += (
+                f". The reference run, pre-trained longer and with other settings, gains on SST-2{size} "
+                f"{measured.phrase('scratch')}"
+            )
+        bullets.append(text + ".")
+    return bullets
+
+
 def _slug(name: str) -> str:
     keep = "".join(c.lower() if c.isalnum() else "-" for c in name)
     while "--" in keep:
@@ -585,4 +726,8 @@ __all__ = [
     "BesideReference",
     "beside_reference",
     "beside_reference_table",
+    "beside_reference_reading",
+    "reference_differences",
+    "results_summary",
+    "seeds_reading",
 ]

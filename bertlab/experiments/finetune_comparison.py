@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 
-from bertlab.tasks.metrics import clears, difference_standard_error, standard_error
+from bertlab.prose import count
+from bertlab.tasks.metrics import against_baseline, against_each_other, standard_error
 from bertlab.training.finetune import FinetuneResult
+from bertlab.verdict import BELOW, CLEAR, Reading
 
 
 def final_loss(result: FinetuneResult) -> float:
@@ -19,8 +21,11 @@ def final_loss(result: FinetuneResult) -> float:
 def against_majority(result: FinetuneResult, majority: float, n_dev: int) -> str:
     """'71.3%, 20.2 points above the majority' or '52.1%, within two standard errors of the
     majority class'."""
-    if clears(result.median, majority, n_dev):
-        return f"{result.median:.1f}%, {result.median - majority:.1f} points above the majority"
+    above = against_baseline(result.median, majority, n_dev)
+    if above.words == CLEAR:
+        return f"{result.median:.1f}%, {above.gain:.1f} points above the majority"
+    if above.words == BELOW:
+        return f"{result.median:.1f}%, more than two standard errors below the majority class"
     return f"{result.median:.1f}%, within two standard errors of the majority class"
 
 
@@ -31,25 +36,31 @@ def loss_words(result: FinetuneResult) -> str:
     return f"its training loss ends {where} ln 2 ({loss:.3f} against {math.log(2):.3f})"
 
 
+def live_gain(pretrained: FinetuneResult, scratch: FinetuneResult, n_dev: int) -> Reading:
+    """Pre-training's gain in a live run (medians), read against two standard errors of a difference
+    of two accuracies on `n_dev` sentences (bertlab.verdict)."""
+    return against_each_other(pretrained.median, scratch.median, n_dev)
+
+
 def gap_words(pretrained: FinetuneResult, scratch: FinetuneResult, n_dev: int) -> str:
     """Pre-training's gain (medians) set against the standard error of a difference of two
     accuracies on `n_dev` sentences, and what that lets one conclude."""
-    gap = pretrained.median - scratch.median
-    se = difference_standard_error(pretrained.median, scratch.median, n_dev)
+    r = live_gain(pretrained, scratch, n_dev)
+    se = (r.high - r.gain) / 2
     seeds = len(pretrained.runs)
-    runs = "one seed" if seeds == 1 else f"the median of {seeds} seeds"
+    runs = "one seed" if seeds == 1 else f"the median of {count(seeds, 'seed')}"
     head = (
-        f"Pre-training is worth {gap:+.1f} points here ({runs} each; the difference between two "
-        f"accuracies on {n_dev:,} sentences has a standard error of about {se:.1f} points)"
+        f"In this live run pre-training is worth {r.gain:+.1f} points ({runs} each; the difference "
+        f"between two accuracies on {n_dev:,} sentences has a standard error of about {se:.1f} points)"
     )
-    if gap > 2 * se:
+    if r.words == CLEAR:
         return head + ": more than two standard errors, a gain the dev set's luck alone rarely makes."
-    if gap < -2 * se:
+    if r.words == BELOW:
         return head + ": the model from scratch is ahead by more than two standard errors."
     return (
         head + ": within two standard errors, so this run alone cannot tell the two apart. The "
-        "record's learning curve further down, three seeds at each number of labelled sentences, "
-        "is the measurement to read."
+        "record's learning curve further down, and the same fine-tuning run with more seeds, are "
+        "the measurement to read."
     )
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from bertlab.prose import count, rate
-from bertlab.tasks.metrics import difference_standard_error
+from bertlab.tasks.metrics import against_each_other
+from bertlab.verdict import CLEAR, WITHIN
 
 ARMS = ("pretrained", "scratch")
 
@@ -135,15 +136,16 @@ def grid_reading(grid: RateGrid, n_dev: int) -> str:
             text += f", so the shared rate understates pre-training's gain by {best - at:.1f} points. "
     else:
         text += f"With each arm at its own best rate pre-training gains {best:+.1f} points. "
-    se = difference_standard_error(m_p, m_s, n_dev)
-    if abs(best) > 2 * se:
-        verdict = "more than two standard errors"
-        then = "a difference the dev set's luck alone rarely makes"
-    else:
+    r = against_each_other(m_p, m_s, n_dev)
+    if r.words == WITHIN:
         verdict = "within two standard errors"
         then = "so on this dev set alone the two arms are hard to tell apart"
+    else:
+        verdict = "more than two standard errors"
+        ahead = "pre-trained encoder" if r.words == CLEAR else "model from scratch"
+        then = f"a difference the dev set's luck alone rarely makes, with the {ahead} ahead"
     text += (
-        f"A gain of {best:+.1f} at each arm's best is {verdict} ({2 * se:.1f} points) of a difference "
+        f"A gain of {best:+.1f} at each arm's best is {verdict} ({r.high - r.gain:.1f} points) of a difference "
         f"between two accuracies on {n_dev:,} sentences, {then}. Choosing each arm's rate on the dev "
         "set flatters both arms alike, by the luck of the best of several tries."
     )

@@ -10,6 +10,7 @@ order of the batches and the dropout masks. Running more seeds of the same fine-
     g = seed_gains(rows, train_examples=2000)     # one task, size and rate; both arms, same seeds
     g.gain(), g.paired(), g.first(3).gain()       # the gain of the medians; per seed; the first 3
     g.interval()                                  # a bootstrap over the seeds (paired)
+    g.reading()                                   # the gain and that interval, as bertlab.verdict reads it
     seeds_reading(g, target=3.0)                  # the sentence the book prints
     squad_seed_gains(rows, "data/reference_run")  # SQuAD rows of one seed each (record_squad_epochs)
 """
@@ -23,6 +24,7 @@ from typing import Any, Sequence
 
 from bertlab.experiments.finetune_rates import ARMS
 from bertlab.prose import count, number, rate, verb_agreeing
+from bertlab.verdict import Reading
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,13 @@ class SeedGains:
         gains.sort()
         tail = (1 - level) / 2
         return gains[int(tail * draws)], gains[min(draws - 1, int((1 - tail) * draws))]
+
+    def reading(self, level: float = 0.9) -> Reading:
+        """`gain()` with its bootstrap `interval(level)`, for bertlab.verdict's words: the one
+        reading of this result that every page quotes."""
+        low, high = self.interval(level)
+        how = f"{level:.0%} of bootstrap draws over {count(len(self.seeds), 'seed')}"
+        return Reading(self.gain(), low, high, how)
 
 
 def seed_gains(
@@ -155,8 +164,10 @@ def squad_seed_gains(
 
 def seeds_reading(g: SeedGains, shown: int = 3, target: float | None = None, level: float = 0.9) -> str:
     """In words: the gain over all the seeds, what the first `shown` seeds (the reference run's)
-    said, the paired gains' range, a bootstrap interval and, with a target, how many seeds reach it."""
-    n, lo_hi = len(g.seeds), g.interval(level)
+    said, the paired gains' range, a bootstrap interval with its verdict (bertlab.verdict: "clear of"
+    scratch only when the interval excludes zero) and, with a target, how many seeds reach it."""
+    n, r = len(g.seeds), g.reading(level)
+    lo_hi = (r.low, r.high)
     paired = g.paired()
     size = f" with {g.train_examples:,} labelled sentences" if g.train_examples else ""
     text = (
@@ -170,13 +181,22 @@ def seeds_reading(g: SeedGains, shown: int = 3, target: float | None = None, lev
     text += (
         f". Seed by seed (the same seed draws the same batches in both arms) the gain runs from "
         f"{min(paired):+.1f} to {max(paired):+.1f}; drawing the {count(n, 'seed')} again with replacement puts the "
-        f"gain of the medians between {lo_hi[0]:+.1f} and {lo_hi[1]:+.1f} in {level:.0%} of the draws."
+        f"gain of the medians between {lo_hi[0]:+.1f} and {lo_hi[1]:+.1f} in {level:.0%} of the draws: "
+        f"{_verdict_sentence(r.words)}."
     )
     if target is not None:
         reach = sum(p >= target for p in paired)
         reaches = verb_agreeing(reach, "reaches")
         text += f" {number(reach).capitalize()} of the {count(n, 'seed')} {reaches} a gain of {target:+g}."
     return text
+
+
+def _verdict_sentence(words: str) -> str:
+    """What a bootstrap interval's verdict (bertlab.verdict) says of pre-training's gain."""
+    return {
+        "clear of": "the gain is clear of scratch, the interval excluding zero",
+        "below": "pre-training is below scratch, the interval wholly under zero",
+    }.get(words, "the gain is within the noise of scratch, the interval reaching zero")
 
 
 def replay_reading(

@@ -45,6 +45,7 @@ from typing import Any
 from bertlab.data.records import records_dir
 from bertlab.experiments.reference import ReferenceRun
 from bertlab.prose import TASK_TITLES, number
+from bertlab.verdict import WITHIN, verdict
 
 # The earlier runs of the record's pretraining settings, under the records folder: the book's
 # previous record, whose fine-tuning ran its seeds one at a time and CoNLL-2003 with three seeds
@@ -585,10 +586,17 @@ def gains_note(rows: Sequence[dict[str, Any]]) -> str:
 
 def beyond_chance(rows: Sequence[dict[str, Any]], noise: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The gain rows of a comparison (`rows`) that moved further than the same gain moved when the
-    record's settings were made again (`noise`, that pair's `rerun_rows`); a gain `noise` lacks is
-    left out."""
+    record's settings were made again (`noise`, that pair's `rerun_rows`, or `spread_rows`); a gain
+    `noise` lacks is left out. The reading is bertlab.verdict's, with the move as the noise and one
+    sigma: a change is beyond chance when change -/+ that move excludes zero."""
     moved = _chance_moves(noise)
-    return [r for r in _compared(rows, moved) if abs(r["change"]) > moved[(r["task"], r["train_examples"])]]
+    return [r for r in _compared(rows, moved) if change_verdict(r, moved) != WITHIN]
+
+
+def change_verdict(row: dict[str, Any], moved: dict[tuple[str, int | None], float]) -> str:
+    """bertlab.verdict's words for how far a gain row's `change` moved, against how far the same gain
+    moved with no change of settings (`_chance_moves`)."""
+    return verdict(row["change"], moved[(row["task"], row["train_examples"])], sigmas=1.0)
 
 
 def _chance_moves(noise: Sequence[dict[str, Any]]) -> dict[tuple[str, int | None], float]:

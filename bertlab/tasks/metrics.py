@@ -19,7 +19,8 @@
 
     standard error       how far an accuracy measured on n examples may move by the luck of the
                          sample: 100 sqrt(p (1 - p) / n) points; `clears` asks whether a score
-                         lies more than two of them above a baseline
+                         lies more than two of them above a baseline, and `against_baseline`
+                         reads it in bertlab.verdict's words
 
 Every score is returned as a percentage (0-100), as the paper reports them.
 The three correlations, which lie in [-1, 1], are returned times 100 (in [-100, 100]), as GLUE
@@ -35,6 +36,8 @@ import string
 from typing import Any, Iterable, Sequence
 
 import torch
+
+from bertlab.verdict import CLEAR, Reading
 
 
 def _flat(x: Any) -> torch.Tensor:
@@ -73,10 +76,32 @@ def difference_standard_error(a: float, b: float, n: int) -> float:
     return math.hypot(standard_error(a, n), standard_error(b, n))
 
 
+def against_baseline(score: float, baseline: float, n: int, sigmas: float = 2.0) -> Reading:
+    """`score` less `baseline` (an accuracy in % on `n` examples), read against `sigmas` standard
+    errors of the baseline (bertlab.verdict): "clear of" it only beyond them."""
+    se = standard_error(baseline, n)
+    how = f"{_sigmas_words(sigmas)} of {se:.1f} points on {n:,} examples"
+    return Reading.from_noise(score - baseline, se, how, sigmas)
+
+
+def against_each_other(a: float, b: float, n: int, sigmas: float = 2.0) -> Reading:
+    """`a` less `b` (two accuracies in % on the same `n` examples), read against `sigmas` standard
+    errors of their difference (`difference_standard_error`, bertlab.verdict)."""
+    se = difference_standard_error(a, b, n)
+    how = f"{_sigmas_words(sigmas)} of a difference on {n:,} examples, {se:.1f} points each"
+    return Reading.from_noise(a - b, se, how, sigmas)
+
+
+def _sigmas_words(sigmas: float) -> str:
+    words = {1.0: "one standard error", 2.0: "two standard errors", 3.0: "three standard errors"}
+    return words.get(float(sigmas), f"{sigmas:g} standard errors")
+
+
 def clears(score: float, baseline: float, n: int, sigmas: float = 2.0) -> bool:
     """Whether `score` lies more than `sigmas` standard errors of `baseline` (an accuracy in %
-    on `n` examples) above it: a difference the sample's luck alone rarely makes."""
-    return score > baseline + sigmas * standard_error(baseline, n)
+    on `n` examples) above it: a difference the sample's luck alone rarely makes
+    (`against_baseline` reads "clear of")."""
+    return against_baseline(score, baseline, n, sigmas).words == CLEAR
 
 
 def binary_f1(predictions: Any, labels: Any, positive: int = 1) -> dict[str, float]:

@@ -1,0 +1,158 @@
+"""One reading per result (bertlab.verdict): a gain and its noise give the words every generated
+sentence uses, the sentences built on them never say more than the numbers, and the README's
+figures for the book's own BERT are the record's."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bertlab.experiments import ablations, finetune_seeds
+from bertlab.tasks.metrics import against_baseline, clears, standard_error
+from bertlab.verdict import BELOW, CLEAR, WITHIN, Reading, band, signed, verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_gain_is_clear_only_when_its_band_excludes_zero():
+    assert verdict(2.2, interval=(1.3, 3.4)) == CLEAR
+    assert verdict(-2.2, interval=(-3.4, -1.3)) == BELOW
+    assert verdict(0.6, interval=(-1.6, 2.1)) == WITHIN
+    assert verdict(3.2, 3.0) == WITHIN  # chapter 12's RTE: two standard errors are 6.0
+    assert verdict(6.1, 3.0) == CLEAR and verdict(-6.1, 3.0) == BELOW
+    assert verdict(6.0, 3.0) == WITHIN  # an edge that touches zero is noise
+    assert verdict(0.0, interval=(0.0, 1.0)) == WITHIN
+    assert verdict(1.5, 1.0, sigmas=1) == CLEAR and verdict(1.5, 1.0) == WITHIN
+    assert verdict(0.1, 0.0) == CLEAR  # no noise at all: any gain is clear
+
+
+def test_the_band_needs_one_kind_of_noise_and_a_sane_one():
+    assert band(2.0, 0.5) == (1.0, 3.0)
+    assert band(2.0, interval=(1, 3)) == (1.0, 3.0)
+    for bad in (dict(), dict(noise=1.0, interval=(0, 1))):
+        with pytest.raises(ValueError, match="not both or neither"):
+            band(1.0, **bad)
+    with pytest.raises(ValueError):
+        band(1.0, -0.1)
+    with pytest.raises(ValueError):
+        band(1.0, interval=(2, 1))
+
+
+def test_a_reading_writes_its_number_words_and_band():
+    r = Reading(2.175, 1.315, 3.38, "90% of bootstrap draws over 10 seeds")
+    assert r.phrase("scratch") == "+2.2 points, clear of scratch (90% of bootstrap draws over 10 seeds: +1.3 to +3.4)"
+    assert Reading.from_noise(3.2, 3.0, "two standard errors").words == WITHIN
+    seeds = Reading.from_seeds([72.5, 70.3, 71.3], [70.8, 71.9, 70.4])
+    assert seeds.words == WITHIN and seeds.how == "the three seeds' range"
+    assert Reading.from_seeds([75, 76], [70, 71]).clear and Reading.from_seeds([60], [70, 71]).words == BELOW
+    assert signed(-0.04) == "0.0" and signed(0.56) == "+0.6"
+
+
+def test_clears_and_against_baseline_are_one_reading():
+    se = standard_error(52.7, 277)
+    for score in (52.7 + 3.2, 52.7 + 2 * se + 0.01, 52.7 - 2 * se - 0.01):
+        r = against_baseline(score, 52.7, 277)
+        assert clears(score, 52.7, 277) == (r.words == CLEAR)
+        assert r.high - r.gain == pytest.approx(2 * se)
+    assert against_baseline(52.7 + 3.2, 52.7, 277).words == WITHIN
+
+
+CLAIMS = re.compile(r"\b(clear|clearly|lifts?|beyond|separates?)\b", re.IGNORECASE)
+
+
+def fake_seeds(pre, scr):
+    n = len(pre)
+    return finetune_seeds.SeedGains("sst2", 2000, 5e-4, tuple(range(n)), tuple(pre), tuple(scr))
+
+
+def test_a_seeds_reading_within_the_noise_never_claims_a_gain():
+    g = fake_seeds([70, 72, 71, 69, 73], [71, 70, 72, 70, 71])
+    assert g.reading().words == WITHIN
+    text = finetune_seeds.seeds_reading(g)
+    assert "within the noise of scratch" in text and not CLAIMS.search(text)
+    clear = finetune_seeds.seeds_reading(fake_seeds([75, 76, 74, 77, 75], [70, 71, 70, 69, 71]))
+    assert "the gain is clear of scratch" in clear
+
+
+def study(pre_scores, scr_scores):
+    def res(scores):
+        return {"median": sorted(scores)[len(scores) // 2], "scores": scores}
+
+    b = ablations.BesideReference(
+        train_examples=2000,
+        study_tokens=1_000_000,
+        study_acc=0.25,
+        study_pretrained=res(pre_scores),
+        study_scratch=res(scr_scores),
+        ref_tokens=2_200_000,
+        ref_acc=0.37,
+        ref_pretrained=res([72.5, 70.3, 71.3]),
+        ref_scratch=res([70.8, 71.9, 70.4]),
+        same_recipe=True,
+        best_gain=None,
+    )
+    return b
+
+
+def test_chapter_17s_paragraph_and_summary_say_what_their_readings_say():
+    b = study([66.7, 70.1, 69.7], [71.2, 72.6, 69.7])
+    within = Reading(0.4, -0.8, 1.6, "90% of bootstrap draws over 10 seeds")
+    text = ablations.beside_reference_reading(b, ["post-LN layers where the study's are pre-LN"], within)
+    assert "+0.4 points, within the noise of scratch" in text and "null result is not only" in text
+    assert "clear of" not in text and "1 setting" not in text and "one setting: post-LN" in text
+    measured = Reading(2.175, 1.315, 3.38, "90% of bootstrap draws over 10 seeds")
+    text = ablations.beside_reference_reading(b, [], measured)
+    assert "+2.2 points, clear of scratch" in text and "statement about its budget" in text
+    assert "its pipeline's own three seeds gave +0.5 (within the noise of scratch" in text
+    # the summary's words follow each comparison's reading, never the other way round
+    verdicts = [
+        {"task": "sst2", "a": "MLM, no NSP", "b": ablations.SCRATCH, "ours": 5.0,
+         "reading": Reading(5.0, -0.5, 9.0, "the three seeds' range")},
+        {"task": "conll2003", "a": "MLM, no NSP", "b": ablations.SCRATCH, "ours": 13.2,
+         "reading": Reading(13.2, 12.0, 14.0, "the three seeds' range")},
+    ]  # fmt: skip
+    [bullet] = ablations.results_summary(verdicts)
+    assert "clear of scratch (no pre-training) on CoNLL-2003 (+13.2)" in bullet
+    assert "SST-2" not in bullet and "the other comparison stays within the seeds' noise" in bullet
+    [bullet] = ablations.results_summary(verdicts[:1], within, 2000)
+    assert not re.search(r"\bclear\b", bullet) and "the one comparison stays within" in bullet
+
+
+README_OWN_BERT = re.compile(
+    r"took (?P<minutes>[\d.]+) minutes end to end.*?reaches (?P<heldout>[\d.]+)% held-out masked-LM accuracy\. "
+    r"Pre-training is worth (?P<conll>[+-][\d.]+) entity F1 on\s+CoNLL-2003 \((?P<conll_pre>[\d.]+) against "
+    r"(?P<conll_scr>[\d.]+)\), (?P<squad>[+-][\d.]+) F1 on SQuAD v1.1 \((?P<squad_pre>[\d.]+) against "
+    r"(?P<squad_scr>[\d.]+),.*?(?P<sst2>[+-][\d.]+) points on SST-2 with (?P<n>[\d,]+) labelled sentences "
+    r"\((?P<seeds>\w+) seeds; (?P<level>\d+)% of bootstrap draws\s+between (?P<low>[+-][\d.]+) and "
+    r"(?P<high>[+-][\d.]+)\)",
+    re.DOTALL,
+)
+
+
+def test_the_readmes_figures_for_the_books_bert_are_the_records():
+    from bertlab.experiments import pilots, reference, rerun
+
+    run = reference.find()
+    if run is None:
+        pytest.skip("the reference run is not in this checkout")
+    text = (ROOT / "README.md").read_text()
+    m = README_OWN_BERT.search(text)
+    assert m, "the README's paragraph on the book's own BERT no longer reads as this test expects"
+    assert m["minutes"] == f"{rerun.wall_seconds(run) / 60:.1f}"
+    assert m["heldout"] == f"{100 * run.provenance['pretraining']['final_heldout']['mlm_acc']:.1f}"
+    gains = {g["task"]: g for g in run.gains() if g["task"] != "sst2"}
+    for task in ("conll", "squad"):
+        g = gains["conll2003" if task == "conll" else task]
+        assert (m[task], m[f"{task}_pre"], m[f"{task}_scr"]) == (
+            f"{g['gain']:+.1f}",
+            f"{g['pretrained']:.1f}",
+            f"{g['scratch']:.1f}",
+        )
+    _, rows = pilots.finetune_sweeps(pilots.PILOTS_DIR / "sst2_2000_seeds.jsonl")
+    n = int(m["n"].replace(",", ""))
+    g = finetune_seeds.seed_gains(rows, train_examples=n)
+    r = g.reading(int(m["level"]) / 100)
+    words = {"ten": 10, "three": 3, "five": 5}
+    assert words.get(m["seeds"], m["seeds"]) == len(g.seeds)
+    assert (m["sst2"], m["low"], m["high"]) == (f"{r.gain:+.1f}", f"{r.low:+.1f}", f"{r.high:+.1f}")
+    assert r.words == CLEAR  # the README calls it a gain; the interval excludes zero
