@@ -245,7 +245,7 @@ def test_beside_reference_reads_the_records_point_at_the_studys_size(two_models)
     table = ablations.beside_reference_table(b).splitlines()
     assert "SST-2, 100 sentences" in table[0]
     assert table[2] == "| this chapter's study | 1.0M | 25.0% | 61.0 | 56.0 | +5.0 |"
-    assert table[3] == "| the reference run | 4.0M | 40.0% | 66.0 | 60.0 | +6.0 |"
+    assert table[3] == "| the reference run (its pipeline's three seeds) | 4.0M | 40.0% | 66.0 | 60.0 | +6.0 |"
     assert not ablations.beside_reference(two_models, FakeReference([point], lr=1e-4)).same_recipe
     missing = ablations.beside_reference(two_models, FakeReference([other]))
     assert missing.ref_pretrained is None and missing.ref_gain is None and not missing.same_recipe

@@ -562,7 +562,8 @@ def beside_reference_table(b: BesideReference) -> str:
     ]
     if b.ref_pretrained is not None:
         lines.append(
-            f"| the reference run | {b.ref_tokens / 1e6:.1f}M | {b.ref_acc:.1%} | "
+            f"| the reference run (its pipeline's {count(len(b.ref_pretrained['scores']), 'seed')}) "
+            f"| {b.ref_tokens / 1e6:.1f}M | {b.ref_acc:.1%} | "
             f"{b.ref_pretrained['median']:.1f} | {b.ref_scratch['median']:.1f} | {b.ref_gain:+.1f} |"
         )
     return "\n".join(lines)
