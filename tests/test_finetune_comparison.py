@@ -76,3 +76,47 @@ def test_the_reading_names_steps_sentences_baselines_and_the_comparison():
     assert "the book's BERT" not in other and "points from all-MiniLM-L6-v2" in other
     near = fc.reading(result("pre", [52.0], [0.69]), scratch, None, 50.9, 872, 2000)
     assert "reaches 52.0%, within two standard errors of the majority class" in near
+
+
+RTE = {  # chapter 12's recorded RTE row: +3.2 from the majority label, where two standard errors are 6.0
+    "task": "rte",
+    "metric": "accuracy",
+    "pretrained": 55.96,
+    "scratch": 55.23,
+    "gain": 0.72,
+    "pretrained_scores": [49.82, 56.68, 55.96],
+    "scratch_scores": [54.87, 55.96, 55.23],
+}
+
+
+def test_a_recorded_pair_task_within_the_noise_is_never_said_to_be_lifted():
+    text = fc.record_reading(RTE, 52.71, 277, 2490, "RTE")
+    assert "+0.7 points, within the noise of its from-scratch twin" in text
+    assert "+3.2 points, within the noise of the majority label (two standard errors of 3.0" in text
+    assert "lifts" not in text and "clear" not in text and "2,490 labelled pairs" in text
+    clear = {**RTE, "pretrained": 70.0, "gain": 14.8, "pretrained_scores": [69.0, 70.0, 71.0]}
+    assert fc.record_reading(clear, 52.71, 277, 2490, "RTE").endswith("Pre-training lifts it clear of both.")
+    mrpc = {
+        **RTE,
+        "metric": "f1",
+        "pretrained": 77.5,
+        "gain": -1.0,
+        "pretrained_scores": [77.1, 77.5, 80.4],
+        "scratch_scores": [78.5, 73.9, 81.2],
+    }
+    twin, floor = fc.record_readings(mrpc, 81.2, 408)
+    assert floor.words == "below" and floor.how == "the seeds' range"
+    summary = fc.record_summary({"RTE": fc.record_readings(RTE, 52.71, 277), "MRPC": (twin, floor)})
+    assert "RTE +0.7 from scratch (within the noise of it) and +3.2 from the majority label (within" in summary
+    assert "MRPC" in summary and "clear" not in summary
+
+
+def test_the_curve_table_labels_the_pipelines_seeds_and_reads_each_gain():
+    rows = [
+        {**RTE, "train_examples": 2000, "pretrained": 71.3, "scratch": 70.8, "gain": 0.57},
+        {**RTE, "train_examples": 500, "pretrained_scores": [66.3, 67.4, 66.6], "scratch_scores": [63.1, 62.7, 64.0]},
+    ]
+    table = fc.curve_table(rows, {2000: 5, 500: 20}).splitlines()
+    assert table[0] == "Medians of the pipeline's three seeds, each gain read against their range:"
+    assert table[4] == "| 2,000 | 5 | 71.3 | 70.8 | +0.6 | within the noise of scratch |"
+    assert table[5].endswith("| clear of scratch |")

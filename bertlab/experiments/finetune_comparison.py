@@ -94,3 +94,67 @@ def reading(
             f"{comparison.median - pretrained.median:+.1f} points from {pretrained_name}."
         )
     return text
+
+
+def record_readings(row: dict, baseline: float, n_dev: int) -> tuple[Reading, Reading]:
+    """A recorded task's two readings (bertlab.verdict), from a row of ReferenceRun.gains(): the
+    pre-trained arm against its twin from scratch (the seeds' range), and against the majority
+    label's `baseline` (two standard errors of an accuracy on `n_dev` examples; for another
+    metric, such as MRPC's F1, the pre-trained seeds' range above that floor)."""
+    twin = Reading.from_seeds(row["pretrained_scores"], row["scratch_scores"], gain=row["gain"])
+    if row["metric"] == "accuracy":
+        floor = against_baseline(row["pretrained"], baseline, n_dev)
+    else:
+        floor = Reading.from_seeds(row["pretrained_scores"], [baseline], gain=row["pretrained"] - baseline)
+    return twin, floor
+
+
+def record_reading(row: dict, baseline: float, n_dev: int, n_train: int, title: str) -> str:
+    """The sentences on a recorded pair task (chapter 12): the score, pre-training's gain over the
+    twin from scratch and the distance from the majority label, each with its reading
+    (`record_readings`), and what they allow one to say; "lifts" only when both are clear."""
+    twin, floor = record_readings(row, baseline, n_dev)
+    text = (
+        f"On {title} the book's own BERT scores {row['pretrained']:.1f} ({row['metric']}): "
+        f"{twin.phrase('its from-scratch twin')}, and {floor.phrase('the majority label')}. "
+    )
+    if twin.clear and floor.clear:
+        return text + "Pre-training lifts it clear of both."
+    if floor.clear:
+        return text + (
+            "It is clear of the majority label but not of its twin from scratch, so the seeds do not "
+            "credit pre-training with what it learned."
+        )
+    return text + (
+        f"Learning this pair task from {n_train:,} labelled pairs is beyond what so small a model took "
+        "from its pre-training; the paper's scores (quoted above) show what a full-size one does."
+    )
+
+
+def record_summary(readings: dict[str, tuple[Reading, Reading]]) -> str:
+    """One summary bullet over recorded tasks ({title: `record_readings`}): each task's gain over
+    its twin from scratch and its distance from the majority label, in the readings' own words."""
+    parts = [
+        f"{title} {twin.gain:+.1f} from scratch ({twin.words} it) and {floor.gain:+.1f} from the majority "
+        f"label ({floor.words} it)"
+        for title, (twin, floor) in readings.items()
+    ]
+    return "The book's own BERT, as recorded: " + "; ".join(parts) + "."
+
+
+def curve_table(rows: list[dict], epochs: dict[int, int]) -> str:
+    """Markdown: the record's SST-2 learning curve (ReferenceRun.gains() rows of SST-2), the medians
+    of the pipeline's seeds at each number of labelled sentences (with its `epochs`), the gain, and
+    the gain read against the seeds' range (bertlab.verdict)."""
+    lines = [
+        f"Medians of the pipeline's {count(len(rows[0]['pretrained_scores']), 'seed')}, each gain read "
+        "against their range:",
+        "",
+        "| labelled sentences | epochs | pre-trained | from scratch | gain | reading |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        n, a, b = r["train_examples"], r["pretrained"], r["scratch"]
+        seen = Reading.from_seeds(r["pretrained_scores"], r["scratch_scores"], r["gain"])
+        lines.append(f"| {n:,} | {epochs[n]} | {a:.1f} | {b:.1f} | {r['gain']:+.1f} | {seen.words} scratch |")
+    return "\n".join(lines)
