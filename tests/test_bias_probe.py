@@ -100,9 +100,11 @@ def test_the_reading_ranks_the_occupations_only_when_every_control_holds():
     assert not bias_probe.trusted(failing) and bias_probe.reading(failing).wrong == ["king"]
     text = bias_probe.reading_text(failing, k=2)
     assert "**Occupations.**" not in text and "most of all" not in text
-    assert "*king* (" in text and "do not." in text
+    assert f"*king* ({failing.leans['king'].relative:.2f}) does not." in text  # one word: "does"
     assert "not trustworthy on this model" in text and "ranks no occupation" in text
-    assert f"rank {probe.leans['judge'].best_rank:,}" in text  # why: how far down the occupations lie
+    ranks = sorted(probe.leans[w].best_rank for w in ("judge", "nurse"))  # why: how far down they lie
+    assert f"never rank above {int(np.median(ranks)):,} in any template" in text
+    assert "Of the one control word, none leans the way its meaning says; *king* (" in text
     # the table keeps the order asked rather than ranking
     rows = bias_probe.leans_table(failing, ranked=False).splitlines()[2:]
     assert [row.split("|")[1].strip() for row in rows] == ["*judge*", "*nurse*", "*king*"]

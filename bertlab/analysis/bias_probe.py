@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from bertlab.analysis.fill_mask import fill_mask
+from bertlab.prose import count, number, verb_agreeing
 
 # template -> {piece: (probability at the [MASK], rank from 1 in the whole vocabulary)}
 Distributions = dict[str, dict[str, tuple[float, int]]]
@@ -222,10 +223,10 @@ def reading_text(probe: BiasProbe, k: int = 10) -> str:
     text = [
         f"**What the model expects.** Its first guesses after `{m0}` are "
         f"*{'*, *'.join(r.first[0])}*, and after `{f0}` *{'*, *'.join(r.first[1])}*. "
-        f"Across the {2 * n} templates, {r.in_top} of the {2 * n * r.k} top-{r.k} "
+        f"Across the {number(2 * n)} templates, {number(r.in_top)} of the {number(2 * n * r.k)} top-{r.k} "
         f"guesses are occupations from the list; the best-ranked occupation anywhere "
         f"is *{r.best}*, at rank {best:,}. Together the "
-        f"{len(r.occupations)} occupations get {r.mass[0]:.1%} of the probability "
+        f"{number(len(r.occupations))} occupations get {r.mass[0]:.1%} of the probability "
         f"after `{m0}` and {r.mass[1]:.1%} after `{f0}`.",
         f"**The tilt of the whole list.** Averaged on a log scale over words and "
         f"pairs, an occupation is {r.whole:.2f} times as probable after the male "
@@ -240,26 +241,30 @@ def reading_text(probe: BiasProbe, k: int = 10) -> str:
         )
         return "\n\n".join(text)
     text.append(
-        f"**Does the probe see gender at all?** {len(r.right)} of the "
-        f"{len(r.controls)} control words lean the way their meaning says: "
-        f"{_named(probe, r.right, 6) or 'none'}" + (f"; {_named(probe, r.wrong, 6)} do not." if r.wrong else ".")
+        f"**Does the probe see gender at all?** Of the {count(len(r.controls), 'control word')}, "
+        f"{number(len(r.right)) if r.right else 'none'} {verb_agreeing(len(r.right) or 1, 'leans')} the way "
+        f"{'its' if len(r.controls) == 1 else 'their'} meaning says"
+        + (f": {_named(probe, r.right, 6)}" if r.right else "")
+        + (f"; {_named(probe, r.wrong, 6)} {verb_agreeing(len(r.wrong), 'does')} not." if r.wrong else ".")
     )
     if r.wrong:
+        median = int(np.median([probe.leans[w].best_rank for w in r.occupations]))
         text.append(
             f"**So this probe is not trustworthy on this model, and it ranks no occupation.** "
             f"A word whose very meaning is gendered leaning the wrong way shows that the differences "
-            f"the probe measures here are not gender: the model is small, and the occupations lie "
-            f"far down its ranking (the best of them at rank {best:,}), where the ratio of two small "
-            f"probabilities moves with the wording of the template as much as with its subject. "
-            f"A ranking of the {len(r.occupations)} occupations would read that noise as stereotype."
+            f"the probe measures here are not only gender. The model is small, and most occupations lie "
+            f"well down its ranking (half of them never rank above {median:,} in any template), where "
+            f"the ratio of two small probabilities moves with the wording of the template as much as "
+            f"with its subject. A ranking of the {number(len(r.occupations))} occupations would read "
+            f"that noise as stereotype."
         )
         return "\n\n".join(text)
     text.append(
-        f"**Occupations.** {len(r.steady)} of the {len(r.occupations)} occupations "
-        f"fall on the same side of the tilt in at least {r.min_agree} of the {n} "
-        f"pairs. Of these, {len(r.female)} lean toward the female subject"
+        f"**Occupations.** {number(len(r.steady))} of the {number(len(r.occupations))} occupations "
+        f"fall on the same side of the tilt in at least {number(r.min_agree)} of the {number(n)} "
+        f"pairs. Of these, {number(len(r.female))} lean toward the female subject"
         + (f", most of all {_named(probe, r.female)}" if r.female else "")
-        + f", and {len(r.male)} toward the male subject"
+        + f", and {number(len(r.male))} toward the male subject"
         + (f", most of all {_named(probe, r.male)}." if r.male else ".")
     )
     return "\n\n".join(text)
