@@ -75,6 +75,25 @@ def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, A
     return sorted(by_key.values(), key=lambda r: (r.get("step", 0), str(r.get("split"))))
 
 
+def heldout_by_phase(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The held-out evaluations grouped by the training sequence length in force when each was made
+    (a run with length phases): one dict per phase, in order, with its `seq_len`, the `steps` it was
+    evaluated at and the held-out `mlm_acc` of its first and last evaluation. Evaluations made before
+    any training line, or in a run that logs no `seq_len`, are left out."""
+    records = sorted(records, key=lambda r: r.get("step", 0))
+    phases: list[dict[str, Any]] = []
+    seq_len = None
+    for r in records:
+        if r.get("split") == "train":
+            seq_len = r.get("seq_len", seq_len)
+        elif r.get("split") == "eval" and seq_len is not None and r.get("mlm_acc") is not None:
+            if not phases or phases[-1]["seq_len"] != seq_len:
+                phases.append({"seq_len": seq_len, "steps": [], "first_acc": r["mlm_acc"]})
+            phases[-1]["steps"].append(r["step"])
+            phases[-1]["last_acc"] = r["mlm_acc"]
+    return phases
+
+
 def truncate_metrics(path: str | Path, after_step: int) -> None:
     """Drop lines logged after `after_step` (used on resume, so the file shows one history)."""
     path = Path(path)

@@ -1,0 +1,136 @@
+"""The sentence each Part II chapter opens with: its finding, generated from the book's record and
+the pilot runs, so that the first screen states a result with the numbers the page shows later.
+
+    pretraining_finding(run, levers)        # chapter 10
+    norm_position_reading(single, post, pre)  # chapter 10, under the one-change figure
+    squad_finding(run, seeds)                # chapter 13
+    ner_finding(run)                         # chapter 14
+
+Each takes what the chapter has already read (a `reference.ReferenceRun`, pilot levers, seed
+gains), so the same numbers feed the opening and the tables below it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Sequence
+
+from bertlab.experiments.pilots import accuracy_at, same_phase
+from bertlab.model import BertModel
+from bertlab.prose import TASK_TITLES, count
+
+# The one-change pilots the opening of chapter 10 names, and how its sentence says them.
+PLATEAU_LEVERS = {
+    "mask-30": "masking 30% of the pieces instead of the paper's 15%",
+    "pairs": "two segments per sequence",
+    "phases-64-128": "short sequences first",
+}
+BERT_BASE_QUOTED = {"squad": 88.5, "conll2003": 96.4}  # dev F1, the paper's Tables 2 and 3
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def pretraining_finding(run: Any, levers: Sequence[Any]) -> str:
+    """Chapter 10: what the record reached, and which one-change pilots (`pilots.lever_effects`
+    of the series the chapter shows) got short runs off the frequent-word plateau."""
+    by_label = {x.label: x for x in levers}
+    missing = [k for k in (*PLATEAU_LEVERS, "nsp") if k not in by_label]
+    if missing:
+        raise ValueError(f"the pilot series has no lever {missing}; pilots.lever_effects gives {sorted(by_label)}")
+    pt = run.provenance["pretraining"]
+    n_params = _encoder_parameters(run)
+    gains = [f"{what} ({by_label[k].points:+.1f})" for k, what in PLATEAU_LEVERS.items()]
+    tokens = by_label["mask-30"].tokens
+    nsp = by_label["nsp"].points
+    return (
+        "**In short.** Pretraining turned unlabelled books and Wikipedia into a model that fills in "
+        f"hidden words from their context: the book's own BERT ({n_params / 1e6:.1f}M parameters) gets "
+        f"{pt['final_heldout']['mlm_acc']:.1%} of its held-out predictions right after "
+        f"{pt['train_seconds'] / 60:.0f} minutes on {run.machine()}. A short run first stalls on a "
+        "plateau, guessing frequent pieces whatever the context. What got it off, in points of held-out "
+        f"accuracy after {tokens / 1e6:.1f}M tokens of one-change pilot runs: {_and(gains)}. The paper's "
+        f"NSP loss {'cost' if nsp < 0 else 'added'} {abs(nsp):.1f} points there."
+    )
+
+
+def norm_position_reading(single: Any, post: dict[str, Any], pre: dict[str, Any]) -> str:
+    """Chapter 10: post-LN against pre-LN twice, the one-change pilot (`single`, a lever) and two
+    whole runs at the record's settings (`post`, `pre`: pilot records), compared at the last token
+    count both reached in the same length phase (`pilots.same_phase`) and at the end of their
+    equal time."""
+    both = {q["tokens"] for q in post["heldout"]} & {q["tokens"] for q in pre["heldout"]}
+    level_tokens = max(same_phase(both, [post, pre]), default=None)
+    if level_tokens is None:
+        raise ValueError(f"{post['name']} and {pre['name']} were never scored at the same tokens in one phase")
+    acc = [accuracy_at(r["heldout"], level_tokens) for r in (post, pre)]
+    end = [r["heldout"][-1] for r in (post, pre)]
+    verdict = (
+        "at these settings post-LN did not fall behind pre-LN, which is all the record needs"
+        if end[0]["mlm_acc"] >= end[1]["mlm_acc"]
+        else "at these settings post-LN ended behind pre-LN"
+    )
+    return (
+        f"**Post-LN against pre-LN.** With the paper's 15% masked and one segment per sequence, post-LN was "
+        f"{abs(single.points):.1f} points {'behind' if single.points < 0 else 'ahead'} at "
+        f"{single.tokens / 1e6:.1f}M tokens. At the fifth record's settings (two segments, length phases, "
+        f"30% masked) the two stood at {acc[0]:.1%} and {acc[1]:.1%} after {level_tokens / 1e6:.1f}M tokens, "
+        f"the last count both reached in the same phase; in the same {post['minutes']:.0f} minutes post-LN "
+        f"ended at {end[0]['mlm_acc']:.1%} against pre-LN's {end[1]['mlm_acc']:.1%}, in {end[0]['step']:,} "
+        f"steps to pre-LN's {end[1]['step']:,}. One run of each: {verdict}."
+    )
+
+
+def squad_finding(run: Any, seeds: Any = None) -> str:
+    """Chapter 13: the record's SQuAD v1.1 F1 from pre-trained and from random weights; with
+    `seeds` (finetune_seeds.SeedGains of the same fine-tuning), the medians over its seeds."""
+    one = _gain(run, "squad")
+    if seeds is not None:
+        pre, scr = statistics.median(seeds.pretrained), statistics.median(seeds.scratch)
+        over = f"medians of {count(len(seeds.seeds), 'seed')}"
+    else:
+        pre, scr, over = one["pretrained"], one["scratch"], "one seed per arm"
+    minutes = run.provenance["pretraining"]["train_seconds"] / 60
+    return (
+        "**In short.** Fine-tuned to point at the start and the end of an answer, the book's own BERT "
+        f"reaches a held-out SQuAD v1.1 F1 of {pre:.1f}, against {scr:.1f} for the same network from "
+        f"random weights ({over}): {pre - scr:+.1f} points from pre-training. BERT-Base reaches "
+        f"{BERT_BASE_QUOTED['squad']} (quoted); a model of this size, pretrained for {minutes:.0f} minutes, "
+        "is far from reading a paragraph that well, and the examples at the end show what it has and has "
+        "not learned. The span machinery is the paper's, and is checked by hand below."
+    )
+
+
+def ner_finding(run: Any) -> str:
+    """Chapter 14: the record's CoNLL-2003 entity F1 from pre-trained and from random weights, and
+    where its gain ranks among the tasks the record fine-tuned (each task at its largest gain)."""
+    ner = _gain(run, "conll2003")
+    best: dict[str, float] = {}
+    for g in run.gains():
+        best[g["task"]] = max(best.get(g["task"], g["gain"]), g["gain"])
+    ranked = sorted(best, key=best.get, reverse=True)
+    rank = (
+        "the largest gain of any task the book's BERT was fine-tuned on"
+        if ranked[0] == "conll2003"
+        else f"behind {_and([TASK_TITLES[t] for t in ranked[: ranked.index('conll2003')]])} among the tasks"
+    )
+    n = len(ner["pretrained_seeds"])
+    return (
+        "**In short.** Tagging every word of Reuters news with its entity type, the book's own BERT "
+        f"reaches a dev entity F1 of {ner['pretrained']:.1f} from its pre-trained weights, against "
+        f"{ner['scratch']:.1f} for the same network from random weights: {ner['gain']:+.1f} points from "
+        f"pre-training ({'one seed per arm' if n == 1 else count(n, 'seed') + ' per arm, medians'}), "
+        f"{rank}. BERT-Base reaches {BERT_BASE_QUOTED['conll2003']} on the same dev set (quoted)."
+    )
+
+
+def _gain(run: Any, task: str) -> dict[str, Any]:
+    rows = [g for g in run.gains() if g["task"] == task]
+    if not rows:
+        raise ValueError(f"the record holds no {task} results; python -m bertlab reference-run --add {task} adds them")
+    return max(rows, key=lambda g: g.get("train_examples") or 0)
+
+
+def _encoder_parameters(run: Any) -> int:
+    return BertModel(run.config()).num_parameters()
