@@ -12,6 +12,7 @@ These read files only; they take well under a second.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -105,8 +106,26 @@ def test_code_lines_fit_the_page(path: Path):
 
 # A hidden cell longer than this holds analysis or drawing that belongs in a tested library
 # function (bertlab.analysis.viz, bertlab.analysis.diagrams, ...): the chapter keeps the call and
-# its sentence template.
+# its sentence template. Import statements, comments and blank lines do not count: an imports cell
+# may be hidden whatever its length.
 MAX_HIDDEN_CELL = 30
+
+
+def computation_lines(source: str) -> int:
+    """The lines of a code cell that compute: neither blank, nor comments, nor part of an import."""
+    lines = source.splitlines()
+    imports = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.update(range(node.lineno, node.end_lineno + 1))
+    return sum(
+        1 for n, line in enumerate(lines, 1) if n not in imports and line.strip() and not line.strip().startswith("#")
+    )
+
+
+def test_computation_lines_leave_out_imports_and_comments():
+    cell = "import os\nfrom a import (\n    b,\n)\n\n# why\nx = 1\nprint(x)  # shown\n"
+    assert computation_lines(cell) == 2
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
@@ -114,11 +133,11 @@ def test_hidden_cells_stay_short(path: Path):
     nb = nbformat.read(path, as_version=4)
     hidden = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
     long = [
-        (i, len(c.source.splitlines()), c.source.splitlines()[0][:50])
+        (i, computation_lines(c.source), c.source.splitlines()[0][:50])
         for i, c in enumerate(nb.cells)
         if c.cell_type == "code"
         and hidden & set(c.metadata.get("tags", []))
-        and len(c.source.splitlines()) > MAX_HIDDEN_CELL
+        and computation_lines(c.source) > MAX_HIDDEN_CELL
     ]
     assert not long, (
         f"{path.name}: {len(long)} hidden code cells longer than {MAX_HIDDEN_CELL} lines; move "
@@ -230,3 +249,18 @@ def test_the_records_full_banner_appears_once():
         if re.search(r"\.label\(\)", code):
             shown[path.name] = True
     assert list(shown) == ["10_pretraining.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+def test_self_checks_ask_the_reader_to_compute_or_predict(path: Path):
+    """A chapter's "Check yourself" asks for more than recall: at least one question has the reader
+    compute or predict something (marked **Compute.** or **Predict.**), with its answer folded."""
+    nb = nbformat.read(path, as_version=4)
+    checks = [c.source for c in nb.cells if c.cell_type == "markdown" and "## Check yourself" in c.source]
+    if not checks:
+        pytest.skip("no self-check on this page")
+    questions = re.split(r"^\d+\. ", checks[0], flags=re.M)[1:]
+    asking = [q for q in questions if q.startswith(("**Compute.**", "**Predict.**"))]
+    assert asking, f"{path.name}: no self-check question asks the reader to compute or predict"
+    for q in asking:
+        assert ":::{admonition} Answer" in q and ":class: dropdown" in q, f"{path.name}: the answer is not folded"
