@@ -342,7 +342,10 @@ WINDOW = (1280, 1000)  # a laptop browser window, in CSS pixels
 _MEASURE = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   const wide = [];
-  document.querySelectorAll("div.cell_input pre, div.cell_output pre").forEach((pre) => {
+  const blocks = "div.cell_input pre, div.cell_output pre, article div.highlight pre, div.cell_output";
+  const scrollers = Array.from(document.querySelectorAll("div.cell_output *")).filter((el) =>
+    ["auto", "scroll"].includes(getComputedStyle(el).overflowX));  // e.g. a drawn view's own box
+  [...document.querySelectorAll(blocks), ...scrollers].forEach((pre) => {
     if (!pre.offsetParent || pre.clientWidth === 0) return;  // not shown (a collapsed hidden input)
     if (pre.scrollWidth > pre.clientWidth + 1) {
       const longest = pre.textContent.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
@@ -377,7 +380,13 @@ def code_overflow(page: Path) -> tuple[list[str], int]:
 
 
 def test_code_fits_the_page_at_1280_px():
-    pages = [p for p in chapter_pages() if p.exists() and 'class="cell_input' in p.read_text(encoding="utf-8")]
+    """Code, printed output and drawn output (bertviz's views among them) of every page with code:
+    the chapters, and the pages of prose with code blocks (the instructor's page)."""
+    pages = [
+        p
+        for p in chapter_pages()
+        if p.exists() and any(k in p.read_text(encoding="utf-8") for k in ('class="cell_input', 'class="highlight'))
+    ]
     assert pages, "no built chapter has code cells"
     offenders, widths = [], []
     for page in pages:
