@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertForPreTraining
-from bertlab.analysis.fill_mask import continuation_pmi, continuation_score
+from bertlab.analysis.fill_mask import continuation_pmi, continuation_score, zero_shot_reading
 
 
 class Recorder(torch.nn.Module):
@@ -109,3 +109,28 @@ def test_a_model_blind_to_the_context_gives_every_ending_zero_pmi(bert_tokenizer
         assert continuation_pmi(model, tok, "the pet is a", ending) == pytest.approx(0.0, abs=1e-4)
     ids, segments, positions = model.calls[-1]  # the ending alone: [CLS] pieces [SEP]
     assert (segments == 0).all() and positions.flatten().tolist() == list(range(1, ids.shape[1] - 1))
+
+
+def test_the_zero_shot_reading_counts_what_the_remedy_gains_loses_and_swaps():
+    endings = [[f"real {i}.", f"wrong {i}a.", f"wrong {i}b.", f"wrong {i}c."] for i in range(6)]
+    picks = {
+        "per piece": [0, 0, 1, 2, 3, 1],  # two right
+        "summed": [1, 1, 1, 1, 1, 0],  # one right
+        "by PMI": [0, 2, 0, 3, 3, 2],  # keeps 0, loses 1, gains 2, swaps 3 and 5, leaves 4
+    }
+    text = zero_shot_reading(endings, picks, baseline="per piece", remedy="by PMI")
+    assert text.startswith(
+        "Without a single training question, the masked LM picks the real ending in two of the six questions "
+        "per piece, one summed and two by PMI, where guessing gets 1.5 right on average."
+    )
+    assert "Scored by PMI, one of the wrong choices made per piece becomes the real ending and one of the right" in text
+    assert "ones is lost; elsewhere one wrong ending gives way to another: *wrong 3b* gives way to *wrong 3c*; " in text
+    assert "*wrong 5a* gives way to *wrong 5b*." in text and "wrong 4" not in text  # unchanged: not named
+    # P(2 or more of 6 right at 1/4 each) = 1 - P(0) - P(1)
+    luck = 1 - 0.75**6 - 6 * 0.25 * 0.75**5
+    assert f"Getting two or more right by guessing has a probability of {luck:.2f}, so" in text
+    assert "no scoring is shown to beat chance" in text
+    every = {"per piece": [0] * 6, "by PMI": [0] * 6}
+    text = zero_shot_reading(endings, every, baseline="per piece", remedy="by PMI")
+    assert "six of the six questions per piece and six by PMI," in text and "gives way" not in text
+    assert "the best scoring beats chance" in text

@@ -29,6 +29,7 @@ from bertlab import checkpoint as ckpt
 from bertlab.data.pretraining_data import PretrainingDataset
 from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
+from bertlab.prose import number, verb_agreeing
 
 # The paper's own masked-LM examples (Devlin et al. 2018, section 3.1 and appendix A.1).
 PAPER_PROBES = [
@@ -114,6 +115,54 @@ def continuation_pmi(model, tokenizer, context: str, continuation: str) -> float
     with_context = continuation_log_probs(model, tokenizer, context, continuation)
     alone = continuation_log_probs(model, tokenizer, None, continuation)
     return float(with_context.sum() - alone.sum())
+
+
+def zero_shot_reading(
+    endings: Sequence[Sequence[str]], picks: dict[str, Sequence[int]], baseline: str, remedy: str, answer: int = 0
+) -> str:
+    """Sentences on a masked LM choosing endings with no training: `endings`, each question's
+    candidate endings (the real one at index `answer`); `picks`, for each scoring (its name as the
+    prose says it: "per piece", "by PMI", ...) the index it chose per question. Says how many each
+    scoring gets right against guessing, what `remedy` changes of `baseline`'s choices (real endings
+    gained, lost, and wrong endings swapped for other wrong ones, named), and how likely the best
+    count is by guessing alone (a binomial tail, each question guessed with 1 / its number of
+    endings; the chance is taken as the mean of those)."""
+    n = len(endings)
+    q = float(np.mean([1 / len(e) for e in endings]))
+    right = {name: sum(k == answer for k in ks) for name, ks in picks.items()}
+    before, after = picks[baseline], picks[remedy]
+    gained = sum(a != answer and b == answer for a, b in zip(before, after))
+    lost = sum(a == answer and b != answer for a, b in zip(before, after))
+    swapped = [
+        f"*{ends[a].rstrip('.')}* gives way to *{ends[b].rstrip('.')}*"
+        for ends, a, b in zip(endings, before, after)
+        if answer != a != b != answer
+    ]
+    first, *others = right
+    rest = [f"{number(right[name])} {name}" for name in others]
+    text = (
+        f"Without a single training question, the masked LM picks the real ending in {number(right[first])} "
+        f"of the {number(n)} questions {first}"
+    )
+    if len(rest) == 1:
+        text += f" and {rest[0]}"
+    elif rest:
+        text += ", " + ", ".join(rest[:-1]) + f" and {rest[-1]}"
+    text += f", where guessing gets {n * q:.1f} right on average. "
+    text += (
+        f"Scored {remedy}, {number(gained)} of the wrong choices made {baseline} {verb_agreeing(gained, 'becomes')} "
+        f"the real ending and {number(lost)} of the right ones {verb_agreeing(lost, 'is')} lost"
+    )
+    text += "; elsewhere one wrong ending gives way to another: " + "; ".join(swapped) + ". " if swapped else ". "
+    best = max(right.values())
+    luck = sum(math.comb(n, j) * q**j * (1 - q) ** (n - j) for j in range(best, n + 1))
+    text += f"Getting {number(best)} or more right by guessing has a probability of {luck:.2f}"
+    text += (
+        f", so on {number(n)} questions no scoring is shown to beat chance."
+        if luck > 0.05
+        else f": the best scoring beats chance, if on only {number(n)} questions."
+    )
+    return text
 
 
 def probe_sentences(
