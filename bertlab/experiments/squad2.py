@@ -293,7 +293,7 @@ def verdict(record_: dict[str, Any]) -> str:
     after, sep = record_["fine_tuned"], record_["separation"]["fine_tuned"]["all"]
     v1 = record_["v1_answerable_only"]["f1"]
     paper = (
-        f"BERT-Large, which finds {PAPER_V1_DEV_F1} F1 of SQuAD v1.1's dev answers, reaches "
+        f"BERT-Large, which scores {PAPER_V1_DEV_F1} F1 on SQuAD v1.1's dev set, reaches "
         f"{PAPER_SQUAD2_TEST_F1} F1 on SQuAD 2.0's test set (both quoted from the paper, Tables 2 and 3)."
     )
     if not can_abstain(record_):
