@@ -1,7 +1,8 @@
 # The two commands of the README. Both set up .venv on first use (scripts/setup.sh).
 #   make book   build the book, every chapter executed, into _build/html
 #   make test   run every test: the linter and formatter check (make lint), unit tests, the book build (-W),
-#               the student book build (-W), browser checks of the built pages
+#               the student book build (-W), browser checks of the built pages; the tests on two
+#               pytest-xdist workers (TEST_WORKERS=N to change, 0 for one process)
 #   make student-book   the student book only (exercises without solutions): _build/student
 SHELL := /bin/bash
 VENV := .venv
@@ -14,6 +15,10 @@ export HF_HUB_OFFLINE ?= 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONUNBUFFERED := 1
+# pytest-xdist workers for `make test` and `make unit` (TEST_WORKERS=0: one process, as plain pytest).
+# --dist loadscope keeps each test module on one worker, so its module-scoped fixtures are built once.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope)
 
 .PHONY: setup book student-book test unit lint format clean
 setup:
@@ -35,12 +40,14 @@ format: setup
 	$(ACT) && ruff format && ruff format book
 
 unit: lint
-	$(ACT) && python -m pytest -m "not browser" -q
+	$(ACT) && python -m pytest -m "not browser" -q $(PYTEST_PARALLEL)
 
+# The book first (its notebooks keep both cores busy), then every test on TEST_WORKERS pytest-xdist
+# workers of one torch thread each (tests/conftest.py). Each phase prints its wall and CPU time.
 test: lint
-	$(ACT) && bash scripts/build_book.sh
-	$(ACT) && bash scripts/build_student_book.sh
-	$(ACT) && python -m pytest -q
+	$(ACT) && time bash scripts/build_book.sh
+	$(ACT) && time bash scripts/build_student_book.sh
+	$(ACT) && time python -m pytest -q $(PYTEST_PARALLEL) --durations=30
 
 clean:
 	rm -rf _build

@@ -24,6 +24,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 MIRROR = Path(os.environ.get("BERTLAB_DATA_MIRROR", DEFAULT_MIRROR))
 
+# Under pytest-xdist (`make test` runs `pytest -n 2 --dist loadscope`) each worker is one of two
+# processes on two cores: one intra-op thread each, for the worker and for what its tests start (CLI
+# runs, notebook kernels, torchrun), so two workers keep two cores busy without four threads
+# fighting over them. (--dist loadscope sends all the tests of a module to one worker, so a
+# module-scoped fixture, such as the Colab venv or a featurized dev set, is built once, as in a
+# serial run; --dist loadgroup would be finer, but pytest-xdist 3.8 cannot group on pytest 9.2:
+# pytest-dev/pytest-xdist#1386.)
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if XDIST_WORKER:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
 
 @pytest.fixture
 def mirror(monkeypatch) -> Path:
