@@ -50,6 +50,7 @@ from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.experiments import reference, reference_run
 from bertlab.export import export_hf
 from bertlab.model import BertForPreTraining
+from bertlab.prose import rate
 from bertlab.runtime import shutdown_distributed
 from bertlab.training.finetune import FinetuneConfig, evaluate_folder, finetune
 from bertlab.training.heldout import evaluate_checkpoint
@@ -69,15 +70,15 @@ HELP = {
     "steps": "number of optimiser steps (or give --minutes)",
     "minutes": "time budget in minutes; the schedule adapts to the measured speed",
     "recipe": "training recipe: cpu (an hour on a CPU), budget (minutes on a GPU) or paper (Devlin et al.)",
-    "seq_len": "tokens per sequence (default: the recipe's, 128)",
-    "batch_size": "sequences per optimiser step over all processes (default: the recipe's, 256)",
+    "seq_len": "tokens per sequence",
+    "batch_size": "sequences per optimiser step over all processes",
     "grad_accum": "split each step into this many micro-batches (small GPUs)",
-    "lr": "peak learning rate (default: the recipe's)",
+    "lr": "peak learning rate",
     "warmup": "warm-up: steps (>= 1) or a fraction of the run (< 1)",
     "schedule": "after warm-up: linear, cosine or constant",
     "weight_decay": "decoupled weight decay (not on biases and LayerNorm)",
-    "dropout": "dropout on every layer (default 0.1)",
-    "nsp": "next-sentence prediction on/off (default: the recipe's)",
+    "dropout": "dropout on every layer",
+    "nsp": "next-sentence prediction on/off",
     "segment_pairs": "without NSP, still two segments per sequence ([CLS] A [SEP] B [SEP], B the text after A), "
     "so the masked LM trains both segment embeddings",
     "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH separated by commas (e.g. 0.9:64:128,0.1:128:64: "
@@ -86,7 +87,7 @@ HELP = {
     "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM with causal attention, the paper's "
     "'LTR & No NSP' ablation; needs NSP off)",
     "whole_word": "mask whole words instead of single word pieces",
-    "mlm_probability": "fraction of tokens chosen for the MLM (0.15)",
+    "mlm_probability": "fraction of tokens chosen for the MLM",
     "norm_position": "post (BERT's LayerNorm after each residual sum) or pre (pre-LN, for high learning rates)",
     "mlm_bias": "the MLM output bias at step 0: zeros (BERT) or unigram (log frequencies of the training tokens)",
     "device": "auto, cpu, cuda or cuda:N",
@@ -122,15 +123,46 @@ HELP = {
 }
 
 
-def _add_dataclass_args(parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = ()) -> None:
-    """One --option per field of a config dataclass, typed from its annotation."""
+def _option_text(name: str, value: Any) -> str | None:
+    """A recipe's value as the option would be written on the command line."""
+    if value is None or value == ():
+        return "none"
+    if name == "lr":
+        return rate(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (tuple, list)) and value and all(hasattr(v, "seq_len") for v in value):
+        return ",".join(f"{v.fraction:g}:{v.seq_len}:{v.batch_size}" for v in value)  # --phases' format
+    if isinstance(value, (bool, int, str)):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    return None
+
+
+def _default_text(name: str, default: Any, recipes: dict | None) -> str:
+    """The default an option's help states, read from the config: its own default, or, where the
+    field is left to the recipe (None), each recipe's value."""
+    if default not in (None, False, True):
+        return f" (default: {default})"
+    if default is None and recipes:
+        values = {k: _option_text(name, getattr(r, name)) for k, r in recipes.items() if hasattr(r, name)}
+        if values and any(v is not None for v in values.values()):
+            shown = ", ".join(f"{k} {v}" for k, v in values.items())
+            return f" (default: the recipe's: {shown})".replace("%", "%%")
+    return ""
+
+
+def _add_dataclass_args(
+    parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = (), recipes: dict | None = None
+) -> None:
+    """One --option per field of a config dataclass, typed from its annotation; the help's default
+    is the field's, or each of `recipes`' for a field the recipe decides."""
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
         flag = "--" + f.name.replace("_", "-")
         ann = str(f.type)
         default = f.default if f.default is not dataclasses.MISSING else None
-        help_ = HELP.get(f.name, "") + (f" (default: {default})" if default not in (None, False, True) else "")
+        help_ = HELP.get(f.name, "") + _default_text(f.name, default, recipes)
         if ann.startswith("bool"):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_)
         elif ann.startswith("Sequence[int]"):
@@ -159,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     p = sub.add_parser("pretrain", help="pretrain a BERT")
-    _add_dataclass_args(p, PretrainConfig)
+    _add_dataclass_args(p, PretrainConfig, recipes=RECIPES)
 
     f = sub.add_parser("finetune", help="fine-tune on a task, several seeds")
     _add_dataclass_args(f, FinetuneConfig)

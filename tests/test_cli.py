@@ -378,3 +378,28 @@ def test_throughput_benchmark_runs_quick(tmp_path):
     rows = json.loads((tmp_path / "t.json").read_text())["rows"]
     assert {r["impl"] for r in rows} == {"bertlab", "transformers"}
     assert all(r["tokens_per_s"] > 0 and r["mfu"] is None for r in rows)  # no MFU without a known peak
+
+
+def test_pretrain_help_states_each_recipes_defaults_from_the_recipes():
+    """An option the recipe decides says so with every recipe's own value, read from RECIPES, so the
+    help cannot drift from the code (it once said batch 256 and dropout 0.1 where `cpu` has 64 and 0)."""
+    import argparse
+
+    from bertlab.__main__ import build_parser
+    from bertlab.training.recipes import RECIPES
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["pretrain"]
+    helps = {a.dest: a.help for a in sub._actions}
+    for name in ("batch_size", "dropout", "lr", "seq_len", "mlm_probability"):
+        text = " ".join(helps[name].split())
+        assert "default: the recipe's:" in text, (name, text)
+        for key, recipe in RECIPES.items():
+            value = getattr(recipe, name)
+            shown = f"{value:g}" if isinstance(value, float) and name != "lr" else None
+            if name == "lr":
+                from bertlab.prose import rate
+
+                shown = rate(value)
+            assert f"{key} {shown if shown is not None else value}" in text, (name, key, text)
+    assert "none" in " ".join(helps["phases"].split())  # a recipe without phases says so
