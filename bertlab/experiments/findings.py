@@ -15,7 +15,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-from bertlab.experiments.pilots import accuracy_at, same_phase
+from bertlab.experiments.finetune_seeds import SQUAD_SETTINGS, squad_seed_gains
+from bertlab.experiments.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
 from bertlab.model import BertModel
 from bertlab.prose import TASK_TITLES, count
 
@@ -80,6 +81,17 @@ def norm_position_reading(single: Any, post: dict[str, Any], pre: dict[str, Any]
         f"ended at {end[0]['mlm_acc']:.1%} against pre-LN's {end[1]['mlm_acc']:.1%}, in {end[0]['step']:,} "
         f"steps to pre-LN's {end[1]['step']:,}. One run of each: {verdict}."
     )
+
+
+def squad_seeds(run: Any) -> Any:
+    """The record's SQuAD fine-tuning run again over more seeds (`squad_record_seeds.jsonl`, rows
+    made from this record with its settings), as finetune_seeds.SeedGains; None without them."""
+    added = run.provenance.get("added_tasks", {}).get("squad")
+    if added is None:
+        return None
+    meta, rows = finetune_sweeps(PILOTS_DIR / "squad_record_seeds.jsonl")
+    settings = {k: added["settings"][k] for k in SQUAD_SETTINGS}
+    return squad_seed_gains(rows, "data/reference_run", meta, run.provenance.get("git_commit"), **settings)
 
 
 def squad_finding(run: Any, seeds: Any = None) -> str:
