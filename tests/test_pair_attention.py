@@ -108,11 +108,11 @@ def test_same_token_attention():
 def test_twin_reading_names_the_strongest_head_and_whether_it_stands_out():
     twins = torch.tensor([[0.01, 0.02], [0.07, 0.005]])  # (L=2, heads=2)
     text = twin_reading(twins, even=0.019)
-    assert text.startswith("One head stands out: in layer 2, head 0,")
+    assert text.startswith("One head stands out: in layer 1, head 0,")  # the second layer: counted from 0
     assert "0.070" in text and "3.7 times an even spread (0.019)" in text
     assert "7 times the median head (0.010)" in text  # torch's median of 4 values: the lower middle
     weak = twin_reading(twins, even=0.03)  # 2.3 times: below STANDS_OUT
-    assert weak.startswith("No head stands out: the strongest, layer 2, head 0,")
+    assert weak.startswith("No head stands out: the strongest, layer 1, head 0,")
     assert "2.3 times an even spread" in weak
     with pytest.raises(ValueError, match="non-empty"):
         twin_reading(torch.zeros(0, 2), even=0.1)

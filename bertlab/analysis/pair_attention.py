@@ -116,7 +116,7 @@ def twin_reading(twins: torch.Tensor, even: float) -> str:
         raise ValueError(f"even must be the even spread's weight on the twins (> 0), got {even}")
     layer, head = divmod(int(twins.argmax()), twins.shape[1])
     best, median = float(twins[layer, head]), float(twins.median())
-    where = f"layer {layer + 1}, head {head}"
+    where = f"layer {layer}, head {head}"  # both counted from 0, as in chapters 5 and 16 and bertviz
     against = f"{best / even:.1f} times an even spread ({even:.3f})"
     if median > 0:
         against += f" and {best / median:.0f} times the median head ({median:.3f})"
