@@ -51,49 +51,8 @@ REFERENCE = {
         ft_tasks_max_train=None,
         squad=False,
     ),
-    # Two CPU cores: 50 minutes of pretraining with the CPU recipe (pre-LN, unigram MLM bias, no
-    # dropout, lr 2e-3, batch 64) on BERT-Mini (4/256/4, Turc et al.) with an 8,192-piece WordPiece
-    # (the size the small-data literature uses), bf16 autocast where the CPU has it, compiled;
-    # then SST-2 as a learning curve over the number of labelled sentences, MRPC, RTE, CoNLL-2003
-    # and SQuAD v1.1 (SQUAD_CPU, on chapter 13's by-article split of dev).
-    # Fine-tuning lr 5e-4: small models fine-tune far better well above the paper's 2e-5 to
-    # 5e-5 (data/pilots/finetune_lr.jsonl); on the seventh record's SST-2 at 2,000 sentences it is
-    # the pre-trained arm's best of 1e-4 to 1e-3 (72.6), while from scratch 2e-4 does best (71.8
-    # against 70.8 at 5e-4; data/pilots/record7/finetune_lr_record.jsonl, three seeds; the book's
-    # record's grid is data/pilots/finetune_lr_record.jsonl). 30% of the
-    # tokens masked instead of the paper's 15%: the pilot cpu-mini-mask-30 left the plateau 250-500
-    # steps sooner than cpu-mini-8k (data/pilots/); held-out accuracy is still scored at 15%.
-    # Two segments per sequence without NSP (segment_pairs; pilot cpu-mini-pairs: +4.6 points at
-    # 10.2M tokens, and both rows of the segment embedding train) and sequence-length phases: 80%
-    # of the steps on 64 tokens (pilot cpu-mini-phases-64-128: +2.9), then 10% on 128 and a last
-    # 10% on 256 so that the positions SQuAD's 256-token windows read are trained; the same 8,192
-    # tokens every step. Held-out accuracy is scored on 128-token windows. Post-LN layers (the
-    # paper's, and transformers'), not the recipe's pre-LN: the pilot cpu-mini-post-ln trained at
-    # the same lr 2e-3 without diverging, 1.4 points behind at 10.2M tokens, and a post-LN record
-    # is the BERT the book teaches and one that `python -m bertlab export-hf` can hand over.
-    # Since the fifth record (made with 80% on 64 tokens and 30% masked): the first half of the
-    # steps on 32 tokens (256 a batch, the same 8,192 positions) and 40% masked, the two best
-    # changes of a sweep on one H100 (data/gpu_runs/h100-2026-11-27/recipe_sweep.json, +2.4 and
-    # +1.8 there); on 2 CPU cores at the record's 3,520 steps they gave +0.8 points of held-out
-    # accuracy over the record's settings on the same machine and schedule (pilots
-    # cpu-mini-32-first-mask-40 against cpu-mini-record5-steps, one seed each).
-    # SQuAD with one seed per arm (squad_seeds), two epochs: the fifth record's fine-tuning took
-    # 102 minutes on 2 Zen 4 cores; with batches of similar lengths and fused AdamW (each stage
-    # scaled by what they saved per epoch in data/benchmarks/finetune_cpu.json) that projects to
-    # 32 minutes for SST-2, MRPC, RTE and CoNLL-2003 and 14 for SQuAD (43 with three seeds), so
-    # that 50 minutes of pretraining and the fine-tuning fit the 100 minutes the record may take.
-    # These settings, run end to end on 2 Zen 4 cores (data/pilots/record6, before the time
-    # budget's estimate was fixed, so its phases moved early: 255 steps on 32 tokens, 1,845 on
-    # 256): 39.3% held-out after 50 minutes, fine-tuning without SQuAD 41 minutes. Again with
-    # the phases on plan (the seventh record, now data/pilots/record7; 1,896 steps on 32 tokens,
-    # 348 on 256): 38.7% held-out, yet SST-2 and MRPC gained more (SST-2 at 8,000 sentences +4.5
-    # against +1.9); one run each, within the point that two runs of one setting have differed by
-    # here. The fifth record is kept whole in data/pilots/record5. Made again with these settings
-    # (data/pilots/record7-again, a slower day of the same kind of CPU: 2,889 steps, 36.7%
-    # held-out), the classifiers' gains moved by at most 1.9 points (MRPC), CoNLL-2003's by 0.1 and
-    # SQuAD's by 7.3 (F1 10.9 against 18.3 from the weights; data/pilots/README.md). The book's
-    # record (data/reference_run, the eighth) was made with these settings, seeds side by side and
-    # CoNLL-2003 one seed per arm: 3,229 steps, 37.6% held-out, 94.9 minutes end to end.
+    # Two CPU cores: 50 minutes of pretraining on BERT-Mini, then the fine-tuning the chapters read.
+    # Why each setting (lab/README.md, "The record's settings, and why").
     "cpu": dict(
         preset="mini",
         recipe="cpu",
@@ -703,16 +662,7 @@ def add_task(
 
 # SQuAD v1.1 for the CPU record: the mirror holds the dev set only, so the record learns from the
 # articles of chapter 13's by-article split and is scored on the others (no paragraph on both sides).
-# Two epochs of windows of 256 tokens. The fifth record had one (5 minutes per run on 2 Zen 4
-# cores) and scored F1 10.6; data/gpu_runs/h100-2026-11-27/squad_grid.json fine-tuned the same
-# weights on a 4-epoch schedule and scored F1 15.5, 17.8, 18.2, 17.8 after each epoch: a second
-# epoch pays, a third and fourth add nothing. Windows of 128 tokens (stride 64) scored F1 20.3 from the
-# seventh record against its 18.3 with 256 (data/pilots/squad_len128.jsonl, one seed); the windows
-# stay at 256 so that the records' SQuAD scores compare. From the eighth record, lr 2e-4 and 3e-4
-# scored F1 10.8 and 10.7 against 12.3 at 5e-4 (data/pilots/squad_lr.jsonl, seed 0), and 1e-3 scored
-# below 5e-4 from the seventh (17.2 against 20.3 at 128 tokens): the rate stays 5e-4. Batches of 16
-# (twice the updates in about the same time) scored 16.6 and 10.9 from the eighth record where 32
-# scored 12.4 and 14.8 on the same seeds (data/pilots/squad_batch16.jsonl): the batch stays 32.
+# Why two epochs, windows of 256, lr 5e-4 and batch 32: lab/README.md, "The record's settings, and why".
 SQUAD_CPU = dict(
     eval_fraction=0.25,
     split_seed=0,

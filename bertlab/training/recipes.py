@@ -26,90 +26,9 @@ Three recipes, side by side so the book can compare them:
     3%, beta2 0.98, batch 64 sequences of 128, no NSP. Cramming (Geiping & Goldstein 2022) makes the
     same choices for a day on one GPU.
 
-What is backed by a run and what is not (read before trusting a number):
-  - cpu: the pilots in data/pilots/ (each with its held-out curve) and five recorded runs: the
-    first record, tiny 2/128/2 with WordPiece 16,384, 60 minutes in fp32 on 2 Intel cores (kept as
-    the pilot cpu-tiny-16k: 27.1% held-out MLM accuracy); the second, BERT-Mini 4/256/4 with
-    WordPiece 8,192, 50 minutes in bf16 + torch.compile on 2 AMD Zen 4 cores (4,105 steps, 33.6M
-    tokens, 32.4%; first above 20%, off the 14-15% plateau, at step 1,500, 12.3M tokens; kept as the
-    pilot cpu-mini-8k-50min); the third, the same with 30% of the pieces masked (the pilot
-    cpu-mini-mask-30 left the plateau 250-500 steps sooner than cpu-mini-8k): 5,111 steps, 41.9M
-    tokens, 38.7% (kept as the pilot cpu-mini-mask-30-50min); and the fourth (kept as the pilot
-    cpu-size-mini-50min), the same again with attention computed by the written-out formula on the
-    CPU instead of PyTorch's fused kernel (bertlab.model.SelfAttention: the same numbers, a faster
-    step): 6,463 steps, 52.9M tokens, 40.4% held-out (scored at 15% masked), first above 20% at
-    step 1,000 (8.2M tokens). The masking rate is a setting of the record
-    (bertlab.experiments.reference_run.REFERENCE["cpu"]); the recipe keeps the paper's 15%. The earlier pilots
-    compared the whole recipe with `budget`; of the one-change pilots
-    on cpu-tiny-16k's schedule, post-LN did as well as pre-LN over the first 1,500 steps at that
-    size, so pre-LN is kept for its stability at larger sizes (Xiong et al.), not because a pilot
-    here showed it mattered; the unigram bias gained about a point. The vocabulary went from 16,384
-    to 8,192 pieces with the change of size, following the small-data literature (BabyLM).
-    The one-change pilots on BERT-Mini (cpu-mini-8k's schedule, compared at 10.2M tokens, where the
-    baseline had 18.0%) then tested the rest: 30% masked +8.1 points (the record masks 30%);
-    sequences of 64 tokens +9.4 on 64-token windows, +2.7 on 128-token ones (a lever the record does
-    not use yet); dropout 0.1 -2.1 and 40% slower; peak lr 1e-3 -2.1 and 4e-3 -3.2, so the recipe
-    keeps 2e-3; 20% masked +4.4; batch 128 (same tokens) -2.0; WordPiece 4,096 -1.0 and 16,384 -0.7
-    against 8,192, which stays. At equal wall time (10 minutes each) the tiny size reached 32.2%,
-    BERT-Mini 21.0%, and the small size (4/512/8) stalled at lr 2e-3 (14.7% at lr 1e-3): on a budget
-    that short, tokens seen matter more than width. Over the record's 50 minutes the tiny size
-    (166.8M tokens) ended at 41.1%, above the record's 40.4%, but fine-tuned worse (medians of 3
-    seeds: CoNLL-2003 F1 76.3 vs 79.9, SST-2 with 2,000 sentences 67.8 vs 71.1;
-    data/pilots/finetune_size_50min.jsonl), so the record stays BERT-Mini: held-out MLM accuracy
-    alone does not choose the size.
-    The record-2 pilots on the same schedule (compared at 10.2M token positions, baseline 18.0%):
-    post-LN layers 16.6% (-1.4, no divergence at lr 2e-3 with 3% warm-up) and 15.0% with a 10%
-    warm-up (-3.0): post-LN loses by more than a point that early, so the recipe itself stays pre-LN
-    (the pilots' baseline); two segments
-    with the NSP loss 13.8% (-4.2); two segments without NSP (segment_pairs) 22.6% (+4.6; 22.4% on the baseline's own
-    single-segment held-out windows), with sequences 97% full against 80% for single segments, so
-    part of that lead is more real text per step, and both rows of the segment embedding train.
-    Sequence-length phases, 90% of the steps on 64 tokens then 10% on 128 (cpu-mini-phases-64-128,
-    the same tokens per step, held out on 128-token windows): 20.9% (+2.9). Whole-word masking at
-    30% (cpu-mini-wwm-30, run later on the same kind of CPU): 25.4% (+7.4), 0.8 below masking 30%
-    of single pieces (cpu-mini-mask-30, 26.2%), on held-out masks of single pieces; the record
-    keeps single pieces.
-    The fifth record (REFERENCE["cpu"]: this recipe with post-LN layers, segment pairs, phases of
-    64/128/256 tokens and 30% masked) then ran the whole 50 minutes both ways on the same kind of
-    2-core AMD Zen 4: post-LN 3,520 steps, 38.1% held-out on two-segment windows; pre-LN 3,151
-    steps, 36.4% (cpu-mini-pre-ln-pairs-phases-50min). Level at equal tokens through the 64-token
-    phase (25.3% each at 20.5M); post-LN's step ran faster there, and over a whole run the early
-    deficit of the short pilot did not last. The record is therefore the paper's post-LN BERT, which
-    export-hf writes for transformers; the recipe's default stays pre-LN for the pilots.
-    Beyond the fifth record, a sweep of its settings at its own 3,520 steps on one H100 (eager, one
-    seed each; data/gpu_runs/h100-2026-11-27/recipe_sweep.json) ranked the next levers: 32-token
-    sequences for the first half of the steps +2.4 points, 40% masked +1.8, two layers for the same
-    CPU time +3.5; peak lr 1.2e-3 or 3e-3 about -2. The first two together did not carry over to
-    2 CPU cores: on the record's own 3,520 steps (cpu-mini-32-first-mask-40, `SERIES=record5` in
-    scripts/run_pilots.sh, fp32 on an AMD Zen 3) the run ended at 37.9% held-out against the
-    record's 38.1%, level at 3,250 steps too (37.6% each), where the sweep predicted about +4. The
-    same-machine control (cpu-mini-record5-steps: the record's settings on that fixed schedule)
-    ended at 37.1%: the levers bought +0.8 there, and the record's own 1.0 more came from its
-    machine (bf16, Zen 4) and time-budgeted schedule. REFERENCE["cpu"] takes both levers, and the
-    seventh record (now data/pilots/record7) was made with them: 3,747 steps in its 50 minutes,
-    38.7% held-out, 0.6 above the fifth (kept in data/pilots/record5), one run each; the eighth,
-    the book's record (data/reference_run), too: 3,229 steps on a slower hour, 37.6%.
-    On the seventh record's own settings with 128-token sequences only (cpu-mini-record-128, fixed
-    schedule, compared at 8.2M tokens, baseline 26.5%): 32 sequences a batch on twice the steps
-    26.8% (+0.2, so the batch stays 64); two layers instead of four 26.8% at the same tokens, and
-    30.6% after 12.3M tokens in less wall time than four layers took for 8.2M (a 2/256/4 step ran
-    about twice as fast there). Over the seventh record's whole schedule, two layers for 1.71 times
-    its steps (cpu-mini-record7-2-layers-x1.71, the same CPU time) ended at 39.5% against the
-    record's 38.7%: +0.8, where the H100 sweep read +3.5; one run each, fine-tuning not measured,
-    so the record stays four layers.
-  - budget lr 7e-4, warm-up 6%, linear decay, batch 256, seq 128, MLM only: a calibration run of a
-    similar model (one H100, 8/512/8 model, 3.5 min, held-out MLM accuracy 45.9%).
-  - budget beta2 0.98, dropout 0.1, weight-decay exclusions: untested in this project (literature).
-  - a 2-core CPU study (tiny 2/128/2 model, WordPiece 8,192 trained on 30 books, seq 64, batch 32,
-    warm-up 6% then linear decay, MLM only; held-out MLM accuracy on 16 fixed batches of the held-out
-    books) compared peak learning rates; the numbers are in `CPU_LR_STUDY` below (read from
-    bertlab/training/measured/cpu_lr_study.json). Over 300 and
-    1,000 steps the ordering was 2e-3 > 5e-4 > 1e-4 (the paper's lr barely leaves the "frequent
-    words" plateau in a short run). It supports "much higher than 1e-4 for short runs" at tiny scale
-    only: small models tolerate larger learning rates, so 2e-3 does not transfer to medium/base.
-  - the budget recipe at GPU scale (REFERENCE["gpu"] in bertlab.experiments.reference_run, 9 minutes on an H100) has
-    not been run with this code.
-  - paper: the paper's numbers; never run here at its real scale (1M steps x 256 x 512 tokens).
+What each setting is backed by (the pilot runs, the records, and what was never run here) is the
+lab's record, in lab/README.md ("What the recipes rest on"); the measured peak-lr study is
+`CPU_LR_STUDY` below.
 """
 
 from __future__ import annotations
