@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass
 
 import pytest
@@ -115,3 +116,23 @@ def test_the_book_record_gives_its_findings():
     text = findings.ner_finding(run)
     ner = next(g for g in run.gains() if g["task"] == "conll2003")
     assert f"{ner['pretrained']:.1f}" in text and f"{ner['gain']:+.1f}" in text
+
+
+def test_sst2_finding_reads_each_size_by_its_seeds_largest_first():
+    from bertlab.experiments.finetune_seeds import SeedGains
+
+    def sst2(n, pre, scr):
+        return dict(row("sst2", statistics.median(pre), statistics.median(scr), seeds=(0, 1, 2), n=n),
+                    pretrained_scores=pre, scratch_scores=scr)  # fmt: skip
+
+    run = FakeRun(
+        [sst2(500, [66.3, 67.4, 66.6], [63.1, 62.7, 64.0]), sst2(2000, [72.5, 70.3, 71.3], [70.8, 71.9, 70.4])]
+    )
+    text = findings.sst2_finding(run)
+    assert text.index("With 2,000") < text.index("with 500")  # the largest size leads
+    assert "+0.5 points, within the noise of scratch (the three seeds' range: -1.6 to +2.1)" in text
+    assert "+3.5 points, clear of scratch (the three seeds' range: +2.3 to +4.7)" in text
+    ten = SeedGains("sst2", 2000, 5e-4, tuple(range(10)), tuple([72.0] * 10), tuple([70.0] * 10))
+    assert "+2.0 points, clear of scratch (90% of bootstrap draws over 10 seeds" in findings.sst2_finding(run, ten)
+    with pytest.raises(ValueError, match="no SST-2 results"):
+        findings.sst2_finding(FakeRun([]))
