@@ -136,3 +136,22 @@ def test_sst2_finding_reads_each_size_by_its_seeds_largest_first():
     assert "+2.0 points, clear of scratch (90% of bootstrap draws over 10 seeds" in findings.sst2_finding(run, ten)
     with pytest.raises(ValueError, match="no SST-2 results"):
         findings.sst2_finding(FakeRun([]))
+
+
+def test_pairs_finding_says_the_model_is_too_small_only_when_no_task_separates():
+    class Ex:
+        def __init__(self, label):
+            self.label = label
+
+    dev = {"rte": [Ex(1)] * 52 + [Ex(0)] * 48}  # the majority label scores 52.0
+
+    def rte(pre, scr):
+        return dict(row("rte", statistics.median(pre), statistics.median(scr), seeds=(0, 1, 2)), metric="accuracy",
+                    pretrained_scores=pre, scratch_scores=scr)  # fmt: skip
+
+    near = findings.pairs_finding(FakeRun([rte([56.0, 49.8, 56.7], [55.2, 54.9, 56.0])]), dev)
+    assert "does not separate" in near and "too small to show the paper's effect" in near
+    assert "+4.0 from always answering the majority label (within the noise of it)" in near  # 2 SE on 100: 10.0
+    far = findings.pairs_finding(FakeRun([rte([70.0, 71.0, 72.0], [55.0, 56.0, 57.0])]), dev)
+    assert "separates the book's own BERT from its twin from scratch on one task" in far
+    assert "too small" not in far and "clear of it" in far
