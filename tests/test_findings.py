@@ -155,3 +155,16 @@ def test_pairs_finding_says_the_model_is_too_small_only_when_no_task_separates()
     far = findings.pairs_finding(FakeRun([rte([70.0, 71.0, 72.0], [55.0, 56.0, 57.0])]), dev)
     assert "separates the book's own BERT from its twin from scratch on one task" in far
     assert "too small" not in far and "clear of it" in far
+
+
+def test_ablations_finding_states_the_three_results_with_the_records_measured_gain():
+    from bertlab.experiments import ablations, reference
+
+    rec, run = ablations.load(), reference.find()
+    if rec is None or run is None:
+        pytest.skip("the ablation study or the book's record is not in this copy")
+    text = findings.ablations_finding(rec, run)
+    for question in ("Table 5's question", "Table 6's question", "against the scratch control"):
+        assert question in text
+    many = findings.sst2_seeds(ablations.beside_reference(rec, run).train_examples)
+    assert many.reading().phrase("scratch") in text  # the one number for SST-2, as chapter 11 gives it

@@ -6,6 +6,7 @@ the pilot runs, so that the first screen states a result with the numbers the pa
     sst2_finding(run, sst2_seeds(2000))      # chapter 11
     pairs_finding(run, dev)                  # chapter 12
     squad_finding(run, seeds)                # chapter 13
+    ablations_finding(record, run)           # chapter 17
     ner_finding(run)                         # chapter 14
 
 Each takes what the chapter has already read (a `reference.ReferenceRun`, pilot levers, seed
@@ -19,6 +20,7 @@ from typing import Any, Sequence
 
 import torch
 
+from bertlab.experiments import ablations
 from bertlab.experiments.finetune_comparison import record_readings
 from bertlab.experiments.finetune_seeds import SQUAD_SETTINGS, seed_gains, squad_seed_gains
 from bertlab.experiments.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
@@ -231,3 +233,15 @@ def _gain(run: Any, task: str) -> dict[str, Any]:
 
 def _encoder_parameters(run: Any) -> int:
     return BertModel(run.config()).num_parameters()
+
+
+def ablations_finding(record: dict[str, Any], run: Any) -> str:
+    """Chapter 17: the ablation study's three results (`ablations.results_summary`, the chapter's own
+    summary), with the book's record at the study's SST-2 size read over its many seeds."""
+    beside = ablations.beside_reference(record, run) if run is not None else None
+    n = beside.train_examples if beside is not None else 2000
+    many = sst2_seeds(n)
+    bullets = ablations.results_summary(
+        ablations.compare_with_paper(record), many.reading() if many is not None else None, n
+    )
+    return "**In short.** " + " ".join(bullets)
