@@ -42,7 +42,7 @@ format: setup
 unit: lint
 	$(ACT) && python -m pytest -m "not browser" -q $(PYTEST_PARALLEL)
 
-# The book first (its notebooks keep both cores busy), then every test on TEST_WORKERS pytest-xdist
+# The book, the student book (nothing executed: seconds), then every test on TEST_WORKERS pytest-xdist
 # workers of one torch thread each (tests/conftest.py). Each phase prints its wall and CPU time.
 test: lint
 	$(ACT) && time bash scripts/build_book.sh

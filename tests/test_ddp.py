@@ -4,6 +4,7 @@ with the same global batch; gradient accumulation likewise. Only rank 0 writes."
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,13 @@ def cli_args(tokenizer_file, out):
     ]
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now: a fixed one would collide with a second test run."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run(cmd, **kw):
     env = {
         **os.environ,
@@ -90,7 +98,7 @@ def test_torchrun_two_processes_equal_one(tmp_path, tokenizer_file):
     assert torchrun, "torchrun (installed with torch) not found"
     run([sys.executable, "-m", "bertlab"] + cli_args(tokenizer_file, tmp_path / "one"))
     p = run(
-        [torchrun, "--nproc_per_node", "2", "--master_port", "29517", "-m", "bertlab"]
+        [torchrun, "--nproc_per_node", "2", "--master_port", str(free_port()), "-m", "bertlab"]
         + cli_args(tokenizer_file, tmp_path / "two")
     )
     assert p.stdout.count("held-out:") == 1  # only rank 0 reports
