@@ -47,6 +47,7 @@ from bertlab import checkpoint as ckpt
 from bertlab.analysis.fill_mask import fill_mask
 from bertlab.data import records
 from bertlab.data.tokenizer import load_tokenizer_for
+from bertlab.errors import ActionableError
 from bertlab.experiments import reference, reference_run
 from bertlab.export import export_hf
 from bertlab.model import BertForPreTraining
@@ -320,13 +321,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
-    except (ValueError, FileNotFoundError, RuntimeError, KeyError) as err:
-        if isinstance(err, NonFiniteLossError):
-            print(f"error: {err}", file=sys.stderr)
-            return 3
-        if type(err) is RuntimeError and "CUDA" not in str(err) and "--init" not in str(err):
-            raise  # an unexpected failure: keep the traceback
+    except NonFiniteLossError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 3
+    except (ValueError, FileNotFoundError, ActionableError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)  # any other error is a fault: its traceback stays
         return 2
 
 

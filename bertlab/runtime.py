@@ -54,6 +54,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from bertlab.errors import ActionableError
+
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 # Dense (no sparsity) tensor-core peak of each GPU in FLOP/s for bf16/fp16 matrix multiplies, from
@@ -227,7 +229,7 @@ def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> t
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise RuntimeError(
+            raise ActionableError(
                 f"device {device!r} was requested but no CUDA GPU is available; use --device cpu (or auto)"
             )
         if dev.index is None:

@@ -403,3 +403,22 @@ def test_pretrain_help_states_each_recipes_defaults_from_the_recipes():
                 shown = rate(value)
             assert f"{key} {shown if shown is not None else value}" in text, (name, key, text)
     assert "none" in " ".join(helps["phases"].split())  # a recipe without phases says so
+
+
+def test_an_actionable_error_is_one_line_and_any_other_runtime_error_keeps_its_traceback(monkeypatch, capsys):
+    """The command line tells the two apart by class (bertlab.errors), never by the message's words."""
+    import bertlab.__main__ as cli
+    from bertlab.errors import ActionableError
+
+    def fails(error):
+        def run(args):
+            raise error
+
+        return run
+
+    monkeypatch.setattr(cli, "_run", fails(ActionableError("no CUDA GPU is available; use --device cpu")))
+    assert cli.main(["pretrain", "--steps", "1"]) == 2
+    assert capsys.readouterr().err.strip() == "error: no CUDA GPU is available; use --device cpu"
+    monkeypatch.setattr(cli, "_run", fails(RuntimeError("CUDA --init: a fault, whatever its words")))
+    with pytest.raises(RuntimeError, match="a fault"):
+        cli.main(["pretrain", "--steps", "1"])

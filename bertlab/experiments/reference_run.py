@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
+from bertlab.errors import ActionableError
 from bertlab.experiments.reference import ARMS, REPRODUCE, ReferenceRun, find, stored_arm, stored_arms
 from bertlab.files import sha256_file, write_json
 from bertlab.prose import count
@@ -371,7 +372,7 @@ def reference_run(
     result = pretrain(cfg, runtime=make_runtime("auto", "auto", compile=s["compile"], distributed=False))
     times["pretrain_with_data_s"] = time.perf_counter() - t + earlier_s
     if result.stopped_by:
-        raise RuntimeError(f"pretraining was stopped ({result.stopped_by}); run again with --resume")
+        raise ActionableError(f"pretraining was stopped ({result.stopped_by}); run again with --resume")
     run = Path(cfg.out)
     final_eval = result.final_eval
     if final_eval is None:  # resumed after the last step: the log holds the final evaluation

@@ -50,6 +50,7 @@ from bertlab import checkpoint as ckpt
 from bertlab import files
 from bertlab.config import BertConfig
 from bertlab.data.tokenizer import WordPieceTokenizer, bert_uncased_tokenizer, load_tokenizer_for
+from bertlab.errors import ActionableError
 from bertlab.hf import folder_config, is_hf_folder
 from bertlab.model import IGNORE_INDEX
 from bertlab.runtime import Runtime, make_runtime, seed_everything
@@ -236,7 +237,7 @@ def build_task_model(task, cfg: FinetuneConfig):
     try:
         model = task.from_pretrained(init)
     except Exception as err:
-        raise RuntimeError(
+        raise ActionableError(
             f"--init {init!r} is neither a bertlab model folder nor 'scratch', and loading it "
             f"from the Hugging Face hub failed ({type(err).__name__}: {err}). Hub names such as "
             f"bert-base-uncased need the network (unset HF_HUB_OFFLINE)."
@@ -257,7 +258,7 @@ def hub_tokenizer(name: str):
     except Exception as err:
         if "uncased" in name:
             return bert_uncased_tokenizer()
-        raise RuntimeError(f"could not get the tokenizer of {name!r} from the hub ({err})") from err
+        raise ActionableError(f"could not get the tokenizer of {name!r} from the hub ({err})") from err
 
 
 # ------------------------------------------------------------------------------------------------
@@ -363,7 +364,7 @@ def _train_one(
             step_losses += torch.stack(epoch_losses).tolist() if epoch_losses else []
             epoch_losses.clear()
             if not math.isfinite(train_loss):
-                raise RuntimeError(
+                raise ActionableError(
                     f"{task.name} seed {seed}: the training loss became {train_loss} in epoch {epoch}; lower --lr"
                 )
             scores = {}
