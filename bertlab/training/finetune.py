@@ -198,10 +198,10 @@ def _check_not_a_path(init: str) -> None:
         raise FileNotFoundError(f"--init {init}: no such folder")
 
 
-def task_tokenizer(task, cfg: FinetuneConfig):
-    """The vocabulary that fine-tuning from cfg.init uses, without building the model (a folder's
-    tokenizer.json, `--like`'s for scratch, else bert-base-uncased's). For a hub name the model is
-    loaded once: that is what checks the name and the network before any data is read."""
+def init_tokenizer(cfg: FinetuneConfig):
+    """The one place fine-tuning gets its vocabulary from cfg.init: a model folder's tokenizer.json
+    (bertlab's or a Hugging Face one), `--like`'s for scratch (bert-base-uncased's without it), or
+    the tokenizer published with a hub model."""
     init = cfg.init
     if init == "scratch":
         if cfg.like is None:
@@ -210,28 +210,36 @@ def task_tokenizer(task, cfg: FinetuneConfig):
         return load_tokenizer_for(cfg.like)
     if _is_model_folder(init):
         return load_tokenizer_for(init)
+    _check_not_a_path(init)
+    return hub_tokenizer(init)
+
+
+def task_tokenizer(task, cfg: FinetuneConfig):
+    """The vocabulary that fine-tuning from cfg.init uses, without building the model. For a hub
+    name the model is loaded once: that is what checks the name and the network before any data
+    is read."""
+    if cfg.init == "scratch" or _is_model_folder(cfg.init):
+        return init_tokenizer(cfg)
     return build_task_model(task, cfg)[1]
 
 
 def build_task_model(task, cfg: FinetuneConfig):
-    """(model, tokenizer) for the task, from cfg.init (see the module docstring)."""
+    """(model, tokenizer) for the task, from cfg.init (see the module docstring); the tokenizer
+    is `init_tokenizer`'s."""
     init = cfg.init
     if init == "scratch":
+        tokenizer = init_tokenizer(cfg)
         if cfg.like is not None:
-            _check_like(cfg.like)
             # a bertlab folder, or a Hugging Face one (e.g. all-MiniLM-L6-v2's): same size either way
             config = folder_config(cfg.like)
-            tokenizer = load_tokenizer_for(cfg.like)
         else:
-            tokenizer = bert_uncased_tokenizer()
             config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         return task.build_model(config), tokenizer
     if _is_model_folder(init):
         if is_hf_folder(init):
             # a Hugging Face folder (e.g. all-MiniLM-L6-v2's): transformers' names, via bertlab.hf
-            return task.from_pretrained(init), load_tokenizer_for(init)
-        model = ckpt.load_model(init, task.model_class, **task.model_kwargs)
-        return model, load_tokenizer_for(init)
+            return task.from_pretrained(init), init_tokenizer(cfg)
+        return ckpt.load_model(init, task.model_class, **task.model_kwargs), init_tokenizer(cfg)
     _check_not_a_path(init)
     # A model-hub name: needs the network (or a filled hub cache).
     try:
@@ -242,7 +250,7 @@ def build_task_model(task, cfg: FinetuneConfig):
             f"from the Hugging Face hub failed ({type(err).__name__}: {err}). Hub names such as "
             f"bert-base-uncased need the network (unset HF_HUB_OFFLINE)."
         ) from err
-    return model, hub_tokenizer(init)
+    return model, init_tokenizer(cfg)
 
 
 def hub_tokenizer(name: str):
