@@ -84,8 +84,9 @@ def test_lever_effects_are_sorted_and_use_the_baselines_window_length():
     assert [(lv.label, lv.points) for lv in levers] == [("good", 10.0), ("short", 2.0), ("stall", 0.2), ("batch", -2.0)]
     assert levers[1].scored_on == "128-token windows" and levers[0].scored_on is None  # cross_eval: 17% vs 15%
     text = levers_reading(levers)
-    assert "raised it: good (+10.0), short (+2.0)" in text and "lowered it: batch (-2.0)" in text
+    assert "raised it: good (+10.0), short (+2.0 on 128-token windows)" in text and "lowered it: batch (-2.0)" in text
     assert "less than 0.5 of a point: stall" in text and "at 20,000 tokens" in text
+    assert "One run each" in text  # no noise measured: the reading says so instead of a verdict
 
 
 def test_table_and_reading_are_generated_from_the_numbers():
@@ -93,6 +94,9 @@ def test_table_and_reading_are_generated_from_the_numbers():
     table = series_table(s).splitlines()
     assert table[0].startswith("| run | change | held-out accuracy at 20,000 tokens")
     assert "| cpu-x-batch | twice the batch | 13.0% | -2.0 points |" in table
+    # scored on its own windows and again on the baseline's: the row names both numbers
+    short = next(line for line in table if line.startswith("| cpu-x-short |"))
+    assert "+15.0 points on its own windows, +2.0 on 128-token windows" in short
     reading = series_reading(s)
     assert "ahead of the baseline: `cpu-x-short` (+15.0), `cpu-x-good` (+10.0)" in reading
     assert "never rose above its first held-out score" in reading and "`cpu-x-stall`" in reading

@@ -346,8 +346,11 @@ def series_table(s: Series) -> str:
     if s.minutes:
         head += f" after {s.minutes:g} minutes (steps) |"
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    again = {lv.name: lv for lv in lever_effects([s]) if lv.scored_on}  # scored again on the baseline's windows
     for r in series_rows(s):
         vs = "" if r["points"] is None else f"{r['points']:+.1f} points"
+        if r["name"] in again:  # one lever, two windows: say which number is which
+            vs += f" on its own windows, {again[r['name']].points:+.1f} on {again[r['name']].scored_on}"
         line = f"| {r['name']} | {r['change']} | {r['accuracy']:.1%} | {vs} |"
         if s.minutes:
             line += f" {r['end_accuracy']:.1%} ({r['end_step']:,}) |"
@@ -419,8 +422,12 @@ def levers_reading(levers: Sequence[Lever], level: float = 0.5) -> str:
     """One sentence: the changes of a series in order of their measured effect."""
     if not levers:
         return "No one-change pilot is recorded."
-    up = [f"{lv.label} ({lv.points:+.1f})" for lv in levers if lv.points >= level]
-    down = [f"{lv.label} ({lv.points:+.1f})" for lv in levers if lv.points <= -level]
+
+    def shown(lv: Lever) -> str:  # a pilot scored again on the baseline's windows says so
+        return f"{lv.label} ({lv.points:+.1f}" + (f" on {lv.scored_on})" if lv.scored_on else ")")
+
+    up = [shown(lv) for lv in levers if lv.points >= level]
+    down = [shown(lv) for lv in levers if lv.points <= -level]
     even = [lv.label for lv in levers if abs(lv.points) < level]
     parts = [
         f"{label} {', '.join(x)}"
@@ -429,7 +436,8 @@ def levers_reading(levers: Sequence[Lever], level: float = 0.5) -> str:
     ]
     return (
         f"Against `{levers[0].series}` at {tokens_text(levers[0].tokens)}, in points of held-out "
-        f"accuracy, these changes " + "; ".join(parts) + "."
+        f"accuracy, these changes " + "; ".join(parts) + ". One run each: no repeat measures how far "
+        "chance alone moves a pilot, so a difference of a point or two is a lead to follow, not a result."
     )
 
 
