@@ -62,7 +62,8 @@ def pretraining_finding(run: Any, levers: Sequence[Any]) -> str:
         f"{pt['final_heldout']['mlm_acc']:.1%} of its held-out predictions right after "
         f"{pt['train_seconds'] / 60:.0f} minutes on {run.machine()}. A short run first stalls on a "
         "plateau, guessing frequent pieces whatever the context. What got it off, in points of held-out "
-        f"accuracy after {tokens / 1e6:.1f}M tokens of one-change pilot runs: {_and(gains)}. The paper's "
+        f"accuracy after {tokens / 1e6:.1f}M tokens of one-change pilot runs (one run each): {_and(gains)}. "
+        "The paper's "
         f"NSP loss {'cost' if nsp < 0 else 'added'} {abs(nsp):.1f} points there."
     )
 
