@@ -30,14 +30,14 @@ book: setup
 student-book: setup
 	$(ACT) && bash scripts/build_student_book.sh
 
-# The formatter and linter: the package, tests and scripts at 120 columns (pyproject.toml), the
-# chapters' code cells at 88 (book/ruff.toml: what a rendered page shows without scrolling).
+# The formatter and linter: the package, tests, scripts and lab at 120 columns (pyproject.toml), the
+# chapters' and lab pages' code cells at 88 (book/ruff.toml: what a rendered page shows without scrolling).
 lint: setup
-	$(ACT) && ruff check && ruff check book
-	$(ACT) && ruff format --check && ruff format --check book
+	$(ACT) && ruff check && ruff check book lab/notebook
+	$(ACT) && ruff format --check && ruff format --check book lab/notebook
 
 format: setup
-	$(ACT) && ruff format && ruff format book
+	$(ACT) && ruff format && ruff format book lab/notebook
 
 unit: lint
 	$(ACT) && python -m pytest -m "not browser" -q $(PYTEST_PARALLEL)

@@ -8,6 +8,10 @@ new path (the same module object, so patching one patches the other) and warns o
 FutureWarning naming the new path, so that readers see it in a notebook. One table here instead
 of thirty forwarding files at the top of the package keeps the tree the move was for; removing
 the old paths is deleting this table.
+
+Some modules left the package altogether: `LEFT` names them with their new home in the lab (lab/ at
+the top of a checkout, not installed), and importing one stops with an ImportError that says where
+it went and how to import it from there.
 """
 
 from __future__ import annotations
@@ -50,13 +54,30 @@ MOVED = {
     "bertlab.capstone": "bertlab.course.capstone",
 }
 
+# Modules that left the package for the lab (lab/ beside bertlab/ in a checkout; not installed).
+LEFT = {
+    "bertlab.experiments.speed": "lab.speed",
+    "bertlab.experiments.finetune_speed": "lab.finetune_speed",
+}
+
+
+def left_message(old: str) -> str:
+    """What importing `old`, a module of `LEFT`, says: its new home and how to import it."""
+    new = LEFT[old]
+    parent, name = new.rsplit(".", 1)
+    return (
+        f"{old} has left the package: it is {new} now, in lab/ at the top of a checkout of the bertlab "
+        f"repository (not installed with bertlab). Run from the repository root (or put it on sys.path) "
+        f"and write `from {parent} import {name}`."
+    )
+
 
 class OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds `MOVED`'s old names (only after the regular finders found nothing) and loads each as
-    its new module."""
+    its new module; `LEFT`'s names stop with an ImportError naming their new home."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in MOVED:
+        if fullname not in MOVED and fullname not in LEFT:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
@@ -65,6 +86,10 @@ class OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         old = module.__name__
+        if old in LEFT:
+            # a plain ImportError (not ModuleNotFoundError), so that `from bertlab.experiments import
+            # speed` shows this message too instead of "cannot import name"
+            raise ImportError(left_message(old), name=old)
         new = MOVED[old]
         warnings.warn(
             f"{old} has moved to {new}: import it from there (the old path works until the 2027 spring term)",

@@ -25,7 +25,7 @@ that the next training step takes it again page by page, one page fault per 4 KB
 zeroes every page first. Kept on the heap instead, BERT-Mini's compiled fp32 step on two cores of
 an AMD EPYC Zen 3 took 19% less time (1.77 s against 2.17 s, medians of five alternating processes
 each), faulting no pages instead of about 177,000 a step, at the same peak memory
-(`benchmarks/cpu_allocator.py`, data/benchmarks/allocator_cpu_mini_fp32.json).
+(`lab/benchmarks/cpu_allocator.py`, data/benchmarks/allocator_cpu_mini_fp32.json).
 `BERTLAB_CPU_ALLOCATOR=default` leaves malloc as it is. Only pretraining does it: its batches have
 the same shapes step after step, so the heap settles; fine-tuning pads each batch to its own
 longest sentence, and a heap that keeps blocks of ever-changing sizes grows instead (BERT-Mini

@@ -7,7 +7,7 @@
 #      for $MINUTES minutes (default 2; the reference pipeline gives it 9);
 #   2. CoNLL-2003 fine-tuned from those weights and from scratch (same size and vocabulary), one
 #      seed each, on the whole training set, scored on the whole dev set;
-#   3. benchmarks/throughput.py at $BENCH_PRESET (default base): bertlab's training step against
+#   3. lab/benchmarks/throughput.py at $BENCH_PRESET (default base): bertlab's training step against
 #      transformers', and the MFU of both.
 # Writes into $OUT (default runs/gpu_check): env.json, pretrain_run.json, pretrain_metrics.jsonl,
 # finetune_pretrained.json, finetune_scratch.json, throughput.json, and log.txt (everything printed).
@@ -73,6 +73,6 @@ for arm in pretrained scratch; do
 done
 
 stage "3. throughput against transformers ($BENCH_PRESET)"
-timeout "${BENCH_LIMIT_S:-900}" "$PY" benchmarks/throughput.py --preset "$BENCH_PRESET" --compile --json "$OUT/throughput.json"
+timeout "${BENCH_LIMIT_S:-900}" "$PY" lab/benchmarks/throughput.py --preset "$BENCH_PRESET" --compile --json "$OUT/throughput.json"
 echo "throughput stage: exit $?"
 stage done

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             "about": "The reference run's fine-tuning recipe with plain random batches and with random "
             "batches of similar lengths (pools of 8 batches sorted by length, group_by_length), from the "
             "record's weights and from scratch; seconds are each arm's wall time over its seeds, not a "
-            "speed measurement (other work may share the machine: benchmarks/finetune_step.py times it).",
+            "speed measurement (other work may share the machine: lab/benchmarks/finetune_step.py times it).",
             "record": args.record,
             "machine": machine(rt),
             "git_commit": git_commit(),

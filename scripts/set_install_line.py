@@ -60,8 +60,9 @@ def setup_cell(url: str) -> str:
     )
 
 
-def notebooks(book: Path = ROOT / "book") -> list[Path]:
-    return sorted(p for p in book.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+def notebooks(folders: tuple[Path, ...] = (ROOT / "book", ROOT / "lab" / "notebook")) -> list[Path]:
+    """The book's notebooks: the chapters and exercises (book/) and the lab notebook's pages."""
+    return sorted(p for folder in folders for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
 def apply(paths: list[Path], url: str, write: bool) -> tuple[list[Path], list[Path]]:

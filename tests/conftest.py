@@ -65,7 +65,7 @@ def bert_tokenizer():
 
 @pytest.fixture(scope="session")
 def load_script():
-    """A loader for the repository's scripts (scripts/, benchmarks/), which are files, not modules of
+    """A loader for the repository's scripts (scripts/, lab/benchmarks/), which are files, not modules of
     the package: load_script("scripts/record_squad_epochs.py") returns it imported, its `main` ready
     to call. It is registered in sys.modules under its file name (dataclasses look it up there)."""
 

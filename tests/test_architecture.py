@@ -378,3 +378,69 @@ def test_the_readme_lists_every_module_in_its_folder():
         assert key in listed, f"the README's package table has no row for bertlab/{key}"
         assert files - listed[key] == set(), f"bertlab/{key}: not in the README: {sorted(files - listed[key])}"
         assert listed[key] - files == set(), f"bertlab/{key}: in the README, not on disk: {sorted(listed[key] - files)}"
+
+
+# ------------------------------------------------------------------------------------------------
+# The lab (lab/ beside the package, not installed): bertlab never imports it, and it uses only
+# bertlab's public names, as a reader's code would.
+# ------------------------------------------------------------------------------------------------
+LAB = ROOT.parent / "lab"
+
+
+def imports_of_lab(source: str, filename: str = "<source>") -> list[str]:
+    """Each import of `lab` (or a module under it) in `source`, anywhere in it, as "line N: what";
+    `importlib.import_module("lab...")` included."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                names = [node.args[0].value]
+        found += [f"line {node.lineno}: {n}" for n in names if n == "lab" or n.startswith("lab.")]
+    return found
+
+
+def lab_sources() -> dict[str, str]:
+    """Every Python file under lab/ and the code cells of its notebook pages (IPython's %magic and
+    !shell lines read as `pass`), by path."""
+    import json
+
+    sources = {str(p.relative_to(ROOT.parent)): p.read_text(encoding="utf-8") for p in sorted(LAB.rglob("*.py"))}
+    for path in sorted(LAB.rglob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        sources[str(path.relative_to(ROOT.parent))] = re.sub(r"(?m)^(\s*)[%!].*$", r"\1pass", code)
+    return sources
+
+
+def test_bertlab_never_imports_the_lab():
+    found = {name: imports_of_lab(path.read_text(encoding="utf-8"), str(path)) for name, path in MODULES.items()}
+    found = {name: lines for name, lines in found.items() if lines}
+    assert not found, f"bertlab modules import the lab (lab/ is not installed with bertlab): {found}"
+
+
+def test_the_lab_uses_only_bertlab_public_names():
+    sources = lab_sources()
+    assert {"lab/__init__.py", "lab/speed.py", "lab/finetune_speed.py"} <= set(sources)
+    assert any(name.startswith("lab/benchmarks/") for name in sources)
+    assert any(name.startswith("lab/notebook/") for name in sources)
+    private = {}
+    for name, source in sources.items():
+        scanned = scan(name, source)
+        hidden = [m for m in scanned.imports if any(is_private(part) for part in m.split("."))]
+        if scanned.private or hidden:
+            private[name] = scanned.private + [f"imports {m}" for m in hidden]
+    assert not private, f"the lab takes private bertlab names (use public ones, or make them public): {private}"
+
+
+def test_the_lab_checks_can_fail():
+    source = "import os\nfrom lab import speed\n\ndef f():\n    import lab.finetune_speed as fs\n"
+    source += "    return importlib.import_module('lab.speed')\nfrom labrador import dog\n"
+    assert imports_of_lab(source) == ["line 2: lab", "line 5: lab.finetune_speed", "line 6: lab.speed"]
+    private = scan("lab/x.py", "from bertlab.prose import _words\nimport bertlab.prose as p\np._count\n")
+    assert private.private == ["line 1: from bertlab.prose import _words", "line 3: bertlab.prose._count"]

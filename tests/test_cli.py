@@ -364,8 +364,8 @@ def test_reference_run_smoke(tmp_path):
 
 
 def test_throughput_benchmark_runs_quick(tmp_path):
-    """benchmarks/throughput.py --quick: both implementations, a table, the JSON (so it does not rot)."""
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+    """lab/benchmarks/throughput.py --quick: both implementations, a table, the JSON (so it does not rot)."""
+    script = Path(__file__).resolve().parents[1] / "lab" / "benchmarks" / "throughput.py"
     p = subprocess.run(
         [sys.executable, str(script), "--quick", "--steps", "2", "--json", str(tmp_path / "t.json")],
         env=ENV,

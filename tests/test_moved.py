@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import bertlab
-from bertlab.moved import MOVED
+from bertlab.moved import LEFT, MOVED
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,6 +61,8 @@ def test_the_book_and_the_package_use_the_new_paths():
     found = []
     files = [
         *REPO.glob("book/**/*.ipynb"),
+        *REPO.glob("lab/**/*.ipynb"),
+        *REPO.glob("lab/**/*.py"),
         *REPO.glob("bertlab/**/*.py"),
         *REPO.glob("tests/*.py"),
         *REPO.glob("scripts/*.py"),
@@ -74,3 +76,38 @@ def test_the_book_and_the_package_use_the_new_paths():
         found += [f"{path.relative_to(REPO)}: {m.group(0)}" for m in pattern.finditer(text)]
     assert not found, "old import paths (see bertlab.moved):\n  " + "\n  ".join(found[:20])
     assert bertlab.__version__
+
+
+@pytest.mark.parametrize("old", sorted(LEFT))
+def test_a_module_that_left_the_package_names_its_new_home(old):
+    """bertlab.experiments.speed and finetune_speed moved to the lab (lab/, not installed): both ways
+    of importing the old name stop with an ImportError that names the new module and how to import it."""
+    new = LEFT[old]
+    parent, name = new.rsplit(".", 1)
+    sys.modules.pop(old, None)
+    with pytest.raises(ImportError, match=re.escape(f"it is {new} now")) as raised:
+        importlib.import_module(old)
+    assert f"from {parent} import {name}" in str(raised.value) and raised.value.name == old
+    package, leaf = old.rsplit(".", 1)
+    with pytest.raises(ImportError, match=re.escape(f"{old} has left the package")):
+        exec(f"from {package} import {leaf}", {})
+    assert old not in sys.modules
+    assert not (REPO / (old.replace(".", "/") + ".py")).exists()
+    assert (REPO / (new.replace(".", "/") + ".py")).exists()  # its new home, from a checkout
+
+
+def test_nothing_uses_the_paths_that_left():
+    pattern = re.compile(
+        "|".join(re.escape(old) for old in LEFT) + r"|from bertlab\.experiments import [^\n]*\b(speed|finetune_speed)\b"
+    )
+    files = [*REPO.glob("book/**/*.ipynb"), *REPO.glob("lab/**/*.ipynb"), *REPO.glob("lab/**/*.py")]
+    files += [*REPO.glob("bertlab/**/*.py"), *REPO.glob("tests/*.py"), *REPO.glob("scripts/*.py")]
+    found = []
+    for path in files:
+        if path.name in ("moved.py", "test_moved.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".ipynb":
+            text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"])
+        found += [f"{path.relative_to(REPO)}: {m.group(0)}" for m in pattern.finditer(text)]
+    assert not found, "imports of modules that left bertlab (see bertlab.moved.LEFT):\n  " + "\n  ".join(found)

@@ -1,11 +1,12 @@
-"""The chapters as files: what must hold for every notebook in book/ before the book is built.
+"""The chapters as files: what must hold for every notebook in book/ (and the lab notebook's pages in
+lab/notebook/) before the book is built.
 
 - committed with outputs stripped (no outputs, no execution counts, no saved widget state):
   the book build executes every chapter, so outputs in git would only be stale copies;
 - the first code cell is the agreed install/setup cell, so every chapter runs on Colab as is;
 - no code line is longer than the rendered page shows (88 characters);
-- the table of contents and the folder agree: every listed file exists and every notebook in
-  book/ is listed (only_build_toc_files would silently leave an unlisted chapter out);
+- the table of contents and the folders agree: every listed file exists and every notebook in
+  book/ and lab/notebook/ is listed (only_build_toc_files would silently leave an unlisted chapter out);
 - every {cite} key used in the book exists in book/references.bib.
 These read files only; they take well under a second.
 """
@@ -23,8 +24,17 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-# The chapters and the exercise notebooks (book/exercises/), under the same rules.
-NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+# The lab notebook's pages (the book's "Lab notebook" part), served from lab/ beside the package.
+LAB_PAGES = ROOT / "lab" / "notebook"
+# The chapters, the exercise notebooks (book/exercises/) and the lab pages, under the same rules.
+NOTEBOOKS = sorted(
+    p for folder in (BOOK, LAB_PAGES) for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+)
+
+
+def _id(path: Path) -> str:
+    """A notebook's test id: its path under book/ (as before the lab pages), else under the root."""
+    return str(path.relative_to(BOOK if BOOK in path.parents else ROOT))
 
 
 def _install_line_script():
@@ -62,9 +72,26 @@ def _resolve(entry: str) -> list[Path]:
 
 def test_there_are_chapters():
     assert NOTEBOOKS, f"no notebooks found in {BOOK}"
+    assert any(LAB_PAGES in p.parents for p in NOTEBOOKS), f"no lab pages found in {LAB_PAGES}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+def test_the_lab_pages_find_the_lab():
+    """The lab (lab/) is not installed with bertlab: a lab page's second code cell, hidden, puts the
+    checkout that holds it on sys.path, from the page's own folder (where the book build runs it)."""
+    import subprocess
+    import sys
+
+    for path in sorted(LAB_PAGES.glob("*.ipynb")):
+        code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        finder = code[1]
+        assert "remove-cell" in finder.metadata.get("tags", []) and "lab/ is not installed" in finder.source
+        check = finder.source + "\nimport lab\nprint(lab.__file__)"
+        out = subprocess.run([sys.executable, "-c", check], cwd=path.parent, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip() == str(ROOT / "lab" / "__init__.py")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_notebook_is_stripped(path: Path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
@@ -88,7 +115,7 @@ def test_notebook_is_stripped(path: Path):
 MAX_CODE_LINE = 88
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_code_lines_fit_the_page(path: Path):
     nb = nbformat.read(path, as_version=4)
     long = [
@@ -128,7 +155,7 @@ def test_computation_lines_leave_out_imports_and_comments():
     assert computation_lines(cell) == 2
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_hidden_cells_stay_short(path: Path):
     nb = nbformat.read(path, as_version=4)
     hidden = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
@@ -145,7 +172,7 @@ def test_hidden_cells_stay_short(path: Path):
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_first_code_cell_is_the_setup_cell(path: Path):
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -200,7 +227,7 @@ def test_the_install_line_follows_the_repository_setting(tmp_path):
         INSTALL.repository_url(config)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_notebook_starts_with_a_title(path: Path):
     nb = nbformat.read(path, as_version=4)
     assert nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), (
@@ -219,7 +246,9 @@ def test_every_toc_entry_exists():
 def test_every_notebook_is_in_the_toc():
     listed = {f.removesuffix(".ipynb").removesuffix(".md") for f in toc_files()}
     unlisted = [str(p.relative_to(ROOT)) for p in NOTEBOOKS if str(p.relative_to(ROOT).with_suffix("")) not in listed]
-    assert not unlisted, f"notebooks in book/ missing from _toc.yml (they would not be built): {unlisted}"
+    assert not unlisted, (
+        f"notebooks in book/ or lab/notebook/ missing from _toc.yml (they would not be built): {unlisted}"
+    )
 
 
 def test_cited_keys_exist():
@@ -251,7 +280,7 @@ def test_the_records_full_banner_appears_once():
     assert list(shown) == ["10_pretraining.ipynb"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(BOOK)))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_self_checks_ask_the_reader_to_compute_or_predict(path: Path):
     """A chapter's "Check yourself" asks for more than recall: at least one question has the reader
     compute or predict something (marked **Compute.** or **Predict.**), with its answer folded."""

@@ -93,7 +93,7 @@ class FinetuneConfig:
     # On a CPU: train this many seeds (of every arm compare_with_scratch runs) side by side, each in
     # its own process with cores / workers threads. BERT-Mini's small batches keep two cores busy
     # poorly from one process; how much this saves is in data/benchmarks/finetune_workers_cpu.json
-    # (benchmarks/finetune_workers.py; the recipes appendix prints it).
+    # (lab/benchmarks/finetune_workers.py; the recipes appendix prints it).
     workers: int = 1
 
 
@@ -296,7 +296,7 @@ def balanced_tokens_per_batch(task, cfg: FinetuneConfig, train_feats, steps_per_
     in an update. Random batches hold about the same number of tokens, and then each token weighs
     about the same too. Batches of similar lengths do not: on CoNLL-2003 a batch of 32 headlines
     holds a tenth of the tokens of a batch of long sentences, and the short sentences would carry
-    about twice their share of the gradient (`experiments.finetune_speed.short_sentence_weights`
+    about twice their share of the gradient (`lab.finetune_speed.short_sentence_weights`
     computes it; the appendix prints it). Multiplying each batch's mean by
     its token count over the epoch's mean count gives every token the same weight again, and the
     same total as random batches."""

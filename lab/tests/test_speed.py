@@ -1,10 +1,10 @@
-"""bertlab.experiments.speed: reading the throughput benchmark's speed-up attribution."""
+"""lab.speed: reading the throughput benchmark's speed-up attribution."""
 
 import json
 
 import pytest
 
-from bertlab.experiments import speed
+from lab import speed
 
 LEVERS = ["sparse_head", "attention", "bf16", "compile"]
 # tokens/s: each lever multiplies the speed by its factor; bf16 and compile together a further 1.25x
@@ -59,10 +59,10 @@ def test_load_names_what_is_missing(tmp_path):
     with pytest.raises(ValueError, match=r"no bertlab row with \['bf16'\] on"):
         speed.load_attribution(path)
     path.write_text("{not json")
-    with pytest.raises(ValueError, match="not a record of benchmarks/throughput.py --attribution"):
+    with pytest.raises(ValueError, match="not a record of lab/benchmarks/throughput.py --attribution"):
         speed.load_attribution(path)
     path.write_text(json.dumps({"rows": []}))
-    with pytest.raises(ValueError, match="write it with benchmarks/throughput.py --attribution --json"):
+    with pytest.raises(ValueError, match="write it with lab/benchmarks/throughput.py --attribution --json"):
         speed.load_attribution(path)
     path.write_text(json.dumps(record()))
     assert speed.load_attribution(path)["levers"] == {x: "" for x in LEVERS}

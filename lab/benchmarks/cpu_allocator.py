@@ -5,8 +5,8 @@ so that a machine whose speed drifts (a shared cloud host) slows both settings a
 processes, because glibc's malloc cannot be put back as it was within one: its threshold for
 mapping blocks apart moves by itself until mallopt fixes it.
 
-    python benchmarks/cpu_allocator.py --json data/benchmarks/allocator_cpu_mini_fp32.json
-    python benchmarks/cpu_allocator.py --dropout 0.1 --rounds 6
+    python lab/benchmarks/cpu_allocator.py --json data/benchmarks/allocator_cpu_mini_fp32.json
+    python lab/benchmarks/cpu_allocator.py --dropout 0.1 --rounds 6
 
 Each process compiles the step (inductor's cache makes that quick after the first), takes two
 untimed steps, then times --steps steps and counts their page faults (getrusage's minor faults).
@@ -14,7 +14,7 @@ The JSON (the last line of stdout, and --json FILE) holds
 every block, the median seconds per step of each setting (wall time, and the CPU time of the
 process's threads in user and system mode: page faults are system time), their ratio (speedup: default's time
 over kept's), page faults per step, the peak resident memory of the process, and the machine;
-bertlab.experiments.speed.allocator_reading reads it.
+lab.speed.allocator_reading reads it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Fine-tuning's seeds one after another in one process, or side by side in worker processes
 (FinetuneConfig.workers), task by task, on this machine.
 
-    python benchmarks/finetune_workers.py --json data/benchmarks/finetune_workers_cpu.json
-    python benchmarks/finetune_workers.py --tasks conll2003 --rounds 1       # a quick look
+    python lab/benchmarks/finetune_workers.py --json data/benchmarks/finetune_workers_cpu.json
+    python lab/benchmarks/finetune_workers.py --tasks conll2003 --rounds 1       # a quick look
 
 For every task of the reference run's pipeline, from the record's weights with its recipe (batch
 32, lr 5e-4, scored once at the end): `compare_with_scratch` on the task's first examples
@@ -25,12 +25,15 @@ from pathlib import Path
 import torch
 
 from bertlab.experiments import reference
-from bertlab.experiments.finetune_speed import WORKERS
 from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import write_json
 from bertlab.runtime import machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
+
+# lab/ is not installed with bertlab: import it from the checkout this script is in
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from lab.finetune_speed import WORKERS  # noqa: E402
 
 # the first examples of each task: each seed a few seconds to a few tens of seconds on 2 cores
 EXAMPLES = {"sst2": 3000, "mrpc": 1000, "rte": 800, "conll2003": 3000, "squad": 400}

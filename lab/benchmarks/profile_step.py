@@ -1,9 +1,9 @@
 """Where a compiled bertlab pretraining step spends its time on this machine: torch.profiler over
-a few of the benchmark's own steps (benchmarks/throughput.py: Trainer.train_step, random batch,
+a few of the benchmark's own steps (lab/benchmarks/throughput.py: Trainer.train_step, random batch,
 bf16 where native), the operators sorted by their own time, matmuls apart from the rest.
 
-    python benchmarks/profile_step.py --preset mini --vocab-size 8192 --dropout 0.1
-    python benchmarks/profile_step.py --dropout 0 --rows 30
+    python lab/benchmarks/profile_step.py --preset mini --vocab-size 8192 --dropout 0.1
+    python lab/benchmarks/profile_step.py --dropout 0 --rows 30
 
 Inductor's generated C++ kernels are named in the profile (cpp_fused_...: one per fusion of
 elementwise work, a softmax, a LayerNorm, a dropout mask, a dtype cast) when

@@ -1,4 +1,4 @@
-"""benchmarks/throughput.py's one-configuration (CPU) mode: the JSON line, its FLOP count, its errors."""
+"""lab/benchmarks/throughput.py's one-configuration (CPU) mode: the JSON line, its FLOP count, its errors."""
 
 import importlib.util
 import json
@@ -319,7 +319,7 @@ def test_every_position_batch_keeps_the_chosen_tokens_and_their_labels():
 def test_attribution_times_every_setting_and_the_loss_does_not_depend_on_the_levers(tmp_path):
     """--attribution: bertlab with no lever, each alone, all, all but each; transformers beside it.
     The levers change the speed, never the computation: the MLM loss is the same in every row."""
-    from bertlab.experiments import speed
+    from lab import speed
 
     LEVERS = ("sparse_head", "last_layer", "attention")
     args = [a for a in TINY if a not in ("--precision", "fp32", "--matmul-size", "256")]
@@ -373,7 +373,7 @@ def test_attribution_refuses_a_fixed_precision_or_compile(capsys):
 
 @pytest.mark.skipif(not GLIBC, reason="keeping freed memory needs glibc's malloc")
 def test_the_allocator_benchmark_alternates_processes_and_its_record_reads(tmp_path):
-    from bertlab.experiments import speed
+    from lab import speed
 
     script = SCRIPT.parent / "cpu_allocator.py"
     out = tmp_path / "allocator.json"

@@ -4,16 +4,16 @@
 
 Three records answer three questions:
 
-- data/benchmarks/finetune_cpu.json (`benchmarks/finetune_step.py`): how long an epoch of each
+- data/benchmarks/finetune_cpu.json (`lab/benchmarks/finetune_step.py`): how long an epoch of each
   task of the reference run takes with each lever on or off, timed in one run on one machine, the
   settings taking turns (`load_benchmark`, `speed_table`, `speed_reading`);
 - data/pilots/finetune_batching.jsonl (`scripts/record_finetune_batching.py`): whether batches of
   similar lengths change the scores, the reference run's recipe run both ways with its seeds
   (`batching_pairs`, `batching_table`, `batching_reading`);
-- data/benchmarks/finetune_cls_cpu.json (`benchmarks/finetune_step.py --last-layer`): how much
+- data/benchmarks/finetune_cls_cpu.json (`lab/benchmarks/finetune_step.py --last-layer`): how much
   faster a classifier's step is with its last layer at [CLS] alone (`last_layer_table`,
   `last_layer_reading`). Its logits are the same up to rounding (tests/test_model.py checks it);
-- data/benchmarks/finetune_workers_cpu.json (`benchmarks/finetune_workers.py`): how much sooner the
+- data/benchmarks/finetune_workers_cpu.json (`lab/benchmarks/finetune_workers.py`): how much sooner the
   seeds are done side by side in one-thread processes than one after another on every thread
   (`FinetuneConfig.workers`; `workers_table`, `workers_reading`).
 
@@ -37,8 +37,8 @@ from bertlab.tasks.inputs import length_grouped_batches
 TASK_NAMES = {"sst2": "SST-2", "conll2003": "CoNLL-2003", "mrpc": "MRPC", "rte": "RTE", "squad": "SQuAD"}
 SETTINGS = ("random, foreach", "similar lengths, foreach", "random, fused", "similar lengths, fused")
 BEFORE, AFTER = SETTINGS[0], SETTINGS[-1]  # the fifth record's fine-tuning, and the default now
-LAST_LAYER = ("last layer everywhere", "last layer at [CLS]")  # benchmarks/finetune_step.py --last-layer
-WORKERS = ("one process", "side by side")  # benchmarks/finetune_workers.py: FinetuneConfig.workers 1, 2
+LAST_LAYER = ("last layer everywhere", "last layer at [CLS]")  # lab/benchmarks/finetune_step.py --last-layer
+WORKERS = ("one process", "side by side")  # lab/benchmarks/finetune_workers.py: FinetuneConfig.workers 1, 2
 
 
 def _span(ratios: Sequence[tuple[float, str]]) -> str:
@@ -68,10 +68,10 @@ def _load(path: str | Path, command: str, settings: Sequence[str]) -> dict[str, 
 
 
 def load_benchmark(path: str | Path, settings: Sequence[str] = SETTINGS) -> dict[str, Any]:
-    """A record of benchmarks/finetune_step.py, checked: every task has the settings (the four
+    """A record of lab/benchmarks/finetune_step.py, checked: every task has the settings (the four
     levers by default; LAST_LAYER for a record of --last-layer)."""
     flag = " --last-layer" if tuple(settings) == LAST_LAYER else ""
-    return _load(path, f"benchmarks/finetune_step.py{flag}", settings)
+    return _load(path, f"lab/benchmarks/finetune_step.py{flag}", settings)
 
 
 def speed_table(bench: dict[str, Any]) -> str:
@@ -153,8 +153,8 @@ def last_layer_reading(bench: dict[str, Any], num_layers: int) -> str:
 
 
 def load_workers(path: str | Path) -> dict[str, Any]:
-    """A record of benchmarks/finetune_workers.py, checked: every task has both settings."""
-    return _load(path, "benchmarks/finetune_workers.py", WORKERS)
+    """A record of lab/benchmarks/finetune_workers.py, checked: every task has both settings."""
+    return _load(path, "lab/benchmarks/finetune_workers.py", WORKERS)
 
 
 def _score_gap(row: dict[str, Any]) -> float:

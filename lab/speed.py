@@ -1,5 +1,5 @@
 """Where bertlab's speed over transformers comes from: reading the record that
-`benchmarks/throughput.py --attribution` writes (data/benchmarks/*attribution*.json).
+`lab/benchmarks/throughput.py --attribution` writes (data/benchmarks/*attribution*.json).
 
 That record times bertlab's own training step with each of its levers switched on or off (the MLM
 decoder at the chosen positions only, the last encoder layer there too, attention written out on a
@@ -39,9 +39,11 @@ def load_attribution(path: str | Path) -> dict:
     try:
         record = json.loads(path.read_text().strip().splitlines()[-1])
     except (OSError, IndexError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a record of benchmarks/throughput.py --attribution ({e})") from e
+        raise ValueError(f"{path}: not a record of lab/benchmarks/throughput.py --attribution ({e})") from e
     if not isinstance(record, dict) or "levers" not in record or "rows" not in record:
-        raise ValueError(f"{path}: no 'levers' and 'rows': write it with benchmarks/throughput.py --attribution --json")
+        raise ValueError(
+            f"{path}: no 'levers' and 'rows': write it with lab/benchmarks/throughput.py --attribution --json"
+        )
     levers = list(record["levers"])
     for on in [[], levers, *([x] for x in levers), *([y for y in levers if y != x] for x in levers)]:
         _speed(record, "bertlab", on)  # raises if a setting is missing
@@ -136,28 +138,28 @@ def attribution_reading(record: dict) -> str:
     return " ".join([first, second, third])
 
 
-# --- the CPU allocator: the record of benchmarks/cpu_allocator.py -------------------------------
+# --- the CPU allocator: the record of lab/benchmarks/cpu_allocator.py -------------------------------
 
 
 def load_allocator(path: str | Path) -> dict:
-    """A record of `benchmarks/cpu_allocator.py`, checked: blocks of both settings and their medians."""
+    """A record of `lab/benchmarks/cpu_allocator.py`, checked: blocks of both settings and their medians."""
     path = Path(path)
     try:
         record = json.loads(path.read_text().strip().splitlines()[-1])
     except (OSError, IndexError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a record of benchmarks/cpu_allocator.py ({e})") from e
+        raise ValueError(f"{path}: not a record of lab/benchmarks/cpu_allocator.py ({e})") from e
     need = ("blocks", "kept_s_per_step", "default_s_per_step", "kept_faults_per_step", "default_faults_per_step")
     missing = [k for k in need if not isinstance(record, dict) or k not in record]
     if missing or {b.get("allocator") for b in record["blocks"]} != {"kept", "default"}:
         raise ValueError(
             f"{path}: no {', '.join(missing) or 'blocks of both settings'}: write it with "
-            f"benchmarks/cpu_allocator.py --json FILE"
+            f"lab/benchmarks/cpu_allocator.py --json FILE"
         )
     return record
 
 
 def allocator_reading(record: dict) -> str:
-    """Sentences generated from a record of `benchmarks/cpu_allocator.py`: what keeping freed
+    """Sentences generated from a record of `lab/benchmarks/cpu_allocator.py`: what keeping freed
     memory on the heap (bertlab.runtime.keep_freed_memory) did to bertlab's step, its page faults
     and its peak memory, with the spread of the alternating processes."""
 
@@ -195,7 +197,7 @@ MMAP_THRESHOLD_MAX = 32 * 2**20  # glibc's dynamic mmap threshold rises to this 
 
 
 def large_blocks(record: dict) -> str:
-    """A sentence sizing the largest blocks of the step a record of `benchmarks/cpu_allocator.py`
+    """A sentence sizing the largest blocks of the step a record of `lab/benchmarks/cpu_allocator.py`
     timed: one layer's feed-forward activations (B*T tokens x 4H values) and the masked-LM logits
     (B x P prediction slots x V pieces), against the largest threshold of glibc's malloc (32 MiB on
     64-bit Linux): a block at least that large, with malloc's header, is always mapped apart from the
@@ -229,11 +231,11 @@ def time_change(plain: float, kept: float) -> str:
     return f"{abs(change):.0%} {'less' if change < 0 else 'more'} time"
 
 
-# --- the throughput records: benchmarks/throughput.py --json (data/benchmarks/cpu_*.json) ------
+# --- the throughput records: lab/benchmarks/throughput.py --json (data/benchmarks/cpu_*.json) ------
 
 
 def load_throughput(folder: str | Path, pattern: str = "cpu_*.json") -> list[dict]:
-    """The records of `benchmarks/throughput.py --json` in `folder` whose names match `pattern`,
+    """The records of `lab/benchmarks/throughput.py --json` in `folder` whose names match `pattern`,
     in name order; a file that is not such a record is an error naming it."""
     need = ("cpu", "preset", "bertlab_tokens_per_s", "transformers_tokens_per_s", "speedup")
     records = []
@@ -241,10 +243,10 @@ def load_throughput(folder: str | Path, pattern: str = "cpu_*.json") -> list[dic
         try:
             record = json.loads(path.read_text().strip().splitlines()[-1])
         except (OSError, IndexError, json.JSONDecodeError) as e:
-            raise ValueError(f"{path}: not a record of benchmarks/throughput.py ({e})") from e
+            raise ValueError(f"{path}: not a record of lab/benchmarks/throughput.py ({e})") from e
         missing = [k for k in need if not isinstance(record, dict) or k not in record]
         if missing:
-            raise ValueError(f"{path}: no {', '.join(missing)}; write it with benchmarks/throughput.py --json FILE")
+            raise ValueError(f"{path}: no {', '.join(missing)}; write it with lab/benchmarks/throughput.py --json FILE")
         records.append(record)
     return records
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bertlab.experiments import finetune_speed
+from lab import finetune_speed
 
 
 def bench(**epoch_seconds):
@@ -21,7 +21,7 @@ def bench(**epoch_seconds):
 
 
 def benchmark_script(name, monkeypatch):
-    """benchmarks/<name>.py loaded as a module (the benchmarks are scripts, not a package)."""
+    """lab/benchmarks/<name>.py loaded as a module (the benchmarks are scripts, not a package)."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -170,7 +170,7 @@ def test_batching_pairs_of_a_token_task_weighed_by_tokens():
 
 
 def test_the_benchmark_times_the_four_settings_on_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
-    """benchmarks/finetune_step.py on RTE, one step per setting: a record load_benchmark accepts,
+    """lab/benchmarks/finetune_step.py on RTE, one step per setting: a record load_benchmark accepts,
     batches of similar lengths computing fewer padded tokens than random ones."""
     module = benchmark_script("finetune_step", monkeypatch)
     out = tmp_path / "bench.json"
@@ -225,7 +225,7 @@ def test_short_sentence_weights_of_a_mixed_set():
 
 
 def workers_bench(threads=2, workers=2, **seconds):
-    """A record of benchmarks/finetune_workers.py: {task: (seconds one process, side by side)}."""
+    """A record of lab/benchmarks/finetune_workers.py: {task: (seconds one process, side by side)}."""
     tasks = {}
     for name, (one, two) in seconds.items():
         scores = {"pretrained": [80.0, 81.0], "scratch": [60.0, 61.5]}
@@ -261,12 +261,12 @@ def test_workers_table_and_reading(tmp_path):
     with pytest.raises(ValueError, match=r"squad lacks the settings \['side by side'\]"):
         finetune_speed.load_workers(path)
     path.write_text("{}")
-    with pytest.raises(ValueError, match="make it with python benchmarks/finetune_workers.py"):
+    with pytest.raises(ValueError, match="make it with python lab/benchmarks/finetune_workers.py"):
         finetune_speed.load_workers(path)
 
 
 def test_the_workers_benchmark_runs_a_real_task(mirror, one_thread, tmp_path, monkeypatch):
-    """benchmarks/finetune_workers.py on RTE's first examples: a record load_workers accepts, the
+    """lab/benchmarks/finetune_workers.py on RTE's first examples: a record load_workers accepts, the
     two settings training the same seeds to the same scores (one thread in every process)."""
     module = benchmark_script("finetune_workers", monkeypatch)
     out = tmp_path / "workers.json"

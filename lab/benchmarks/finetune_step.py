@@ -1,9 +1,9 @@
 """Fine-tuning's time per epoch on this machine, task by task, with and without its two levers:
 batches of similar lengths (FinetuneConfig.group_by_length) and PyTorch's fused AdamW.
 
-    python benchmarks/finetune_step.py --json data/benchmarks/finetune_cpu.json
-    python benchmarks/finetune_step.py --tasks sst2 --steps 10 --rounds 1     # a quick look
-    python benchmarks/finetune_step.py --last-layer --json data/benchmarks/finetune_cls_cpu.json
+    python lab/benchmarks/finetune_step.py --json data/benchmarks/finetune_cpu.json
+    python lab/benchmarks/finetune_step.py --tasks sst2 --steps 10 --rounds 1     # a quick look
+    python lab/benchmarks/finetune_step.py --last-layer --json data/benchmarks/finetune_cls_cpu.json
 
 With --last-layer it times a third lever instead, on the tasks a classifier reads from [CLS]
 (SST-2, MRPC, RTE): the last encoder layer run at every position or at [CLS] alone

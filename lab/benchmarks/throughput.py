@@ -1,9 +1,9 @@
 """Pretraining throughput: bertlab's training step against transformers' BertForPreTraining.
 
-    python benchmarks/throughput.py                  # on a GPU: base and the reference-run config
-    python benchmarks/throughput.py --quick          # anywhere (CPU included): a tiny config, seconds
-    python benchmarks/throughput.py --json out.json  # also write the numbers
-    python benchmarks/throughput.py --device cpu --preset mini --json   # one config, one JSON line
+    python lab/benchmarks/throughput.py                  # on a GPU: base and the reference-run config
+    python lab/benchmarks/throughput.py --quick          # anywhere (CPU included): a tiny config, seconds
+    python lab/benchmarks/throughput.py --json out.json  # also write the numbers
+    python lab/benchmarks/throughput.py --device cpu --preset mini --json   # one config, one JSON line
 
 Both sides do one full optimiser step of MLM + NSP pretraining on the same batch shape and
 precision: random tokens, 15% of the positions chosen for the MLM, fused AdamW (on CUDA), gradient
@@ -60,7 +60,7 @@ heap for the next step, bertlab.runtime.keep_freed_memory, else "default"; --cpu
 for both models, once per process), loadavg (the 1-minute load average at the start: a busy
 machine makes every number a lower bound) and the configuration, dropout included. --json FILE also writes it there.
 
-    python benchmarks/throughput.py --device cpu --preset mini --vocab-size 8192 --dropout 0 --attribution --json F
+    python lab/benchmarks/throughput.py --device cpu --preset mini --vocab-size 8192 --dropout 0 --attribution --json F
 
 --attribution says where the speed-up over transformers comes from. bertlab's step differs from
 transformers' by five levers (LEVERS): the MLM decoder at the chosen positions only, the last
@@ -69,7 +69,7 @@ bertlab's own training step with none of them, each alone, all, and all but each
 after one warm-up; with --rounds N every setting is built first and they take turns, N rounds,
 each figure its least disturbed round), and transformers in fp32 eager and in bf16 compiled;
 every row also records the mean MLM loss of its steps, which must not depend on the levers. The
-JSON (the last line) has one row per setting; bertlab.experiments.speed reads it.
+JSON (the last line) has one row per setting; lab.speed reads it.
 """
 
 from __future__ import annotations
