@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from bertlab.experiments import findings
 
@@ -168,3 +169,21 @@ def test_ablations_finding_states_the_three_results_with_the_records_measured_ga
         assert question in text
     many = findings.sst2_seeds(ablations.beside_reference(rec, run).train_examples)
     assert many.reading().phrase("scratch") in text  # the one number for SST-2, as chapter 11 gives it
+
+
+def test_heads_finding_reads_the_measured_tables():
+    L, A = 2, 4
+    heads = {k: torch.full((L, A), 0.05) for k in ("cls", "sep", "punct", "prev", "self", "next")}
+    heads["sep"][1, 2] = 0.8  # one [SEP] sink
+    heads["prev"][0, 1] = 0.9  # one previous-token head
+    heads["next"][0, 3] = 0.6  # and one next-token head
+    heads["entropy"] = torch.linspace(0.1, 2.0, L * A).reshape(L, A)
+    heads["uniform_entropy"] = torch.full((L, A), 3.0)
+    text = findings.heads_finding(heads, {"cls": 0.03, "sep": 0.06}, 200)
+    assert "over 200 held-out segments" in text and "80%" in text  # the sink, from sink_reading
+    assert "Two of its eight heads put more than half of their attention on one fixed neighbour" in text
+    assert "from 0.10 to 2.00 nats, against 3.00" in text
+    heads["next"][0, 3] = 0.4
+    assert "One of its eight heads puts more than half of its attention" in findings.heads_finding(
+        heads, {"cls": 0.03, "sep": 0.06}, 200
+    )

@@ -6,6 +6,7 @@ the pilot runs, so that the first screen states a result with the numbers the pa
     sst2_finding(run, sst2_seeds(2000))      # chapter 11
     pairs_finding(run, dev)                  # chapter 12
     squad_finding(run, seeds)                # chapter 13
+    heads_finding(heads, expected, n)        # chapter 16, once its heads are measured
     ablations_finding(record, run)           # chapter 17
     ner_finding(run)                         # chapter 14
 
@@ -20,12 +21,13 @@ from typing import Any, Sequence
 
 import torch
 
+from bertlab.analysis import attention as aa
 from bertlab.experiments import ablations
 from bertlab.experiments.finetune_comparison import record_readings
 from bertlab.experiments.finetune_seeds import SQUAD_SETTINGS, seed_gains, squad_seed_gains
 from bertlab.experiments.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
 from bertlab.model import BertModel
-from bertlab.prose import TASK_TITLES, count
+from bertlab.prose import TASK_TITLES, count, number, verb_agreeing
 from bertlab.tasks import metrics
 from bertlab.verdict import Reading
 
@@ -246,3 +248,25 @@ def ablations_finding(record: dict[str, Any], run: Any) -> str:
         ablations.compare_with_paper(record), many.reading() if many is not None else None, n
     )
     return "**In short.** " + " ".join(bullets)
+
+
+def heads_finding(heads: dict[str, torch.Tensor], expected: dict[str, float], segments: int) -> str:
+    """Chapter 16: what the measured heads do (`heads`: attention_analysis's (L, A) tables, "cls",
+    "sep", "punct", "prev", "self", "next", "entropy", "uniform_entropy"; `expected`: the share of
+    the tokens that are `[CLS]` and `[SEP]`, what a head blind to token types gives them), over
+    `segments` held-out segments: the sinks (`attention.sink_reading`), the heads fixed on one
+    neighbour, and the spread of the heads' entropy against a uniform head's."""
+    L, A = heads["entropy"].shape
+    shares = {"`[CLS]`": heads["cls"], "`[SEP]`": heads["sep"]}
+    sinks = aa.sink_reading(shares, {"`[CLS]`": expected["cls"], "`[SEP]`": expected["sep"]})
+    pos = torch.stack([heads["prev"], heads["self"], heads["next"]]).max(0).values
+    fixed = int((pos > 0.5).sum())
+    ent, uniform = heads["entropy"], float(heads["uniform_entropy"].mean())
+    return (
+        f"**In short.** This page measures the heads of the book's own BERT over {segments:,} held-out "
+        f"segments, as Clark et al. measured BERT-Base's 144. {sinks} {number(fixed).capitalize()} of its "
+        f"{number(L * A)} heads "
+        f"{verb_agreeing(fixed, 'puts')} more than half of {'its' if fixed == 1 else 'their'} attention on one fixed "
+        f"neighbour, and the heads' entropy runs from {float(ent.min()):.2f} to {float(ent.max()):.2f} "
+        f"nats, against {uniform:.2f} for a head that spreads evenly."
+    )
