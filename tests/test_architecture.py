@@ -363,21 +363,23 @@ def test_the_task_modules_import_downward():
         assert "bertlab.tasks" not in GRAPH[name], f"{name} imports bertlab.tasks"
 
 
-def test_the_readme_lists_every_module_in_its_folder():
-    """The README's package table names each folder's modules, and no module it names is missing."""
-    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+def test_the_package_map_lists_every_module_in_its_folder():
+    """bertlab/README.md has a section per folder naming each of its modules, and no module it names
+    is missing."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
     listed: dict[str, set[str]] = {}
-    for row in readme.splitlines():
-        found = re.match(r"\| `bertlab/(\w*)/?`[^|]*\| (.*)\|$", row)
-        if found and row.count("|") == 3:
-            listed[found.group(1)] = set(re.findall(r"`(\w+\.py)`", found.group(2))) - {"__init__.py"}
-    assert listed, "the README has no package table (rows starting with | `bertlab/...` |)"
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        found = re.match(r"`bertlab/(\w*)/?`", section)
+        if found:
+            listed[found.group(1)] = set(re.findall(r"`(\w+\.py)`", section)) - {"__init__.py"}
+    assert listed, "bertlab/README.md has no section per folder (headings starting with ## `bertlab/...`)"
     for folder in sorted({p.parent for p in ROOT.rglob("*.py")}):
         key = "" if folder == ROOT else folder.name
         files = {p.name for p in folder.glob("*.py")} - {"__init__.py"}
-        assert key in listed, f"the README's package table has no row for bertlab/{key}"
-        assert files - listed[key] == set(), f"bertlab/{key}: not in the README: {sorted(files - listed[key])}"
-        assert listed[key] - files == set(), f"bertlab/{key}: in the README, not on disk: {sorted(listed[key] - files)}"
+        assert key in listed, f"bertlab/README.md has no section for bertlab/{key}"
+        assert files - listed[key] == set(), f"bertlab/{key}: not in bertlab/README.md: {sorted(files - listed[key])}"
+        extra = sorted(listed[key] - files)
+        assert not extra, f"bertlab/{key}: in bertlab/README.md, not on disk: {extra}"
 
 
 # ------------------------------------------------------------------------------------------------

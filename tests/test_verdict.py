@@ -120,12 +120,12 @@ def test_chapter_17s_paragraph_and_summary_say_what_their_readings_say():
 
 
 README_OWN_BERT = re.compile(
-    r"took (?P<minutes>[\d.]+) minutes end to end.*?reaches (?P<heldout>[\d.]+)% held-out masked-LM accuracy\. "
-    r"Pre-training is worth (?P<conll>[+-][\d.]+) entity F1 on\s+CoNLL-2003 \((?P<conll_pre>[\d.]+) against "
-    r"(?P<conll_scr>[\d.]+)\), (?P<squad>[+-][\d.]+) F1 on SQuAD v1.1 \((?P<squad_pre>[\d.]+) against "
-    r"(?P<squad_scr>[\d.]+), medians\s+of (?P<squad_seeds>\w+) seeds,"
-    r".*?(?P<sst2>[+-][\d.]+) points on SST-2 with (?P<n>[\d,]+) labelled sentences "
-    r"\((?P<seeds>\w+) seeds; (?P<level>\d+)% of bootstrap draws\s+between (?P<low>[+-][\d.]+) and "
+    r"took\s+(?P<minutes>[\d.]+)\s+minutes\s+end\s+to\s+end.*?reaches\s+(?P<heldout>[\d.]+)%\s+held-out\s+masked-LM\s+accuracy\.\s+"
+    r"Pre-training\s+is\s+worth\s+(?P<conll>[+-][\d.]+)\s+entity\s+F1\s+on\s+CoNLL-2003\s+\((?P<conll_pre>[\d.]+)\s+against\s+"
+    r"(?P<conll_scr>[\d.]+)\),\s+(?P<squad>[+-][\d.]+)\s+F1\s+on\s+SQuAD\s+v1.1\s+\((?P<squad_pre>[\d.]+)\s+against\s+"
+    r"(?P<squad_scr>[\d.]+),\s+medians\s+of\s+(?P<squad_seeds>\w+)\s+seeds,"
+    r".*?(?P<sst2>[+-][\d.]+)\s+points\s+on\s+SST-2\s+with\s+(?P<n>[\d,]+)\s+labelled\s+sentences\s+"
+    r"\((?P<seeds>\w+)\s+seeds;\s+(?P<level>\d+)%\s+of\s+bootstrap\s+draws\s+between\s+(?P<low>[+-][\d.]+)\s+and\s+"
     r"(?P<high>[+-][\d.]+)\)",
     re.DOTALL,
 )
