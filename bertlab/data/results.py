@@ -1,0 +1,90 @@
+"""The lab's results as data: what a chapter shows of the book's studies, read from a small file.
+
+The studies themselves (the pilots, the reruns, the fine-tuning seeds and rates) live in the lab,
+beside the package and not installed. What a chapter shows of them, its tables, the data behind a
+figure and the sentences that state a result, the lab publishes as `data/results/<name>.json`
+(`python -m lab.publish`), and a chapter reads it here, through the records folder like every
+other record, so a reader on Colab without a checkout gets the same file, checked by sha256:
+
+    res = results.load("finetune_seeds")     # None where this copy has no such file
+    res.text("sst2_2000")                     # a sentence, as the lab wrote it
+    res.table("rates")                        # a Markdown table
+    res.value("gain"), res.series("curve")    # a number or a dict; the lists behind a figure
+
+A file holds one dict per kind ("table", "text", "value", "series"), each keyed by name, and
+"from": the sha256 of every record it was computed from, so a stale file can be found.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bertlab.data import records
+from bertlab.errors import ActionableError
+
+KINDS = ("table", "text", "value", "series")
+PUBLISH = "python -m lab.publish"
+
+
+class Results:
+    """One published results file: `name` ("finetune_seeds"), `path` and its parsed `data`."""
+
+    def __init__(self, name: str, data: dict[str, Any], path: Path | None = None):
+        self.name, self.data, self.path = name, data, path
+
+    def _get(self, kind: str, key: str) -> Any:
+        entries = self.data.get(kind, {})
+        if key not in entries:
+            held = ", ".join(sorted(entries)) or "none"
+            raise ActionableError(
+                f"data/results/{self.name}.json has no {kind} {key!r} (its {kind}s: {held}); "
+                f"run `{PUBLISH}` from the repository root to write it again, or read one it has"
+            )
+        return entries[key]
+
+    def table(self, key: str) -> str:
+        """A Markdown table."""
+        return self._get("table", key)
+
+    def text(self, key: str) -> str:
+        """A sentence or paragraph (Markdown)."""
+        return self._get("text", key)
+
+    def value(self, key: str) -> Any:
+        """A number, or a small dict or list of them."""
+        return self._get("value", key)
+
+    def series(self, key: str) -> Any:
+        """The data behind a figure: lists (or dicts of lists) of numbers and labels."""
+        return self._get("series", key)
+
+    def keys(self, kind: str) -> list[str]:
+        """The names of one kind of entry the file holds, sorted."""
+        return sorted(self.data.get(kind, {}))
+
+
+def path(name: str) -> Path:
+    """Where `data/results/<name>.json` is read from (a checkout's data/, or the fetched records)."""
+    return records.records_dir("results", f"{name}.json")
+
+
+def load(name: str) -> Results | None:
+    """The published results `name`, or None where this copy has no such file (then a page says
+    so in one line: `missing`)."""
+    where = path(name)
+    if not where.is_file():
+        return None
+    return Results(name, json.loads(where.read_text()), where)
+
+
+def missing(what: str, name: str) -> str:
+    """The one line (Markdown) a page shows where `name`'s results would be: why they are missing
+    here (published, but they could not be fetched) or that this copy has none."""
+    if records.published_files(f"results/{name}.json"):
+        return records.missing_note(what, "results")
+    return (
+        f"> This copy of the book holds no `data/results/{name}.json`, so {what} is not shown "
+        f"here; `{PUBLISH}` writes it from the records in a checkout."
+    )
