@@ -1,0 +1,212 @@
+"""What the chapters show of the lab's studies, published as data: data/results/<name>.json.
+
+The chapters never import the lab. Each file here is computed by the lab's study modules from the
+committed records in data/ and read by a chapter through bertlab.data.results; a file records the
+sha256 of every record it was computed from ("from"), so a stale one shows. Run from the
+repository root:
+
+    python -m lab.publish            # write every file
+    python -m lab.publish --check    # exit 1, naming the files a fresh publish would change
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bertlab.data.records import records_dir
+from bertlab.experiments import findings, finetune_seeds, pilots, reference, rerun, time_budget
+from bertlab.experiments.finetune_rates import recorded_on
+from bertlab.files import sha256_file
+from bertlab.prose import count
+
+RECORD_FILES = ("reference_run/*.json", "reference_run/*.jsonl")  # not the weights
+
+
+def _reading(g: finetune_seeds.SeedGains) -> dict[str, Any]:
+    r = g.reading()
+    return {"gain": r.gain, "low": r.low, "high": r.high, "how": r.how}
+
+
+def finetune_seeds_results() -> dict[str, Any]:
+    """SST-2 at 2,000 sentences and SQuAD v1.1 over more seeds than the record's (chapters 11, 13
+    and 17, and the lab's fine-tuning checks)."""
+    run = reference.find()
+    seed_file = pilots.PILOTS_DIR / "sst2_2000_seeds.jsonl"
+    meta, rows = pilots.finetune_sweeps(seed_file)
+    many = finetune_seeds.seed_gains(rows)
+    shown = len(run.provenance["settings"]["seeds"])
+    intro = (
+        f"The curve's medians rest on {count(shown, 'seed')} per arm, few for a gain of a few "
+        "points. The same fine-tuning was run with more seeds "
+        f"(`scripts/record_finetune_lr.py`, `data/pilots/{seed_file.name}`). "
+    )
+    sizes = sorted({r["train_examples"] for r in rows if r.get("task") == "sst2" and r.get("train_examples")})
+    readings = {str(n): _reading(g) for n in sizes if (g := finetune_seeds.seed_gains(rows, train_examples=n))}
+    out = {
+        "text": {
+            "sst2_2000": intro + finetune_seeds.seeds_reading(many, shown=shown),
+            "sst2_2000_recorded_on": recorded_on(meta),
+        },
+        "value": {"sst2_readings": readings, "sst2_train_examples": many.train_examples},
+    }
+    added = run.provenance.get("added_tasks", {}).get("squad")
+    if added is not None:
+        st = added["settings"]
+        sq_file = pilots.PILOTS_DIR / "squad_record_seeds.jsonl"
+        sq_meta, sq_rows = pilots.finetune_sweeps(sq_file)
+        recipe = {k: st[k] for k in finetune_seeds.SQUAD_SETTINGS}
+        made_by = run.provenance.get("git_commit")
+        sq = finetune_seeds.squad_seed_gains(sq_rows, "data/reference_run", sq_meta, made_by, **recipe)
+        if sq is not None:
+            more = (
+                "The same fine-tuning was run with more seeds, scored in F1 on the same held-out questions "
+                f"(`scripts/record_squad_epochs.py`, `data/pilots/{sq_file.name}`). "
+            )
+            out["text"]["squad"] = more + finetune_seeds.seeds_reading(sq, shown=len(st["seeds"]))
+            out["value"]["squad_seeds"] = len(sq.seeds)
+    return out
+
+
+def pilots_results() -> dict[str, Any]:
+    """The one-change pilots: chapter 10's finding, its lever figure and readings, its post-LN
+    against pre-LN sentence; chapter 17's reason for masking more than 15%."""
+    run = reference.find()
+    series = {s.name: s for s in pilots.pilot_series()}
+    shown = [series[n] for n in ("cpu-mini-8k", "cpu-tiny-16k") if n in series]
+    levers = [pilots.lever_effects([s]) for s in shown]
+    figure = [
+        {
+            "name": s.name,
+            "model": "{L}/{H}/{A}".format(**s.baseline["model"]),
+            "tokens": s.tokens,
+            "levers": [dataclasses.asdict(x) for x in lv],
+            "reading": pilots.levers_reading(lv),
+        }
+        for s, lv in zip(shown, levers)
+    ]
+    out: dict[str, Any] = {
+        "text": {
+            "pretraining_finding": findings.pretraining_finding(run, levers[0]),
+        },
+        "series": {"levers": figure},
+        "value": {},
+    }
+    recorded = {p["name"]: p for p in pilots.load()}
+    post = recorded.get("cpu-mini-post-ln-pairs-phases-50min")
+    pre = recorded.get("cpu-mini-pre-ln-pairs-phases-50min")
+    single = next((x for x in levers[0] if x.label == "post-ln"), None)
+    if post and pre and single:
+        out["text"]["norm_position"] = findings.norm_position_reading(single, post, pre)
+    pilot = recorded.get("cpu-mini-mask-30")
+    if pilot is not None:
+        base = recorded[pilot["baseline"]]
+        step = min(pilot["heldout"][-1]["step"], base["heldout"][-1]["step"])
+        at = {p["name"]: next(q["mlm_acc"] for q in p["heldout"] if q["step"] == step) for p in (pilot, base)}
+        out["value"]["mask_30"] = {
+            "pilot": pilot["name"],
+            "step": step,
+            "pilot_acc": at[pilot["name"]],
+            "baseline_acc": at[base["name"]],
+        }
+    return out
+
+
+def time_budget_results() -> dict[str, Any]:
+    """The record's settings under other pretraining budgets (chapter 10's figure and reading)."""
+    run = reference.find()
+    budgets = time_budget.find_budgets(run)
+    if not budgets:
+        return {}
+    same = rerun.find_runs_again(run)
+    rows = time_budget.budget_rows(run, same, budgets)
+    minutes, held = time_budget.heldout_points(rows)
+    fit = time_budget.log_time_fit(minutes, held)
+    onward = time_budget.extension(minutes, held, fit)
+    x, y = fit.centre  # the fitted line, in the same form as the line drawn on
+    return {
+        "series": {
+            "budget": {
+                "rows": rows,
+                "budgets": list(fit.budgets),
+                "fit": {"rate": fit.slope, "start": [2**x, y], "basis": "line"},
+                "drawn_on": {"rate": onward.rate, "start": list(onward.start), "basis": onward.basis},
+            }
+        },
+        "text": {"budget_reading": time_budget.budget_reading(rows, fit, target=45.0)},
+    }
+
+
+# each published file: what computes it and the records (globs under data/) it reads
+PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
+    "finetune_seeds": (
+        finetune_seeds_results,
+        (*RECORD_FILES, "pilots/sst2_2000_seeds.jsonl", "pilots/squad_record_seeds.jsonl"),
+    ),
+    "pilots": (pilots_results, (*RECORD_FILES, "pilots/*.json")),
+    "time_budget": (
+        time_budget_results,
+        (*RECORD_FILES, "pilots/record7*/*.json*", "pilots/record8-*/*.json*"),
+    ),
+}
+
+
+def sources(globs: tuple[str, ...], data: Path) -> dict[str, str]:
+    """The sha256 of every record file `globs` match under `data`, by path relative to it."""
+    found = {p for g in globs for p in data.glob(g) if p.is_file()}
+    return {p.relative_to(data).as_posix(): sha256_file(p) for p in sorted(found)}
+
+
+def render(name: str) -> str:
+    """The bytes of data/results/<name>.json, as a fresh publish writes them."""
+    compute, globs = PUBLISHED[name]
+    body = {kind: entries for kind, entries in compute().items() if entries}
+    body["from"] = sources(globs, records_dir())
+    return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def publish(out: Path) -> list[Path]:
+    """Write every published file into `out`; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in PUBLISHED:
+        path = out / f"{name}.json"
+        path.write_text(render(name), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def stale(out: Path) -> list[str]:
+    """The files in `out` that a fresh publish would change (or write for the first time)."""
+    return [
+        f"{name}.json"
+        for name in PUBLISHED
+        if not (out / f"{name}.json").is_file() or (out / f"{name}.json").read_text(encoding="utf-8") != render(name)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.publish", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None, help="default: data/results/ of the records folder")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
+    args = parser.parse_args(argv)
+    out = args.out or records_dir("results")
+    if args.check:
+        differ = stale(out)
+        if differ:
+            print(f"stale in {out}: {', '.join(differ)}; run `python -m lab.publish` and commit them", file=sys.stderr)
+            return 1
+        print(f"{out}: every published file is up to date")
+        return 0
+    for path in publish(out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""lab.publish: the results the chapters read are what the lab's studies make of the committed records."""
+
+import json
+
+from bertlab.data import results
+from bertlab.data.records import records_dir
+from lab import publish
+
+
+def test_a_fresh_publish_equals_the_committed_files_byte_for_byte(tmp_path):
+    written = publish.publish(tmp_path)
+    committed = records_dir("results")
+    for path in written:
+        ours = committed / path.name
+        assert ours.is_file(), f"data/results/{path.name} is not committed: run `python -m lab.publish`"
+        assert path.read_bytes() == ours.read_bytes(), (
+            f"data/results/{path.name} is stale (a record or a study changed): run `python -m lab.publish` "
+            "and commit it"
+        )
+    assert sorted(p.name for p in committed.glob("*.json")) == sorted(p.name for p in written)
+
+
+def test_every_file_names_its_records_by_sha256_and_the_chapters_read_it():
+    for name in publish.PUBLISHED:
+        res = results.load(name)
+        sources = res.data["from"]
+        assert sources and all(len(h) == 64 for h in sources.values())
+        assert all((records_dir() / p).is_file() for p in sources)
+    assert results.load("finetune_seeds").value("sst2_readings")["2000"]["low"] > 0
+
+
+def test_check_names_a_stale_file_and_fails(tmp_path, capsys):
+    publish.publish(tmp_path)
+    path = tmp_path / "pilots.json"
+    data = json.loads(path.read_text())
+    data["text"]["pretraining_finding"] = "changed"
+    path.write_text(json.dumps(data))
+    assert publish.main(["--check", "--out", str(tmp_path)]) == 1
+    assert "pilots.json" in capsys.readouterr().err
+    publish.publish(tmp_path)
+    assert publish.main(["--check", "--out", str(tmp_path)]) == 0
