@@ -4,9 +4,6 @@
     finetune       fine-tune on sst2 / mrpc / rte / squad / conll2003, several seeds
     evaluate       score a fine-tuned model on a task, or a pretrained one on held-out text
     plot           draw a run's metrics.jsonl (loss, MLM / NSP accuracy, tokens/s) into a PNG
-    reference-run  the book's reference run, end to end (WordPiece, pretraining, fine-tuning
-                   from the record and from scratch on SST-2, MRPC, RTE, CoNLL-2003 and SQuAD);
-                   the function bertlab.experiments.reference_run.reference_run
     fill-mask      the masked LM's guesses for each [MASK] (the book's own BERT by default)
     export-hf      a model as a folder transformers loads (AutoModelForMaskedLM, pipeline)
     publish-records  write exactly what the repository publishes of data/ (the book's records) into a
@@ -23,8 +20,6 @@ Examples:
     python -m bertlab finetune --task mrpc --init bert-base-uncased      # online only
     python -m bertlab evaluate --task sst2 --model runs/ft/seed-0
     python -m bertlab evaluate --task mlm --model runs/mini/final --corpus books+wiki
-    python -m bertlab reference-run --out data/reference_run             # 2 CPU cores, ~2 hours
-    python -m bertlab reference-run --smoke --out /tmp/ref               # CPU, a few minutes
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
     python -m bertlab publish-records --out /tmp/records                # then BERTLAB_RECORDS_URL=/tmp/records
@@ -48,7 +43,7 @@ from bertlab.analysis.fill_mask import fill_mask
 from bertlab.data import records
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.errors import ActionableError
-from bertlab.experiments import reference, reference_run
+from bertlab.experiments import reference
 from bertlab.export import export_hf
 from bertlab.model import BertForPreTraining
 from bertlab.prose import rate
@@ -245,57 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="rewrite bertlab/data/published_records.json from this checkout's committed data/",
     )
 
-    r = sub.add_parser("reference-run", help="the book's reference run, end to end")
-    r.add_argument("--out", default="data/reference_run")
-    r.add_argument("--smoke", action="store_true", help="a CPU-sized version that runs in minutes")
-    r.add_argument(
-        "--minutes",
-        type=float,
-        default=None,
-        help="pretraining time budget in minutes (default: 50 on a CPU, 9 on a GPU; smoke: 40 steps)",
-    )
-    r.add_argument(
-        "--steps",
-        type=int,
-        default=None,
-        help="pretrain for this many steps instead of a time budget: the same tokens on any machine "
-        "(the record's 50 minutes came to 3,229 steps on 2 Zen 4 cores)",
-    )
-    r.add_argument("--preset", default=None)
-    r.add_argument("--layers", type=int, default=None, help="L, the number of layers (the preset's otherwise)")
-    r.add_argument("--seeds", type=int, nargs="+", default=None)
-    r.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None)
-    r.add_argument(
-        "--resume",
-        action="store_true",
-        help="resume an interrupted run: pretraining from its newest checkpoint; fine-tuning stages "
-        "that finished (<out>/stages/) are kept",
-    )
-    r.add_argument(
-        "--add",
-        choices=["squad", *reference_run.ADDABLE],
-        default=None,
-        help="fine-tune one more task from the record in --out (and from scratch) and add it to the "
-        "record, instead of making a record (rte / mrpc / conll2003: the record's fine-tuning recipe, "
-        "scored on dev; squad: SQuAD v1.1 on chapter 13's by-article "
-        "split of dev, bertlab.experiments.reference_run.SQUAD_CPU with the record's squad_seeds; "
-        "with --resume a SQuAD result kept in <out>/stages/ is added again)",
-    )
-    r.add_argument(
-        "--ft-tasks",
-        nargs="*",
-        default=None,
-        help="the tasks fine-tuned after SST-2 (default: the settings', mrpc rte conll2003); with "
-        "--resume, a record can end with the stages done so far and gain the others with --add",
-    )
-    r.add_argument(
-        "--squad",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="fine-tune SQuAD at the end (default: the settings'); --no-squad leaves it to --add squad",
-    )
-    r.add_argument("--max-train", type=int, default=None, help="with --add: the first N training examples")
-    r.add_argument("--max-eval", type=int, default=None, help="with --add: the first N held-out examples")
+    # the record's pipeline left the package for the lab; the command says where it went
+    sub.add_parser("reference-run", help="moved: python -m lab.reference_run (a checkout's lab/)", add_help=False)
     return parser
 
 
@@ -318,6 +264,16 @@ def _publish_records(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["reference-run"]:  # the record's pipeline left the package for the lab
+        command = " ".join(["python -m lab.reference_run", *argv[1:]])
+        print(
+            "error: reference-run has moved to the lab (lab/ beside the package in a checkout of the bertlab "
+            f"repository, not installed with bertlab): from the repository root run `{command}` "
+            "or scripts/reference_run.sh",
+            file=sys.stderr,
+        )
+        return 2
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
@@ -394,33 +350,6 @@ def _run(args: argparse.Namespace) -> int:
         guesses = fill_mask(model, load_tokenizer_for(folder), args.text, k=args.top)
         for n, top in enumerate(guesses, 1):
             print(f"[MASK] {n}: " + "  ".join(f"{piece} {p:.3f}" for piece, p in top))
-        return 0
-    if args.command == "reference-run" and args.add == "squad":
-        reference_run.add_squad(
-            args.out,
-            resume=args.resume,
-            max_train=args.max_train,
-            max_eval=args.max_eval,
-            **({"seeds": tuple(args.seeds)} if args.seeds else {}),
-        )
-        return 0
-    if args.command == "reference-run" and args.add:
-        reference_run.add_task(args.add, args.out, seeds=args.seeds, max_train=args.max_train, max_eval=args.max_eval)
-        return 0
-    if args.command == "reference-run":
-        reference_run.reference_run(
-            out=args.out,
-            smoke=args.smoke,
-            minutes=args.minutes,
-            preset=args.preset,
-            seeds=args.seeds,
-            compile=args.compile,
-            resume=args.resume,
-            steps=args.steps,
-            ft_tasks=args.ft_tasks,
-            squad=args.squad,
-            layers=args.layers,
-        )
         return 0
     raise AssertionError(args.command)
 

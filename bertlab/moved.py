@@ -58,6 +58,10 @@ MOVED = {
 LEFT = {
     "bertlab.experiments.speed": "lab.speed",
     "bertlab.experiments.finetune_speed": "lab.finetune_speed",
+    "bertlab.experiments.rerun": "lab.rerun",
+    "bertlab.experiments.time_budget": "lab.time_budget",
+    "bertlab.experiments.finetune_rates": "lab.finetune_rates",
+    "bertlab.experiments.reference_run": "lab.reference_run",
 }
 
 

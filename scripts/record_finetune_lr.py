@@ -28,10 +28,12 @@ import time
 from pathlib import Path
 
 from bertlab.experiments import reference
-from bertlab.experiments.reference_run import finetune_epochs
 from bertlab.files import append_json_line
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.training.finetune import FinetuneConfig, finetune
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab.reference_run import finetune_epochs  # noqa: E402
 
 OUT = Path("data/pilots/finetune_lr_record.jsonl")
 LRS = (5e-4, 2e-4, 1e-3, 1e-4)  # the recipe's rate first, then its neighbours

@@ -22,6 +22,7 @@ questions alone (SQuAD v1.1, as chapter 13 fine-tunes it), and that model is the
 """
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,12 +33,14 @@ from bertlab import BertForQuestionAnswering
 from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.experiments import reference, squad2
-from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import write_json
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.tasks.squad import featurize_squad, span_logits, split_by_article
 from bertlab.training.finetune import FinetuneConfig, finetune
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab.reference_run import SQUAD_CPU  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--fraction", type=float, default=0.5, help="unanswerable copies per answerable question")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -29,12 +30,14 @@ import torch
 
 from bertlab.data.records import records_dir
 from bertlab.experiments import pilots, reference
-from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import append_json_line
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.tasks.squad import split_by_article
 from bertlab.training.finetune import FinetuneConfig, finetune
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab.reference_run import SQUAD_CPU  # noqa: E402
 
 ARMS = ("pretrained", "scratch")
 

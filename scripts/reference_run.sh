@@ -10,7 +10,7 @@
 #   each: SST-2 on 500, 2,000 and 8,000 labelled sentences, MRPC, RTE; then CoNLL-2003 and SQuAD
 #   v1.1 (chapter 13's by-article split of dev, two epochs), one seed each; two seeds at a time,
 #   side by side in one-thread processes (FinetuneConfig.workers). The settings are
-#   bertlab.experiments.reference_run.REFERENCE["cpu"]; the record's provenance.json holds the wall
+#   lab.reference_run.REFERENCE["cpu"]; the record's provenance.json holds the wall
 #   time of every stage.
 # On a GPU: a BERT-medium (8/512/8) for a 9-minute budget with the "budget" recipe (bf16,
 #   torch.compile); those settings have not been run (no GPU was at hand), so report what you see.
@@ -22,8 +22,8 @@
 #   scripts/reference_run.sh --smoke         # the CPU pipeline in a few minutes
 #   scripts/reference_run.sh --resume        # continue an interrupted run (pretraining, kept stages)
 #   scripts/reference_run.sh --steps 3520    # a fixed number of steps (the same tokens anywhere)
-# Extra arguments go to `python -m bertlab reference-run` (see --help there).
+# Extra arguments go to `python -m lab.reference_run` (see --help there), run from the repository root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/run_env.sh
-exec "$PY" -m bertlab reference-run --out "${OUT:-data/reference_run}" "$@"
+exec "$PY" -m lab.reference_run --out "${OUT:-data/reference_run}" "$@"

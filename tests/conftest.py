@@ -78,3 +78,35 @@ def load_script():
         return module
 
     return load
+
+
+@pytest.fixture
+def record(tmp_path, bert_tokenizer):
+    """A record folder as the reference pipeline (lab.reference_run) writes it, for a tiny random
+    model: (folder, model). Shared by the package's reading tests and the lab's making tests."""
+    from bertlab import BertConfig, BertForPreTraining, files
+    from bertlab import checkpoint as ckpt
+    from bertlab.experiments import reference
+
+    torch.manual_seed(0)
+    cfg = BertConfig.preset("tiny", vocab_size=bert_tokenizer.vocab_size)
+    model = BertForPreTraining(cfg).eval()
+    out = tmp_path / "reference_run"
+    saved = ckpt.save_model(tmp_path / "fp16", model, dtype=torch.float16)
+    out.mkdir()
+    (saved / "model.safetensors").rename(out / reference.WEIGHTS)
+    (saved / "config.json").rename(out / "config.json")
+    bert_tokenizer.save(tmp_path / "tok")
+    (tmp_path / "tok" / "tokenizer.json").rename(out / "tokenizer.json")
+    files.write_json(
+        out / "provenance.json",
+        {
+            "device": "NVIDIA H100 80GB HBM3",
+            "git_commit": "0123456789abcdef",
+            "wall_time_s": 840.0,
+            "smoke": False,
+            "weights": {"sha256": files.sha256_file(out / reference.WEIGHTS)},
+        },
+    )
+    (out / "metrics.jsonl").write_text('{"step": 50, "loss": 7.5}\n{"step": 100, "loss": 6.0}\n')
+    return out, model

@@ -32,13 +32,15 @@ from pathlib import Path
 import torch
 
 from bertlab.experiments import reference
-from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import write_json
 from bertlab.runtime import machine, make_runtime, seed_everything
 from bertlab.tasks import get_task
 from bertlab.tasks.inputs import length_grouped_batches
 from bertlab.training.finetune import FinetuneConfig, build_task_model, task_tokenizer
 from bertlab.training.optim import adamw, optimizer_step
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's lab/ (not installed)
+from lab.reference_run import SQUAD_CPU  # noqa: E402
 
 TASKS = ("sst2", "mrpc", "rte", "conll2003", "squad")
 CLS_TASKS = ("sst2", "mrpc", "rte")  # a classifier on the pooled [CLS] vector

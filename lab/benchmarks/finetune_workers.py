@@ -25,7 +25,6 @@ from pathlib import Path
 import torch
 
 from bertlab.experiments import reference
-from bertlab.experiments.reference_run import SQUAD_CPU
 from bertlab.files import write_json
 from bertlab.runtime import machine, make_runtime
 from bertlab.tasks import get_task
@@ -34,6 +33,9 @@ from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
 # lab/ is not installed with bertlab: import it from the checkout this script is in
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from lab.finetune_speed import WORKERS  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's lab/ (not installed)
+from lab.reference_run import SQUAD_CPU  # noqa: E402
 
 # the first examples of each task: each seed a few seconds to a few tens of seconds on 2 cores
 EXAMPLES = {"sst2": 3000, "mrpc": 1000, "rte": 800, "conll2003": 3000, "squad": 400}
