@@ -7,6 +7,9 @@
 # Any other failure is final.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# every notebook executed afresh, side by side, into the cache the build reads (BOOK_WORKERS=1: one
+# at a time); a notebook that fails there is executed again by the build, which reports it
+python scripts/execute_book.py --workers "${BOOK_WORKERS:-2}" || exit
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 again=()

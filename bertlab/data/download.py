@@ -275,7 +275,7 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
 
     target.parent.mkdir(parents=True, exist_ok=True)
     downloader = pooch.HTTPDownloader(progressbar=progress, timeout=DOWNLOAD_TIMEOUT_S)
-    tmp = target.with_name(target.name + ".part")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")  # two processes may fetch one file at once
     try:
         if source.member is None:
             got = Path(
