@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""Record the paper's section 5 ablations on this machine (bertlab.experiments.ablations): pre-training tasks
-(MLM + NSP, MLM, LTR) and model sizes, one fixed budget each, then one fine-tuning recipe, into
-data/ablations/ablations.json. One to two hours on 2 CPU cores, minutes on a GPU; run it again to resume.
-On a GPU the plan can be split into parts that run side by side and are merged afterwards
-(`bertlab.experiments.ablations.merge`): the scratch control in one part, --no-scratch in the others.
+"""Record the paper's section 5 ablations on this machine (lab.ablations; chapter 17 reads the record
+through bertlab.experiments.ablations): pre-training tasks (MLM + NSP, MLM, LTR) and model sizes,
+one fixed budget each, then one fine-tuning recipe, into data/ablations/ablations.json. One to two
+hours on 2 CPU cores, minutes on a GPU; run it again to resume. On a GPU the plan can be split into
+parts that run side by side and are merged afterwards (`lab.ablations.merge`): the scratch control
+in one part, --no-scratch in the others.
 
     python scripts/record_ablations.py
     python scripts/record_ablations.py --steps 1000 --only "MLM, no NSP"
@@ -13,10 +14,14 @@ On a GPU the plan can be split into parts that run side by side and are merged a
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, RECORD_FILE, STEPS, merge, record
+from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, RECORD_FILE
 from bertlab.files import write_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab.ablations import STEPS, merge, record  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--steps", type=int, default=STEPS, help=f"optimizer steps per model (default {STEPS})")
