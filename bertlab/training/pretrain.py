@@ -5,7 +5,9 @@
     result.model              # the trained BertForPreTraining
 
 or from a shell: `python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini`, and on
-several GPUs the same command after `torchrun --nproc_per_node N`.
+several GPUs the same command after `torchrun --nproc_per_node N`. The settings and the result are
+in bertlab.training.pretrain_config, the data a run builds from its corpus in
+bertlab.training.pretrain_data; all of them can be imported from here too.
 
 One optimiser step, as the paper describes it (section 3.1 and appendix A.2):
 
@@ -24,12 +26,13 @@ logged as next_token_acc (and its loss as ltr_loss), never under the MLM's names
 
 The rest of this file makes that loop fast and safe:
   - precision, compilation, fused AdamW, device placement: bertlab.runtime;
-  - batches come from a background thread (collated and pinned while the GPU works), and the GPU
-    is never waited for inside a step: metrics are accumulated on the device and read (one sync)
-    every `log_every` steps;
+  - batches come from a background thread (bertlab.training.batch_feed: collated and pinned while
+    the GPU works), and the GPU is never waited for inside a step: metrics are accumulated on the
+    device and read (one sync) every `log_every` steps;
   - checkpoints (bertlab.checkpoint) every `checkpoint_every` steps, at the end, and when the
-    process receives SIGTERM or Ctrl-C (SIGINT); `resume=True` continues exactly where it stopped
-    (on a CPU the resumed run is bit-identical to an uninterrupted one);
+    process receives SIGTERM or Ctrl-C (SIGINT, bertlab.training.stop_signals); `resume=True`
+    continues exactly where it stopped (on a CPU the resumed run is bit-identical to an
+    uninterrupted one);
   - a loss or gradient that turns NaN/inf stops the run with the step where it happened, before
     any checkpoint of the damaged weights is written;
   - several processes (torchrun): DistributedDataParallel; every process draws the same global
@@ -48,13 +51,10 @@ import contextlib
 import dataclasses
 import enum
 import json
-import queue
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -62,316 +62,51 @@ from torch import nn
 
 from bertlab import checkpoint as ckpt
 from bertlab import files
-from bertlab.config import PRESETS, BertConfig
-from bertlab.data.corpus import load_corpus
-from bertlab.data.masking import make_collator
-from bertlab.data.pretraining_data import PhasedBatches, PretrainingBatches, prepare_pretraining_data, unigram_log_probs
-from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece
+from bertlab.config import BertConfig
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
 from bertlab.runtime import Runtime, git_commit, keep_freed_memory, make_runtime, seed_everything
 from bertlab.training import flops, logs
-from bertlab.training.heldout import (  # noqa: F401  (evaluate_checkpoint, EVAL_SEED: re-exported)
-    EVAL_SEED,
-    HELDOUT_MLM_PROBABILITY,
-    evaluate_checkpoint,
-    evaluate_pretraining,
-    heldout_batches,
-)
+from bertlab.training.batch_feed import BatchSource, Prefetcher, shard_rows
+from bertlab.training.heldout import EVAL_SEED, evaluate_checkpoint, evaluate_pretraining
 from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_labels
 from bertlab.training.optim import adamw, optimizer_step
-from bertlab.training.recipes import (
-    RECIPES,
-    Recipe,
-    get_recipe,
-    lr_multiplier,
-    parse_phases,
-    phase_ends,
-    phase_ends_by_time,
-)
+from bertlab.training.pretrain_config import NonFiniteLossError, PretrainConfig, PretrainResult
+from bertlab.training.pretrain_data import PretrainingData, prepare_data
+from bertlab.training.recipes import Recipe, lr_multiplier, phase_ends, phase_ends_by_time
+from bertlab.training.stop_signals import StopSignals
+
+# What `from bertlab.training.pretrain import ...` offers: the loop's own names and those of the
+# modules the run is assembled from, which chapters, scripts and the lab import from here.
+__all__ = [
+    "EVAL_SEED",
+    "BatchSource",
+    "Due",
+    "NonFiniteLossError",
+    "Prefetcher",
+    "PretrainConfig",
+    "PretrainResult",
+    "PretrainingData",
+    "Session",
+    "Stat",
+    "StopSignals",
+    "Trainer",
+    "build_model",
+    "ckpt_root_barrier",
+    "evaluate_checkpoint",
+    "make_optimizer",
+    "prepare_data",
+    "pretrain",
+    "run_fingerprint",
+    "shard_rows",
+    "zero_stats",
+]
 
 
 # ------------------------------------------------------------------------------------------------
-# Settings and results
-# ------------------------------------------------------------------------------------------------
-@dataclass
-class PretrainConfig:
-    """Everything a pretraining run depends on. Fields left None take the recipe's value."""
-
-    # the model
-    preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
-    layers: int | None = None  # L, H, A: override the preset's (a size between the named ones,
-    hidden: int | None = None  # as in the paper's model-size study, Table 6); the FFN stays 4H
-    heads: int | None = None
-    # the data
-    corpus: str = "books+wiki"  # a corpus name understood by bertlab.data.corpus.load_corpus
-    tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
-    vocab_size: int = 16384  # size of the WordPiece vocabulary to train (ignored with `tokenizer`)
-    max_documents: int | None = None  # only the first N training (and held-out) documents: quick runs
-    # how long: steps OR minutes (a time budget), not both; neither = the recipe's steps
-    steps: int | None = None
-    minutes: float | None = None
-    # the recipe and its overrides
-    recipe: str = "budget"
-    seq_len: int | None = None
-    batch_size: int | None = None  # sequences per optimiser step, over all processes
-    grad_accum: int = 1  # micro-batches per step (for GPUs too small for the whole batch)
-    lr: float | None = None
-    warmup: float | None = None  # steps (>= 1) or a fraction of the run (< 1)
-    schedule: str | None = None
-    weight_decay: float | None = None
-    dropout: float | None = None
-    nsp: bool | None = None
-    segment_pairs: bool | None = None  # without NSP: two segments per sequence anyway (both segment rows train)
-    # sequence-length phases, "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64"): fractions of
-    # the steps, or of the time under a time budget (phase_plan)
-    phases: str | None = None
-    objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
-    whole_word: bool = False
-    mlm_probability: float | None = None
-    norm_position: str | None = None  # "post" (BERT) or "pre" (pre-LN)
-    mlm_bias: str | None = None  # the MLM output bias at step 0: "zeros" or "unigram"
-    # the machine
-    device: str = "auto"
-    precision: str = "auto"  # auto, fp32, bf16, fp16
-    compile: bool = False
-    compile_backend: str = "inductor"  # torch.compile backend (tests use "aot_eager": fast to build)
-    seed: int = 0
-    # output and bookkeeping
-    out: str = "runs/pretrain"
-    resume: bool = False
-    keep_last: int = 2  # checkpoints kept
-    log_every: int = 50
-    eval_every: int = 500
-    eval_batches: int = 20
-    checkpoint_every: int = 1000
-    stop_after: int | None = None  # stop (with a checkpoint and a held-out score) after this many
-    #                                steps of THIS session; continue later with resume=True
-    progress: bool = True
-
-    def model_size(self) -> tuple[int, int, int]:
-        """(L, H, A): the preset's, with the layers / hidden / heads overrides applied."""
-        L, H, A = PRESETS[self.preset]
-        L, H, A = self.layers or L, self.hidden or H, self.heads or A
-        BertConfig(vocab_size=1, num_layers=L, hidden_size=H, num_heads=A)  # raises if impossible
-        return L, H, A
-
-    @property
-    def phase_plan(self) -> str:
-        """What the fractions of the recipe's sequence-length phases divide: the steps of a run of
-        fixed length, the time of a run limited by time (see recipes.Phase)."""
-        return "steps" if self.minutes is None else "time"
-
-    def resolved_recipe(self) -> Recipe:
-        return get_recipe(
-            self.recipe,
-            lr=self.lr,
-            warmup=self.warmup,
-            schedule=self.schedule,
-            weight_decay=self.weight_decay,
-            dropout=self.dropout,
-            nsp=self.nsp,
-            seq_len=self.seq_len,
-            batch_size=self.batch_size,
-            mlm_probability=self.mlm_probability,
-            norm_position=self.norm_position,
-            mlm_bias=self.mlm_bias,
-            segment_pairs=self.segment_pairs,
-            phases=parse_phases(self.phases) if self.phases else None,
-        )
-
-    def validate(self) -> None:
-        if self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
-        self.model_size()  # H divisible by A, positive sizes (BertConfig's checks)
-        if self.recipe not in RECIPES:
-            raise ValueError(f"unknown recipe {self.recipe!r}; choose one of {', '.join(RECIPES)}")
-        if self.steps is not None and self.minutes is not None:
-            raise ValueError("give --steps or --minutes (a time budget), not both")
-        if self.steps is not None and self.steps < 1:
-            raise ValueError(f"--steps must be at least 1, got {self.steps}")
-        if self.minutes is not None and not self.minutes > 0:
-            raise ValueError(f"--minutes must be positive, got {self.minutes}")
-        if self.steps is None and self.minutes is None and self.resolved_recipe().steps is None:
-            raise ValueError(f"the {self.recipe!r} recipe has no default length: give --steps or --minutes")
-        if self.grad_accum < 1:
-            raise ValueError(f"--grad-accum must be at least 1, got {self.grad_accum}")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(
-                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)} "
-                f"(mlm: BERT's masked LM, ltr: a left-to-right LM)"
-            )
-        if self.objective == "ltr":
-            if self.resolved_recipe().nsp:
-                raise ValueError(
-                    f"--objective ltr cannot be combined with next-sentence prediction: the paper's "
-                    f"left-to-right model is 'LTR & No NSP' (section 5.1), and the {self.recipe!r} "
-                    f"recipe {'has NSP on' if self.nsp is None else 'was given --nsp'}; add --no-nsp"
-                )
-            if self.whole_word or self.mlm_probability is not None:
-                raise ValueError(
-                    "--whole-word and --mlm-probability are masked-LM settings; the left-to-right "
-                    "LM (--objective ltr) masks nothing"
-                )
-        for name in ("log_every", "eval_every", "checkpoint_every", "keep_last"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        r = self.resolved_recipe()
-        if r.seq_len > 512:
-            raise ValueError(f"seq_len {r.seq_len} exceeds BERT's 512 learned positions")
-        if r.seq_len < 8:
-            raise ValueError(f"seq_len {r.seq_len} is too short for [CLS] A [SEP] B [SEP]; use at least 8")
-        steps = self.steps if self.steps is not None else (r.steps if self.minutes is None else None)
-        if steps is not None and r.warmup >= 1 and r.warmup > steps:
-            raise ValueError(
-                f"the warm-up of {int(r.warmup):,} steps is longer than the run of {steps:,} steps, so "
-                f"the learning rate would never reach its peak; give more --steps or a warm-up "
-                f"as a fraction of the run (e.g. --warmup 0.06)"
-            )
-        if self.minutes is not None and r.warmup >= 1:
-            raise ValueError(
-                f"with --minutes the warm-up must be a fraction of the run (e.g. --warmup 0.06), "
-                f"not {int(r.warmup)} steps: a time-limited run has no known number of steps"
-            )
-
-
-@dataclass
-class PretrainResult:
-    out_dir: Path
-    step: int  # optimiser steps done
-    history: list[dict[str, Any]]  # every logged record, train and eval
-    final_eval: dict[str, Any] | None
-    checkpoint: Path | None  # the last checkpoint written
-    model: nn.Module | None = None  # the trained model (bare, on its device)
-    stopped_by: str | None = None  # None (finished), "SIGTERM" or "SIGINT"
-    elapsed_s: float = 0.0
-    tokens: int = 0
-
-    @property
-    def train_history(self) -> list[dict[str, Any]]:
-        return [r for r in self.history if r.get("split") == "train"]
-
-    @property
-    def eval_history(self) -> list[dict[str, Any]]:
-        return [r for r in self.history if r.get("split") == "eval"]
-
-
-class NonFiniteLossError(RuntimeError):
-    """The loss or the gradient became NaN or infinite; training cannot continue from there."""
-
-    def __init__(self, step: int, last_checkpoint: Path | None):
-        self.step = step
-        self.last_checkpoint = last_checkpoint
-        where = f"the last good checkpoint is {last_checkpoint}" if last_checkpoint else "no checkpoint was written"
-        super().__init__(
-            f"the loss or gradient became NaN/inf at step {step}; nothing after it was saved ({where}). "
-            f"Usual causes: a learning rate too high for the model (try a lower --lr or a longer --warmup), "
-            f"fp16 without loss scaling, or bad input data."
-        )
-
-
-# ------------------------------------------------------------------------------------------------
-# Batches
-# ------------------------------------------------------------------------------------------------
-class BatchSource(Protocol):
-    """What the loop consumes: the next GLOBAL batch (a dict of CPU tensors in the agreed format,
-    batch_size rows), and a state_dict that restores the position exactly."""
-
-    def __next__(self) -> dict[str, torch.Tensor]: ...
-    def state_dict(self) -> dict[str, Any]: ...
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-def shard_rows(batch: dict[str, torch.Tensor], rank: int, world: int, accum: int) -> list[dict[str, torch.Tensor]]:
-    """This process's rows of a global batch, split into `accum` micro-batches. Rank r of W takes
-    the r-th contiguous block of B/W rows, so the W processes together see the global batch."""
-    B = next(iter(batch.values())).shape[0]
-    if B % (world * accum):
-        raise ValueError(
-            f"the batch of {B} sequences does not split evenly over {world} processes x "
-            f"{accum} micro-batches; choose --batch-size divisible by {world * accum}"
-        )
-    per = B // world
-    mine = {k: v[rank * per : (rank + 1) * per] for k, v in batch.items()}
-    m = per // accum
-    return [{k: v[i * m : (i + 1) * m] for k, v in mine.items()} for i in range(accum)]
-
-
-class Prefetcher:
-    """Draws batches from a BatchSource in a background thread (so collating, masking and pinning
-    overlap with the model's step) and hands them out in order, each with the source's state
-    right after it was drawn: checkpointing that state resumes at the next unconsumed batch."""
-
-    def __init__(self, source: BatchSource, prepare: Callable[[dict], Any], depth: int = 3):
-        self.source, self.prepare = source, prepare
-        self.q: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True, name="bertlab-prefetch")
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                batch = next(self.source)
-                item = (self.prepare(batch), self.source.state_dict())
-                while not self._stop.is_set():
-                    try:
-                        self.q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-        except BaseException as err:  # StopIteration included: hand it to the consumer
-            self.q.put(err)
-
-    def __next__(self):
-        item = self.q.get()
-        if isinstance(item, BaseException):
-            if isinstance(item, StopIteration):
-                raise RuntimeError("the batch source ran out; pretraining sources must repeat (epochs)")
-            raise item
-        return item
-
-    def close(self) -> None:
-        self._stop.set()
-        with contextlib.suppress(queue.Empty):
-            while True:
-                self.q.get_nowait()
-        self.thread.join(timeout=5)
-
-
-# ------------------------------------------------------------------------------------------------
-# The objective
+# The optimiser
 # ------------------------------------------------------------------------------------------------
 def make_optimizer(model: nn.Module, recipe: Recipe, rt: Runtime) -> torch.optim.AdamW:
     return adamw(model, recipe.lr, recipe.betas, recipe.eps, recipe.weight_decay, fused=rt.fused_adamw)
-
-
-# ------------------------------------------------------------------------------------------------
-# Signals: SIGTERM (a scheduler pre-empting the job) and SIGINT (Ctrl-C, a notebook's "interrupt")
-# ------------------------------------------------------------------------------------------------
-class StopSignals:
-    """While active, SIGTERM and SIGINT only set a flag; the loop saves a checkpoint and returns
-    at the end of the current step. A second Ctrl-C interrupts at once."""
-
-    def __init__(self):
-        self.received: str | None = None
-        self._old: dict[int, Any] = {}
-
-    def _handler(self, signum, frame):
-        name = signal.Signals(signum).name
-        if self.received == "SIGINT" and name == "SIGINT":
-            raise KeyboardInterrupt
-        self.received = name
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGTERM, signal.SIGINT):
-                self._old[s] = signal.signal(s, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self._old.items():
-            signal.signal(s, h)
-        return False
 
 
 # ------------------------------------------------------------------------------------------------
@@ -845,134 +580,6 @@ def ckpt_root_barrier(rt: Runtime) -> None:
 # ------------------------------------------------------------------------------------------------
 # The whole run: data, model, loop, final weights
 # ------------------------------------------------------------------------------------------------
-@dataclass
-class PretrainingData:
-    train: BatchSource  # endless, resumable, masked global batches
-    eval_batches: list[dict[str, torch.Tensor]]  # fixed, masked held-out batches
-    tokenizer: Any
-    tokenizer_file: Path
-    train_examples: int = 0
-    heldout_examples: int = 0
-    unigram_log_probs: torch.Tensor | None = None  # (V,) log frequencies of the training tokens
-
-
-def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
-    """Run fn on rank 0 first (it builds and caches), then on the others (they read the cache)."""
-    if not rt.dist.enabled:
-        return fn()
-    result = fn() if rt.dist.is_main else None
-    dist.barrier()
-    return result if rt.dist.is_main else fn()
-
-
-def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
-    """Corpus -> WordPiece vocabulary -> memory-mapped examples -> masked batches.
-
-    Documents of `cfg.corpus` (bertlab.data.corpus: "train" split for training, "heldout" for
-    evaluation, whole documents never on both sides); the vocabulary trained on the training
-    documents only (or read from `cfg.tokenizer`); examples cut and stored under <out>/data
-    (bertlab.data.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
-    on the fly (bertlab.data.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
-    unmasked with next-token labels (bertlab.data.masking.NextTokenCollator)."""
-    r = cfg.resolved_recipe()
-    out = Path(cfg.out)
-    docs = load_corpus(cfg.corpus, "train")
-    if cfg.max_documents is not None:
-        docs = docs[: cfg.max_documents]
-    heldout = load_corpus(cfg.corpus, "heldout")
-    if cfg.max_documents is not None:  # a quick run: a quick evaluation too
-        heldout = heldout[: max(2, cfg.max_documents)]
-    tok_dir = out / "tokenizer"
-
-    resume_from = ckpt.latest_checkpoint(out / "checkpoints") if cfg.resume else None
-
-    def get_tokenizer():
-        if cfg.tokenizer is not None:
-            tok = WordPieceTokenizer.load(cfg.tokenizer)
-            if resume_from is not None and (resume_from / "tokenizer.json").exists():
-                saved = WordPieceTokenizer.load(resume_from / "tokenizer.json")
-                if saved.fingerprint != tok.fingerprint:  # check before anything is overwritten
-                    raise ValueError(
-                        f"cannot resume from {resume_from}: it was trained with a different vocabulary "
-                        f"({saved.vocab_size} pieces, fingerprint {saved.fingerprint[:12]}) than --tokenizer "
-                        f"{cfg.tokenizer} ({tok.vocab_size} pieces, fingerprint {tok.fingerprint[:12]}). "
-                        f"Resume without --tokenizer, or start a new run in another --out folder."
-                    )
-            if rt.dist.is_main:
-                tok.save(tok_dir)
-            return tok
-        if resume_from is not None and (resume_from / "tokenizer.json").exists():
-            return WordPieceTokenizer.load(resume_from / "tokenizer.json")
-        if (tok_dir / "tokenizer.json").exists():  # a resumed run, or another process built it
-            tok = WordPieceTokenizer.load(tok_dir)
-            if tok.vocab_size == cfg.vocab_size or not rt.dist.is_main:
-                return tok
-        tok = train_wordpiece((s for d in docs for s in d.sentences), vocab_size=cfg.vocab_size)
-        tok.save(tok_dir)
-        return tok
-
-    tokenizer = _main_first(rt, get_tokenizer)
-
-    phases = r.training_phases()
-    lengths = sorted({ph.seq_len for ph in phases})
-
-    def get_examples():
-        # one set of examples per sequence length (a run without phases keeps its folder name)
-        folder = {T: "train" if not r.phases else f"train-{T}" for T in lengths}
-        train = {
-            T: prepare_pretraining_data(
-                docs, tokenizer, out / "data" / folder[T], max_len=T, nsp=r.nsp, pairs=r.segment_pairs, seed=cfg.seed
-            )
-            for T in lengths
-        }
-        held = prepare_pretraining_data(
-            heldout,
-            tokenizer,
-            out / "data" / "heldout",
-            max_len=r.seq_len,
-            nsp=r.nsp,
-            pairs=r.segment_pairs,
-            seed=EVAL_SEED,
-        )
-        return train, held
-
-    train_sets, held_ds = _main_first(rt, get_examples)
-    streams = []
-    for k, ph in enumerate(phases):  # each phase its own masks and order (the first: the run's seed)
-        collator = make_collator(cfg.objective, tokenizer, r.mlm_probability, cfg.whole_word, seed=cfg.seed + k)
-        streams.append(PretrainingBatches(train_sets[ph.seq_len], ph.batch_size, collator, seed=cfg.seed + k))
-    source = streams[0] if len(streams) == 1 else PhasedBatches(streams)
-    eval_bs = min(r.batch_size, 64, len(held_ds))
-    # held-out: single pieces masked at the paper's rate, whatever the run trains with (whole words,
-    # 30%), so that every run is scored the same way
-    eval_batches = heldout_batches(
-        held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches, HELDOUT_MLM_PROBABILITY
-    )
-    train_ds = train_sets[phases[0].seq_len]
-    if rt.dist.is_main:
-        shapes = "; ".join(
-            f"{len(train_sets[ph.seq_len]):,} training sequences of {ph.seq_len} tokens"
-            + (f" ({ph.fraction:.0%} of the {cfg.phase_plan}, {ph.batch_size} a batch)" if len(phases) > 1 else "")
-            for ph in phases
-        )
-        print(
-            f"data: {shapes} from {len(docs)} documents; {len(eval_batches)} held-out batches of {eval_bs} "
-            f"({r.seq_len} tokens) from {len(heldout)} documents; vocabulary {tokenizer.vocab_size:,}",
-            flush=True,
-        )
-    prior = None
-    if r.mlm_bias == "unigram":
-        # pieces never predicted get -1e4; a left-to-right LM does predict [SEP] (after the last
-        # piece of a segment), so it keeps [SEP]'s frequency
-        never = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.mask_id]
-        if cfg.objective != "ltr":
-            never.append(tokenizer.sep_id)
-        prior = unigram_log_probs(train_ds, tokenizer.vocab_size, exclude=never)
-    return PretrainingData(
-        source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds), prior
-    )
-
-
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
     """The model a run trains: the preset's size (or its L/H/A overrides); causal (left-to-right)
     attention for the "ltr" objective."""

@@ -1,0 +1,198 @@
+"""What a pretraining run is asked to do, and what it hands back.
+
+    cfg = PretrainConfig(preset="mini", corpus="books+wiki", steps=2000, out="runs/mini")
+    cfg.validate()                  # every impossible combination refused before any work starts
+    cfg.resolved_recipe()           # the recipe with this run's overrides applied
+
+`PretrainConfig` is also the command line: every option of `python -m bertlab pretrain` is one of
+its fields. The loop that uses it is `bertlab.training.pretrain`; it returns a `PretrainResult`, or
+raises `NonFiniteLossError` when the loss or gradient turns NaN/inf.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from bertlab.config import PRESETS, BertConfig
+from bertlab.training.objective import OBJECTIVES
+from bertlab.training.recipes import RECIPES, Recipe, get_recipe, parse_phases
+
+
+@dataclass
+class PretrainConfig:
+    """Everything a pretraining run depends on. Fields left None take the recipe's value."""
+
+    # the model
+    preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
+    layers: int | None = None  # L, H, A: override the preset's (a size between the named ones,
+    hidden: int | None = None  # as in the paper's model-size study, Table 6); the FFN stays 4H
+    heads: int | None = None
+    # the data
+    corpus: str = "books+wiki"  # a corpus name understood by bertlab.data.corpus.load_corpus
+    tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
+    vocab_size: int = 16384  # size of the WordPiece vocabulary to train (ignored with `tokenizer`)
+    max_documents: int | None = None  # only the first N training (and held-out) documents: quick runs
+    # how long: steps OR minutes (a time budget), not both; neither = the recipe's steps
+    steps: int | None = None
+    minutes: float | None = None
+    # the recipe and its overrides
+    recipe: str = "budget"
+    seq_len: int | None = None
+    batch_size: int | None = None  # sequences per optimiser step, over all processes
+    grad_accum: int = 1  # micro-batches per step (for GPUs too small for the whole batch)
+    lr: float | None = None
+    warmup: float | None = None  # steps (>= 1) or a fraction of the run (< 1)
+    schedule: str | None = None
+    weight_decay: float | None = None
+    dropout: float | None = None
+    nsp: bool | None = None
+    segment_pairs: bool | None = None  # without NSP: two segments per sequence anyway (both segment rows train)
+    # sequence-length phases, "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64"): fractions of
+    # the steps, or of the time under a time budget (phase_plan)
+    phases: str | None = None
+    objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
+    whole_word: bool = False
+    mlm_probability: float | None = None
+    norm_position: str | None = None  # "post" (BERT) or "pre" (pre-LN)
+    mlm_bias: str | None = None  # the MLM output bias at step 0: "zeros" or "unigram"
+    # the machine
+    device: str = "auto"
+    precision: str = "auto"  # auto, fp32, bf16, fp16
+    compile: bool = False
+    compile_backend: str = "inductor"  # torch.compile backend (tests use "aot_eager": fast to build)
+    seed: int = 0
+    # output and bookkeeping
+    out: str = "runs/pretrain"
+    resume: bool = False
+    keep_last: int = 2  # checkpoints kept
+    log_every: int = 50
+    eval_every: int = 500
+    eval_batches: int = 20
+    checkpoint_every: int = 1000
+    stop_after: int | None = None  # stop (with a checkpoint and a held-out score) after this many
+    #                                steps of THIS session; continue later with resume=True
+    progress: bool = True
+
+    def model_size(self) -> tuple[int, int, int]:
+        """(L, H, A): the preset's, with the layers / hidden / heads overrides applied."""
+        L, H, A = PRESETS[self.preset]
+        L, H, A = self.layers or L, self.hidden or H, self.heads or A
+        BertConfig(vocab_size=1, num_layers=L, hidden_size=H, num_heads=A)  # raises if impossible
+        return L, H, A
+
+    @property
+    def phase_plan(self) -> str:
+        """What the fractions of the recipe's sequence-length phases divide: the steps of a run of
+        fixed length, the time of a run limited by time (see recipes.Phase)."""
+        return "steps" if self.minutes is None else "time"
+
+    def resolved_recipe(self) -> Recipe:
+        return get_recipe(
+            self.recipe,
+            lr=self.lr,
+            warmup=self.warmup,
+            schedule=self.schedule,
+            weight_decay=self.weight_decay,
+            dropout=self.dropout,
+            nsp=self.nsp,
+            seq_len=self.seq_len,
+            batch_size=self.batch_size,
+            mlm_probability=self.mlm_probability,
+            norm_position=self.norm_position,
+            mlm_bias=self.mlm_bias,
+            segment_pairs=self.segment_pairs,
+            phases=parse_phases(self.phases) if self.phases else None,
+        )
+
+    def validate(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        self.model_size()  # H divisible by A, positive sizes (BertConfig's checks)
+        if self.recipe not in RECIPES:
+            raise ValueError(f"unknown recipe {self.recipe!r}; choose one of {', '.join(RECIPES)}")
+        if self.steps is not None and self.minutes is not None:
+            raise ValueError("give --steps or --minutes (a time budget), not both")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"--steps must be at least 1, got {self.steps}")
+        if self.minutes is not None and not self.minutes > 0:
+            raise ValueError(f"--minutes must be positive, got {self.minutes}")
+        if self.steps is None and self.minutes is None and self.resolved_recipe().steps is None:
+            raise ValueError(f"the {self.recipe!r} recipe has no default length: give --steps or --minutes")
+        if self.grad_accum < 1:
+            raise ValueError(f"--grad-accum must be at least 1, got {self.grad_accum}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(
+                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)} "
+                f"(mlm: BERT's masked LM, ltr: a left-to-right LM)"
+            )
+        if self.objective == "ltr":
+            if self.resolved_recipe().nsp:
+                raise ValueError(
+                    f"--objective ltr cannot be combined with next-sentence prediction: the paper's "
+                    f"left-to-right model is 'LTR & No NSP' (section 5.1), and the {self.recipe!r} "
+                    f"recipe {'has NSP on' if self.nsp is None else 'was given --nsp'}; add --no-nsp"
+                )
+            if self.whole_word or self.mlm_probability is not None:
+                raise ValueError(
+                    "--whole-word and --mlm-probability are masked-LM settings; the left-to-right "
+                    "LM (--objective ltr) masks nothing"
+                )
+        for name in ("log_every", "eval_every", "checkpoint_every", "keep_last"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        r = self.resolved_recipe()
+        if r.seq_len > 512:
+            raise ValueError(f"seq_len {r.seq_len} exceeds BERT's 512 learned positions")
+        if r.seq_len < 8:
+            raise ValueError(f"seq_len {r.seq_len} is too short for [CLS] A [SEP] B [SEP]; use at least 8")
+        steps = self.steps if self.steps is not None else (r.steps if self.minutes is None else None)
+        if steps is not None and r.warmup >= 1 and r.warmup > steps:
+            raise ValueError(
+                f"the warm-up of {int(r.warmup):,} steps is longer than the run of {steps:,} steps, so "
+                f"the learning rate would never reach its peak; give more --steps or a warm-up "
+                f"as a fraction of the run (e.g. --warmup 0.06)"
+            )
+        if self.minutes is not None and r.warmup >= 1:
+            raise ValueError(
+                f"with --minutes the warm-up must be a fraction of the run (e.g. --warmup 0.06), "
+                f"not {int(r.warmup)} steps: a time-limited run has no known number of steps"
+            )
+
+
+@dataclass
+class PretrainResult:
+    out_dir: Path
+    step: int  # optimiser steps done
+    history: list[dict[str, Any]]  # every logged record, train and eval
+    final_eval: dict[str, Any] | None
+    checkpoint: Path | None  # the last checkpoint written
+    model: nn.Module | None = None  # the trained model (bare, on its device)
+    stopped_by: str | None = None  # None (finished), "SIGTERM" or "SIGINT"
+    elapsed_s: float = 0.0
+    tokens: int = 0
+
+    @property
+    def train_history(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r.get("split") == "train"]
+
+    @property
+    def eval_history(self) -> list[dict[str, Any]]:
+        return [r for r in self.history if r.get("split") == "eval"]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss or the gradient became NaN or infinite; training cannot continue from there."""
+
+    def __init__(self, step: int, last_checkpoint: Path | None):
+        self.step = step
+        self.last_checkpoint = last_checkpoint
+        where = f"the last good checkpoint is {last_checkpoint}" if last_checkpoint else "no checkpoint was written"
+        super().__init__(
+            f"the loss or gradient became NaN/inf at step {step}; nothing after it was saved ({where}). "
+            f"Usual causes: a learning rate too high for the model (try a lower --lr or a longer --warmup), "
+            f"fp16 without loss scaling, or bad input data."
+        )
