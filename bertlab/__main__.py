@@ -24,7 +24,7 @@ Examples:
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
     python -m bertlab publish-records --out /tmp/records                # then BERTLAB_RECORDS_URL=/tmp/records
 
-Every option of `pretrain` is a field of bertlab.training.pretrain.PretrainConfig, every option of `finetune`
+Every option of `pretrain` is a field of bertlab.training.pretrain_config.PretrainConfig, every option of `finetune`
 one of bertlab.training.finetune.FinetuneConfig: the notebooks call the same functions.
 """
 

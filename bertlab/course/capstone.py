@@ -19,7 +19,7 @@ The grader never reads a number the student reports. It
      opened), the weights finite and of the shapes config.json says, the vocabulary of the size
      config.json says, a bidirectional model within the size limit. A broken folder scores 0 with
      a message naming the file and the fix;
-  2. measures the held-out masked-LM accuracy with `bertlab.training.pretrain.evaluate_checkpoint`, the
+  2. measures the held-out masked-LM accuracy with `bertlab.training.heldout.evaluate_checkpoint`, the
      function that scores every pretraining checkpoint: the corpus's held-out documents (never in
      the training split), sequences of 128, the fixed masks of EVAL_SEED, MLM only;
   3. fine-tunes on a fixed slice of CoNLL-2003 named-entity recognition (the first 2,000 training
@@ -82,7 +82,7 @@ class Grading:
     """How the grader measures and scores a submission. The defaults are the capstone's; the
     small settings the tests use come from overriding them."""
 
-    # held-out masked LM (bertlab.training.pretrain.evaluate_checkpoint)
+    # held-out masked LM (bertlab.training.heldout.evaluate_checkpoint)
     corpus: str = "books+wiki"
     seq_len: int = 128
     eval_batches: int = 20
