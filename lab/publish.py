@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.data.records import records_dir
-from bertlab.experiments import findings, finetune_seeds, pilots, reference, rerun, time_budget
-from bertlab.experiments.finetune_rates import recorded_on
+from bertlab.experiments import findings, finetune_seeds, pilots, reference
 from bertlab.files import sha256_file
 from bertlab.prose import count
+from lab import rerun, time_budget
+from lab.finetune_rates import recorded_on
 
 RECORD_FILES = ("reference_run/*.json", "reference_run/*.jsonl")  # not the weights
 

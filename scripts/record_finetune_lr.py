@@ -16,7 +16,7 @@ One JSON line per (learning rate, arm), written as soon as it ends; a stopped ru
 stopped (rows already in the file are skipped), on the same kind of machine only: the file's first
 line names one machine for every row. The rows have the format of
 `data/pilots/finetune_lr.jsonl`, so `bertlab.experiments.pilots.finetune_sweeps` reads them and
-`bertlab.experiments.finetune_rates.rate_grid` reads the grid.
+`lab.finetune_rates.rate_grid` reads the grid.
 """
 
 from __future__ import annotations

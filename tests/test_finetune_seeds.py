@@ -86,7 +86,7 @@ def test_the_shipped_seeds_are_the_records_fine_tuning():
     """data/pilots/sst2_2000_seeds.jsonl, which chapter 11 reads: both arms of the record's own
     SST-2 fine-tuning (its rate and its epochs for 2,000 sentences), over more seeds than the record's."""
     from bertlab.experiments import pilots, reference
-    from bertlab.experiments.reference_run import finetune_epochs
+    from lab.reference_run import finetune_epochs
 
     path = pilots.PILOTS_DIR / "sst2_2000_seeds.jsonl"
     run = reference.find()

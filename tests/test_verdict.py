@@ -132,7 +132,8 @@ README_OWN_BERT = re.compile(
 
 
 def test_the_readmes_figures_for_the_books_bert_are_the_records():
-    from bertlab.experiments import findings, pilots, reference, rerun
+    from bertlab.experiments import findings, pilots, reference
+    from lab import rerun
 
     run = reference.find()
     if run is None:

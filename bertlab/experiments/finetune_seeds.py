@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from bertlab.experiments.finetune_rates import ARMS
+from bertlab.experiments.reference import ARMS
 from bertlab.prose import count, number, rate, verb_agreeing
 from bertlab.verdict import Reading
 

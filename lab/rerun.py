@@ -32,7 +32,7 @@ The appendix "How the CPU recipe was found" reads the book's record against the 
 settings (`data/pilots/record7/`, the previous record, `record7-again/` and `record7-third/`:
 `find_runs_again`) and against its settings with two layers (`data/pilots/record7-2-layers/`).
 Runs of the record's settings with other pretraining budgets are read along a time axis by
-`bertlab.experiments.time_budget`.
+`lab.time_budget`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The same reference run made twice: rows, table and reading of bertlab.experiments.rerun."""
+"""The same reference run made twice: rows, table and reading of lab.rerun."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from bertlab import files
-from bertlab.experiments import rerun
 from bertlab.experiments.reference import ReferenceRun
+from lab import rerun
 
 SETTINGS = {"preset": "mini", "recipe": "cpu", "minutes": 50.0, "seeds": [0, 1, 2], "squad": True}
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from bertlab.data.records import records_dir
 from bertlab.experiments.reference import ReferenceRun
-from bertlab.experiments.rerun import TWICE_THE_TIME, find_changed, rerun_rows
 from bertlab.prose import number
+from lab.rerun import TWICE_THE_TIME, find_changed, rerun_rows
 
 # The runs of the record's settings with another pretraining budget, under the records folder
 HALF_THE_TIME = ("pilots", "record8-25min")  # 25 minutes of pretraining

@@ -1,4 +1,4 @@
-"""The record's settings under several pretraining budgets: bertlab.experiments.time_budget."""
+"""The record's settings under several pretraining budgets: lab.time_budget."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from bertlab.experiments import time_budget as tb
-from test_rerun import SETTINGS, make_run, other_run, with_seeds
+from lab import time_budget as tb
+from lab.tests.test_rerun import SETTINGS, make_run, other_run, with_seeds
 
 
 def _budget(folder, minutes, acc, conll_pretrained, sst2_2000_pretrained):
@@ -214,7 +214,8 @@ def test_reading_is_generated_from_the_rows_and_the_line(runs):
 
 def test_the_recorded_budgets_read_beside_the_record():
     """The committed runs of the record's settings with other budgets, if this checkout has them."""
-    from bertlab.experiments import reference, rerun
+    from bertlab.experiments import reference
+    from lab import rerun
 
     run = reference.find()
     budgets = tb.find_budgets(run)

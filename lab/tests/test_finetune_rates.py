@@ -1,4 +1,4 @@
-"""bertlab.experiments.finetune_rates (each arm read at its own best fine-tuning learning rate) and
+"""lab.finetune_rates (each arm read at its own best fine-tuning learning rate) and
 scripts/record_finetune_lr.py, which records the grid it reads."""
 
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 
 from bertlab.experiments import pilots
-from bertlab.experiments.finetune_rates import grid_reading, grid_table, rate_grid, recorded_on
 from bertlab.tasks.metrics import difference_standard_error
+from lab.finetune_rates import grid_reading, grid_table, rate_grid, recorded_on
 
 
 def row(init, lr, scores, n=2000, task="sst2", seeds=(0, 1, 2)):

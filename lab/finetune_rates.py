@@ -17,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from bertlab.experiments.reference import ARMS
 from bertlab.prose import count, rate
 from bertlab.tasks.metrics import against_each_other
 from bertlab.verdict import CLEAR, WITHIN
-
-ARMS = ("pretrained", "scratch")
 
 
 @dataclass(frozen=True)
