@@ -247,3 +247,114 @@ def test_compare_with_table7_reads_the_usual_comparisons():
     assert same.paper_second_minus_last == same.second_minus_last
     with pytest.raises(ValueError, match="sum_all"):
         compare_with_table7({k: v for k, v in f1.items() if k != "sum_all"}, 75.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# The noise of an entity F1 on one dev set, and readings through bertlab.verdict
+# ------------------------------------------------------------------------------------------------
+def _tagged(n_sentences, seed, error_rate):
+    """Gold tags of one entity per sentence and predictions that miss it with `error_rate`."""
+    g = torch.Generator().manual_seed(seed)
+    gold, pred = [], []
+    for _ in range(n_sentences):
+        gold.append(["O", "B-PER", "I-PER", "O"])
+        wrong = torch.rand((), generator=g).item() < error_rate
+        pred.append(["O", "B-ORG", "I-ORG", "O"] if wrong else ["O", "B-PER", "I-PER", "O"])
+    return gold, pred
+
+
+def test_sentence_counts_give_entity_f1_overall_and_by_type(dev):
+    from bertlab.tasks.feature_based import f1_from_counts, sentence_counts
+
+    gold = [s.tags for s in dev[:300]]
+    g = torch.Generator().manual_seed(0)
+    pred = [  # the gold tags with a fifth of the words' tags shuffled among the labels
+        [CONLL_LABELS[int(torch.randint(0, 9, (), generator=g))] if torch.rand((), generator=g) < 0.2 else t for t in s]
+        for s in gold
+    ]
+    want = entity_f1(gold, pred, by_type=True)
+    counts = sentence_counts(gold, pred)
+    assert counts.shape == (300, 3)
+    assert counts.sum(0).tolist() == [
+        round(want["precision"] * want["predicted_entities"] / 100),
+        want["predicted_entities"],
+        want["gold_entities"],
+    ]
+    assert f1_from_counts(counts) == pytest.approx(want["f1"], abs=1e-9)
+    for kind, v in want["types"].items():
+        assert f1_from_counts(sentence_counts(gold, pred, kind)) == pytest.approx(v["f1"], abs=1e-9), kind
+    with pytest.raises(ValueError, match="sentence 0: 4 gold tags but 3"):
+        sentence_counts([["O"] * 4], [["O"] * 3])
+
+
+def test_f1_standard_error_matches_the_binomial_where_f1_is_an_accuracy():
+    from bertlab.tasks.feature_based import f1_standard_error
+
+    # one gold and one predicted entity per sentence: F1 is the share of sentences right
+    gold, pred = _tagged(400, 0, 0.3)
+    p = sum(a == b for a, b in zip(gold, pred)) / 400
+    binomial = 100 * (p * (1 - p) / 400) ** 0.5
+    se = f1_standard_error(gold, pred, draws=2000)
+    assert se == pytest.approx(binomial, rel=0.1)
+    assert f1_standard_error(gold, pred, draws=2000, seed=0) == se  # seeded: the page reads the same
+    assert f1_standard_error(gold, pred, pred) == 0.0  # a system against itself: nothing to resample
+    with pytest.raises(ValueError, match="two bootstrap draws"):
+        f1_standard_error(gold, pred, draws=1)
+
+
+def test_f1_difference_reads_clear_within_and_below():
+    from bertlab.tasks.feature_based import f1_difference
+    from bertlab.verdict import BELOW, CLEAR, WITHIN
+
+    gold, good = _tagged(400, 0, 0.1)
+    _, bad = _tagged(400, 1, 0.4)
+    _, close = _tagged(400, 2, 0.12)
+    r = f1_difference(gold, good, bad)
+    assert r.words == CLEAR and r.gain == pytest.approx(entity_f1(gold, good)["f1"] - entity_f1(gold, bad)["f1"])
+    assert "two bootstrap standard errors over 400 dev sentences" in r.phrase("it")
+    assert f1_difference(gold, bad, good).words == BELOW
+    assert f1_difference(gold, good, close).words == WITHIN
+    # paired: the shared sentences cancel, so the difference's band is narrower than two
+    # independent scores' would be
+    from bertlab.tasks.feature_based import f1_standard_error
+
+    independent = (f1_standard_error(gold, good) ** 2 + f1_standard_error(gold, close) ** 2) ** 0.5
+    assert f1_standard_error(gold, good, close) < independent
+    assert "one dev sentence" in f1_difference(gold[:1], good[:1], good[:1]).how
+
+
+def test_feature_study_runs_table7_and_fine_tuning_on_the_same_sentences(tmp_path, bert_tokenizer, dev, one_thread):
+    from bertlab import BertForPreTraining
+    from bertlab import checkpoint as ckpt
+    from bertlab.experiments.reference import PretrainedEncoder
+    from bertlab.tasks.feature_based import FINETUNED, feature_study
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=bert_tokenizer.vocab_size, num_layers=4, hidden_size=32, num_heads=2, intermediate_size=64
+    )
+    tok_file = bert_tokenizer.save(tmp_path / "tokenizer") / "tokenizer.json"
+    folder = ckpt.save_model(tmp_path / "enc", BertForPreTraining(config), tokenizer_file=tok_file)
+    encoder = PretrainedEncoder("tiny", folder, False, "a tiny random encoder")
+    task = get_task("conll2003")
+    study = feature_study(
+        encoder,
+        task,
+        dev[:60],
+        dev[60:90],
+        tagger=dict(hidden=8, num_layers=1, epochs=1, lr=1e-2, batch_size=16),
+        finetune=dict(epochs=1, lr=1e-3, batch_size=16, max_len=64),
+        out=str(tmp_path / "ft"),
+    )
+    assert list(study.taggers) == list(COMBINATIONS) and study.num_layers == 4
+    assert (study.n_train, study.n_dev) == (60, 30) and study.gold == [s.tags for s in dev[60:90]]
+    assert study.ranking()[0] == max(study.f1, key=study.f1.get)
+    # the fine-tuned tags read back are those fine-tuning scored (fp32 on a CPU: exactly)
+    assert study.finetuned == pytest.approx(study.finetuned_scores[0], abs=1e-6)
+    r = study.reading("second_to_last", FINETUNED)
+    assert r.gain == pytest.approx(study.f1["second_to_last"] - study.finetuned)
+    assert r.low <= r.gain <= r.high and "30 dev sentences" in r.how
+    assert set(study.seconds) == {"extract", "taggers", "finetune"}
+    assert not any(p.requires_grad for p in study.encoder.parameters())
+    with pytest.raises(ValueError, match="needs `out`"):
+        feature_study(encoder, task, dev[:10], dev[10:20], tagger=dict(epochs=1, hidden=4), finetune=dict(epochs=1))

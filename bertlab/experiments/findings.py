@@ -1,17 +1,21 @@
-"""The sentence each Part II chapter opens with: its finding, generated from the book's record and
-the pilot runs, so that the first screen states a result with the numbers the page shows later.
+"""The sentence each Part II chapter opens with: its finding, generated from the book's record, the
+pilot runs or the page's own run, so that the first screen states a result with the numbers the page
+shows later.
 
     pretraining_finding(run, levers)        # chapter 10
     norm_position_reading(single, post, pre)  # chapter 10, under the one-change figure
     sst2_finding(run, sst2_seeds(2000))      # chapter 11
     pairs_finding(run, dev)                  # chapter 12
     squad_finding(run, seeds)                # chapter 13
-    heads_finding(heads, expected, n)        # chapter 16, once its heads are measured
+    features_finding(study, who)             # chapter 15, from its own feature_based.feature_study
+    features_reading(study, who)             # chapter 15, Table 7's usual comparisons in words
+    heads_finding(heads, expected, n, who)   # chapter 16, from the heads it measures first
     ablations_finding(record, run)           # chapter 17
     ner_finding(run)                         # chapter 14
 
-Each takes what the chapter has already read (a `reference.ReferenceRun`, pilot levers, seed
-gains), so the same numbers feed the opening and the tables below it.
+Each takes what the chapter has already read or measured (a `reference.ReferenceRun`, pilot levers,
+seed gains, a feature study, head tables), so the same numbers feed the opening and the tables below
+it.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from bertlab.experiments.finetune_seeds import SQUAD_SETTINGS, seed_gains, squad
 from bertlab.experiments.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
 from bertlab.model import BertModel
 from bertlab.prose import TASK_TITLES, count, number, verb_agreeing
+from bertlab.tasks import feature_based as fb
 from bertlab.tasks import metrics
-from bertlab.verdict import Reading
+from bertlab.verdict import BELOW, CLEAR, WITHIN, Reading
 
 # The one-change pilots the opening of chapter 10 names, and how its sentence says them.
 PLATEAU_LEVERS = {
@@ -250,12 +255,14 @@ def ablations_finding(record: dict[str, Any], run: Any) -> str:
     return "**In short.** " + " ".join(bullets)
 
 
-def heads_finding(heads: dict[str, torch.Tensor], expected: dict[str, float], segments: int) -> str:
+def heads_finding(
+    heads: dict[str, torch.Tensor], expected: dict[str, float], segments: int, who: str = "the book's own BERT"
+) -> str:
     """Chapter 16: what the measured heads do (`heads`: attention_analysis's (L, A) tables, "cls",
     "sep", "punct", "prev", "self", "next", "entropy", "uniform_entropy"; `expected`: the share of
     the tokens that are `[CLS]` and `[SEP]`, what a head blind to token types gives them), over
-    `segments` held-out segments: the sinks (`attention.sink_reading`), the heads fixed on one
-    neighbour, and the spread of the heads' entropy against a uniform head's."""
+    `segments` held-out segments of the encoder `who`: the sinks (`attention.sink_reading`), the heads
+    fixed on one neighbour, and the spread of the heads' entropy against a uniform head's."""
     L, A = heads["entropy"].shape
     shares = {"`[CLS]`": heads["cls"], "`[SEP]`": heads["sep"]}
     sinks = aa.sink_reading(shares, {"`[CLS]`": expected["cls"], "`[SEP]`": expected["sep"]})
@@ -263,10 +270,81 @@ def heads_finding(heads: dict[str, torch.Tensor], expected: dict[str, float], se
     fixed = int((pos > 0.5).sum())
     ent, uniform = heads["entropy"], float(heads["uniform_entropy"].mean())
     return (
-        f"**In short.** This page measures the heads of the book's own BERT over {segments:,} held-out "
+        f"**In short.** This page measures the heads of {who} over {segments:,} held-out "
         f"segments, as Clark et al. measured BERT-Base's 144. {sinks} {number(fixed).capitalize()} of its "
         f"{number(L * A)} heads "
         f"{verb_agreeing(fixed, 'puts')} more than half of {'its' if fixed == 1 else 'their'} attention on one fixed "
         f"neighbour, and the heads' entropy runs from {float(ent.min()):.2f} to {float(ent.max()):.2f} "
         f"nats, against {uniform:.2f} for a head that spreads evenly."
+    )
+
+
+def _epochs(n: float, noun: str = "pass") -> str:
+    return count(int(n), noun) if float(n).is_integer() else f"{n:g} {noun}es"
+
+
+def _budget(study: Any, frozen_vs_tuned: Reading) -> str:
+    """Where fine-tuning had fewer passes over the sentences than each tagger and still did not
+    come out ahead: a sentence saying that the comparison is one of budgets."""
+    ft, tg = study.settings["finetune"].get("epochs", 1), study.settings["tagger"].get("epochs", 4)
+    if frozen_vs_tuned.words == BELOW or ft >= tg:
+        return ""
+    return (
+        f" Fine-tuning had the smaller budget here: {_epochs(ft)} of the whole encoder over the training "
+        f"sentences, against {_epochs(tg)} of each tagger over stored vectors, so this compares budgets, "
+        "not the two approaches."
+    )
+
+
+def features_finding(study: Any, who: str) -> str:
+    """Chapter 15: what its own study (`feature_based.feature_study` of the encoder `who`) found:
+    the best and the worst of Table 7's six combinations, the best read against the runner-up and
+    against fine-tuning the same encoder on the same sentences, each by bertlab.verdict over the
+    dev sentences' bootstrap noise; the paper's gap, quoted."""
+    rank, f = study.ranking(), study.f1
+    best, runner, worst = rank[0], rank[1], rank[-1]
+    top, tuned = study.reading(best, runner), study.reading(best, fb.FINETUNED)
+    p_best = max(fb.PAPER_DEV_F1, key=fb.PAPER_DEV_F1.get)
+    p_gap = fb.PAPER_FINETUNE_DEV_F1 - fb.PAPER_DEV_F1[p_best]
+    return (
+        f"**In short.** On the frozen hidden states of {who}, a tagger trained on "
+        f"{count(study.n_train, 'CoNLL-2003 sentence')} reaches a dev entity F1 of {f[best]:.1f} with "
+        f"`{best}`, the best of Table 7's {number(len(f))} combinations, and {f[worst]:.1f} with `{worst}`, "
+        f"the worst; the best is {top.phrase(f'the runner-up, `{runner}`')}. Fine-tuning the whole encoder "
+        f"on the same sentences reaches {study.finetuned:.1f}: the best frozen combination is "
+        f"{tuned.phrase('it')}.{_budget(study, tuned)} In the paper, BERT-Base's best frozen combination "
+        f"comes within {p_gap:.1f} of fine-tuning ({fb.PAPER_DEV_F1[p_best]} against "
+        f"{fb.PAPER_FINETUNE_DEV_F1}, quoted)."
+    )
+
+
+def features_reading(study: Any, who: str) -> str:
+    """Chapter 15: Table 7's usual comparisons for one study, in words: the best and the worst
+    combination beside the paper's, how the combinations that mix several layers and the
+    second-to-last layer stand against the last layer alone, and the best frozen combination
+    against fine-tuning; every verdict by bertlab.verdict over the dev sentences' noise."""
+    f, P = study.f1, fb.PAPER_DEV_F1
+    r = fb.compare_with_table7(f, study.finetuned)
+    mixed = {n: study.reading(n, "last_hidden").words for n in r.mixed}
+    groups, target = [], "the last layer alone"
+    for words in (CLEAR, WITHIN, BELOW):
+        names = [f"`{n}`" for n in r.mixed if mixed[n] == words]
+        if names:
+            k = len(names)
+            many = f"all {number(k)}" if k == len(r.mixed) and k > 1 else number(k)
+            groups.append(f"{many} {verb_agreeing(k, 'is')} {words} {target} ({_and(names)})")
+            target = "it"
+    paper_k = len(r.paper_mixed_beat)
+    paper_many = f"all {number(paper_k)}" if paper_k == len(r.mixed) else number(paper_k)
+    same_sum = " (With four layers, `sum_all` and `sum_last_four` are the same sum.)" if study.num_layers == 4 else ""
+    second, tuned = study.reading("second_to_last", "last_hidden"), study.reading(r.best, fb.FINETUNED)
+    return (
+        f"For {who}, the best combination is `{r.best}` ({f[r.best]:.1f}; the paper's is `{r.paper_best}`, "
+        f"{P[r.paper_best]}) and the worst `{r.worst}` ({f[r.worst]:.1f}; the paper's is `{r.paper_worst}`, "
+        f"{P[r.paper_worst]}). Of the {number(len(r.mixed))} combinations that mix several layers, "
+        f"{_and(groups)}; in the paper {paper_many} score above it.{same_sum} The second-to-last layer is "
+        f"{second.phrase('the last')}; in the paper it is {r.paper_second_minus_last:+.1f} points from the "
+        "last, a difference section 5.3 reports without explaining it. The best frozen combination is "
+        f"{tuned.phrase('fine-tuning on the same sentences')}; in the paper it is "
+        f"{r.paper_best_minus_finetuned:+.1f} points from fine-tuning.{_budget(study, tuned)}"
     )

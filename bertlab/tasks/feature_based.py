@@ -23,6 +23,15 @@ word: as in fine-tuning (bertlab.tasks.ner), a word is represented by its first 
     dev_states = extract_word_states(encoder, task.featurize(dev, tok))
     result = train_tagger(train_states, dev_states, "concat_last_four", hidden=768, num_layers=2)
     result.f1, result.types["PER"]["f1"], result.predictions[0]
+
+The whole study of chapter 15 (extraction, the six taggers, and fine-tuning the same encoder on the
+same sentences) is one call, and every comparison in it is read against the noise of its dev set:
+
+    study = feature_study(encoder, task, train, dev, tagger=dict(hidden=64, num_layers=1),
+                          finetune=dict(epochs=1, lr=3e-4, batch_size=8), out="/tmp/ft")
+    study.f1["concat_last_four"], study.finetuned
+    study.reading("concat_last_four", "fine-tuned").phrase("fine-tuning")
+    # '-4.1 points, below fine-tuning (two bootstrap standard errors over 500 dev sentences: -6.0 to -2.2)'
 """
 
 from __future__ import annotations
@@ -38,8 +47,10 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 from bertlab.model import IGNORE_INDEX
+from bertlab.prose import count
 from bertlab.tasks.inputs import Features, collate, length_grouped_batches
-from bertlab.tasks.metrics import entity_f1
+from bertlab.tasks.metrics import entity_f1, get_entities
+from bertlab.verdict import Reading
 
 
 # ------------------------------------------------------------------------------------------------
@@ -429,4 +440,215 @@ def train_tagger(
         x_train.shape[-1],
         sum(p.numel() for p in tagger.parameters()),
         time.perf_counter() - t0,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# The noise of an entity F1 on one dev set: a bootstrap over its sentences
+# ------------------------------------------------------------------------------------------------
+# One seed per tagger leaves one source of noise that the page can measure without training again:
+# which sentences the dev set happens to hold. Entity F1 is 2 x correct / (predicted + gold), summed
+# over sentences, so resampling the sentences with replacement and recomputing it shows how much
+# another dev set of the same size would move a score, or the difference between two systems
+# scored on the same sentences (paired: both are resampled together, so what they share cancels).
+
+
+def sentence_counts(
+    gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], entity_type: str | None = None
+) -> np.ndarray:
+    """(S, 3) integers: for each sentence, its correctly predicted, predicted and gold entities
+    (exact type, first and last word, as `metrics.entity_f1` counts them), of `entity_type` only
+    when given. Summed over the sentences they give entity_f1's micro-averaged F1."""
+    rows = np.zeros((len(gold), 3), dtype=np.int64)
+    for s, (g, p) in enumerate(zip(gold, predicted, strict=True)):
+        if len(g) != len(p):
+            raise ValueError(f"sentence {s}: {len(g)} gold tags but {len(p)} predicted tags")
+        ge, pe = set(get_entities(g)), set(get_entities(p))
+        if entity_type is not None:
+            ge, pe = {e for e in ge if e[0] == entity_type}, {e for e in pe if e[0] == entity_type}
+        rows[s] = len(ge & pe), len(pe), len(ge)
+    return rows
+
+
+def _f1(totals: np.ndarray) -> np.ndarray:
+    """Entity F1 in points from summed (correct, predicted, gold) counts (..., 3); 0 with none."""
+    denominator = totals[..., 1] + totals[..., 2]
+    return 100.0 * 2.0 * totals[..., 0] / np.maximum(denominator, 1)
+
+
+def f1_from_counts(counts: np.ndarray) -> float:
+    """The entity F1 (points) of `sentence_counts`: equal to metrics.entity_f1's."""
+    return float(_f1(counts.sum(0)))
+
+
+def f1_standard_error(
+    gold: Sequence[Sequence[str]],
+    predicted: Sequence[Sequence[str]],
+    other: Sequence[Sequence[str]] | None = None,
+    entity_type: str | None = None,
+    draws: int = 1000,
+    seed: int = 0,
+) -> float:
+    """The standard error, in points, of an entity F1 measured on these dev sentences, or with
+    `other` (another system's tags for the same sentences) of the difference F1(predicted) -
+    F1(other): the spread of the F1 (difference) over `draws` resamplings of the sentences with
+    replacement. It measures the luck of the dev set, not of a training seed."""
+    if draws < 2:
+        raise ValueError(f"a standard error needs at least two bootstrap draws, got {draws}")
+    counts = sentence_counts(gold, predicted, entity_type)
+    if other is not None:
+        counts = np.concatenate([counts, sentence_counts(gold, other, entity_type)], axis=1)
+    S = len(counts)
+    if S == 0:
+        raise ValueError("no sentences to resample")
+    weights = np.random.default_rng(seed).multinomial(S, np.full(S, 1.0 / S), size=draws)  # (draws, S)
+    totals = weights @ counts  # (draws, 3) or (draws, 6)
+    f1 = _f1(totals[:, :3]) - (_f1(totals[:, 3:]) if other is not None else 0.0)
+    return float(f1.std(ddof=1))
+
+
+def f1_difference(
+    gold: Sequence[Sequence[str]],
+    a: Sequence[Sequence[str]],
+    b: Sequence[Sequence[str]],
+    entity_type: str | None = None,
+    draws: int = 1000,
+    seed: int = 0,
+) -> Reading:
+    """F1(a) - F1(b), two systems' tags for the same dev sentences, read (bertlab.verdict) against
+    two standard errors of the difference (`f1_standard_error`, paired): "clear of" b only when
+    the whole band lies above zero."""
+    gain = f1_from_counts(sentence_counts(gold, a, entity_type)) - f1_from_counts(sentence_counts(gold, b, entity_type))
+    se = f1_standard_error(gold, a, b, entity_type, draws, seed)
+    return Reading.from_noise(gain, se, f"two bootstrap standard errors over {count(len(gold), 'dev sentence')}")
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole study: extraction, six taggers and a fine-tuning, for one encoder
+# ------------------------------------------------------------------------------------------------
+FINETUNED = "fine-tuned"  # the name FeatureStudy's readings give fine-tuning the whole encoder
+
+
+@dataclass
+class FeatureStudy:
+    """Table 7 for one encoder: its six taggers on frozen features and fine-tuning it on the same
+    training sentences, all scored on the same dev sentences."""
+
+    name: str  # the encoder's name
+    encoder: nn.Module  # the frozen BertModel whose states the taggers read
+    train_states: WordStates
+    dev_states: WordStates
+    taggers: dict[str, TaggerResult]  # one per combination, in COMBINATIONS' order
+    finetuned_predictions: list[list[str]] = field(repr=False)  # the fine-tuned model's dev tags
+    finetuned_scores: list[float]  # what fine-tuning reported, one F1 per seed
+    settings: dict[str, dict]  # "tagger" and "finetune": the keyword arguments each was given
+    seconds: dict[str, float]  # "extract", "taggers", "finetune"
+    gold: list[list[str]] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.gold = self.dev_states.gold_tags()
+
+    @property
+    def n_train(self) -> int:
+        """Training sentences (those with words) the taggers and fine-tuning learned from."""
+        return len(self.train_states.lengths)
+
+    @property
+    def n_dev(self) -> int:
+        """Dev sentences every system was scored on."""
+        return len(self.gold)
+
+    @property
+    def num_layers(self) -> int:
+        return self.train_states.num_layers
+
+    @property
+    def f1(self) -> dict[str, float]:
+        """Dev entity F1 per combination."""
+        return {n: r.f1 for n, r in self.taggers.items()}
+
+    @property
+    def finetuned(self) -> float:
+        """Dev entity F1 of the fine-tuned encoder (its median seed's tags)."""
+        return entity_f1(self.gold, self.finetuned_predictions)["f1"]
+
+    def ranking(self) -> list[str]:
+        """The combinations from the best F1 to the worst (a tie keeps COMBINATIONS' order)."""
+        return sorted(self.taggers, key=lambda n: -self.taggers[n].f1)
+
+    def predictions(self, name: str) -> list[list[str]]:
+        """The dev tags of a combination's tagger, or of fine-tuning (FINETUNED)."""
+        return self.finetuned_predictions if name == FINETUNED else self.taggers[name].predictions
+
+    def reading(self, a: str, b: str, entity_type: str | None = None) -> Reading:
+        """F1(a) - F1(b) on the dev sentences (combinations or FINETUNED; of one entity type when
+        given), against two bootstrap standard errors of the difference (`f1_difference`)."""
+        return f1_difference(self.gold, self.predictions(a), self.predictions(b), entity_type)
+
+
+def feature_study(
+    encoder,
+    task,
+    train: Sequence,
+    dev: Sequence,
+    *,
+    tagger: dict,
+    finetune: dict,
+    store: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    out: str | None = None,
+    max_len: int = 128,
+) -> FeatureStudy:
+    """Chapter 15's study for one pre-trained encoder (`encoder`: a reference.PretrainedEncoder,
+    with .name, .folder and .tokenizer()) on CoNLL-2003 `train` and `dev` sentences: freeze it,
+    extract every word's hidden states once (`extract_word_states`, windows of `max_len`, stored
+    in `store`), train one tagger per combination of Table 7 (`train_tagger(**tagger)`), and
+    fine-tune the same encoder on the same sentences (bertlab.training.finetune with
+    `**finetune`; its model is kept under `out` and its dev tags read back for the readings)."""
+    from bertlab import checkpoint as ckpt
+    from bertlab.runtime import make_runtime
+    from bertlab.tasks.inputs import detach_cpu, predict_batches, stack_ragged
+    from bertlab.tasks.ner import word_predictions
+    from bertlab.training.finetune import FinetuneConfig, build_task_model
+    from bertlab.training.finetune import finetune as run_finetune
+
+    seconds = {}
+    t0 = time.perf_counter()
+    model, _ = build_task_model(task, FinetuneConfig(task=task.name, init=str(encoder.folder)))
+    bert = model.bert.eval().to(device).requires_grad_(False)  # frozen: no weight of it changes
+    tok = encoder.tokenizer()
+    train_states, dev_states = (
+        extract_word_states(bert, task.featurize(x, tok, max_len=max_len), dtype=store) for x in (train, dev)
+    )
+    seconds["extract"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    taggers = {n: train_tagger(train_states, dev_states, n, device=device, **tagger) for n in COMBINATIONS}
+    seconds["taggers"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cfg = FinetuneConfig(
+        task=task.name, init=str(encoder.folder), progress=False, out=out, save_models=out is not None, **finetune
+    )
+    tuned = run_finetune(cfg, train_examples=train, eval_examples=dev)
+    median_run = sorted(tuned.runs, key=lambda r: r.metrics[tuned.main_metric])[len(tuned.runs) // 2]
+    if median_run.model_dir is None:
+        raise ValueError("feature_study needs `out`, a folder for the fine-tuned model it reads back")
+    # its dev tags, read back as fine-tuning's own evaluation read them (the same windows,
+    # batches and autocast, so the same scores: bf16 on some CPUs and GPUs rounds a near tie)
+    rt = make_runtime(cfg.device, cfg.precision, distributed=False)
+    ft_model = ckpt.load_model(median_run.model_dir, task.model_class, **task.model_kwargs).to(rt.device)
+    feats = task.featurize(dev, tok, max_len=cfg.max_len or task.max_len)
+    logits = predict_batches(ft_model, feats, lambda o: detach_cpu(o.logits), cfg.eval_batch_size, rt)
+    predicted = word_predictions(stack_ragged([b.argmax(-1) for b in logits], IGNORE_INDEX), feats)
+    del ft_model
+    seconds["finetune"] = time.perf_counter() - t0
+    return FeatureStudy(
+        encoder.name,
+        bert,
+        train_states,
+        dev_states,
+        taggers,
+        predicted,
+        tuned.scores,
+        {"tagger": dict(tagger), "finetune": dict(finetune)},
+        seconds,
     )
