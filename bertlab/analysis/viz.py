@@ -509,13 +509,14 @@ def runs_by_tokens(runs, threshold: float | None = None, ax=None, title: str | N
 
 
 def budget_chart(rows, fit, target: float | None = None, drawn_on=None, title: str | None = None):
-    """What more pretraining time bought (`rows` from bertlab.experiments.time_budget.budget_rows,
-    `fit` its LogTimeFit of held-out accuracy), two panels against the pretraining minutes on a
-    log2 axis. Left: every run's held-out MLM accuracy over all chosen positions, and either the
-    fitted line or, with `drawn_on` an Extension of basis "last doubling" (returns that diminish),
-    the medians at each budget joined; past the longest budget the Extension (by default the fitted
-    line) is drawn on, dashed, up to `target` percent if given, which a dotted line marks. Right:
-    the median of each fine-tuned gain at each budget, one line per task, every run a faint dot.
+    """What more pretraining time bought (`rows` as lab.time_budget.budget_rows gives them,
+    published in data/results/time_budget.json; `fit` its LogTimeFit of held-out accuracy), two
+    panels against the pretraining minutes on a log2 axis. Left: every run's held-out MLM accuracy
+    over all chosen positions, and either the fitted line or, with `drawn_on` an Extension of basis
+    "last doubling" (returns that diminish), the medians at each budget joined; past the longest
+    budget the Extension (by default the fitted line) is drawn on, dashed, up to `target` percent
+    if given, which a dotted line marks. Right: the median of each fine-tuned gain at each budget,
+    one line per task, every run a faint dot.
     Returns the figure."""
     import matplotlib.pyplot as plt
 

@@ -23,9 +23,8 @@ the recorded run beside it. They call
     enc = reference.pretrained_encoder()  # the reference model if recorded, else a stand-in
 
 When the record is absent, `pending()` is the notice the chapters print instead: no number is
-shown for a run that has not happened. The record is made by
-`bertlab.experiments.reference_run` (with the settings `REFERENCE` it uses on a CPU, a GPU and as a
-smoke test); the pilots are `bertlab.experiments.pilots`.
+shown for a run that has not happened. The record is made by the lab (lab/reference_run.py, beside
+the package in a checkout, with the settings it uses on a CPU, a GPU and as a smoke test).
 """
 
 from __future__ import annotations
