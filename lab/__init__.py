@@ -1,8 +1,15 @@
 """The lab: how the book's recorded results were made and measured, beside the package, not in it.
 
-The speed studies (`lab.speed`, `lab.finetune_speed`), the benchmarks that make their records
-(lab/benchmarks/), the lab notebook's pages (lab/notebook/) and their tests (lab/tests/). It is not
-installed with bertlab (pyproject.toml packages only bertlab*): import it from a checkout, with the
-repository root on sys.path. It uses only bertlab's public names, and bertlab never imports it
-(tests/test_architecture.py checks both).
+- `lab.reference_run`: the book's own BERT, made end to end (`python -m lab.reference_run`);
+- `lab.ablations`: the paper's section 5 ablations, each at one budget;
+- `lab.rerun`, `lab.time_budget`, `lab.finetune_rates`: the record's settings made again, under
+  other budgets, and its comparison at each arm's best learning rate;
+- `lab.speed`, `lab.finetune_speed` and lab/benchmarks/: what makes training fast on a CPU;
+- `lab.publish`: what the chapters show of these studies, written as data/results/*.json
+  (`python -m lab.publish`; `--check` says whether the committed files are stale);
+- lab/notebook/: the book's "Lab notebook" pages; lab/tests/: their tests.
+
+It is not installed with bertlab (pyproject.toml packages only bertlab*): import it from a
+checkout, with the repository root on sys.path. It uses only bertlab's public names, and bertlab
+never imports it (tests/test_architecture.py checks both).
 """
