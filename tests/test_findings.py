@@ -181,6 +181,7 @@ def test_heads_finding_reads_the_measured_tables():
     heads["uniform_entropy"] = torch.full((L, A), 3.0)
     text = findings.heads_finding(heads, {"cls": 0.03, "sep": 0.06}, 200)
     assert "over 200 held-out segments" in text and "80%" in text  # the sink, from sink_reading
+    assert "at least three times its share" in text  # numbers under ten in words
     assert "Two of its eight heads put more than half of their attention on one fixed neighbour" in text
     assert "from 0.10 to 2.00 nats, against 3.00" in text
     heads["next"][0, 3] = 0.4

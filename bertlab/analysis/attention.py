@@ -37,7 +37,7 @@ import torch
 from bertlab import checkpoint as ckpt
 from bertlab.hf import is_hf_folder
 from bertlab.model import BertModel
-from bertlab.prose import count
+from bertlab.prose import count, number
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
@@ -215,12 +215,13 @@ def sink_reading(
     always-present tokens: which of them (labels are the keys of `shares`) get at least `factor`
     times their share of the tokens (and `floor`) from some head, and from how many heads."""
     found = {label: sink_heads(share, expected[label], factor, floor) for label, share in shares.items()}
+    times = number(int(factor)) if float(factor).is_integer() else f"{factor:g}"  # "three times"
     used = {label: heads for label, heads in found.items() if heads}
     if not used:
         heaviest = max(((label, top_heads(s, 1)[0][2]) for label, s in shares.items()), key=lambda x: x[1])
         return (
             f"No head of this model parks its attention on {' or '.join(shares)}: the "
-            f"heaviest, on {heaviest[0]}, gives it {heaviest[1]:.0%} on average, less than {factor:g} "
+            f"heaviest, on {heaviest[0]}, gives it {heaviest[1]:.0%} on average, less than {times} "
             f"times its share of the tokens. Sinks are learned, and in BERT-Base they are strong; a "
             f"model trained for minutes may not have needed one yet."
         )
@@ -230,7 +231,7 @@ def sink_reading(
         for label, heads in used.items()
     ]
     return (
-        f"Some heads of this model use a sink, giving a token at least {factor:g} times its share: "
+        f"Some heads of this model use a sink, giving a token at least {times} times its share: "
         + "; ".join(parts)
         + "."
     )
