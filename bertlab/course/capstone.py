@@ -60,8 +60,8 @@ from typing import Any
 from bertlab.config import BertConfig
 from bertlab.data.records import records_dir
 from bertlab.data.tokenizer import WordPieceTokenizer
-from bertlab.experiments.pilots import PLATEAU_EXIT_ACC
 from bertlab.model import BertForPreTraining
+from bertlab.training.heldout import PLATEAU_EXIT_ACC
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # what the model solution scored, graded by this module (scripts/record_capstone_solution.py)

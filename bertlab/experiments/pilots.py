@@ -34,13 +34,13 @@ from bertlab.data.records import records_dir
 from bertlab.files import write_json
 from bertlab.prose import count
 from bertlab.runtime import machine
+from bertlab.training.heldout import PLATEAU_EXIT_ACC
 from bertlab.training.logs import read_metrics
 from bertlab.training.recipes import Phase, parse_phases, phase_ends, phases_text
 
 Pilot = dict[str, Any]
 
 PILOTS_DIR = records_dir("pilots")
-PLATEAU_EXIT_ACC = 0.20  # held-out MLM accuracy that counts as "left the frequent-word plateau"
 
 
 def record_pilot(
