@@ -49,7 +49,6 @@ MOVED = {
     "bertlab.probe": "bertlab.analysis.linear_probe",
     "bertlab.reference": "bertlab.experiments.reference",
     "bertlab.ablations": "bertlab.experiments.ablations",
-    "bertlab.pilot_study": "bertlab.experiments.pilots",
     "bertlab.grading": "bertlab.course.grading",
     "bertlab.capstone": "bertlab.course.capstone",
 }
@@ -62,6 +61,9 @@ LEFT = {
     "bertlab.experiments.time_budget": "lab.time_budget",
     "bertlab.experiments.finetune_rates": "lab.finetune_rates",
     "bertlab.experiments.reference_run": "lab.reference_run",
+    "bertlab.experiments.pilots": "lab.pilots",
+    "bertlab.experiments.finetune_seeds": "lab.finetune_seeds",
+    "bertlab.pilot_study": "lab.pilots",
 }
 
 

@@ -6,10 +6,13 @@ separators, and nouns and verbs that agree with their count.
     count(12, "epoch")             # '12 epochs'
     count(2, "layer", "keeps")     # 'two layers keep'  (a verb in its singular form agrees too)
     rate(0.0005)                   # '5e-4': a learning rate as papers write it
+    and_list(["MRPC", "RTE", "QNLI"])  # 'MRPC, RTE and QNLI'
     TASK_TITLES["conll2003"]       # 'CoNLL-2003': a task's name in prose
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 TASK_TITLES = {  # how prose, tables and figures name the fine-tuning tasks
     "sst2": "SST-2",
@@ -59,6 +62,14 @@ def count(n: int, noun: str, verb: str | None = None) -> str:
     """'one seed', 'three seeds', '1,250 steps'; with a verb (singular form), 'two layers keep'."""
     text = f"{number(n)} {noun if n == 1 else plural(noun)}"
     return f"{text} {verb_agreeing(n, verb)}" if verb else text
+
+
+def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c': items joined as a sentence lists them."""
+    items = list(items)
+    if not items:
+        raise ValueError("and_list needs at least one item")
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def rate(lr: float) -> str:

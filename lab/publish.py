@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.data.records import records_dir
-from bertlab.experiments import findings, finetune_seeds, pilots, reference
+from bertlab.experiments import ablations, reference
 from bertlab.files import sha256_file
 from bertlab.prose import count
-from lab import rerun, time_budget
+from lab import findings, finetune_seeds, pilots, rerun, time_budget
 from lab.finetune_rates import recorded_on
 
 RECORD_FILES = ("reference_run/*.json", "reference_run/*.jsonl")  # not the weights
@@ -143,6 +143,21 @@ def time_budget_results() -> dict[str, Any]:
     }
 
 
+def findings_results() -> dict[str, Any]:
+    """The openings of chapters 11, 13 and 17, whose findings rest on the lab's fine-tunings over
+    more seeds (chapter 10's is in pilots.json, beside the levers it names)."""
+    run = reference.find()
+    out: dict[str, Any] = {"text": {}}
+    if any(g["task"] == "sst2" for g in run.gains()):
+        out["text"]["sst2"] = findings.sst2_finding(run, findings.sst2_seeds(2000))
+    if any(g["task"] == "squad" for g in run.gains()):
+        out["text"]["squad"] = findings.squad_finding(run, findings.squad_seeds(run))
+    study = ablations.load()
+    if study is not None:
+        out["text"]["ablations"] = findings.ablations_finding(study, run)
+    return out
+
+
 # each published file: what computes it and the records (globs under data/) it reads
 PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
     "finetune_seeds": (
@@ -150,6 +165,10 @@ PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
         (*RECORD_FILES, "pilots/sst2_2000_seeds.jsonl", "pilots/squad_record_seeds.jsonl"),
     ),
     "pilots": (pilots_results, (*RECORD_FILES, "pilots/*.json")),
+    "findings": (
+        findings_results,
+        (*RECORD_FILES, "pilots/sst2_2000_seeds.jsonl", "pilots/squad_record_seeds.jsonl", "ablations/*.json"),
+    ),
     "time_budget": (
         time_budget_results,
         (*RECORD_FILES, "pilots/record7*/*.json*", "pilots/record8-*/*.json*"),

@@ -138,7 +138,7 @@ def check_same_settings(first: ReferenceRun, again: ReferenceRun, changed: Seque
         raise ValueError(
             f"{first.path} and {again.path} were not made with the same settings{named} ({'; '.join(diff)}); "
             "a comparison of two runs of the pipeline needs every other setting alike: compare "
-            "different settings with bertlab.experiments.pilots instead"
+            "different settings with lab.pilots instead"
         )
     a, b = first.provenance.get("settings", {}), again.provenance.get("settings", {})
     same = [k for k in changed if a.get(k) == b.get(k)]

@@ -8,7 +8,7 @@ weights and from scratch, once with plain random batches and once with random ba
 lengths (`FinetuneConfig.group_by_length`; CoNLL-2003 also with each grouped batch weighed by its
 labelled tokens, `balance_tokens`). One JSON line per arm, written as soon as it ends (a
 stopped run picks up where it stopped: arms already in the file are skipped). The first line holds
-the machine and the code. `bertlab.experiments.pilots.finetune_batching` reads the file.
+the machine and the code. `lab.pilots.finetune_batching` reads the file.
 """
 
 from __future__ import annotations

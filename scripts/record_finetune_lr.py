@@ -15,7 +15,7 @@ too high for random weights, or the other way round.
 One JSON line per (learning rate, arm), written as soon as it ends; a stopped run picks up where it
 stopped (rows already in the file are skipped), on the same kind of machine only: the file's first
 line names one machine for every row. The rows have the format of
-`data/pilots/finetune_lr.jsonl`, so `bertlab.experiments.pilots.finetune_sweeps` reads them and
+`data/pilots/finetune_lr.jsonl`, so `lab.pilots.finetune_sweeps` reads them and
 `lab.finetune_rates.rate_grid` reads the grid.
 """
 

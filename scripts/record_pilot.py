@@ -6,8 +6,11 @@ python scripts/record_pilot.py runs/pilot-budget --name budget-tiny --change "th
 """
 
 import argparse
+import sys
+from pathlib import Path
 
-from bertlab.experiments.pilots import PILOTS_DIR, record_pilot
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab.pilots import PILOTS_DIR, record_pilot  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("run", help="a run folder of `python -m bertlab pretrain` (run.json + metrics.jsonl)")

@@ -9,7 +9,9 @@ initialised twins of the same size, on the first 500 / 2,000 / 8,000 SST-2 train
 """
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -18,9 +20,12 @@ from bertlab import checkpoint as ckpt
 from bertlab.analysis.linear_probe import linear_probe, sentence_vectors
 from bertlab.data.task_data import read_sst2
 from bertlab.data.tokenizer import load_tokenizer_for
-from bertlab.experiments import pilots, reference
+from bertlab.experiments import reference
 from bertlab.files import write_json
 from bertlab.runtime import git_commit, machine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab import pilots  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])

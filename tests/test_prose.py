@@ -45,3 +45,13 @@ def test_rate_writes_learning_rates_as_papers_do():
     for bad in (0, -1e-4, float("nan"), True, "5e-4"):
         with pytest.raises(ValueError, match="positive learning rate"):
             rate(bad)
+
+
+def test_and_list_joins_as_a_sentence_lists():
+    from bertlab.prose import and_list
+
+    assert and_list(["MRPC"]) == "MRPC"
+    assert and_list(["MRPC", "RTE"]) == "MRPC and RTE"
+    assert and_list(("SST-2", "MRPC", "RTE")) == "SST-2, MRPC and RTE"
+    with pytest.raises(ValueError, match="at least one"):
+        and_list([])

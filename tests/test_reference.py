@@ -9,7 +9,8 @@ import torch
 
 from bertlab import BertForSequenceClassification, files
 from bertlab.data import records
-from bertlab.experiments import pilots, reference
+from bertlab.experiments import reference
+from lab import pilots
 
 
 def test_find_loads_the_recorded_weights(record, tmp_path, monkeypatch):

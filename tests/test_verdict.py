@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bertlab.experiments import ablations, finetune_seeds
+from bertlab.experiments import ablations
 from bertlab.tasks.metrics import against_baseline, clears, standard_error
 from bertlab.verdict import BELOW, CLEAR, WITHIN, Reading, band, signed, verdict
+from lab import finetune_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,8 +133,8 @@ README_OWN_BERT = re.compile(
 
 
 def test_the_readmes_figures_for_the_books_bert_are_the_records():
-    from bertlab.experiments import findings, pilots, reference
-    from lab import rerun
+    from bertlab.experiments import reference
+    from lab import findings, pilots, rerun
 
     run = reference.find()
     if run is None:

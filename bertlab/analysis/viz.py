@@ -315,7 +315,7 @@ def table(title: str, m, rows: Sequence, cols: Sequence, digits: int = 2) -> Tab
 
 def lever_chart(levers, ax=None, title: str | None = None, limit: float | None = None):
     """What each one-change pilot did to held-out MLM accuracy at equal training tokens
-    (bertlab.experiments.pilots.lever_effects): one horizontal bar per change, in points against its
+    (lab.pilots.lever_effects): one horizontal bar per change, in points against its
     baseline, largest gain on top; gains and losses in two colours, the value beside each bar.
     `limit`: the x axis runs from -limit to +limit points (give several charts the same one)."""
     if ax is None:
@@ -348,7 +348,7 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
 
 def pilot_curves(series, ax=None, title: str | None = None, threshold: float | None = None):
     """Held-out MLM accuracy against training tokens for every run of a pilot series
-    (bertlab.experiments.pilots.Series): up to the series' common tokens, or whole for a timed series;
+    (lab.pilots.Series): up to the series' common tokens, or whole for a timed series;
     a pilot that trained past the common tokens (two layers for the CPU time of four) goes on as a
     dashed line in its colour. `threshold` (a fraction, e.g. 0.2) draws a dotted line there."""
     if ax is None:
@@ -490,7 +490,7 @@ def curve_panels(panels, xlabel: str = "step", ylabel: str = "", figsize=(10, 3.
 def runs_by_tokens(runs, threshold: float | None = None, ax=None, title: str | None = None):
     """Held-out MLM accuracy against training tokens for whole runs of different lengths: `runs`
     is a list of (label, points), each point a dict with "tokens" and "mlm_acc" (a fraction), as
-    bertlab.experiments.pilots.whole_run_rows gives them; `threshold` (a fraction, e.g. 0.2) draws
+    lab.pilots.whole_run_rows gives them; `threshold` (a fraction, e.g. 0.2) draws
     a dotted line there. Returns the Axes."""
     if ax is None:
         import matplotlib.pyplot as plt

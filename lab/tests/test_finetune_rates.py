@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bertlab.experiments import pilots
 from bertlab.tasks.metrics import difference_standard_error
+from lab import pilots
 from lab.finetune_rates import grid_reading, grid_table, rate_grid, recorded_on
 
 

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from bertlab.analysis.viz import lever_chart  # noqa: E402
-from bertlab.experiments.pilots import (  # noqa: E402
+from lab.pilots import (  # noqa: E402
     accuracy_at,
     lever_effects,
     levers_reading,
@@ -71,7 +71,7 @@ def test_series_compare_at_equal_tokens():
 
 
 def test_short_labels_drop_what_a_pilot_shares_with_its_baseline():
-    from bertlab.experiments.pilots import short_label
+    from lab.pilots import short_label
 
     assert short_label("cpu-mini-mask-30", "cpu-mini-8k") == "mask-30"
     assert short_label("cpu-post-ln", "cpu-tiny-16k") == "post-ln"
@@ -172,7 +172,7 @@ def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
 
 
 def test_machines_table_says_where_each_pilot_ran():
-    from bertlab.experiments.pilots import machines_table
+    from lab.pilots import machines_table
 
     pilots = [
         dict(
@@ -194,7 +194,7 @@ def sweep_row(model, task, n, init, median):
 def test_size_check_sets_the_challenger_beside_the_record():
     import math
 
-    from bertlab.experiments.pilots import size_check, size_check_table
+    from lab.pilots import size_check, size_check_table
 
     rows = [
         sweep_row("tiny", "sst2", 2000, "pretrained", 70.0),
@@ -240,7 +240,7 @@ class FakeRun:
 
 
 def test_whole_runs_are_read_by_tokens_and_where_they_left_the_plateau():
-    from bertlab.experiments.pilots import earlier_runs, whole_run_rows, whole_runs_table
+    from lab.pilots import earlier_runs, whole_run_rows, whole_runs_table
 
     timed = dict(BASE, name="cpu-x-50min", minutes=50.0, baseline="cpu-x-base")
     size = dict(BASE, name="cpu-size-x-10min", minutes=10.0)
@@ -279,7 +279,8 @@ def test_runs_by_tokens_draws_every_run_and_the_threshold():
 
 
 def test_the_recorded_size_check_and_whole_runs_are_consistent():
-    from bertlab.experiments import pilots, reference
+    from bertlab.experiments import reference
+    from lab import pilots
 
     recorded = pilots.load()
     _, sweep = pilots.finetune_sweeps(pilots.PILOTS_DIR / "finetune_size_50min.jsonl")
@@ -302,7 +303,7 @@ def test_the_recorded_size_check_and_whole_runs_are_consistent():
 
 
 def test_sweep_pairs_and_the_pooling_effect():
-    from bertlab.experiments import pilots
+    from lab import pilots
 
     def row(init, median, pooling="cls", lr=5e-4, n=2000, task="sst2"):
         return {"task": task, "train_examples": n, "lr": lr, "pooling": pooling, "init": init, "median": median}
@@ -344,7 +345,7 @@ def test_runs_of_one_phase_plan_compare_only_inside_the_same_phase():
 
 
 def test_training_seq_lens_reads_the_last_logged_length_before_each_step():
-    from bertlab.experiments.pilots import training_seq_lens
+    from lab.pilots import training_seq_lens
 
     log = [
         {"split": "train", "step": 50, "seq_len": 32},
@@ -377,7 +378,7 @@ def test_recorded_sequence_lengths_override_the_plan_when_phases_moved():
 
 
 def test_the_recorded_runs_own_pilot_file_is_not_a_second_row():
-    from bertlab.experiments.pilots import whole_run_rows
+    from lab.pilots import whole_run_rows
 
     metrics = [
         {"split": "train", "step": 10, "tokens": 10_000},
@@ -393,7 +394,7 @@ def test_the_recorded_runs_own_pilot_file_is_not_a_second_row():
 
 
 def test_runs_that_ended_at_the_records_tokens_are_read_against_it():
-    from bertlab.experiments.pilots import same_tokens_reading
+    from lab.pilots import same_tokens_reading
 
     def row(name, points):
         return {"name": name, "points": [{"tokens": t, "mlm_acc": a} for t, a in points]}
@@ -416,7 +417,7 @@ def test_runs_that_ended_at_the_records_tokens_are_read_against_it():
 
 
 def test_a_recorded_runs_settings_in_words():
-    from bertlab.experiments.pilots import recorded_settings_text
+    from lab.pilots import recorded_settings_text
 
     fifth = {
         "recipe": "cpu",
@@ -443,7 +444,7 @@ def _sweep_run(config, points):
 def test_a_gpu_sweep_is_read_against_its_base_and_checked_by_a_cpu_pilot(tmp_path):
     import json
 
-    from bertlab.experiments.pilots import (
+    from lab.pilots import (
         sweep_change,
         sweep_check,
         sweep_check_reading,
@@ -510,7 +511,7 @@ def test_a_gpu_sweep_is_read_against_its_base_and_checked_by_a_cpu_pilot(tmp_pat
 
 
 def test_the_recorded_gpu_sweep_reads():
-    from bertlab.experiments.pilots import sweep_rows
+    from lab.pilots import sweep_rows
 
     rows = sweep_rows()
     assert rows[0]["name"] == "base" and rows[0]["points"] == 0

@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from bertlab.experiments import finetune_seeds
-from bertlab.experiments.finetune_seeds import SeedGains, seed_gains, seeds_reading, squad_seed_gains
+from lab import finetune_seeds
+from lab.finetune_seeds import SeedGains, seed_gains, seeds_reading, squad_seed_gains
 
 
 def _row(init, scores, seeds=None, lr=5e-4, n=2000, task="sst2"):
@@ -71,7 +71,7 @@ def test_the_reading_says_what_the_seeds_say():
 
 def test_the_script_records_seeds_that_the_reading_reads(load_script, tmp_path):
     """scripts/record_finetune_lr.py with one rate and several seeds writes what seed_gains reads."""
-    from bertlab.experiments import pilots
+    from lab import pilots
 
     out = tmp_path / "seeds.jsonl"
     argv = ["--lrs", "1e-3", "--seeds", "0", "1", "--train-examples", "8", "--max-eval", "8", "--epochs", "1"]
@@ -85,7 +85,8 @@ def test_the_script_records_seeds_that_the_reading_reads(load_script, tmp_path):
 def test_the_shipped_seeds_are_the_records_fine_tuning():
     """data/pilots/sst2_2000_seeds.jsonl, which chapter 11 reads: both arms of the record's own
     SST-2 fine-tuning (its rate and its epochs for 2,000 sentences), over more seeds than the record's."""
-    from bertlab.experiments import pilots, reference
+    from bertlab.experiments import reference
+    from lab import pilots
     from lab.reference_run import finetune_epochs
 
     path = pilots.PILOTS_DIR / "sst2_2000_seeds.jsonl"
