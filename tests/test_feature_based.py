@@ -326,8 +326,9 @@ def test_f1_difference_reads_clear_within_and_below():
 def test_feature_study_runs_table7_and_fine_tuning_on_the_same_sentences(tmp_path, bert_tokenizer, dev, one_thread):
     from bertlab import BertForPreTraining
     from bertlab import checkpoint as ckpt
+    from bertlab.experiments.feature_study import feature_study
     from bertlab.experiments.reference import PretrainedEncoder
-    from bertlab.tasks.feature_based import FINETUNED, feature_study
+    from bertlab.tasks.feature_based import FINETUNED
 
     torch.manual_seed(0)
     config = BertConfig(

@@ -3,7 +3,7 @@ the page measures, so that the first screen states a result with the numbers the
 
     pairs_finding(run, dev)                  # chapter 12
     ner_finding(run)                         # chapter 14
-    features_finding(study, who)             # chapter 15, from its own feature_based.feature_study
+    features_finding(study, who)             # chapter 15, from its own experiments.feature_study
     features_reading(study, who)             # chapter 15, Table 7's usual comparisons in words
     heads_finding(heads, expected, n, who)   # chapter 16, from the heads it measures first
 
@@ -145,7 +145,7 @@ def _budget(study: Any, frozen_vs_tuned: Reading) -> str:
 
 
 def features_finding(study: Any, who: str) -> str:
-    """Chapter 15: what its own study (`feature_based.feature_study` of the encoder `who`) found:
+    """Chapter 15: what its own study (`experiments.feature_study` of the encoder `who`) found:
     the best and the worst of Table 7's six combinations, the best read against the runner-up and
     against fine-tuning the same encoder on the same sentences, each by bertlab.verdict over the
     dev sentences' bootstrap noise; the paper's gap, quoted."""

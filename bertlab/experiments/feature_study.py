@@ -1,0 +1,87 @@
+"""Chapter 15's experiment, whole, for one pre-trained encoder: the paper's feature-based approach
+(Table 7) beside fine-tuning the same encoder on the same sentences.
+
+    study = feature_study(encoder, get_task("conll2003"), train, dev, tagger=..., finetune=..., out=...)
+    study.ranking(); study.reading("second_to_last", FINETUNED)
+
+The parts are the tasks layer's (bertlab.tasks.feature_based: extraction, the six combinations,
+the tagger, the bootstrap); this module joins them to a fine-tuning run, which is why it sits
+above the training layer.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import torch
+
+from bertlab import checkpoint as ckpt
+from bertlab.model import IGNORE_INDEX
+from bertlab.runtime import make_runtime
+from bertlab.tasks.feature_based import COMBINATIONS, FeatureStudy, extract_word_states, train_tagger
+from bertlab.tasks.inputs import detach_cpu, predict_batches, stack_ragged
+from bertlab.tasks.ner import word_predictions
+from bertlab.training.finetune import FinetuneConfig, build_task_model
+from bertlab.training.finetune import finetune as run_finetune
+
+
+def feature_study(
+    encoder,
+    task,
+    train: Sequence,
+    dev: Sequence,
+    *,
+    tagger: dict,
+    finetune: dict,
+    store: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    out: str | None = None,
+    max_len: int = 128,
+) -> FeatureStudy:
+    """Chapter 15's study for one pre-trained encoder (`encoder`: a reference.PretrainedEncoder,
+    with .name, .folder and .tokenizer()) on CoNLL-2003 `train` and `dev` sentences: freeze it,
+    extract every word's hidden states once (`extract_word_states`, windows of `max_len`, stored
+    in `store`), train one tagger per combination of Table 7 (`train_tagger(**tagger)`), and
+    fine-tune the same encoder on the same sentences (bertlab.training.finetune with
+    `**finetune`; its model is kept under `out` and its dev tags read back for the readings)."""
+    seconds = {}
+    t0 = time.perf_counter()
+    model, _ = build_task_model(task, FinetuneConfig(task=task.name, init=str(encoder.folder)))
+    bert = model.bert.eval().to(device).requires_grad_(False)  # frozen: no weight of it changes
+    tok = encoder.tokenizer()
+    train_states, dev_states = (
+        extract_word_states(bert, task.featurize(x, tok, max_len=max_len), dtype=store) for x in (train, dev)
+    )
+    seconds["extract"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    taggers = {n: train_tagger(train_states, dev_states, n, device=device, **tagger) for n in COMBINATIONS}
+    seconds["taggers"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cfg = FinetuneConfig(
+        task=task.name, init=str(encoder.folder), progress=False, out=out, save_models=out is not None, **finetune
+    )
+    tuned = run_finetune(cfg, train_examples=train, eval_examples=dev)
+    median_run = sorted(tuned.runs, key=lambda r: r.metrics[tuned.main_metric])[len(tuned.runs) // 2]
+    if median_run.model_dir is None:
+        raise ValueError("feature_study needs `out`, a folder for the fine-tuned model it reads back")
+    # its dev tags, read back as fine-tuning's own evaluation read them (the same windows,
+    # batches and autocast, so the same scores: bf16 on some CPUs and GPUs rounds a near tie)
+    rt = make_runtime(cfg.device, cfg.precision, distributed=False)
+    ft_model = ckpt.load_model(median_run.model_dir, task.model_class, **task.model_kwargs).to(rt.device)
+    feats = task.featurize(dev, tok, max_len=cfg.max_len or task.max_len)
+    logits = predict_batches(ft_model, feats, lambda o: detach_cpu(o.logits), cfg.eval_batch_size, rt)
+    predicted = word_predictions(stack_ragged([b.argmax(-1) for b in logits], IGNORE_INDEX), feats)
+    del ft_model
+    seconds["finetune"] = time.perf_counter() - t0
+    return FeatureStudy(
+        encoder.name,
+        bert,
+        train_states,
+        dev_states,
+        taggers,
+        predicted,
+        tuned.scores,
+        {"tagger": dict(tagger), "finetune": dict(finetune)},
+        seconds,
+    )
