@@ -152,7 +152,7 @@ def test_the_recorded_pilots_form_series():
 
 
 def test_pilot_curves_draw_every_run_up_to_the_common_tokens():
-    from bertlab.analysis.viz import pilot_curves
+    from lab.charts import pilot_curves
 
     [s] = pilot_series(PILOTS)
     ax = pilot_curves(s, threshold=0.2)
@@ -270,7 +270,7 @@ def test_whole_runs_are_read_by_tokens_and_where_they_left_the_plateau():
 
 
 def test_runs_by_tokens_draws_every_run_and_the_threshold():
-    from bertlab.analysis.viz import runs_by_tokens
+    from lab.charts import runs_by_tokens
 
     ax = runs_by_tokens([("a", curve([(1, 0.1), (2, 0.3)], per_step=10**6)), ("b", curve([(3, 0.2)]))], threshold=0.2)
     assert len(ax.lines) == 3 and list(ax.lines[0].get_xdata()) == [1.0, 2.0]
