@@ -48,7 +48,6 @@ MOVED = {
     "bertlab.viz": "bertlab.analysis.viz",
     "bertlab.probe": "bertlab.analysis.linear_probe",
     "bertlab.reference": "bertlab.experiments.reference",
-    "bertlab.ablations": "bertlab.experiments.ablations",
     "bertlab.grading": "bertlab.course.grading",
     "bertlab.capstone": "bertlab.course.capstone",
 }
@@ -63,7 +62,9 @@ LEFT = {
     "bertlab.experiments.reference_run": "lab.reference_run",
     "bertlab.experiments.pilots": "lab.pilots",
     "bertlab.experiments.finetune_seeds": "lab.finetune_seeds",
+    "bertlab.experiments.ablations": "lab.ablations_reading",
     "bertlab.pilot_study": "lab.pilots",
+    "bertlab.ablations": "lab.ablations_reading",
 }
 
 

@@ -1,7 +1,8 @@
 """The lab: how the book's recorded results were made and measured, beside the package, not in it.
 
 - `lab.reference_run`: the book's own BERT, made end to end (`python -m lab.reference_run`);
-- `lab.ablations`: the paper's section 5 ablations, each at one budget;
+- `lab.ablations`, `lab.ablations_reading`: the paper's section 5 ablations, each at one budget, made
+  and read (chapters 9 and 17 show them from data/results/ablations.json);
 - `lab.rerun`, `lab.time_budget`, `lab.finetune_rates`: the record's settings made again, under
   other budgets, and its comparison at each arm's best learning rate;
 - `lab.speed`, `lab.finetune_speed` and lab/benchmarks/: what makes training fast on a CPU;

@@ -1,7 +1,7 @@
 """Making the ablation record (the paper's section 5 at one budget each): the plan (the budget every
 model gets, each model's settings, the fine-tuning), `record`, which pretrains, scores and
 fine-tunes every model and writes data/ablations/ablations.json, and `merge`, which joins parts of
-the plan made side by side. Reading the record is `bertlab.experiments.ablations`, in the package.
+the plan made side by side. Reading the record is `lab.ablations_reading`.
 
     python scripts/record_ablations.py            # 1-2 hours on 2 CPU cores, minutes on a GPU; resumable
 """
@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.data.records import records_dir
-from bertlab.experiments.ablations import (
+from bertlab.files import write_json
+from bertlab.runtime import git_commit, machine, make_runtime
+from bertlab.training.finetune import FinetuneConfig, finetune
+from bertlab.training.heldout import evaluate_checkpoint
+from bertlab.training.pretrain import PretrainConfig, pretrain
+from lab.ablations_reading import (
     ABLATIONS_DIR,
     MODELS,
     RECORD_FILE,
@@ -22,11 +27,6 @@ from bertlab.experiments.ablations import (
     SIZE_MODELS,
     TASK_MODELS,
 )
-from bertlab.files import write_json
-from bertlab.runtime import git_commit, machine, make_runtime
-from bertlab.training.finetune import FinetuneConfig, finetune
-from bertlab.training.heldout import evaluate_checkpoint
-from bertlab.training.pretrain import PretrainConfig, pretrain
 
 # One budget for every model: the same corpus, vocabulary, recipe, batch and number of steps.
 PRETRAIN = dict(

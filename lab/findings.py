@@ -18,11 +18,11 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-from bertlab.experiments import ablations
 from bertlab.experiments.findings import BERT_BASE_QUOTED
 from bertlab.model import BertModel
 from bertlab.prose import and_list, count
 from bertlab.verdict import Reading
+from lab import ablations_reading as ablations
 from lab.finetune_seeds import SQUAD_SETTINGS, seed_gains, squad_seed_gains
 from lab.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.data.records import records_dir
-from bertlab.experiments import ablations, reference
+from bertlab.experiments import reference
 from bertlab.files import sha256_file
 from bertlab.prose import count
+from lab import ablations_reading as ablations
 from lab import findings, finetune_seeds, pilots, rerun, time_budget
 from lab.finetune_rates import recorded_on
 
@@ -104,18 +105,22 @@ def pilots_results() -> dict[str, Any]:
     single = next((x for x in levers[0] if x.label == "post-ln"), None)
     if post and pre and single:
         out["text"]["norm_position"] = findings.norm_position_reading(single, post, pre)
-    pilot = recorded.get("cpu-mini-mask-30")
-    if pilot is not None:
-        base = recorded[pilot["baseline"]]
-        step = min(pilot["heldout"][-1]["step"], base["heldout"][-1]["step"])
-        at = {p["name"]: next(q["mlm_acc"] for q in p["heldout"] if q["step"] == step) for p in (pilot, base)}
-        out["value"]["mask_30"] = {
-            "pilot": pilot["name"],
-            "step": step,
-            "pilot_acc": at[pilot["name"]],
-            "baseline_acc": at[base["name"]],
-        }
+    mask_30 = _mask_pilot(recorded)
+    if mask_30 is not None:
+        out["value"]["mask_30"] = mask_30
     return out
+
+
+def _mask_pilot(recorded: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The pilot that masked 30% beside its baseline, at the last step both were scored (chapter
+    17's reason for masking more than 15%); None without it. `recorded`: pilots.load() by name."""
+    pilot = recorded.get("cpu-mini-mask-30")
+    if pilot is None:
+        return None
+    base = recorded[pilot["baseline"]]
+    step = min(pilot["heldout"][-1]["step"], base["heldout"][-1]["step"])
+    at = {p["name"]: next(q["mlm_acc"] for q in p["heldout"] if q["step"] == step) for p in (pilot, base)}
+    return {"pilot": pilot["name"], "step": step, "pilot_acc": at[pilot["name"]], "baseline_acc": at[base["name"]]}
 
 
 def time_budget_results() -> dict[str, Any]:
@@ -158,6 +163,61 @@ def findings_results() -> dict[str, Any]:
     return out
 
 
+def ablations_results() -> dict[str, Any]:
+    """The paper's section 5 ablations at one budget each: what chapter 17 shows of the record (its
+    tables, the held-out curves, the sentences under them, the comparison with the paper, the study
+    beside the book's record and its SST-2 gain over more seeds, the summary) and the NSP accuracy
+    chapter 9 sets beside a word-overlap rule."""
+    rec = ablations.load()
+    if rec is None:
+        return {}
+    earlier = ablations.load_earlier()  # the same plan, run before on 2 CPU cores
+    run = reference.find()
+    verdicts = ablations.compare_with_paper(rec)
+    curves = ablations.heldout_curves(rec)  # {model: (steps, held-out accuracy in %)}
+    out: dict[str, Any] = {
+        "table": {
+            "models": ablations.models_table(rec, earlier),
+            "heldout": ablations.heldout_table(rec),
+            "finetune": ablations.finetune_table(rec),  # with each task's trivial floor
+            "paper": ablations.paper_table(verdicts),
+        },
+        "series": {
+            "heldout_curves": {
+                group: [{"name": n, "step": curves[n][0], "accuracy": curves[n][1]} for n in names]
+                for group, names in (("task", ablations.TASK_MODELS), ("size", ablations.SIZE_MODELS))
+            }
+        },
+        "text": {
+            "plan": ablations.plan_reading(rec),
+            "size_and_nsp": ablations.size_and_nsp_reading(rec),
+            "comparisons": ablations.comparisons_reading(verdicts),
+        },
+        "value": {"nsp_accuracy": ablations.nsp_accuracy(rec)},
+    }
+    optional = {
+        "mask_rate": ablations.mask_rate_reading(rec, _mask_pilot({p["name"]: p for p in pilots.load()})),
+        "same_plan": ablations.same_plan_reading(ablations.same_plan_elsewhere(rec, earlier)) if earlier else None,
+        "nsp_head": ablations.nsp_head_reading(rec),
+        "why_not_mrpc": ablations.why_not_mrpc(rec, run),
+    }
+    measured, n = None, None
+    if run is not None:
+        b = ablations.beside_reference(rec, run)  # the study's BERT-Mini and the record's
+        n = b.train_examples
+        many = findings.sst2_seeds(n)  # the record's SST-2 gain at the study's size, over many seeds
+        measured = many.reading() if many is not None else None
+        out["table"]["beside_reference"] = ablations.beside_reference_table(b)
+        if b.same_recipe:
+            differences = ablations.reference_differences(rec, run)
+            paragraph = ablations.beside_reference_reading(b, differences, measured)
+            optional["beside_reference"] = " ".join(filter(None, (paragraph, ablations.best_gain_reading(b))))
+    bullets = ablations.results_summary(verdicts, measured, n)
+    optional["summary"] = "\n".join(f"* {x}" for x in bullets)
+    out["text"].update({k: v for k, v in optional.items() if v})
+    return out
+
+
 # each published file: what computes it and the records (globs under data/) it reads
 PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
     "finetune_seeds": (
@@ -172,6 +232,16 @@ PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
     "time_budget": (
         time_budget_results,
         (*RECORD_FILES, "pilots/record7*/*.json*", "pilots/record8-*/*.json*"),
+    ),
+    "ablations": (
+        ablations_results,
+        (
+            "ablations/*.json",  # the record, and the earlier run of its plan
+            *RECORD_FILES,  # the book's record beside the study
+            "pilots/sst2_2000_seeds.jsonl",  # its SST-2 gain over many seeds (finetune_seeds.json's)
+            "pilots/cpu-mini-mask-30.json",  # why 30% masked: the pilot and its baseline
+            "pilots/cpu-mini-8k.json",
+        ),
     ),
 }
 

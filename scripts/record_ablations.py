@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Record the paper's section 5 ablations on this machine (lab.ablations; chapter 17 reads the record
-through bertlab.experiments.ablations): pre-training tasks (MLM + NSP, MLM, LTR) and model sizes,
+"""Record the paper's section 5 ablations on this machine (lab.ablations; lab.ablations_reading reads the
+record for chapter 17): pre-training tasks (MLM + NSP, MLM, LTR) and model sizes,
 one fixed budget each, then one fine-tuning recipe, into data/ablations/ablations.json. One to two
 hours on 2 CPU cores, minutes on a GPU; run it again to resume. On a GPU the plan can be split into
 parts that run side by side and are merged afterwards (`lab.ablations.merge`): the scratch control
@@ -17,11 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-from bertlab.experiments.ablations import ABLATIONS_DIR, MODELS, RECORD_FILE
 from bertlab.files import write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
 from lab.ablations import STEPS, merge, record  # noqa: E402
+from lab.ablations_reading import ABLATIONS_DIR, MODELS, RECORD_FILE  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--steps", type=int, default=STEPS, help=f"optimizer steps per model (default {STEPS})")

@@ -99,7 +99,9 @@ def test_a_module_that_left_the_package_names_its_new_home(old):
 
 def test_nothing_uses_the_paths_that_left():
     pattern = re.compile(
-        "|".join(re.escape(old) for old in LEFT) + r"|from bertlab\.experiments import [^\n]*\b(speed|finetune_speed)\b"
+        "|".join(re.escape(old) for old in LEFT)
+        + r"|from bertlab\.experiments import [^\n]*\b(speed|finetune_speed|ablations)\b"
+        + r"|from bertlab import [^\n]*\bablations\b"
     )
     files = [*REPO.glob("book/**/*.ipynb"), *REPO.glob("lab/**/*.ipynb"), *REPO.glob("lab/**/*.py")]
     files += [*REPO.glob("bertlab/**/*.py"), *REPO.glob("tests/*.py"), *REPO.glob("scripts/*.py")]

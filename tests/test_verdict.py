@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from bertlab.experiments import ablations
 from bertlab.tasks.metrics import against_baseline, clears, standard_error
 from bertlab.verdict import BELOW, CLEAR, WITHIN, Reading, band, signed, verdict
 from lab import finetune_seeds
@@ -74,50 +73,6 @@ def test_a_seeds_reading_within_the_noise_never_claims_a_gain():
     assert "within the noise of scratch" in text and not CLAIMS.search(text)
     clear = finetune_seeds.seeds_reading(fake_seeds([75, 76, 74, 77, 75], [70, 71, 70, 69, 71]))
     assert "the gain is clear of scratch" in clear
-
-
-def study(pre_scores, scr_scores):
-    def res(scores):
-        return {"median": sorted(scores)[len(scores) // 2], "scores": scores}
-
-    b = ablations.BesideReference(
-        train_examples=2000,
-        study_tokens=1_000_000,
-        study_acc=0.25,
-        study_pretrained=res(pre_scores),
-        study_scratch=res(scr_scores),
-        ref_tokens=2_200_000,
-        ref_acc=0.37,
-        ref_pretrained=res([72.5, 70.3, 71.3]),
-        ref_scratch=res([70.8, 71.9, 70.4]),
-        same_recipe=True,
-        best_gain=None,
-    )
-    return b
-
-
-def test_chapter_17s_paragraph_and_summary_say_what_their_readings_say():
-    b = study([66.7, 70.1, 69.7], [71.2, 72.6, 69.7])
-    within = Reading(0.4, -0.8, 1.6, "90% of bootstrap draws over 10 seeds")
-    text = ablations.beside_reference_reading(b, ["post-LN layers where the study's are pre-LN"], within)
-    assert "+0.4 points, within the noise of scratch" in text and "null result is not only" in text
-    assert "clear of" not in text and "1 setting" not in text and "one setting: post-LN" in text
-    measured = Reading(2.175, 1.315, 3.38, "90% of bootstrap draws over 10 seeds")
-    text = ablations.beside_reference_reading(b, [], measured)
-    assert "+2.2 points, clear of scratch" in text and "statement about its budget" in text
-    assert "its pipeline's own three seeds gave +0.5 (within the noise of scratch" in text
-    # the summary's words follow each comparison's reading, never the other way round
-    verdicts = [
-        {"task": "sst2", "a": "MLM, no NSP", "b": ablations.SCRATCH, "ours": 5.0,
-         "reading": Reading(5.0, -0.5, 9.0, "the three seeds' range")},
-        {"task": "conll2003", "a": "MLM, no NSP", "b": ablations.SCRATCH, "ours": 13.2,
-         "reading": Reading(13.2, 12.0, 14.0, "the three seeds' range")},
-    ]  # fmt: skip
-    [bullet] = ablations.results_summary(verdicts)
-    assert "clear of scratch (no pre-training) on CoNLL-2003 (+13.2)" in bullet
-    assert "SST-2" not in bullet and "the other comparison stays within the seeds' noise" in bullet
-    [bullet] = ablations.results_summary(verdicts[:1], within, 2000)
-    assert not re.search(r"\bclear\b", bullet) and "the one comparison stays within" in bullet
 
 
 README_OWN_BERT = re.compile(

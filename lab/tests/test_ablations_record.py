@@ -1,12 +1,12 @@
 """lab.ablations: making the ablation record (pretraining, scoring and fine-tuning each model of
-the plan, resuming, merging parts) with miniature models; reading it is tests/test_ablations.py."""
+the plan, resuming, merging parts) with miniature models; reading it is test_ablations_reading.py."""
 
 import json
 
 import pytest
 
-from bertlab.experiments import ablations
 from lab import ablations as making
+from lab import ablations_reading as ablations
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

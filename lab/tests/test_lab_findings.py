@@ -115,7 +115,8 @@ def test_sst2_finding_reads_each_size_by_its_seeds_largest_first():
 
 
 def test_ablations_finding_states_the_three_results_with_the_records_measured_gain():
-    from bertlab.experiments import ablations, reference
+    from bertlab.experiments import reference
+    from lab import ablations_reading as ablations
 
     rec, run = ablations.load(), reference.find()
     if rec is None or run is None:

@@ -6,13 +6,16 @@ compares model sizes under the same pre-training. In the record every model got 
 vocabulary, recipe, seed and number of optimizer steps over a complete schedule; then each was
 fine-tuned with one recipe (SST-2 and CoNLL-2003 on 2,000 labelled sentences each) with three
 seeds, beside the same architecture from random weights. The lab makes it (lab/ablations.py,
-`python scripts/record_ablations.py`); chapter 17 reads it:
+`python scripts/record_ablations.py`) and reads it here:
 
-    from bertlab.experiments import ablations; ablations.load()
+    from lab import ablations_reading as ablations; ablations.load()
 
-Chapter 17's tables come from it: `heldout_table` (each model on its own held-out task),
-`finetune_table` (every seed, and the trivial floor) and `beside_reference` (the masked-LM model
-beside the book's reference run, the same size trained longer).
+What chapter 17 shows of it (and chapter 9's NSP accuracy) `lab.publish` writes to
+data/results/ablations.json from these functions, and the chapters read that file: the tables
+(`models_table`, `heldout_table`: each model on its own held-out task, `finetune_table`: every
+seed and the trivial floor, `paper_table`, `beside_reference_table`: the masked-LM model beside
+the book's reference run, the same size trained longer), the curves (`heldout_curves`) and the
+sentences (`plan_reading`, `size_and_nsp_reading`, `comparisons_reading`, `results_summary`, ...).
 
 The record is data/ablations/ablations.json: the settings, the machine, and per model its size,
 steps, tokens, training time, held-out scores (the masked LM on the fixed held-out masks, the LTR
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.data.records import records_dir
-from bertlab.prose import count, number
+from bertlab.prose import count, number, verb_agreeing
 from bertlab.verdict import CLEAR, WITHIN, Reading
 
 ABLATIONS_DIR = records_dir("ablations")
@@ -489,13 +492,205 @@ def results_summary(
     return bullets
 
 
+# ----------------------------------------------------------------------------------------------
+# What chapter 17 says of the record, sentence by sentence (lab.publish writes it to
+# data/results/ablations.json, where the chapter reads it)
+# ----------------------------------------------------------------------------------------------
+
+# The paper's size table, as chapter 17 quotes it beside the study's perplexities.
+TABLE_6 = "Table 6 (5.84 for 3/768/12 down to 3.23 for 24/1024/16, quoted)"
+
+
+def plan_reading(record_: dict[str, Any]) -> str:
+    """The plan every model followed (steps, sequences, token positions, recipe, seed), where the
+    record was made and how long the pre-training took, against BERT-Base's token positions."""
+    # local: the recipes live in the training layer; reading the record alone should not need it
+    from bertlab.training.recipes import RECIPES, token_positions
+
+    pt, machine = record_["pretraining"], record_["machine"]
+    models = [record_["models"][name] for name in MODELS]
+    tokens = record_["models"]["MLM, no NSP"]["tokens"]
+    compiled = ", torch.compile" if machine["compile"] else ", eager"
+    on_cpu = machine["device"].startswith("cpu")
+    where = f"{machine['device']}, {machine['cpu']}" if on_cpu else machine["device"]
+    minutes = sum(m["train_seconds"] for m in models) / 60
+    return (
+        f"Each model: **{pt['steps']:,} steps** of {pt['batch_size']} sequences of "
+        f"{pt['seq_len']} tokens ({tokens / 1e6:.1f} million token positions) "
+        f"from books and Wikipedia, the `{pt['recipe']}` recipe, seed {pt['seed']}. "
+        f"Recorded on {where} ({machine['precision']}{compiled}): "
+        f"{minutes:.0f} minutes of pre-training for the "
+        f"{count(len(models), 'model')} together. BERT-Base saw "
+        f"{token_positions(RECIPES['paper']) / tokens:,.0f} times as many token positions "
+        "(1M steps of 256 sequences, 90% of 128 tokens and 10% of 512, quoted from the paper)."
+    )
+
+
+def mask_rate_reading(record_: dict[str, Any], pilot: dict[str, Any] | None) -> str | None:
+    """Why the masked-LM models mask more than the paper's 15%: the `pilot` that masked 30% beside
+    its baseline at one step ({"pilot", "step", "pilot_acc", "baseline_acc"}, chapter 10's pilots).
+    None where the models mask 15%, or without the pilot."""
+    rate = record_["models"]["MLM, no NSP"]["settings"].get("mlm_probability") or 0.15
+    if rate == 0.15 or pilot is None:
+        return None
+    return (
+        f"The masked-LM models mask **{rate:.0%}** of the pieces instead of the "
+        f"paper's 15%. The reason is the pilot `{pilot['pilot']}` of chapter "
+        f"10: on BERT-Mini, masking 30% reached {pilot['pilot_acc']:.1%} "
+        f"held-out accuracy at step {pilot['step']:,}, where the same run "
+        f"masking 15% stood at {pilot['baseline_acc']:.1%}, still near the "
+        "frequent-word plateau; a model on the plateau has nothing to show in an "
+        "ablation. Held-out accuracy is measured with 15% masked for every model."
+    )
+
+
+def models_table(record_: dict[str, Any], earlier: dict[str, Any] | None = None) -> str:
+    """The models of the plan as a Markdown table: size, parameters (all, and the encoder's) and
+    pre-training time; with `earlier` (the same plan run elsewhere: `load_earlier`), its time too."""
+    head = "| model | L / H / A | parameters | of them, encoder | pre-training |"
+    if earlier:  # how long the same model took on CPU cores
+        head += f" earlier, {earlier['machine']['device'].replace('cpu', 'CPU')} |"
+    rows = [head, "|---" * head.count(" | ") + "|---|"]
+    for name in MODELS:
+        m = record_["models"][name]
+        row = (
+            f"| {name} | {m['L']} / {m['H']} / {m['A']} "
+            f"| {m['parameters'] / 1e6:.2f}M "
+            f"| {m['encoder_parameters'] / 1e6:.2f}M "
+            f"| {m['train_seconds'] / 60:.1f} min |"
+        )
+        if earlier:
+            row += f" {earlier['models'][name]['train_seconds'] / 60:.1f} min |"
+        rows.append(row)
+    return "\n".join(rows)
+
+
+def size_and_nsp_reading(record_: dict[str, Any]) -> str:
+    """The held-out scores in words: does the masked-LM perplexity fall with every step up in size
+    (SIZE_MODELS, at a fixed number of steps), as in the paper's Table 6, and how far training NSP
+    beside the masked LM moved the held-out masked-LM accuracy."""
+    nsp, mlm = (record_["models"][n] for n in TASK_MODELS[:2])
+    ppl = [math.exp(record_["models"][n]["heldout"]["mlm_loss"]) for n in SIZE_MODELS]
+    bigger_better = all(a > b for a, b in zip(ppl, ppl[1:]))
+    nsp_gap = 100 * (nsp["heldout"]["mlm_acc"] - mlm["heldout"]["mlm_acc"])
+    trend = (
+        f"falling with every step up in size, the direction of {TABLE_6}."
+        if bigger_better
+        else f"not falling with every step up in size, unlike {TABLE_6}."
+    )
+    return (
+        "Size, at a fixed number of steps: the held-out masked-LM perplexity goes "
+        f"{' → '.join(f'{x:.1f}' for x in ppl)} from the smallest model to "
+        f"BERT-Mini, {trend} Training NSP beside the masked LM moved the held-out "
+        f"masked-LM accuracy by {nsp_gap:+.1f} points "
+        f"({nsp['heldout']['mlm_acc']:.1%} with NSP, "
+        f"{mlm['heldout']['mlm_acc']:.1%} without). Both runs saw the same number of "
+        "sequences; the NSP run's loss also pays for the NSP head, and half of its "
+        "second segments come from another document, so its masked pieces have less "
+        "related context to be guessed from. One seed of each cannot say how much of "
+        "a difference that makes in general; the curves above show when each run "
+        "left the frequent-word plateau, if it did."
+    )
+
+
+def nsp_head_reading(record_: dict[str, Any]) -> str | None:
+    """How well the NSP head learned its task (`nsp_accuracy`), against chance and the paper's
+    figure; None where no model trained NSP."""
+    reached = nsp_accuracy(record_)
+    if not reached:
+        return None
+    return (
+        f"The NSP head itself learned its task: {reached['nsp_acc']:.1%} of the "
+        "held-out pairs right at the last evaluation (chance: 50%; the paper's "
+        "BERT reaches 97-98%, quoted; chapter 9 sets the NSP accuracy beside a "
+        "word-overlap rule)."
+    )
+
+
+def why_not_mrpc(record_: dict[str, Any], ref: Any, floor: float | None = None) -> str | None:
+    """Why the study does not fine-tune MRPC: the reference run `ref` (a ReferenceRun) fine-tuned on
+    all of it stayed near the floor of calling every pair a paraphrase (`floor`, F1; default
+    bertlab.tasks.trivial_baseline's). None where the study fine-tunes MRPC or there is no `ref`."""
+    if "mrpc" in record_["finetuning"]["tasks"] or ref is None:
+        return None
+    if floor is None:
+        # local: the task table reads datasets; reading the record alone should not
+        from bertlab.tasks import trivial_baseline
+
+        floor = trivial_baseline("mrpc")["f1"]
+    f1 = ref.provenance["other_tasks_median"]
+    return (
+        f"Why not MRPC: calling every dev pair a paraphrase scores an F1 of "
+        f"{floor:.1f}, and the reference run, fine-tuned "
+        f"on all of MRPC, reached {f1['mrpc from pretrained']:.1f} (from scratch: "
+        f"{f1['mrpc from scratch']:.1f}). Scores under the floor cannot rank "
+        "models."
+    )
+
+
+def paper_table(verdicts: list[dict[str, Any]]) -> str:
+    """`compare_with_paper`'s comparisons as a Markdown table: the paper's gap (a dash where it has
+    none), ours, and whether the two models' seeds are apart and our gap points the paper's way."""
+    rows = ["| task | comparison | paper | ours | reading |", "|---|---|---:|---:|---|"]
+    for v in verdicts:
+        sign = "no paper figure" if v["paper"] is None else "same direction" if v["same"] else "opposite direction"
+        reading = ("seeds apart, " if v["apart"] else "seeds overlap, ") + sign
+        paper_txt = "–" if v["paper"] is None else f"{v['paper']:+.1f}"
+        rows.append(f"| {NAMES[v['task']]} | {v['a']} vs {v['b']} | {paper_txt} | {v['ours']:+.1f} | {reading} |")
+    return "\n".join(rows)
+
+
+def comparisons_reading(verdicts: list[dict[str, Any]]) -> str:
+    """`paper_table` in words: how many comparisons separate the seeds, which of those point the
+    paper's way or against it, which are pre-training against the scratch control, and which stay
+    within the seeds' noise, each with its reading's words (bertlab.verdict)."""
+
+    def phrase(v):  # the reading's words: clear of, below, within the noise of
+        return f"{v['a']} {v['reading'].words} {v['b']} on {NAMES[v['task']]} ({v['ours']:+.1f})"
+
+    clear = [v for v in verdicts if v["apart"]]
+    agree = [v for v in clear if v["paper"] is not None and v["same"]]
+    against = [v for v in clear if v["paper"] is not None and not v["same"]]
+    noise = [v for v in verdicts if not v["apart"]]
+    text = [
+        f"Of the {count(len(verdicts), 'comparison')}, "
+        f"{number(len(clear))} {verb_agreeing(len(clear), 'separates')} the seeds."
+    ]
+    if agree:
+        text.append("Pointing the paper's way, clearly: " + "; ".join(map(phrase, agree)) + ".")
+    if against:
+        text.append("Clearly against the paper's direction: " + "; ".join(map(phrase, against)) + ".")
+    pre = [v for v in clear if v["b"] == SCRATCH]
+    if pre:
+        text.append("Pre-training at all, against the scratch control: " + "; ".join(map(phrase, pre)) + ".")
+    if noise:
+        text.append("Within the seed noise, so not read either way: " + "; ".join(map(phrase, noise)) + ".")
+    return " ".join(text)
+
+
+def best_gain_reading(b: BesideReference) -> str:
+    """Where the reference run's pre-training pays most (`b.best_gain`), one run's figure."""
+    if b.best_gain is None:
+        return ""
+    task = b.best_gain["task"]
+    label = {"conll2003": "CoNLL-2003 named entities", "squad": "SQuAD v1.1"}
+    return (
+        f"Where the record's pre-training pays most is "
+        f"{label.get(task, task.upper())}: {b.best_gain['gain']:+.1f} points over "
+        f"scratch, one run's figure (chapter 11 sets every task side by side)."
+    )
+
+
 __all__ = [
     "ABLATIONS_DIR",
+    "RECORD_FILE",
     "MODELS",
     "TASK_MODELS",
     "SIZE_MODELS",
     "SCRATCH",
     "load",
+    "load_earlier",
+    "nsp_accuracy",
     "gap",
     "NAMES",
     "seeds_apart",
@@ -512,4 +707,18 @@ __all__ = [
     "reference_differences",
     "results_summary",
     "seeds_reading",
+    "signed_words",
+    "same_plan_elsewhere",
+    "same_plan_reading",
+    "compare_with_paper",
+    "PAPER_GAPS",
+    "plan_reading",
+    "mask_rate_reading",
+    "models_table",
+    "size_and_nsp_reading",
+    "nsp_head_reading",
+    "why_not_mrpc",
+    "paper_table",
+    "comparisons_reading",
+    "best_gain_reading",
 ]
