@@ -652,9 +652,12 @@ def comparisons_reading(verdicts: list[dict[str, Any]]) -> str:
     agree = [v for v in clear if v["paper"] is not None and v["same"]]
     against = [v for v in clear if v["paper"] is not None and not v["same"]]
     noise = [v for v in verdicts if not v["apart"]]
+    n = len(verdicts)
+    which = "none" if not clear else number(len(clear))
     text = [
-        f"Of the {count(len(verdicts), 'comparison')}, "
-        f"{number(len(clear))} {verb_agreeing(len(clear), 'separates')} the seeds."
+        f"Of the {count(n, 'comparison')}, {which} {verb_agreeing(len(clear) or 2, 'separates')} the seeds."
+        if n > 1
+        else f"The one comparison {'separates' if clear else 'does not separate'} the seeds."
     ]
     if agree:
         text.append("Pointing the paper's way, clearly: " + "; ".join(map(phrase, agree)) + ".")

@@ -381,8 +381,8 @@ def combinations_chart(f1, paper, finetuned: float, paper_finetuned: float, titl
 def curve_panels(panels, xlabel: str = "step", ylabel: str = "", figsize=(10, 3.6)):
     """Curves in panels side by side: `panels` is a list of (title, {label: (xs, ys)}), one panel
     each, every curve drawn with dots in its own colour and labelled in the panel's legend (e.g.
-    each ablation model's held-out accuracy against its step, bertlab.experiments.ablations
-    .heldout_curves). Returns the figure."""
+    each ablation model's held-out accuracy against its step, as data/results/ablations.json
+    publishes them). Returns the figure."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(panels), figsize=figsize, layout="constrained", squeeze=False)
