@@ -1,15 +1,18 @@
-"""The openings the lab writes for the chapters whose finding rests on its studies: chapter 10's
-(the record and the one-change pilots), 11's and 13's (the record and its fine-tunings over more
-seeds) and 17's (the ablations and the ten-seed SST-2 reading), and chapter 10's post-LN against
-pre-LN sentence. `lab.publish` puts them in data/results/, and the chapters show them from there.
+"""The openings the lab writes for the chapters whose finding rests on the book's record and its
+studies: chapter 10's (the record and the one-change pilots), 11's and 13's (the record and its
+fine-tunings over more seeds), 12's and 14's (the record alone) and 17's (the ablations and the
+ten-seed SST-2 reading), and chapter 10's post-LN against pre-LN sentence. `lab.publish` puts them
+in data/results/, and the chapters show them from there.
 
     pretraining_finding(run, levers)          # chapter 10
     norm_position_reading(single, post, pre)  # chapter 10, under the one-change figure
     sst2_finding(run, sst2_seeds(2000))       # chapter 11
+    pairs_finding(run, dev)                   # chapter 12
     squad_finding(run, squad_seeds(run))      # chapter 13
+    ner_finding(run)                          # chapter 14
     ablations_finding(study, run)             # chapter 17
 
-The openings that rest on the record alone, or on what the page measures, are the package's
+The openings that rest on what the page measures (chapters 15 and 16) are the package's
 (`bertlab.experiments.findings`).
 """
 
@@ -18,13 +21,93 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-from bertlab.experiments.findings import BERT_BASE_QUOTED
+import torch
+
+from bertlab.experiments.finetune_comparison import record_readings
 from bertlab.model import BertModel
-from bertlab.prose import and_list, count
+from bertlab.prose import TASK_TITLES, and_list, count
+from bertlab.tasks import metrics
 from bertlab.verdict import Reading
 from lab import ablations_reading as ablations
 from lab.finetune_seeds import SQUAD_SETTINGS, seed_gains, squad_seed_gains
 from lab.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
+
+# BERT-Base as the paper reports it: SST-2 and RTE test accuracy and MRPC test F1 (Table 1), SQuAD
+# v1.1 and CoNLL-2003 dev F1 (Tables 2 and 3)
+BERT_BASE_QUOTED = {"sst2": 93.5, "mrpc": 88.9, "rte": 66.4, "squad": 88.5, "conll2003": 96.4}
+
+
+def majority_score(dev: Sequence[Any], metric: str) -> float:
+    """What always answering the most frequent dev label scores (`metric`: accuracy or f1, in %)."""
+    gold = torch.tensor([ex.label for ex in dev])
+    guess = torch.full_like(gold, int(gold.float().mean() >= 0.5))
+    return metrics.accuracy(guess, gold) if metric == "accuracy" else metrics.binary_f1(guess, gold)["f1"]
+
+
+def pairs_finding(run: Any, dev: dict[str, Sequence[Any]]) -> str:
+    """Chapter 12: the record's MRPC and RTE, each read against its twin from scratch and against
+    always answering the majority label (finetune_comparison.record_readings); `dev`: each task's
+    dev examples, for the majority label's score and the noise of one dev set."""
+    parts, clear = [], 0
+    for g in (g for g in run.gains() if g["task"] in dev):
+        base = majority_score(dev[g["task"]], g["metric"])
+        twin, floor = record_readings(g, base, len(dev[g["task"]]))
+        clear += twin.clear
+        metric = "F1" if g["metric"] == "f1" else g["metric"]
+        parts.append(
+            f"on {TASK_TITLES[g['task']]}, {metric} {g['pretrained']:.1f} against {g['scratch']:.1f} from scratch, "
+            f"{twin.phrase('it')}, and {floor.gain:+.1f} from always answering the majority label "
+            f"({floor.words} it)"
+        )
+    if not parts:
+        raise ValueError(f"the record holds none of {sorted(dev)}; python -m lab.reference_run makes them")
+    lead = (
+        "pre-training does not separate the book's own BERT from the same network trained from scratch"
+        if clear == 0
+        else f"pre-training separates the book's own BERT from its twin from scratch on {count(clear, 'task')}"
+    )
+    quoted = " and ".join(f"{BERT_BASE_QUOTED[t]} on {TASK_TITLES[t]}" for t in dev if t in BERT_BASE_QUOTED)
+    small = (
+        " The book's model is too small to show the paper's effect on these tasks; BERT-Base's scores "
+        "are what would show it."
+        if clear == 0
+        else ""
+    )
+    return (
+        f"**In short.** On sentence pairs {lead}: {'; '.join(parts)}. BERT-Base reaches {quoted} (quoted, "
+        f"test sets).{small}"
+    )
+
+
+def ner_finding(run: Any) -> str:
+    """Chapter 14: the record's CoNLL-2003 entity F1 from pre-trained and from random weights, and
+    where its gain ranks among the tasks the record fine-tuned (each task at its largest gain)."""
+    ner = _gain(run, "conll2003")
+    best: dict[str, float] = {}
+    for g in run.gains():
+        best[g["task"]] = max(best.get(g["task"], g["gain"]), g["gain"])
+    ranked = sorted(best, key=best.get, reverse=True)
+    rank = (
+        "the largest gain of any task the book's BERT was fine-tuned on"
+        if ranked[0] == "conll2003"
+        else f"behind {and_list([TASK_TITLES[t] for t in ranked[: ranked.index('conll2003')]])} among the tasks"
+    )
+    n = len(ner["pretrained_seeds"])
+    return (
+        "**In short.** Tagging every word of Reuters news with its entity type, the book's own BERT "
+        f"reaches a dev entity F1 of {ner['pretrained']:.1f} from its pre-trained weights, against "
+        f"{ner['scratch']:.1f} for the same network from random weights: {ner['gain']:+.1f} points from "
+        f"pre-training ({'one seed per arm' if n == 1 else count(n, 'seed') + ' per arm, medians'}), "
+        f"{rank}. BERT-Base reaches {BERT_BASE_QUOTED['conll2003']} on the same dev set (quoted)."
+    )
+
+
+def _gain(run: Any, task: str) -> dict[str, Any]:
+    rows = [g for g in run.gains() if g["task"] == task]
+    if not rows:
+        raise ValueError(f"the record holds no {task} results; python -m lab.reference_run --add {task} adds them")
+    return max(rows, key=lambda g: g.get("train_examples") or 0)
+
 
 # The one-change pilots the opening of chapter 10 names, and how its sentence says them.
 PLATEAU_LEVERS = {

@@ -1,84 +1,13 @@
-"""The chapters' opening sentences: generated from the record's numbers, and saying what they say."""
+"""The openings chapters 15 and 16 compute from what the page measures, and the readings beside
+them: generated from the measured numbers, and saying what they say."""
 
 from __future__ import annotations
 
 import re
-import statistics
 
-import pytest
 import torch
 
 from bertlab.experiments import findings
-
-
-class FakeRun:
-    """What the findings read of a reference.ReferenceRun."""
-
-    def __init__(self, gains, acc=0.376, seconds=3012.0):
-        self._gains = gains
-        self.provenance = {"pretraining": {"final_heldout": {"mlm_acc": acc}, "train_seconds": seconds}}
-
-    def gains(self):
-        return self._gains
-
-    def machine(self):
-        return "a 2-core CPU (test)"
-
-    def config(self):
-        from bertlab import BertConfig
-
-        return BertConfig.preset("tiny", vocab_size=100)
-
-
-def row(task, pre, scr, seeds=(0,), n=None):
-    return dict(
-        task=task,
-        train_examples=n,
-        pretrained=pre,
-        scratch=scr,
-        gain=pre - scr,
-        pretrained_seeds=list(seeds),
-        scratch_seeds=list(seeds),
-    )
-
-
-def test_ner_finding_ranks_the_gain_among_the_tasks():
-    gains = [row("sst2", 79.5, 76.0, n=8000), row("conll2003", 81.2, 64.7), row("squad", 12.4, 8.3)]
-    text = findings.ner_finding(FakeRun(gains))
-    assert "81.2" in text and "64.7" in text and "+16.5 points" in text and "one seed per arm" in text
-    assert "the largest gain of any task" in text
-    gains[0] = row("sst2", 99.0, 70.0, n=8000)
-    assert "behind SST-2 among the tasks" in findings.ner_finding(FakeRun(gains))
-
-
-def test_the_book_record_gives_its_findings():
-    from bertlab.experiments import reference
-
-    run = reference.find()
-    if run is None:
-        pytest.skip("the book's record is not in this copy")
-    text = findings.ner_finding(run)
-    ner = next(g for g in run.gains() if g["task"] == "conll2003")
-    assert f"{ner['pretrained']:.1f}" in text and f"{ner['gain']:+.1f}" in text
-
-
-def test_pairs_finding_says_the_model_is_too_small_only_when_no_task_separates():
-    class Ex:
-        def __init__(self, label):
-            self.label = label
-
-    dev = {"rte": [Ex(1)] * 52 + [Ex(0)] * 48}  # the majority label scores 52.0
-
-    def rte(pre, scr):
-        return dict(row("rte", statistics.median(pre), statistics.median(scr), seeds=(0, 1, 2)), metric="accuracy",
-                    pretrained_scores=pre, scratch_scores=scr)  # fmt: skip
-
-    near = findings.pairs_finding(FakeRun([rte([56.0, 49.8, 56.7], [55.2, 54.9, 56.0])]), dev)
-    assert "does not separate" in near and "too small to show the paper's effect" in near
-    assert "+4.0 from always answering the majority label (within the noise of it)" in near  # 2 SE on 100: 10.0
-    far = findings.pairs_finding(FakeRun([rte([70.0, 71.0, 72.0], [55.0, 56.0, 57.0])]), dev)
-    assert "separates the book's own BERT from its twin from scratch on one task" in far
-    assert "too small" not in far and "clear of it" in far
 
 
 def test_heads_finding_reads_the_measured_tables():

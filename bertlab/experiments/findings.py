@@ -1,106 +1,26 @@
-"""The sentence a Part II chapter opens with, where it rests on the book's record alone or on what
-the page measures, so that the first screen states a result with the numbers the page shows later.
+"""The sentence a Part II chapter opens with, where it rests on what the page measures, so that
+the first screen states a result with the numbers the page shows later.
 
-    pairs_finding(run, dev)                  # chapter 12
-    ner_finding(run)                         # chapter 14
     features_finding(study, who)             # chapter 15, from its own experiments.feature_study
     features_reading(study, who)             # chapter 15, Table 7's usual comparisons in words
     heads_finding(heads, expected, n, who)   # chapter 16, from the heads it measures first
 
-Each takes what the chapter has already read or measured (a `reference.ReferenceRun`, a feature
-study, head tables), so the same numbers feed the opening and the tables below it. The openings
-that rest on the lab's studies as well (chapters 10, 11, 13 and 17) the lab writes and publishes
-(lab/findings.py, data/results/); the chapters read them as data.
+Each takes what the chapter has already measured (a feature study, head tables), so the same
+numbers feed the opening and the tables below it. The openings that rest on the book's record or
+the lab's studies (chapters 10 to 14 and 17) the lab writes and publishes (lab/findings.py,
+data/results/); the chapters read them as data.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
 from bertlab.analysis import attention as aa
-from bertlab.experiments.finetune_comparison import record_readings
-from bertlab.prose import TASK_TITLES, and_list, count, number, verb_agreeing
+from bertlab.prose import and_list, count, number, verb_agreeing
 from bertlab.tasks import feature_based as fb
-from bertlab.tasks import metrics
 from bertlab.verdict import BELOW, CLEAR, WITHIN, Reading
-
-# BERT-Base as the paper reports it: SST-2 and RTE test accuracy and MRPC test F1 (Table 1), SQuAD
-# v1.1 and CoNLL-2003 dev F1 (Tables 2 and 3)
-BERT_BASE_QUOTED = {"sst2": 93.5, "mrpc": 88.9, "rte": 66.4, "squad": 88.5, "conll2003": 96.4}
-
-
-def majority_score(dev: Sequence[Any], metric: str) -> float:
-    """What always answering the most frequent dev label scores (`metric`: accuracy or f1, in %)."""
-    gold = torch.tensor([ex.label for ex in dev])
-    guess = torch.full_like(gold, int(gold.float().mean() >= 0.5))
-    return metrics.accuracy(guess, gold) if metric == "accuracy" else metrics.binary_f1(guess, gold)["f1"]
-
-
-def pairs_finding(run: Any, dev: dict[str, Sequence[Any]]) -> str:
-    """Chapter 12: the record's MRPC and RTE, each read against its twin from scratch and against
-    always answering the majority label (finetune_comparison.record_readings); `dev`: each task's
-    dev examples, for the majority label's score and the noise of one dev set."""
-    parts, clear = [], 0
-    for g in (g for g in run.gains() if g["task"] in dev):
-        base = majority_score(dev[g["task"]], g["metric"])
-        twin, floor = record_readings(g, base, len(dev[g["task"]]))
-        clear += twin.clear
-        metric = "F1" if g["metric"] == "f1" else g["metric"]
-        parts.append(
-            f"on {TASK_TITLES[g['task']]}, {metric} {g['pretrained']:.1f} against {g['scratch']:.1f} from scratch, "
-            f"{twin.phrase('it')}, and {floor.gain:+.1f} from always answering the majority label "
-            f"({floor.words} it)"
-        )
-    if not parts:
-        raise ValueError(f"the record holds none of {sorted(dev)}; python -m lab.reference_run makes them")
-    lead = (
-        "pre-training does not separate the book's own BERT from the same network trained from scratch"
-        if clear == 0
-        else f"pre-training separates the book's own BERT from its twin from scratch on {count(clear, 'task')}"
-    )
-    quoted = " and ".join(f"{BERT_BASE_QUOTED[t]} on {TASK_TITLES[t]}" for t in dev if t in BERT_BASE_QUOTED)
-    small = (
-        " The book's model is too small to show the paper's effect on these tasks; BERT-Base's scores "
-        "are what would show it."
-        if clear == 0
-        else ""
-    )
-    return (
-        f"**In short.** On sentence pairs {lead}: {'; '.join(parts)}. BERT-Base reaches {quoted} (quoted, "
-        f"test sets).{small}"
-    )
-
-
-def ner_finding(run: Any) -> str:
-    """Chapter 14: the record's CoNLL-2003 entity F1 from pre-trained and from random weights, and
-    where its gain ranks among the tasks the record fine-tuned (each task at its largest gain)."""
-    ner = _gain(run, "conll2003")
-    best: dict[str, float] = {}
-    for g in run.gains():
-        best[g["task"]] = max(best.get(g["task"], g["gain"]), g["gain"])
-    ranked = sorted(best, key=best.get, reverse=True)
-    rank = (
-        "the largest gain of any task the book's BERT was fine-tuned on"
-        if ranked[0] == "conll2003"
-        else f"behind {and_list([TASK_TITLES[t] for t in ranked[: ranked.index('conll2003')]])} among the tasks"
-    )
-    n = len(ner["pretrained_seeds"])
-    return (
-        "**In short.** Tagging every word of Reuters news with its entity type, the book's own BERT "
-        f"reaches a dev entity F1 of {ner['pretrained']:.1f} from its pre-trained weights, against "
-        f"{ner['scratch']:.1f} for the same network from random weights: {ner['gain']:+.1f} points from "
-        f"pre-training ({'one seed per arm' if n == 1 else count(n, 'seed') + ' per arm, medians'}), "
-        f"{rank}. BERT-Base reaches {BERT_BASE_QUOTED['conll2003']} on the same dev set (quoted)."
-    )
-
-
-def _gain(run: Any, task: str) -> dict[str, Any]:
-    rows = [g for g in run.gains() if g["task"] == task]
-    if not rows:
-        raise ValueError(f"the record holds no {task} results; python -m lab.reference_run --add {task} adds them")
-    return max(rows, key=lambda g: g.get("train_examples") or 0)
 
 
 def heads_finding(

@@ -1,4 +1,4 @@
-"""The openings the lab publishes for chapters 10, 11, 13 and 17 (lab.findings): generated from the
+"""The openings the lab publishes for chapters 10 to 14 and 17 (lab.findings): generated from the
 record's and the studies' numbers, and saying what they say."""
 
 from __future__ import annotations
@@ -126,3 +126,42 @@ def test_ablations_finding_states_the_three_results_with_the_records_measured_ga
         assert question in text
     many = findings.sst2_seeds(ablations.beside_reference(rec, run).train_examples)
     assert many.reading().phrase("scratch") in text  # the one number for SST-2, as chapter 11 gives it
+
+
+def test_ner_finding_ranks_the_gain_among_the_tasks():
+    gains = [row("sst2", 79.5, 76.0, n=8000), row("conll2003", 81.2, 64.7), row("squad", 12.4, 8.3)]
+    text = findings.ner_finding(FakeRun(gains))
+    assert "81.2" in text and "64.7" in text and "+16.5 points" in text and "one seed per arm" in text
+    assert "the largest gain of any task" in text
+    gains[0] = row("sst2", 99.0, 70.0, n=8000)
+    assert "behind SST-2 among the tasks" in findings.ner_finding(FakeRun(gains))
+
+
+def test_the_book_record_gives_its_findings():
+    from bertlab.experiments import reference
+
+    run = reference.find()
+    if run is None:
+        pytest.skip("the book's record is not in this copy")
+    text = findings.ner_finding(run)
+    ner = next(g for g in run.gains() if g["task"] == "conll2003")
+    assert f"{ner['pretrained']:.1f}" in text and f"{ner['gain']:+.1f}" in text
+
+
+def test_pairs_finding_says_the_model_is_too_small_only_when_no_task_separates():
+    class Ex:
+        def __init__(self, label):
+            self.label = label
+
+    dev = {"rte": [Ex(1)] * 52 + [Ex(0)] * 48}  # the majority label scores 52.0
+
+    def rte(pre, scr):
+        return dict(row("rte", statistics.median(pre), statistics.median(scr), seeds=(0, 1, 2)), metric="accuracy",
+                    pretrained_scores=pre, scratch_scores=scr)  # fmt: skip
+
+    near = findings.pairs_finding(FakeRun([rte([56.0, 49.8, 56.7], [55.2, 54.9, 56.0])]), dev)
+    assert "does not separate" in near and "too small to show the paper's effect" in near
+    assert "+4.0 from always answering the majority label (within the noise of it)" in near  # 2 SE on 100: 10.0
+    far = findings.pairs_finding(FakeRun([rte([70.0, 71.0, 72.0], [55.0, 56.0, 57.0])]), dev)
+    assert "separates the book's own BERT from its twin from scratch on one task" in far
+    assert "too small" not in far and "clear of it" in far

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from bertlab.data import results
 from bertlab.data.records import records_dir
 from lab import ablations_reading, publish
@@ -61,3 +63,16 @@ def test_the_ablations_file_holds_what_chapters_9_and_17_show():
         assert res.text(key), key
     assert res.text("summary").count("\n* ") == 2  # the three results, one bullet each
     assert "ablations/ablations.json" in res.data["from"] and "pilots/sst2_2000_seeds.jsonl" in res.data["from"]
+
+
+def test_the_findings_file_holds_the_openings_of_chapters_12_and_14_from_the_record(mirror):
+    from bertlab.experiments import reference
+    from bertlab.tasks import get_task
+    from lab import findings
+
+    run, res = reference.find(), results.load("findings")
+    if run is None:
+        pytest.skip("the book's record is not in this copy")
+    dev = {name: get_task(name).load("dev") for name in ("mrpc", "rte")}
+    assert res.text("pairs") == findings.pairs_finding(run, dev)
+    assert res.text("ner") == findings.ner_finding(run)
