@@ -46,7 +46,6 @@ MOVED = {
     "bertlab.pair_attention": "bertlab.analysis.pair_attention",
     "bertlab.fill_mask": "bertlab.analysis.fill_mask",
     "bertlab.viz": "bertlab.analysis.viz",
-    "bertlab.probe": "bertlab.analysis.linear_probe",
     "bertlab.reference": "bertlab.experiments.reference",
     "bertlab.grading": "bertlab.course.grading",
     "bertlab.capstone": "bertlab.course.capstone",
@@ -65,6 +64,8 @@ LEFT = {
     "bertlab.experiments.ablations": "lab.ablations_reading",
     "bertlab.pilot_study": "lab.pilots",
     "bertlab.ablations": "lab.ablations_reading",
+    "bertlab.analysis.linear_probe": "lab.linear_probe",
+    "bertlab.probe": "lab.linear_probe",
 }
 
 

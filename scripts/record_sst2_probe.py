@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Record what the book's pretrained BERT knows about sentiment before any fine-tuning: a linear
-probe (bertlab.analysis.linear_probe) on its frozen sentence vectors, against the same probe on randomly
+probe (lab.linear_probe) on its frozen sentence vectors, against the same probe on randomly
 initialised twins of the same size, on the first 500 / 2,000 / 8,000 SST-2 training sentences
 (the subsets of the fine-tuning curve), scored on all of SST-2 dev. Writes data/pilots/sst2_probe.json.
 
@@ -17,7 +17,6 @@ import torch
 
 from bertlab import BertForPreTraining, BertModel
 from bertlab import checkpoint as ckpt
-from bertlab.analysis.linear_probe import linear_probe, sentence_vectors
 from bertlab.data.task_data import read_sst2
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.experiments import reference
@@ -26,6 +25,7 @@ from bertlab.runtime import git_commit, machine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
 from lab import pilots  # noqa: E402
+from lab.linear_probe import linear_probe, sentence_vectors  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
@@ -76,7 +76,7 @@ c = pretrained.config
 write_json(
     args.out,
     {
-        "about": "A linear probe (bertlab.analysis.linear_probe: logistic regression, L2 penalty chosen on a "
+        "about": "A linear probe (lab.linear_probe: logistic regression, L2 penalty chosen on a "
         "fifth of the "
         "training vectors) on frozen mean-pooled sentence vectors at every hidden state (layer 0 = "
         "the embedding output), the first N SST-2 training sentences, scored on all of SST-2 dev: "

@@ -1,2 +1,2 @@
-"""Looking into a trained model: attention maps and their statistics, fill-mask, linear probes
-and the book's plots. Never imports training or tasks."""
+"""Looking into a trained model: attention maps and their statistics, fill-mask, the bias probe,
+where a training signal falls, and the book's plots. Never imports training or tasks."""

@@ -1,4 +1,4 @@
-"""bertlab.analysis.linear_probe: sentence vectors are the mean of the real tokens' states (the same batched or
+"""lab.linear_probe: sentence vectors are the mean of the real tokens' states (the same batched or
 alone), and the linear probe finds a signal that is there and none that is not, choosing its
 penalty without looking at the evaluation set."""
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertModel
-from bertlab.analysis.linear_probe import L2_GRID, linear_probe, sentence_vectors
+from lab.linear_probe import L2_GRID, linear_probe, sentence_vectors
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_bad_shapes_are_clear_errors():
 
 
 def test_compare_probes_against_the_median_twin():
-    from bertlab.analysis.linear_probe import compare_probes
+    from lab.linear_probe import compare_probes
 
     rows = [
         {"init": "pretrained", "seed": 0, "layer": 0, "train_examples": 500, "accuracy": 60.0},
