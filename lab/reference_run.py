@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 from bertlab import checkpoint as ckpt
 from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.errors import ActionableError
-from bertlab.experiments.reference import ARMS, REPRODUCE, ReferenceRun, find, stored_arm, stored_arms
+from bertlab.experiments.reference import ARMS, PAIRED_TASKS, REPRODUCE, ReferenceRun, find, stored_arm
 from bertlab.files import sha256_file, write_json
 from bertlab.prose import count
 from bertlab.runtime import cpu_model, device_name, git_commit, machine, make_runtime
@@ -198,6 +198,14 @@ def changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
         f"Made again now, the reference run would change {count(len(changes), 'setting')} "
         "of the record: " + "; ".join(parts) + "."
     )
+
+
+def stored_arms(task: str, pretrained: dict[str, Any], scratch: dict[str, Any]) -> dict[str, Any]:
+    """A task's two fine-tuning results (dicts) as finetune_results.json holds them (read back by
+    `reference.stored_arm`)."""
+    if task in PAIRED_TASKS:
+        return {task: {"pretrained": pretrained, "scratch": scratch}}
+    return {f"{task}_pretrained": pretrained, f"{task}_scratch": scratch}
 
 
 def stage_key(stage: str, recipe: Any, weights: str | Path, **extra: Any) -> dict[str, Any]:
@@ -468,7 +476,7 @@ def reference_run(
             print(f"{n or 'all'} sentences: {r.summary()}", flush=True)
         curve.append({"train_examples": n, "epochs": epochs, "pretrained": pre.to_dict(), "scratch": scr.to_dict()})
     results = {"pretrained": curve[-1]["pretrained"], "scratch": curve[-1]["scratch"]}  # the most data
-    # Other tasks, every labelled example, same recipe, stored as reference.stored_arms says.
+    # Other tasks, every labelled example, same recipe, stored as stored_arms says.
     for task in s["ft_tasks"]:
         ft = dict(
             task=task,
@@ -589,7 +597,7 @@ def _add_to_record(
     **counts: int,
 ) -> None:
     """Write a task fine-tuned after the record was made into it: its two arms in
-    finetune_results.json as the pipeline stores them (reference.stored_arms); its settings,
+    finetune_results.json as the pipeline stores them (stored_arms); its settings,
     counts, code and wall time under provenance["added_tasks"][task]; its two medians under
     provenance["other_tasks_median"]."""
     arms = {name: stored_arm(results, task, name) for name in ARMS}
@@ -630,7 +638,7 @@ def add_task(
 ) -> dict[str, Any]:
     """Fine-tune one more task (RTE, say, or CoNLL-2003) from the record's weights and from scratch
     with the recipe the record fine-tuned everything else with, and add the results to the record:
-    its two arms in finetune_results.json as the pipeline stores them (reference.stored_arms), the
+    its two arms in finetune_results.json as the pipeline stores them (stored_arms), the
     settings, code and wall time under provenance["added_tasks"][task].
     max_train / max_eval: the first N examples (a quick run)."""
     # local: the training stack; the chapters that only read the record stay light

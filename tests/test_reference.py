@@ -10,7 +10,6 @@ import torch
 from bertlab import BertForSequenceClassification, files
 from bertlab.data import records
 from bertlab.experiments import reference
-from lab import pilots
 
 
 def test_find_loads_the_recorded_weights(record, tmp_path, monkeypatch):
@@ -104,55 +103,6 @@ def test_cpu_record_label_and_layer_threshold(record, tmp_path, monkeypatch):
     assert "only 2 layers" in deep.description and "at least 3" in deep.description
 
 
-def test_record_pilot_keeps_the_heldout_curve(tmp_path):
-    run = tmp_path / "run"
-    run.mkdir()
-    files.write_json(
-        run / "run.json",
-        {
-            "config": {"minutes": 10.0, "steps": None, "corpus": "books+wiki", "seed": 0},
-            "recipe": {"name": "cpu", "batch_size": 64, "seq_len": 128, "lr": 2e-3},
-            "model_config": {
-                "num_layers": 2,
-                "hidden_size": 128,
-                "num_heads": 2,
-                "vocab_size": 16384,
-                "norm_position": "pre",
-            },
-            "parameters": 2_500_000,
-            "runtime": "cpu (2 cores), fp32, eager",
-            "torch": "2.13.0",
-            "git_commit": "abc",
-        },
-    )
-    lines = [{"step": s, "split": "train", "tokens": s * 8192, "tokens_per_s": 1e4 + s} for s in (250, 500, 750)]
-    lines += [
-        {"step": s, "split": "eval", "mlm_loss": 6.5 - s / 500, "mlm_acc": a, "elapsed_s": s / 2}
-        for s, a in ((250, 0.11), (500, 0.21), (750, 0.26))
-    ]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    path = pilots.record_pilot(run, "b-pre-ln", "pre-LN instead of post-LN", out_dir=tmp_path / "pilots")
-    rec = json.loads(path.read_text())
-    assert [p["tokens"] for p in rec["heldout"]] == [250 * 8192, 500 * 8192, 750 * 8192]
-    assert rec["plateau_exit"]["step"] == 500  # the first evaluation at >= 20% accuracy
-    assert rec["model"]["norm_position"] == "pre" and rec["machine"]["median_tokens_per_s"] == 10500
-    files.write_json(tmp_path / "pilots" / "a-probe.json", {"rows": []})  # another check, not a pilot
-    assert [p["name"] for p in pilots.load(tmp_path / "pilots")] == ["b-pre-ln"]
-    assert pilots.plateau_exit(rec["heldout"], threshold=0.5) is None
-    assert "baseline" not in rec
-    path = pilots.record_pilot(run, "b-post-ln", "post-LN", out_dir=tmp_path / "pilots", baseline="b-pre-ln")
-    assert json.loads(path.read_text())["baseline"] == "b-pre-ln"  # what chapter 10 compares it with
-    assert all("seq_len" not in p for p in rec["heldout"])  # the log did not say
-    # a log with sequence lengths (phases): each point keeps the length its run was training on
-    phased = [dict(x, seq_len=64 if x["step"] < 750 else 128) for x in lines[:3]] + lines[3:]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in phased))
-    path = pilots.record_pilot(run, "b-phases", "phases", out_dir=tmp_path / "pilots")
-    assert [p["seq_len"] for p in json.loads(path.read_text())["heldout"]] == [64, 64, 128]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
-    with pytest.raises(ValueError, match="no held-out MLM evaluation"):
-        pilots.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")
-
-
 def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     out, _ = record
     run = reference.find(out)
@@ -197,41 +147,17 @@ def test_gains_pairs_every_pretrained_result_with_its_scratch_control(record):
     assert rows["mrpc"]["metric"] == "f1" and rows["mrpc"]["train_examples"] is None
     assert rows["conll2003"]["gain"] == pytest.approx(74.0 - 63.0)
     assert rows["conll2003"]["scratch_scores"] == [63.0, 62.0, 64.0]
-    table = reference.gains_table(run.gains()).splitlines()
-    assert table[0] == "| task | examples | metric | pre-trained | from scratch | gain |"
-    assert table[2] == "| SST-2 | 500 | accuracy | 60.0 | 64.0 | -4.0 |"
-    assert table[4] == "| CoNLL-2003 | all | f1 | 74.0 | 63.0 | +11.0 |"
-    reading = reference.gains_reading(run.gains())
-    assert reading.startswith("The largest gain is on CoNLL-2003 (+11.0 points); on SST-2 the gain is -4.0.")
-    assert "single words in context" in reading  # entities gained more than any SST-2 size
-    sst_only = [r for r in run.gains() if r["task"] != "conll2003"]
-    assert "single words" not in reference.gains_reading(sst_only) and reference.gains_reading([]) == ""
 
 
-def test_stored_arms_round_trip_for_plain_and_paired_tasks():
+def test_stored_arm_reads_plain_and_paired_tasks():
     pre, scr = {"median": 70.0}, {"median": 60.0}
-    assert reference.stored_arms("mrpc", pre, scr) == {"mrpc_pretrained": pre, "mrpc_scratch": scr}
-    assert reference.stored_arms("conll2003", pre, scr) == {"conll2003": {"pretrained": pre, "scratch": scr}}
-    results = {**reference.stored_arms("mrpc", pre, scr), **reference.stored_arms("conll2003", scr, pre)}
+    results = {"mrpc_pretrained": pre, "mrpc_scratch": scr, "conll2003": {"pretrained": scr, "scratch": pre}}
     assert reference.stored_arm(results, "mrpc", "scratch") is scr
     assert reference.stored_arm(results, "conll2003", "pretrained") is scr  # the pair, not a flat key
     with pytest.raises(ValueError, match="unknown arm 'bert'; choose one of pretrained, scratch"):
         reference.stored_arm(results, "mrpc", "bert")
     with pytest.raises(KeyError):
         reference.stored_arm(results, "rte", "pretrained")  # a task the results do not hold
-
-
-def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
-    assert pilots.finetune_sweeps(tmp_path / "absent.jsonl") == ({}, [])
-    f = tmp_path / "checks.jsonl"
-    f.write_text(
-        '{"meta": {"machine": "cpu"}}\n{"task": "sst2", "lr": 0.0005, "median": 71.1}\n\n'
-        '{"task": "conll2003", "lr": 0.0005, "median": 74.4}\n'
-    )
-    meta, rows = pilots.finetune_sweeps(f)
-    assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
-    _, shipped = pilots.finetune_sweeps()  # the table in data/pilots/
-    assert {r["task"] for r in shipped} >= {"sst2", "conll2003"} and all("median" in r for r in shipped)
 
 
 def test_describe_reads_every_figure_from_the_record(record):

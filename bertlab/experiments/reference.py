@@ -45,7 +45,6 @@ from bertlab.data.tokenizer import WordPieceTokenizer, load_tokenizer_for
 from bertlab.files import fsync_file, replace_dir, sha256_file
 from bertlab.model import BertForPreTraining
 from bertlab.notebook import minilm_path
-from bertlab.prose import TASK_TITLES
 from bertlab.training.recipes import RECIPES, parse_phases, phases_text
 
 ENV_VAR = "BERTLAB_REFERENCE_RUN"
@@ -56,16 +55,9 @@ REPRODUCE = "scripts/reference_run.sh"
 
 # How finetune_results.json stores a task's two arms: "<task>_pretrained" / "<task>_scratch", except
 # for the tasks named here, whose pair sits under the task's name ({"pretrained", "scratch"}), as
-# chapter 14 reads CoNLL-2003's.
+# chapter 14 reads CoNLL-2003's (the lab's pipeline writes them so: lab.reference_run.stored_arms).
 PAIRED_TASKS = ("conll2003",)
 ARMS = ("pretrained", "scratch")
-
-
-def stored_arms(task: str, pretrained: dict[str, Any], scratch: dict[str, Any]) -> dict[str, Any]:
-    """A task's two fine-tuning results (dicts) as finetune_results.json holds them."""
-    if task in PAIRED_TASKS:
-        return {task: {"pretrained": pretrained, "scratch": scratch}}
-    return {f"{task}_pretrained": pretrained, f"{task}_scratch": scratch}
 
 
 def stored_arm(results: dict[str, Any], task: str, arm: str) -> dict[str, Any]:
@@ -324,19 +316,6 @@ class ReferenceRun:
         return ckpt.load_model(self.model_folder(), model_cls or BertForPreTraining, **head_kwargs).eval()
 
 
-def gains_table(rows: list[dict[str, Any]]) -> str:
-    """`ReferenceRun.gains()` as a Markdown table: task, labelled examples ("all" for the whole
-    training set), metric, the medians from the pretrained weights and from scratch, and the gain."""
-    lines = ["| task | examples | metric | pre-trained | from scratch | gain |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        n = f"{r['train_examples']:,}" if r["train_examples"] else "all"
-        lines.append(
-            f"| {TASK_TITLES.get(r['task'], r['task'])} | {n} | {r['metric']} | {r['pretrained']:.1f} | "
-            f"{r['scratch']:.1f} | {r['gain']:+.1f} |"
-        )
-    return "\n".join(lines)
-
-
 ARM_TITLES = {"pretrained": "pre-trained", "scratch": "from scratch"}
 
 
@@ -391,28 +370,6 @@ def confusion_reading(confusions: dict[str, dict[str, Any]], label_names: list[s
         f". The pre-trained model trades between them: it finds {found:,} {others} pairs, which the "
         f"majority answer never does, and gives up {lost:,} {label_names[majority]} pairs that it gets."
     )
-
-
-def gains_reading(rows: list[dict[str, Any]]) -> str:
-    """A few sentences on `ReferenceRun.gains()`: the task with the largest gain, the range of the
-    SST-2 gains, and, when entity labelling gained more than any SST-2 size, why that is expected."""
-    if not rows:
-        return ""
-    best = max(rows, key=lambda r: r["gain"])
-    text = f"The largest gain is on {TASK_TITLES.get(best['task'], best['task'])} ({best['gain']:+.1f} points)"
-    sst = [r["gain"] for r in rows if r["task"] == "sst2"]
-    ner = [r["gain"] for r in rows if r["task"] == "conll2003"]
-    if sst:
-        spread = f"{sst[0]:+.1f}" if len(sst) == 1 else f"from {min(sst):+.1f} to {max(sst):+.1f}"
-        text += f"; on SST-2 the gain{'s run' if len(sst) > 1 else ' is'} {spread}"
-    text += "."
-    if ner and sst and ner[0] > max(sst):
-        text += (
-            " Labelling entities asks about single words in context, which is what the masked LM "
-            "trains every position for; a judgement about a whole sentence gains less from this "
-            "much pre-training."
-        )
-    return text
 
 
 def find(path: str | Path | None = None) -> ReferenceRun | None:

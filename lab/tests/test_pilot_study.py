@@ -1,13 +1,17 @@
 """The pilot study's readings: series grouped by baseline, compared at equal tokens (not steps),
 cross-length scores preferred, tables and sentences generated from the numbers."""
 
+import json
+
 import matplotlib
 
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
+from bertlab import files  # noqa: E402
 from bertlab.analysis.viz import lever_chart  # noqa: E402
+from lab import pilots  # noqa: E402
 from lab.pilots import (  # noqa: E402
     accuracy_at,
     lever_effects,
@@ -516,3 +520,65 @@ def test_the_recorded_gpu_sweep_reads():
     rows = sweep_rows()
     assert rows[0]["name"] == "base" and rows[0]["points"] == 0
     assert all(r["change"] for r in rows[1:])  # every other run changes something, named
+
+
+def test_record_pilot_keeps_the_heldout_curve(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    files.write_json(
+        run / "run.json",
+        {
+            "config": {"minutes": 10.0, "steps": None, "corpus": "books+wiki", "seed": 0},
+            "recipe": {"name": "cpu", "batch_size": 64, "seq_len": 128, "lr": 2e-3},
+            "model_config": {
+                "num_layers": 2,
+                "hidden_size": 128,
+                "num_heads": 2,
+                "vocab_size": 16384,
+                "norm_position": "pre",
+            },
+            "parameters": 2_500_000,
+            "runtime": "cpu (2 cores), fp32, eager",
+            "torch": "2.13.0",
+            "git_commit": "abc",
+        },
+    )
+    lines = [{"step": s, "split": "train", "tokens": s * 8192, "tokens_per_s": 1e4 + s} for s in (250, 500, 750)]
+    lines += [
+        {"step": s, "split": "eval", "mlm_loss": 6.5 - s / 500, "mlm_acc": a, "elapsed_s": s / 2}
+        for s, a in ((250, 0.11), (500, 0.21), (750, 0.26))
+    ]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    path = pilots.record_pilot(run, "b-pre-ln", "pre-LN instead of post-LN", out_dir=tmp_path / "pilots")
+    rec = json.loads(path.read_text())
+    assert [p["tokens"] for p in rec["heldout"]] == [250 * 8192, 500 * 8192, 750 * 8192]
+    assert rec["plateau_exit"]["step"] == 500  # the first evaluation at >= 20% accuracy
+    assert rec["model"]["norm_position"] == "pre" and rec["machine"]["median_tokens_per_s"] == 10500
+    files.write_json(tmp_path / "pilots" / "a-probe.json", {"rows": []})  # another check, not a pilot
+    assert [p["name"] for p in pilots.load(tmp_path / "pilots")] == ["b-pre-ln"]
+    assert pilots.plateau_exit(rec["heldout"], threshold=0.5) is None
+    assert "baseline" not in rec
+    path = pilots.record_pilot(run, "b-post-ln", "post-LN", out_dir=tmp_path / "pilots", baseline="b-pre-ln")
+    assert json.loads(path.read_text())["baseline"] == "b-pre-ln"  # what chapter 10 compares it with
+    assert all("seq_len" not in p for p in rec["heldout"])  # the log did not say
+    # a log with sequence lengths (phases): each point keeps the length its run was training on
+    phased = [dict(x, seq_len=64 if x["step"] < 750 else 128) for x in lines[:3]] + lines[3:]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in phased))
+    path = pilots.record_pilot(run, "b-phases", "phases", out_dir=tmp_path / "pilots")
+    assert [p["seq_len"] for p in json.loads(path.read_text())["heldout"]] == [64, 64, 128]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
+    with pytest.raises(ValueError, match="no held-out MLM evaluation"):
+        pilots.record_pilot(run, "c", "nothing", out_dir=tmp_path / "pilots")
+
+
+def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
+    assert pilots.finetune_sweeps(tmp_path / "absent.jsonl") == ({}, [])
+    f = tmp_path / "checks.jsonl"
+    f.write_text(
+        '{"meta": {"machine": "cpu"}}\n{"task": "sst2", "lr": 0.0005, "median": 71.1}\n\n'
+        '{"task": "conll2003", "lr": 0.0005, "median": 74.4}\n'
+    )
+    meta, rows = pilots.finetune_sweeps(f)
+    assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
+    _, shipped = pilots.finetune_sweeps()  # the table in data/pilots/
+    assert {r["task"] for r in shipped} >= {"sst2", "conll2003"} and all("median" in r for r in shipped)

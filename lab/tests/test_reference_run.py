@@ -401,3 +401,12 @@ def test_reference_run_smoke(tmp_path):
         added["added_tasks"]["mrpc"]["settings"]["seeds"] == [0] and "mrpc from scratch" in added["other_tasks_median"]
     )
     assert len(json.loads((out / "finetune_results.json").read_text())["mrpc_pretrained"]["scores"]) == 1
+
+
+def test_stored_arms_round_trip_through_reference_stored_arm():
+    pre, scr = {"median": 70.0}, {"median": 60.0}
+    assert reference_run.stored_arms("mrpc", pre, scr) == {"mrpc_pretrained": pre, "mrpc_scratch": scr}
+    assert reference_run.stored_arms("conll2003", pre, scr) == {"conll2003": {"pretrained": pre, "scratch": scr}}
+    results = {**reference_run.stored_arms("mrpc", pre, scr), **reference_run.stored_arms("conll2003", scr, pre)}
+    assert reference.stored_arm(results, "mrpc", "scratch") is scr
+    assert reference.stored_arm(results, "conll2003", "pretrained") is scr  # the pair, not a flat key
