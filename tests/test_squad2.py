@@ -212,3 +212,37 @@ def test_the_verdict_says_first_whether_the_model_can_abstain():
     near = record() | {"v1_answerable_only": {"f1": 11.5, "exact_match": 5.1}}
     near["separation"] = {**near["separation"], "fine_tuned": {"all": 0.55}}
     assert not squad2.can_abstain(near) and "an F1 of only 30.2" in squad2.verdict(near)
+
+
+def test_the_settings_the_first_stage_and_the_summary_come_from_the_record():
+    plain = record()
+    plain["settings"].update(
+        epochs=2,
+        lr=5e-4,
+        batch_size=32,
+        max_len=256,
+        doc_stride=128,
+        unanswerable_fraction=0.5,
+        other_article_share=0.5,
+    )
+    words = squad2.settings_words(plain)
+    assert words.startswith("*Fine-tuned for two epochs on the mix, at learning rate 5e-4, batch 32")
+    assert "50% of the training questions (50% of the held-out ones)" in words and "SQuAD v1.1" not in words
+    assert squad2.first_stage_reading(plain) == "" and "After SQuAD v1.1 alone" not in squad2.reading(plain)
+    staged = record()
+    staged["settings"].update(plain["settings"], epochs=1, v1_epochs_first=2, unanswerable_fraction=0.2)
+    staged["settings"]["eval_unanswerable_fraction"] = 0.5
+    staged["after_v1_first"] = {
+        "v1_answerable_only": {"f1": 14.2},
+        "squad2": {"f1": 36.0},
+        "separation": {"all": 0.58},
+    }
+    words = squad2.settings_words(staged)
+    assert "first for two epochs on the training side's questions with an answer alone" in words
+    assert "then for one epoch on the mix" in words and "20% of the training questions (50% of the held-out" in words
+    text = squad2.reading(staged)
+    assert "After SQuAD v1.1 alone (two epochs, answerable questions only), it scores 14.2 F1" in text
+    assert "separate them from those without at 0.58; its best tau there gives 36.0." in text
+    assert squad2.can_abstain(staged) and "has learned part of when to abstain" in squad2.summary(staged)
+    staged["separation"]["fine_tuned"]["all"] = 0.52
+    assert "cannot yet abstain: its margins separate the two kinds of question at only 0.52" in squad2.summary(staged)

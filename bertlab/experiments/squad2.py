@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from bertlab.data.records import records_dir
-from bertlab.prose import number
+from bertlab.prose import count, number, rate
 from bertlab.tasks import metrics
 from bertlab.tasks.inputs import Features, example_field
 from bertlab.tasks.squad import best_null_threshold, decode
@@ -242,6 +242,7 @@ def reading(record_: dict[str, Any]) -> str:
         else f", {before['f1'] - floor:+.1f} points above that floor."
     )
     gain = after["f1"] - floor
+    text += first_stage_reading(record_)
     text += f" Fine-tuned on {s['train_questions']:,} questions ({s['train_unanswerable']:,} without an answer), "
     if after["tau"] is None:  # no threshold beat abstaining on every question
         text += (
@@ -271,6 +272,60 @@ def reading(record_: dict[str, Any]) -> str:
         else " It has learned, for the most part, when a paragraph does not answer a question."
     )
     return text
+
+
+def settings_words(record_: dict[str, Any]) -> str:
+    """How the record's model was fine-tuned, in one sentence (Markdown, italic)."""
+    s = record_["settings"]
+    first = s.get("v1_epochs_first") or 0
+    stage = (
+        f"first for {count(first, 'epoch')} on the training side's questions with an answer alone (SQuAD "
+        "v1.1, as chapter 13 fine-tunes), then "
+        if first
+        else ""
+    )
+    return (
+        f"*Fine-tuned {stage}for {count(s['epochs'], 'epoch')} on the mix, at learning rate {rate(s['lr'])}, "
+        f"batch {s['batch_size']}, windows of {s['max_len']} tokens (stride {s['doc_stride']}); a copy without "
+        f"an answer for {s['unanswerable_fraction']:.0%} of the training questions "
+        f"({s.get('eval_unanswerable_fraction', s['unanswerable_fraction']):.0%} of the held-out ones), "
+        f"{s['other_article_share']:.0%} of them beside another article's paragraph.*"
+    )
+
+
+def first_stage_reading(record_: dict[str, Any]) -> str:
+    """Where the record fine-tuned on SQuAD v1.1 first: what that stage alone gave, on the same
+    held-out questions (empty when it had no such stage)."""
+    first = record_.get("after_v1_first")
+    if not first:
+        return ""
+    sq, sep = first["squad2"], first["separation"]["all"]
+    return (
+        f" After SQuAD v1.1 alone ({count(record_['settings']['v1_epochs_first'], 'epoch')}, answerable questions "
+        f"only), it scores {first['v1_answerable_only']['f1']:.1f} F1 on the held-out questions with an answer, "
+        f"and its margins already separate them from those without at {sep:.2f}; its best tau there gives "
+        f"{sq['f1']:.1f}."
+    )
+
+
+def summary(record_: dict[str, Any]) -> str:
+    """Chapter 13b's summary line on SQuAD 2.0, from the same reading as its verdict (can_abstain)."""
+    rule = (
+        "SQuAD 2.0 needs no new parameters: the null score at `[CLS]` competes with the best span, and a "
+        "threshold $\\tau$, chosen on dev, sets how readily the model answers."
+    )
+    sep = record_["separation"]["fine_tuned"]["all"]
+    if can_abstain(record_):
+        return (
+            f"{rule} The book's own BERT, fine-tuned with unanswerable questions made from SQuAD v1.1, has "
+            f"learned part of when to abstain: its margins separate the two kinds of question at {sep:.2f} "
+            "(0.5 is chance), and its best threshold beats abstaining everywhere."
+        )
+    return (
+        f"{rule} The book's own BERT, fine-tuned with unanswerable questions made from SQuAD v1.1, cannot yet "
+        f"abstain: its margins separate the two kinds of question at only {sep:.2f} (0.5 is chance), because a "
+        "model must find answers before it can tell when a paragraph holds none."
+    )
 
 
 # Quoted from Devlin et al. (2018): BERT-Large, a single model. Table 2: SQuAD v1.1 dev F1;
