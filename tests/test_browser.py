@@ -104,10 +104,42 @@ def _chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+WINDOW = (1280, 1000)  # a laptop browser window, in CSS pixels
+_MEASURE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const wide = [];
+  const blocks = "div.cell_input pre, div.cell_output pre, article div.highlight pre, div.cell_output";
+  const scrollers = Array.from(document.querySelectorAll("div.cell_output *")).filter((el) =>
+    ["auto", "scroll"].includes(getComputedStyle(el).overflowX));  // e.g. a drawn view's own box
+  [...document.querySelectorAll(blocks), ...scrollers].forEach((pre) => {
+    if (!pre.offsetParent || pre.clientWidth === 0) return;  // not shown (a collapsed hidden input)
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const longest = pre.textContent.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+      wide.push(`${pre.scrollWidth - pre.clientWidth}px too wide: ${longest.trim().slice(0, 70)}`);
+    }
+  });
+  const widths = Array.from(document.querySelectorAll("div.cell_input pre"), (p) => p.clientWidth)
+    .filter((w) => w > 0);
+  document.body.setAttribute("data-wide-code", JSON.stringify(wide));
+  document.body.setAttribute("data-code-width", String(widths.length ? Math.min(...widths) : -1));
+}, 500));
+</script>"""
+
+
 @functools.lru_cache(maxsize=None)
 def rendered(page: Path) -> str:
-    """The DOM of a page after its scripts ran (MathJax, require.js, widgets, bertviz)."""
-    result = _chromium("--virtual-time-budget=20000", "--dump-dom", page.as_uri())
+    """The DOM of a page after its scripts ran (MathJax, require.js, widgets, bertviz) in a WINDOW-sized
+    window, its body carrying `_MEASURE`'s measurements of the code cells: one Chromium run serves
+    every check of a page. The page is copied beside itself (so its relative links still work) with
+    the measuring script added."""
+    probe = page.with_name(f".measure-{page.name}")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    try:
+        result = _chromium(
+            "--virtual-time-budget=20000", f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom", probe.as_uri()
+        )
+    finally:
+        probe.unlink()
     assert result.returncode == 0 and "<html" in result.stdout, (
         f"chromium could not render {page}: rc={result.returncode}\n{result.stderr[-2000:]}"
     )
@@ -338,44 +370,16 @@ def test_launch_and_download_buttons():
 # ------------------------------------------------------------------------------------------------
 # (e) code fits the page
 # ------------------------------------------------------------------------------------------------
-WINDOW = (1280, 1000)  # a laptop browser window, in CSS pixels
-_MEASURE = """<script>
-window.addEventListener("load", () => setTimeout(() => {
-  const wide = [];
-  const blocks = "div.cell_input pre, div.cell_output pre, article div.highlight pre, div.cell_output";
-  const scrollers = Array.from(document.querySelectorAll("div.cell_output *")).filter((el) =>
-    ["auto", "scroll"].includes(getComputedStyle(el).overflowX));  // e.g. a drawn view's own box
-  [...document.querySelectorAll(blocks), ...scrollers].forEach((pre) => {
-    if (!pre.offsetParent || pre.clientWidth === 0) return;  // not shown (a collapsed hidden input)
-    if (pre.scrollWidth > pre.clientWidth + 1) {
-      const longest = pre.textContent.split("\\n").reduce((a, b) => (b.length > a.length ? b : a), "");
-      wide.push(`${pre.scrollWidth - pre.clientWidth}px too wide: ${longest.trim().slice(0, 70)}`);
-    }
-  });
-  const widths = Array.from(document.querySelectorAll("div.cell_input pre"), (p) => p.clientWidth)
-    .filter((w) => w > 0);
-  document.body.setAttribute("data-wide-code", JSON.stringify(wide));
-  document.body.setAttribute("data-code-width", String(widths.length ? Math.min(...widths) : -1));
-}, 500));
-</script>"""
 
 
 def code_overflow(page: Path) -> tuple[list[str], int]:
     """The code cells of a built page whose source or printed output scrolls sideways in a
     1280-pixel window (how far, and their longest line), and the width of the narrowest code cell
-    in pixels (-1: none). The page
-    is copied beside itself (so its relative links still work) with a measuring script added."""
-    probe = page.with_name(f".measure-{page.name}")
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
-    try:
-        result = _chromium(
-            "--virtual-time-budget=20000", f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom", probe.as_uri()
-        )
-    finally:
-        probe.unlink()
-    wide = re.search(r'data-wide-code="([^"]*)"', result.stdout)
-    width = re.search(r'data-code-width="(-?\d+)"', result.stdout)
-    assert wide and width, f"{page.name}: the measuring script did not run: {result.stderr[-1000:]}"
+    in pixels (-1: none), as `rendered`'s measuring script found them."""
+    dom = rendered(page)
+    wide = re.search(r'data-wide-code="([^"]*)"', dom)
+    width = re.search(r'data-code-width="(-?\d+)"', dom)
+    assert wide and width, f"{page.name}: the measuring script did not run"
     return json.loads(html.unescape(wide.group(1))), int(width.group(1))
 
 
