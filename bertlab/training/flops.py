@@ -42,49 +42,6 @@ def mfu(flops_per_s: float, peak: float | None) -> float | None:
     return None if not peak else flops_per_s / peak
 
 
-def step_matmuls(
-    config: BertConfig, batch_size: int, seq_len: int, predictions: int
-) -> list[tuple[str, int, int, int, int, int]]:
-    """The matrix products of one training step, forward and backward, at their shapes: a list of
-    (what, batch, m, k, n, times) for `times` products of a (batch, m, k) by a (batch, k, n)
-    tensor. Their FLOPs (2 * batch * m * k * n * times, summed) are exactly `pretraining_flops`:
-    timing each shape alone gives the fastest a step of this model could run its matmuls (the
-    "model-shape ceiling"), a fairer yardstick than one large square matmul.
-
-    Backward of y = x @ w: dx = dy @ w^T and dw = x^T @ dy, each as many FLOPs as the forward."""
-    B, T, P, L, H, I, V, A = (
-        batch_size,
-        seq_len,
-        predictions,
-        config.num_layers,
-        config.hidden_size,
-        config.intermediate_size,
-        config.vocab_size,
-        config.num_heads,
-    )
-    M, d = B * T, H // A
-
-    def linear(what: str, rows: int, k: int, n: int, times: int, batch: int = 1):
-        return [
-            (f"{what} forward", batch, rows, k, n, times),
-            (f"{what} backward (input)", batch, rows, n, k, times),  # dy @ w^T
-            (f"{what} backward (weight)", batch, k, rows, n, times),
-        ]  # x^T @ dy
-
-    out = []
-    out += linear("Q, K, V projection", M, H, 3 * H, L)
-    out += linear("attention scores Q K^T", T, d, T, L, B * A)
-    out += linear("attention weights x V", T, T, d, L, B * A)
-    out += linear("attention output projection", M, H, H, L)
-    out += linear("feed-forward in", M, H, I, L)
-    out += linear("feed-forward out", M, I, H, L)
-    out += linear("MLM transform", B * P, H, H, 1)
-    out += linear("MLM decoder (tied)", B * P, H, V, 1)
-    out += linear("pooler", B, H, H, 1)
-    out += linear("NSP classifier", B, H, 2, 1)
-    return out
-
-
 # ------------------------------------------------------------------------------------------------
 # How long a chapter's GPU branch takes on a free Colab T4
 # ------------------------------------------------------------------------------------------------
@@ -94,7 +51,7 @@ def step_matmuls(
 # * achieved rate: pretrain_run.json pretrained BERT-Medium (8/512/8, vocabulary 16,384, batch
 #   256 x 128, 15% masked: about 20 predicted slots a sequence; bf16, compiled) for 3,334 steps in
 #   90 s of training (log.txt): 3,334 x pretraining_flops(...) / 90 s = 20.3% of the H200's 989
-#   TFLOP/s (tests/test_flops_estimate.py recomputes it from the record). The T4 is taken to reach
+#   TFLOP/s (tests/test_gpu_branch.py recomputes it from the record). The T4 is taken to reach
 #   the same fraction of its own fp16 peak (65 TFLOP/s): 13.2 TFLOP/s. Its memory bandwidth is in
 #   the same ratio to the H200's as its peak (320 GB/s against 4.8 TB/s, both about 1:15), so
 #   the share of time spent waiting on memory is about the same on both.
@@ -107,7 +64,6 @@ def step_matmuls(
 #   records each chapter's wall time so that these two numbers can be checked and refitted.
 T4_PEAK_FLOPS = 65e12  # dense fp16 tensor-core peak (runtime.PEAK_FLOPS["T4"])
 T4_FP32_FLOPS = 8.1e12  # fp32 peak, for work that autocast leaves in fp32 (the taggers' LSTMs)
-H200_PRETRAIN = dict(preset="medium", vocab_size=16384, batch_size=256, seq_len=128, predictions=20)
 H200_PRETRAIN_STEPS, H200_PRETRAIN_SECONDS, H200_PEAK = 3334, 90.0, 989e12
 H200_FINETUNE_STEPS, H200_FINETUNE_SECONDS = 439, 24.06
 ACHIEVED_FRACTION = 0.203  # of peak, from the H200 pretraining record (above)

@@ -101,7 +101,7 @@ from bertlab.runtime import (
     keep_freed_memory,
     make_runtime,
 )
-from bertlab.training.flops import pretraining_flops, step_matmuls
+from bertlab.training.flops import pretraining_flops
 from bertlab.training.optim import adamw, optimizer_step
 
 CONFIGS = {
@@ -448,11 +448,54 @@ def matmul_ceiling(n: int, precision: str, device: torch.device, repeats: int) -
     return 2.0 * n**3 / best
 
 
+def step_matmuls(
+    config: BertConfig, batch_size: int, seq_len: int, predictions: int
+) -> list[tuple[str, int, int, int, int, int]]:
+    """The matrix products of one training step, forward and backward, at their shapes: a list of
+    (what, batch, m, k, n, times) for `times` products of a (batch, m, k) by a (batch, k, n)
+    tensor. Their FLOPs (2 * batch * m * k * n * times, summed) are exactly bertlab's `pretraining_flops`:
+    timing each shape alone gives the fastest a step of this model could run its matmuls (the
+    "model-shape ceiling"), a fairer yardstick than one large square matmul.
+
+    Backward of y = x @ w: dx = dy @ w^T and dw = x^T @ dy, each as many FLOPs as the forward."""
+    B, T, P, L, H, I, V, A = (
+        batch_size,
+        seq_len,
+        predictions,
+        config.num_layers,
+        config.hidden_size,
+        config.intermediate_size,
+        config.vocab_size,
+        config.num_heads,
+    )
+    M, d = B * T, H // A
+
+    def linear(what: str, rows: int, k: int, n: int, times: int, batch: int = 1):
+        return [
+            (f"{what} forward", batch, rows, k, n, times),
+            (f"{what} backward (input)", batch, rows, n, k, times),  # dy @ w^T
+            (f"{what} backward (weight)", batch, k, rows, n, times),
+        ]  # x^T @ dy
+
+    out = []
+    out += linear("Q, K, V projection", M, H, 3 * H, L)
+    out += linear("attention scores Q K^T", T, d, T, L, B * A)
+    out += linear("attention weights x V", T, T, d, L, B * A)
+    out += linear("attention output projection", M, H, H, L)
+    out += linear("feed-forward in", M, H, I, L)
+    out += linear("feed-forward out", M, I, H, L)
+    out += linear("MLM transform", B * P, H, H, 1)
+    out += linear("MLM decoder (tied)", B * P, H, V, 1)
+    out += linear("pooler", B, H, H, 1)
+    out += linear("NSP classifier", B, H, 2, 1)
+    return out
+
+
 def model_shape_ceiling(
     config: BertConfig, B: int, T: int, P: int, precision: str, device: torch.device, repeats: int = 3
 ) -> dict:
     """The fastest this machine runs the step's own matrix products: every forward and backward
-    matmul of one training step (bertlab.training.flops.step_matmuls) at its own shape and in the run's
+    matmul of one training step (`step_matmuls`) at its own shape and in the run's
     precision, each timed alone (best of `repeats`, after one untimed run), times how often the
     step does it. What is left of a measured step beyond this sum is everything else: softmax,
     LayerNorm, GELU, dropout, the loss, the optimiser, dtype copies. Returns the seconds per step

@@ -290,8 +290,9 @@ def test_dropout_out_of_range_is_a_clear_error(capsys):
 def test_step_matmuls_add_up_to_the_model_flops():
     """The shapes the model-shape ceiling times are exactly the FLOPs the benchmark counts."""
     from bertlab import BertConfig
-    from bertlab.training.flops import pretraining_flops, step_matmuls
+    from bertlab.training.flops import pretraining_flops
 
+    step_matmuls = load_benchmark().step_matmuls
     for cfg, B, T, P in (
         (BertConfig.preset("mini", vocab_size=8192), 64, 128, 19),
         (BertConfig(vocab_size=1000, num_layers=3, hidden_size=96, num_heads=4), 8, 64, 10),
