@@ -22,13 +22,11 @@ save, only the newest `keep_last` checkpoints are kept; an old one is renamed ou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
 import re
 import shutil
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,30 +142,6 @@ def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None
     fsync_file(folder / "model.safetensors")
     (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
     fsync_file(folder / "config.json")
-
-
-def weights_digest(path: str | Path) -> str:
-    """sha256 of what a safetensors file holds: every tensor's name, dtype, shape and bytes, and
-    its metadata. Unlike the file's own sha256 it does not change when the same weights are saved
-    again: safetensors writes its header's metadata in no fixed order."""
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise ValueError(f"{path}: too short to be a safetensors file; save the weights again")
-        (n,) = struct.unpack("<Q", head)
-        if n > os.path.getsize(path) - 8:
-            raise ValueError(
-                f"{path}: its header says {n:,} bytes, more than the file holds (not a safetensors file, "
-                f"or a git-lfs pointer?); save the weights again"
-            )
-        try:
-            header = json.loads(f.read(n))
-        except ValueError as err:
-            raise ValueError(f"{path}: its safetensors header is not JSON (a corrupt file?); save it again") from err
-        h = hashlib.sha256(json.dumps(header, sort_keys=True).encode())
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def save_model(

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import math
+import os
 import shutil
+import struct
 import sys
 import time
 from pathlib import Path
@@ -138,6 +141,14 @@ WEIGHTS_BUDGET_MB = 20
 END_TO_END_MINUTES = 100
 
 
+# The paper's own masked-LM examples (Devlin et al. 2018, section 3.1 and appendix A.1), which the
+# record's fill_mask.json answers at every checkpoint before its held-out sentences.
+PAPER_PROBES = [
+    "the man went to the [MASK] . he bought a [MASK] of milk .",
+    "my dog is [MASK] .",
+]
+
+
 def finetune_epochs(settings: dict[str, Any], train_examples: int | None) -> int:
     """The epochs the reference run fine-tunes for on `train_examples` labelled examples (None:
     all of them): its `ft_epochs`, or more on a small set, enough for `ft_min_steps` updates."""
@@ -208,12 +219,37 @@ def stored_arms(task: str, pretrained: dict[str, Any], scratch: dict[str, Any]) 
     return {f"{task}_pretrained": pretrained, f"{task}_scratch": scratch}
 
 
+def weights_digest(path: str | Path) -> str:
+    """sha256 of what a safetensors file holds (the weights a stage starts from, in its
+    `stage_key`): every tensor's name, dtype, shape and bytes, and its metadata. Unlike the file's
+    own sha256 it does not change when the same weights are saved again: safetensors writes its
+    header's metadata in no fixed order."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{path}: too short to be a safetensors file; save the weights again")
+        (n,) = struct.unpack("<Q", head)
+        if n > os.path.getsize(path) - 8:
+            raise ValueError(
+                f"{path}: its header says {n:,} bytes, more than the file holds (not a safetensors file, "
+                f"or a git-lfs pointer?); save the weights again"
+            )
+        try:
+            header = json.loads(f.read(n))
+        except ValueError as err:
+            raise ValueError(f"{path}: its safetensors header is not JSON (a corrupt file?); save it again") from err
+        h = hashlib.sha256(json.dumps(header, sort_keys=True).encode())
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def stage_key(stage: str, recipe: Any, weights: str | Path, **extra: Any) -> dict[str, Any]:
     """What a fine-tuning stage's result depends on: the stage, its recipe (a FinetuneConfig, less
     where it writes and whether it shows progress), the digest of the weights it starts from and
     anything else it was given (`extra`), as JSON reads it back (tuples become lists)."""
     settings = {k: v for k, v in dataclasses.asdict(recipe).items() if k not in ("out", "progress")}
-    key = {"stage": stage, "recipe": settings, "weights": ckpt.weights_digest(weights), **extra}
+    key = {"stage": stage, "recipe": settings, "weights": weights_digest(weights), **extra}
     return json.loads(json.dumps(key))
 
 
@@ -308,7 +344,7 @@ def reference_run(
 
     # local: the training stack (corpus, pretraining data, tasks); `import bertlab.experiments.reference`
     # stays light for the chapters that only read the record
-    from bertlab.analysis.fill_mask import PAPER_PROBES, fill_mask_along, probe_sentences
+    from bertlab.analysis.fill_mask import fill_mask_along, probe_sentences
     from bertlab.data.corpus import load_corpus
     from bertlab.training.finetune import FinetuneConfig, compare_with_scratch
     from bertlab.training.heldout import evaluate_checkpoint

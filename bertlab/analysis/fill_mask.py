@@ -31,12 +31,6 @@ from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
 from bertlab.prose import number, verb_agreeing
 
-# The paper's own masked-LM examples (Devlin et al. 2018, section 3.1 and appendix A.1).
-PAPER_PROBES = [
-    "the man went to the [MASK] . he bought a [MASK] of milk .",
-    "my dog is [MASK] .",
-]
-
 
 @torch.no_grad()
 def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, float]]]:

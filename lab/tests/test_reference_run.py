@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertlab import files
+from bertlab import BertConfig, BertForPreTraining, files
+from bertlab import checkpoint as ckpt
 from bertlab.experiments import reference
 from lab import reference_run
 from tests.conftest import MIRROR
@@ -410,3 +411,47 @@ def test_stored_arms_round_trip_through_reference_stored_arm():
     results = {**reference_run.stored_arms("mrpc", pre, scr), **reference_run.stored_arms("conll2003", scr, pre)}
     assert reference.stored_arm(results, "mrpc", "scratch") is scr
     assert reference.stored_arm(results, "conll2003", "pretrained") is scr  # the pair, not a flat key
+
+
+def _with_header(path, out, reorder):
+    """A copy of a safetensors file whose header JSON is written with its keys in another order."""
+    import struct
+
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    header = reorder(header)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # safetensors pads the header to 8 bytes
+    out.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n :])
+    return out
+
+
+def test_weights_digest_names_the_weights_not_the_header_order(tmp_path):
+    from bertlab.files import sha256_file
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=300))
+    first = ckpt.save_model(tmp_path / "a", model) / "model.safetensors"
+
+    def flip(header):  # the metadata's keys (and the tensors') in reverse order
+        header["__metadata__"] = dict(reversed(list(header["__metadata__"].items())))
+        return dict(reversed(list(header.items())))
+
+    flipped = _with_header(first, tmp_path / "flipped.safetensors", flip)
+    assert sha256_file(flipped) != sha256_file(first)  # the same weights, other bytes
+    assert reference_run.weights_digest(flipped) == reference_run.weights_digest(first)
+    assert ckpt.load_model(tmp_path / "a") is not None
+    with torch.no_grad():
+        model.bert.embeddings.norm.bias[0] += 1e-3
+    other = ckpt.save_model(tmp_path / "b", model) / "model.safetensors"
+    assert reference_run.weights_digest(other) != reference_run.weights_digest(first)
+    (tmp_path / "short.safetensors").write_bytes(b"\x01\x02")
+    with pytest.raises(ValueError, match="too short"):
+        reference_run.weights_digest(tmp_path / "short.safetensors")
+    (tmp_path / "lfs.safetensors").write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
+    with pytest.raises(ValueError, match="more than the file holds"):
+        reference_run.weights_digest(tmp_path / "lfs.safetensors")
+    (tmp_path / "bad.safetensors").write_bytes((4).to_bytes(8, "little") + b"{{{{")
+    with pytest.raises(ValueError, match="not JSON"):
+        reference_run.weights_digest(tmp_path / "bad.safetensors")
