@@ -85,16 +85,6 @@ def write_json(path: str | Path, obj: Any, indent: int | None = 2, fsync: bool =
     write_text(path, json.dumps(obj, indent=indent, allow_nan=True) + "\n", fsync)
 
 
-def append_json_line(path: str | Path, obj: Any, fsync: bool = True) -> None:
-    """Append `obj` as one JSON line to `path` (a JSONL record that grows one finished run at a
-    time), flushed to disk before returning, so that a run stopped later keeps every line written."""
-    with Path(path).open("a", encoding="utf-8") as f:
-        f.write(json.dumps(obj) + "\n")
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-
-
 def replace_dir(tmp: Path, final: Path) -> None:
     """Move a finished temporary folder into place. A folder already there (a checkpoint of the
     same step from an earlier attempt) is moved aside first and deleted after."""

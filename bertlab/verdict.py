@@ -19,7 +19,6 @@ from typing import Sequence
 from bertlab.prose import number
 
 CLEAR, WITHIN, BELOW = "clear of", "within the noise of", "below"
-WORDS = (CLEAR, WITHIN, BELOW)
 
 
 def band(

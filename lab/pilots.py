@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -130,6 +131,17 @@ def plateau_exit(curve: list[dict[str, Any]], threshold: float = PLATEAU_EXIT_AC
         if point["mlm_acc"] >= threshold:
             return point
     return None
+
+
+def append_json_line(path: str | Path, obj: Any, fsync: bool = True) -> None:
+    """Append `obj` as one JSON line to `path` (a JSONL record that grows one finished run at a
+    time, as the record scripts write the tables `finetune_sweeps` reads), flushed to disk before
+    returning, so that a run stopped later keeps every line written."""
+    with Path(path).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(obj) + "\n")
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
 
 
 def finetune_sweeps(path: str | Path = PILOTS_DIR / "finetune_lr.jsonl") -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 from bertlab.experiments import reference
-from bertlab.files import append_json_line
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.training.finetune import FinetuneConfig, finetune
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab.pilots import append_json_line  # noqa: E402
 from lab.reference_run import finetune_epochs  # noqa: E402
 
 OUT = Path("data/pilots/finetune_batching.jsonl")

@@ -30,7 +30,6 @@ import torch
 
 from bertlab.data.records import records_dir
 from bertlab.experiments import reference
-from bertlab.files import append_json_line
 from bertlab.runtime import git_commit, machine, make_runtime
 from bertlab.tasks import get_task
 from bertlab.tasks.squad import split_by_article
@@ -38,6 +37,7 @@ from bertlab.training.finetune import FinetuneConfig, finetune
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
 from lab import pilots  # noqa: E402
+from lab.pilots import append_json_line  # noqa: E402
 from lab.reference_run import SQUAD_CPU  # noqa: E402
 
 ARMS = ("pretrained", "scratch")

@@ -143,19 +143,3 @@ def test_check_compatible_names_the_differences():
     ckpt.check_compatible({"a": 1, "b": 2}, {"a": 1, "b": 2}, "x")
     with pytest.raises(ValueError, match=r"b: checkpoint has 2, this run has 3"):
         ckpt.check_compatible({"a": 1, "b": 2}, {"a": 1, "b": 3}, "x")
-
-
-def test_json_lines_are_appended_each_on_disk_as_it_is_written(tmp_path, monkeypatch):
-    from bertlab import files
-
-    synced = []
-    real_fsync = files.os.fsync
-    monkeypatch.setattr(files.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
-    out = tmp_path / "runs.jsonl"
-    files.append_json_line(out, {"meta": {"about": "x"}})
-    files.append_json_line(out, {"lr": 5e-4, "scores": [72.5, 72.8]})
-    assert [json.loads(line) for line in out.read_text().splitlines()] == [
-        {"meta": {"about": "x"}},
-        {"lr": 5e-4, "scores": [72.5, 72.8]},
-    ]
-    assert len(synced) == 2  # each line reached the disk before the call returned

@@ -24,7 +24,6 @@ from typing import Any
 from bertlab.data import records
 from bertlab.errors import ActionableError
 
-KINDS = ("table", "text", "value", "series")
 PUBLISH = "python -m lab.publish"
 
 

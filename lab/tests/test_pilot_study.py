@@ -582,3 +582,17 @@ def test_finetune_sweeps_reads_the_recorded_table(tmp_path):
     assert meta == {"machine": "cpu"} and [r["task"] for r in rows] == ["sst2", "conll2003"]
     _, shipped = pilots.finetune_sweeps()  # the table in data/pilots/
     assert {r["task"] for r in shipped} >= {"sst2", "conll2003"} and all("median" in r for r in shipped)
+
+
+def test_json_lines_are_appended_each_on_disk_as_it_is_written(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = pilots.os.fsync
+    monkeypatch.setattr(pilots.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    out = tmp_path / "runs.jsonl"
+    pilots.append_json_line(out, {"meta": {"about": "x"}})
+    pilots.append_json_line(out, {"lr": 5e-4, "scores": [72.5, 72.8]})
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"meta": {"about": "x"}},
+        {"lr": 5e-4, "scores": [72.5, 72.8]},
+    ]
+    assert len(synced) == 2  # each line reached the disk before the call returned
