@@ -133,6 +133,16 @@ def plateau_exit(curve: list[dict[str, Any]], threshold: float = PLATEAU_EXIT_AC
     return None
 
 
+def cpu_lr_study(
+    path: str | Path = PILOTS_DIR / "cpu_lr_study.json",
+) -> tuple[str, dict[tuple[float, int], tuple[float, float]]]:
+    """The CPU learning-rate study behind the cpu recipe (measured on a shared 2-core CPU with the
+    CLI; the file holds the command): (its setup in words, {(peak lr, steps): (held-out MLM loss,
+    MLM accuracy)} at the end of each run)."""
+    study = json.loads(Path(path).read_text())
+    return study["setup"], {(r["lr"], r["steps"]): (r["mlm_loss"], r["mlm_acc"]) for r in study["runs"]}
+
+
 def append_json_line(path: str | Path, obj: Any, fsync: bool = True) -> None:
     """Append `obj` as one JSON line to `path` (a JSONL record that grows one finished run at a
     time, as the record scripts write the tables `finetune_sweeps` reads), flushed to disk before

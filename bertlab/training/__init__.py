@@ -1,2 +1,2 @@
-"""Training: the pretraining and fine-tuning loops, the optimiser, the recipes (with their
-measured study in measured/), the metrics log and FLOP counting."""
+"""Training: the pretraining and fine-tuning loops, the optimiser, the recipes, the metrics log
+and FLOP counting."""

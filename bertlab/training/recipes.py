@@ -27,17 +27,15 @@ Three recipes, side by side so the book can compare them:
     same choices for a day on one GPU.
 
 What each setting is backed by (the pilot runs, the records, and what was never run here) is the
-lab's record, in lab/README.md ("What the recipes rest on"); the measured peak-lr study is
-`CPU_LR_STUDY` below.
+lab's record, in lab/README.md ("What the recipes rest on"), with the measured peak-lr study
+(data/pilots/cpu_lr_study.json, read by lab.pilots.cpu_lr_study).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 
@@ -321,19 +319,3 @@ def get_recipe(name: str, **overrides: Any) -> Recipe:
 # Fine-tuning: the paper's grid (section A.3): batch 16 or 32, lr 5e-5 / 3e-5 / 2e-5, 2-4 epochs,
 # dropout 0.1, warm-up over the first 10% of steps then linear decay.
 FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "weight_decay": 0.01}
-
-# Measured results live in data files beside the package (bertlab/training/measured/), not in code.
-MEASURED_DIR = Path(__file__).resolve().parent / "measured"
-
-
-def cpu_lr_study(
-    path: str | Path = MEASURED_DIR / "cpu_lr_study.json",
-) -> tuple[str, dict[tuple[float, int], tuple[float, float]]]:
-    """The CPU learning-rate study behind the cpu recipe (measured on a shared 2-core CPU with the
-    CLI; the file holds the command): (its setup in words, {(peak lr, steps): (held-out MLM loss,
-    MLM accuracy)} at the end of each run)."""
-    study = json.loads(Path(path).read_text())
-    return study["setup"], {(r["lr"], r["steps"]): (r["mlm_loss"], r["mlm_acc"]) for r in study["runs"]}
-
-
-CPU_LR_STUDY_SETUP, CPU_LR_STUDY = cpu_lr_study()

@@ -596,3 +596,10 @@ def test_json_lines_are_appended_each_on_disk_as_it_is_written(tmp_path, monkeyp
         {"lr": 5e-4, "scores": [72.5, 72.8]},
     ]
     assert len(synced) == 2  # each line reached the disk before the call returned
+
+
+def test_the_cpu_lr_study_orders_the_peak_rates():
+    setup, runs = pilots.cpu_lr_study()
+    assert "tiny preset" in setup
+    at_300 = {lr: acc for (lr, steps), (_, acc) in runs.items() if steps == 300}
+    assert at_300[2e-3] > at_300[5e-4] > at_300[1e-4]
