@@ -7,20 +7,12 @@ separators, and nouns and verbs that agree with their count.
     count(2, "layer", "keeps")     # 'two layers keep'  (a verb in its singular form agrees too)
     rate(0.0005)                   # '5e-4': a learning rate as papers write it
     and_list(["MRPC", "RTE", "QNLI"])  # 'MRPC, RTE and QNLI'
-    TASK_TITLES["conll2003"]       # 'CoNLL-2003': a task's name in prose
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-TASK_TITLES = {  # how prose, tables and figures name the fine-tuning tasks
-    "sst2": "SST-2",
-    "mrpc": "MRPC",
-    "rte": "RTE",
-    "conll2003": "CoNLL-2003",
-    "squad": "SQuAD v1.1",
-}
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _IRREGULAR = {"epoch": "epochs", "child": "children", "person": "people", "analysis": "analyses", "index": "indices"}
 

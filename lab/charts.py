@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertlab.prose import TASK_TITLES
+from lab.record_gains import TASK_TITLES
 
 
 def pilot_curves(series, ax=None, title: str | None = None, threshold: float | None = None):

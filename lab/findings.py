@@ -25,12 +25,13 @@ import torch
 
 from bertlab.experiments.finetune_comparison import record_readings
 from bertlab.model import BertModel
-from bertlab.prose import TASK_TITLES, and_list, count
+from bertlab.prose import and_list, count
 from bertlab.tasks import metrics
 from bertlab.verdict import Reading
 from lab import ablations_reading as ablations
 from lab.finetune_seeds import SQUAD_SETTINGS, seed_gains, squad_seed_gains
 from lab.pilots import PILOTS_DIR, accuracy_at, finetune_sweeps, same_phase
+from lab.record_gains import TASK_TITLES
 
 # BERT-Base as the paper reports it: SST-2 and RTE test accuracy and MRPC test F1 (Table 1), SQuAD
 # v1.1 and CoNLL-2003 dev F1 (Tables 2 and 3)

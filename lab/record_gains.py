@@ -1,17 +1,25 @@
 """The book's record, task by task: what pre-training bought over the same network from scratch
-(`ReferenceRun.gains()`), as a Markdown table and in a few sentences. The lab's fine-tuning checks
-(lab/notebook/finetuning_checks.ipynb) show them under `lab.charts.gains_chart`.
+(`ReferenceRun.gains()`), as a Markdown table and in a few sentences, and how the lab's prose,
+tables and figures name the tasks. The lab's fine-tuning checks (lab/notebook/finetuning_checks.ipynb)
+show the table and the sentences under `lab.charts.gains_chart`.
 
     rows = reference.find().gains()
     gains_table(rows)
     gains_reading(rows)
+    TASK_TITLES["conll2003"]       # 'CoNLL-2003'
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bertlab.prose import TASK_TITLES
+TASK_TITLES = {  # how the lab's prose, tables and figures name the fine-tuning tasks
+    "sst2": "SST-2",
+    "mrpc": "MRPC",
+    "rte": "RTE",
+    "conll2003": "CoNLL-2003",
+    "squad": "SQuAD v1.1",
+}
 
 
 def gains_table(rows: list[dict[str, Any]]) -> str:

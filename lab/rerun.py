@@ -44,8 +44,9 @@ from typing import Any
 
 from bertlab.data.records import records_dir
 from bertlab.experiments.reference import ReferenceRun
-from bertlab.prose import TASK_TITLES, number
+from bertlab.prose import number
 from bertlab.verdict import WITHIN, verdict
+from lab.record_gains import TASK_TITLES
 
 # The earlier runs of the record's pretraining settings, under the records folder: the book's
 # previous record, whose fine-tuning ran its seeds one at a time and CoNLL-2003 with three seeds
