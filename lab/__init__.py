@@ -6,6 +6,9 @@
 - `lab.rerun`, `lab.time_budget`, `lab.finetune_rates`: the record's settings made again, under
   other budgets, and its comparison at each arm's best learning rate;
 - `lab.speed`, `lab.finetune_speed` and lab/benchmarks/: what makes training fast on a CPU;
+- `lab.record_gains`, `lab.charts`, `lab.linear_probe`: the record's gains task by task, the
+  charts of the lab's records, and what its frozen sentence vectors already say about sentiment;
+- `lab.findings`: the openings of chapters 10 to 14 and 17, from the record and the studies;
 - `lab.publish`: what the chapters show of these studies, written as data/results/*.json
   (`python -m lab.publish`; `--check` says whether the committed files are stale);
 - lab/notebook/: the book's "Lab notebook" pages; lab/tests/: their tests.
