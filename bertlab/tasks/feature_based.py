@@ -93,16 +93,6 @@ COMBINATIONS: dict[str, Callable[[Sequence[torch.Tensor]], torch.Tensor]] = {
     "concat_last_four": concat_last_four,
 }
 
-# What each row of Table 7 takes, in words. The rows are listed in order of the paper's score.
-DESCRIPTIONS = {
-    "first_layer": "the embedding output (first layer)",
-    "last_hidden": "the last hidden layer",
-    "sum_all": "the sum of all L layers",
-    "second_to_last": "the second-to-last hidden layer",
-    "sum_last_four": "the sum of the last four layers",
-    "concat_last_four": "the last four layers concatenated",
-}
-
 # Quoted from the paper, Table 7: CoNLL-2003 dev F1 of BERT-Base features feeding a two-layer
 # BiLSTM, and of fine-tuning BERT-Base.
 PAPER_DEV_F1 = {
