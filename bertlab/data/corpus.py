@@ -34,7 +34,6 @@ import html
 import io
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -487,22 +486,6 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
     return [d for d in docs if is_heldout(d.id) == want_heldout]
 
 
-@dataclass
-class CorpusStats:
-    documents: int
-    sentences: int
-    words: int
-    seconds: float
-
-
-def corpus_stats(name: str, split: str = "train", **kwargs) -> CorpusStats:
-    """Load a corpus and count documents, sentences and whitespace words (timed)."""
-    t = time.perf_counter()
-    docs = load_corpus(name, split, **kwargs)
-    seconds = time.perf_counter() - t
-    return CorpusStats(len(docs), sum(len(d.sentences) for d in docs), sum(d.num_words for d in docs), seconds)
-
-
 __all__ = [
     "Document",
     "load_corpus",
@@ -514,8 +497,6 @@ __all__ = [
     "is_wiki_heading",
     "wikitext_documents",
     "is_heldout",
-    "corpus_stats",
-    "CorpusStats",
     "CorpusFormatError",
     "ABBREVIATIONS",
     "CORPORA",
