@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Record SQuAD 2.0's answer-or-abstain rule on the book's own BERT (bertlab.experiments.squad2).
+"""Record SQuAD 2.0's answer-or-abstain rule on the book's own BERT (lab.squad2 makes the questions and
+scores; bertlab.experiments.squad2 reads the record for chapter 13b).
 
 SQuAD v1.1's dev set is split by article as the reference run splits it for SQuAD (SQUAD_CPU:
 a quarter of the articles held out); each side gains unanswerable questions made from its own
@@ -40,6 +41,7 @@ from bertlab.tasks.squad import featurize_squad, span_logits, split_by_article
 from bertlab.training.finetune import FinetuneConfig, finetune
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's lab/ (not installed)
+from lab import squad2 as maker  # noqa: E402
 from lab.reference_run import SQUAD_CPU  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,14 +59,15 @@ run = reference.find()
 if run is None or run.smoke:
     raise SystemExit("no recorded reference run in data/reference_run/: nothing to fine-tune")
 t0 = time.perf_counter()
+commit = git_commit()  # the code this run started from, not what the checkout holds when it ends
 folder = run.model_folder()
 tok = load_tokenizer_for(folder)
 train, held = split_by_article(
     get_task("squad").load("dev"), eval_fraction=SQUAD_CPU["eval_fraction"], seed=SQUAD_CPU["split_seed"]
 )
 train, held = train[: args.max_train], held[: args.max_eval]
-train2 = squad2.with_unanswerable(train, args.fraction, seed=0, other_article=args.other_article)
-held2 = squad2.with_unanswerable(held, args.eval_fraction, seed=1, other_article=args.other_article)
+train2 = maker.with_unanswerable(train, args.fraction, seed=0, other_article=args.other_article)
+held2 = maker.with_unanswerable(held, args.eval_fraction, seed=1, other_article=args.other_article)
 settings = {
     "split": {k: SQUAD_CPU[k] for k in ("eval_fraction", "split_seed")},
     "unanswerable_fraction": args.fraction,
@@ -85,9 +88,9 @@ print(settings, flush=True)
 def scores_of(model):
     feats = featurize_squad(held2, tok, max_len=SQUAD_CPU["max_len"], doc_stride=SQUAD_CPU["doc_stride"])
     start, end = span_logits(model, feats)
-    margins, answers = squad2.question_margins(start, end, feats)
-    scores = squad2.squad2_scores(margins, answers, held2)
-    return margins, squad2.answer_scores(answers, held2), scores, squad2.separations(margins, held2)
+    margins, answers = maker.question_margins(start, end, feats)
+    scores = maker.squad2_scores(margins, answers, held2)
+    return margins, maker.answer_scores(answers, held2), scores, maker.separations(margins, held2)
 
 
 untrained = ckpt.load_model(folder, BertForQuestionAnswering).eval()
@@ -143,8 +146,8 @@ write_json(
     out / squad2.RECORD_FILE,
     {
         "about": "SQuAD 2.0's answer-or-abstain rule on the book's own BERT, with unanswerable questions made "
-        "from SQuAD v1.1 (bertlab.experiments.squad2); scores in percent on the held-out articles",
-        "command": "python scripts/record_squad2.py",
+        "from SQuAD v1.1 (lab.squad2); scores in percent on the held-out articles",
+        "command": " ".join(["python scripts/record_squad2.py", *sys.argv[1:]]),
         "record": run.short_label(),
         "settings": settings,
         "fine_tuned": trained_scores,
@@ -154,12 +157,12 @@ write_json(
         "after_v1_first": v1_first,  # the model after the SQuAD v1.1 stage (None without one)
         "margins": [round(float(m), 3) for m in margins],
         "has_answer": [bool(ex.answers) for ex in held2],
-        "kind": [squad2.kind_of(ex) for ex in held2],
+        "kind": [maker.kind_of(ex) for ex in held2],
         "span_f1": [round(float(f), 4) for f in span_f1],  # each question's best span against its gold answers
         "seconds": round(time.perf_counter() - t0, 1),
         "finetune_seconds": round(result.runs[0].seconds + (v1_first or {}).get("seconds", 0.0), 1),
         "machine": machine(make_runtime("cpu", "auto", distributed=False)),
-        "git_commit": git_commit(),
+        "git_commit": commit,
     },
 )
 print(f"wrote {out}", flush=True)
