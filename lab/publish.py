@@ -21,11 +21,12 @@ from typing import Any
 
 from bertlab.data.records import records_dir
 from bertlab.experiments import reference
+from bertlab.experiments import squad2 as squad2_record
 from bertlab.files import sha256_file
 from bertlab.prose import count
 from bertlab.tasks import get_task
 from lab import ablations_reading as ablations
-from lab import findings, finetune_seeds, pilots, rerun, time_budget
+from lab import findings, finetune_seeds, pilots, rerun, squad2, time_budget
 from lab.finetune_rates import recorded_on
 
 RECORD_FILES = ("reference_run/*.json", "reference_run/*.jsonl")  # not the weights
@@ -227,6 +228,23 @@ def ablations_results() -> dict[str, Any]:
     return out
 
 
+def squad2_results() -> dict[str, Any]:
+    """SQuAD 2.0's record as chapter 13b shows it: whether the book's BERT can abstain (its opening),
+    how the model was fine-tuned, the scores table, the reading under it and the summary line."""
+    rec = squad2_record.load()  # data/squad2/results.json
+    if rec is None:
+        return {}
+    return {
+        "table": {"scores": squad2.scores_table(rec)},
+        "text": {
+            "verdict": squad2.verdict(rec),
+            "settings": squad2.settings_words(rec),
+            "reading": squad2.reading(rec),
+            "summary": squad2.summary(rec),
+        },
+    }
+
+
 # each published file: what computes it and the records (globs under data/) it reads
 PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
     "finetune_seeds": (
@@ -242,6 +260,7 @@ PUBLISHED: dict[str, tuple[Callable[[], dict[str, Any]], tuple[str, ...]]] = {
         time_budget_results,
         (*RECORD_FILES, "pilots/record7*/*.json*", "pilots/record8-*/*.json*"),
     ),
+    "squad2": (squad2_results, ("squad2/results.json",)),
     "ablations": (
         ablations_results,
         (
