@@ -191,23 +191,6 @@ def test_probe_relations_scores_a_head_that_attends_to_the_phrase_head():
     assert res["det_noun"].n == 2 and res["prep_object"].n == 0
 
 
-def test_a_head_is_read_against_the_best_offset_by_its_noise():
-    # 400 pairs: the head right on 240 (60%), the best offset on 200 (50%)
-    r = aa.ProbeResult("det_noun", 400, torch.tensor([[240, 100]]), {-1: 40, 1: 200})
-    g = r.against_offset()
-    se = math.sqrt((0.6 * 0.4 + 0.5 * 0.5) / 400)
-    assert g.gain == pytest.approx(10.0) and g.low == pytest.approx(10.0 - 200 * se)
-    assert g.words == "clear of"  # 10 points against a band of +/- 7.0
-    assert r.against_offset(0, 1).words == "below"  # 25% against 50%
-    small = aa.ProbeResult("det_noun", 40, torch.tensor([[24, 10]]), {1: 20})
-    assert small.against_offset().words == "within the noise of"  # the same 10 points on 40 pairs
-    assert "on 40 pairs" in small.against_offset().how
-    with pytest.raises(ValueError, match="no det_noun pairs"):
-        aa.ProbeResult("det_noun", 0, torch.zeros(1, 2, dtype=torch.long), {1: 0}).against_offset()
-    with pytest.raises(ValueError, match="both the layer and the head"):
-        r.against_offset(0)
-
-
 @pytest.fixture
 def tiny_model():
     torch.manual_seed(0)

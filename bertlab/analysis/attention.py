@@ -38,7 +38,6 @@ from bertlab import checkpoint as ckpt
 from bertlab.hf import is_hf_folder
 from bertlab.model import BertModel
 from bertlab.prose import count, number
-from bertlab.verdict import Reading
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
@@ -346,22 +345,6 @@ class ProbeResult:
 
     def best_head(self) -> tuple[int, int, float]:
         return top_heads(self.head_accuracy, 1)[0]
-
-    def against_offset(self, layer: int | None = None, head: int | None = None) -> Reading:
-        """A head's accuracy (the best head by default) less the best fixed offset's, in points, read
-        by two standard errors of that difference on these n pairs. The errors are taken as if the two
-        were independent: on the same pairs they are correlated, so the band is wider than a paired
-        one, and a head picked as the best of L x A is flattered by the pick, which this does not undo."""
-        if self.n == 0:
-            raise ValueError(f"no {self.relation} pairs were scored: nothing to compare")
-        if (layer is None) != (head is None):
-            raise ValueError("name both the layer and the head, or neither (the best head)")
-        if layer is None:
-            layer, head = self.best_head()[:2]
-        p = float(self.head_accuracy[layer, head])
-        q = self.best_offset[1]
-        se = math.sqrt((p * (1 - p) + q * (1 - q)) / self.n)
-        return Reading.from_noise(100 * (p - q), 100 * se, f"two standard errors on {count(self.n, 'pair')}")
 
 
 def probe_relations(
