@@ -1,63 +1,40 @@
 """Pretraining examples: sentence pairs for next-sentence prediction, stored memory-mapped.
 
-The paper (Devlin et al., 2018, section 3.1 and appendix A.2) pretrains on sequences of up to 512
-tokens cut from *documents* (BooksCorpus and English Wikipedia, whole articles rather than
-shuffled sentences, so that the text is long and contiguous). Each example is
+The paper (section 3.1, appendix A.2) cuts sequences of up to 512 tokens from whole documents:
+[CLS] A [SEP] B [SEP], where B is half of the time the text that follows A (IsNext = 0) and
+otherwise text from another document (NotNext = 1). With probability 0.1 the target length is
+shorter, so the model also sees short inputs like those of fine-tuning. An example is cut as in
+Google's create_pretraining_data:
 
-    [CLS] A [SEP] B [SEP]        segment ids 0 ... 0 1 ... 1
+1. Collect a document's sentences into a chunk until it reaches the target length.
+2. Split the chunk at a random sentence boundary: A before, B after (IsNext). With probability 1/2
+   B is replaced by sentences from another document (NotNext) and the chunk's unused sentences
+   are read again. A lone sentence takes the next one as B; a document's last sentence, alone with
+   an IsNext draw, is dropped (relabelling it NotNext would unbalance the classes).
+3. Cut the longer segment one token at a time until the pair fits ("longest first"): A loses
+   tokens from its start, B from its end, so the seam between them stays intact.
 
-where A is one or more contiguous sentences and B is, half of the time, the text that really
-follows A (label IsNext = 0) and otherwise text from a *different* document (NotNext = 1): the
-"next sentence prediction" (NSP) task. With a small probability (0.1) the target length is
-shorter than max_len, so the model also sees short inputs like those of fine-tuning.
+Without NSP an example is one segment of whole sentences packed up to max_len. With `pairs=True`
+it is still [CLS] A [SEP] B [SEP], B always the text that follows A (no labels), so the masked LM
+alone trains both segment embeddings, which fine-tuning on pairs needs.
 
-How an example is cut (our own reading of the procedure, written from the paper and the logic
-of Google's create_pretraining_data):
+Storage (numpy .npy opened with mmap_mode="r": a batch is one fancy-indexing read):
 
-1. Walk a document's sentences, collecting them into a chunk until it reaches the target length.
-2. Split the chunk at a random sentence boundary: A = the sentences before, B = the rest (IsNext).
-   With probability 1/2 replace B by a span of sentences from another document, starting at a
-   random sentence (NotNext); the sentences of the chunk left unused go back to be read again.
-   The label is drawn first, so the classes stay balanced even when a chunk holds one sentence
-   (we then take the sentence after it as B; a document's last sentence left alone with an
-   IsNext draw has no B and is dropped, and counted, rather than relabelled NotNext).
-3. Cut the longer of A and B one token at a time until [CLS] A [SEP] B [SEP] fits ("longest
-   first"), taking A's tokens from its *start* and B's from its *end*: the seam between A and B
-   stays intact, so an IsNext B really begins with the token that follows A's last one.
+    <dir>/tokens/           the corpus tokenized once
+        tokens.npy              (n_tokens,)      uint16 (vocab < 65536) or int32
+        sentence_starts.npy     (n_sentences+1,) sentence s = tokens[starts[s]:starts[s+1]]
+        document_starts.npy     (n_documents+1,) document d = sentences starts[d]:starts[d+1]
+    <dir>/<examples>/       fixed-size examples cut from it
+        input_ids.npy           (N, T)  [CLS] A [SEP] B [SEP] [PAD]...
+        lengths.npy             (N,)    real tokens; attention_mask = position < length
+        segment_b_start.npy     (N,)    B's first position (= length if no B)
+        nsp_labels.npy          (N,)    0 IsNext, 1 NotNext (NSP only)
+        spans.npy               (N, 4)  sentence ids of A's and B's first/last (-1: none), uncut
 
-Without NSP (the paper's ablation, and RoBERTa's recommendation) an example is one segment:
-contiguous sentences of one document packed up to max_len, never overflowing a sentence boundary
-unless a single sentence is longer than the whole sequence. With `pairs=True` and no NSP it is
-still two segments, [CLS] A [SEP] B [SEP], cut as above but B is always the text that follows A
-(no NotNext draws, no labels): the masked LM alone then trains both rows of the segment
-embedding, which fine-tuning on sentence pairs needs.
-
-Storage (everything numpy .npy, opened with mmap_mode="r", so a corpus far larger than memory
-costs nothing to open and a batch is one fancy-indexing read):
-
-    <dir>/tokens/        the corpus tokenized ONCE (fast batch path):
-        tokens.npy            (n_tokens,)      uint16 (vocab < 65536) or int32
-        sentence_starts.npy   (n_sentences+1,) int64   sentence s = tokens[starts[s]:starts[s+1]]
-        document_starts.npy   (n_documents+1,) int64   document d = sentences starts[d]:starts[d+1]
-        meta.json             tokenizer fingerprint and size, corpus checksum, document ids, counts
-    <dir>/<examples>/     fixed-size examples built from it:
-        input_ids.npy         (N, T)  [CLS] A [SEP] B [SEP] [PAD]...
-        lengths.npy           (N,)    real tokens; attention_mask = position < length
-        segment_b_start.npy   (N,)    position of B's first token (= length if no B);
-                                      token_type_ids = segment_b_start <= position < length
-        nsp_labels.npy        (N,)    0 IsNext, 1 NotNext (NSP only)
-        spans.npy             (N, 4)  sentence ids of A's first/last and B's first/last (-1: none),
-                                      before truncation (A may have lost tokens from its start,
-                                      B or a single segment from its end)
-        meta.json             everything above plus max_len, nsp, seed, short_seq_prob, counts
-
-Epochs. Masking is dynamic: `bertlab.data.masking.MaskedLMCollator` draws new masks for every batch,
-so a second pass over the same examples sees different masks. The *pairings* (where A ends,
-which document a NotNext B comes from) are fixed when the arrays are built; `dupe_factor` > 1
-builds that many differently-cut copies up front (Google's released pipeline used 10, giving
-its multi-epoch runs new pairs and, there, new static masks). We choose build-once-and-reuse: the arrays are cheap to
-rebuild, but a run that resumes must see exactly the data it saw before, and fixed arrays on disk
-make that trivial.
+Each folder's meta.json, written last, records the tokenizer, the corpus checksum, the settings
+and counts. Masks are drawn anew for every batch (`bertlab.data.masking`), but the pairings are
+fixed when the arrays are built (`dupe_factor` > 1 builds several differently-cut copies), so a
+resumed run sees exactly the data it saw before.
 """
 
 from __future__ import annotations
@@ -82,10 +59,6 @@ IS_NEXT, NOT_NEXT = 0, 1
 class DocumentLike(Protocol):
     id: Any
     sentences: Sequence[str]
-
-
-def _dtype_for(vocab_size: int) -> np.dtype:
-    return np.dtype(np.uint16) if vocab_size < 65536 else np.dtype(np.int32)
 
 
 def corpus_checksum(documents: Sequence[DocumentLike]) -> str:
@@ -121,9 +94,7 @@ def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Pa
         )
 
 
-# ------------------------------------------------------------------------------------------------
-# Stage 1: tokenize the corpus once
-# ------------------------------------------------------------------------------------------------
+# --- Stage 1: tokenize the corpus once ---
 @dataclass
 class TokenizedCorpus:
     """A corpus as one flat token array plus sentence and document boundaries (memory-mapped)."""
@@ -145,9 +116,6 @@ class TokenizedCorpus:
     @property
     def n_tokens(self) -> int:
         return len(self.tokens)
-
-    def sentence(self, s: int) -> np.ndarray:
-        return self.tokens[self.sentence_starts[s] : self.sentence_starts[s + 1]]
 
     def document_of_sentence(self, s: int | np.ndarray) -> np.ndarray:
         return np.searchsorted(self.document_starts, s, side="right") - 1
@@ -172,16 +140,15 @@ def tokenize_corpus(
     directory: str | Path,
     batch_sentences: int = 20_000,
 ) -> TokenizedCorpus:
-    """Tokenize every sentence of every document once (no special tokens) with the fast batch
-    path, and store the result as flat memory-mapped arrays in `directory`. Sentences that give no
-    tokens (whitespace, control characters) and documents left empty are dropped and counted."""
+    """Tokenize every sentence once (no special tokens) into flat arrays in `directory`. Sentences
+    that give no tokens and documents left empty are dropped and counted."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     documents = list(documents)
     if not documents:
         raise ValueError("tokenize_corpus got no documents")
     t0 = time.perf_counter()
-    dtype = _dtype_for(tokenizer.vocab_size)
+    dtype = np.dtype(np.uint16 if tokenizer.vocab_size < 65536 else np.int32)
     flat = [s for doc in documents for s in doc.sentences]
     per_doc = [len(doc.sentences) for doc in documents]
     lengths = np.empty(len(flat), dtype=np.int64)
@@ -224,12 +191,10 @@ def tokenize_corpus(
     return TokenizedCorpus.load(directory)
 
 
-# ------------------------------------------------------------------------------------------------
-# Stage 2: cut examples
-# ------------------------------------------------------------------------------------------------
+# --- Stage 2: cut examples ---
 def _truncate_pair(la: int, lb: int, budget: int) -> tuple[int, int]:
-    """Longest first: take one token at a time from the longer segment (B on a tie) until
-    la + lb <= budget; returns the kept lengths. Closed form of that loop."""
+    """Longest first: the lengths kept after taking one token at a time from the longer segment
+    (B on a tie) until la + lb <= budget, in closed form."""
     excess = la + lb - budget
     if excess <= 0:
         return la, lb
@@ -253,9 +218,8 @@ def _cut_document(
     dropped: list,
     pairs: bool = False,
 ) -> None:
-    """Append (a0, a1, b0, b1, label) sentence spans (inclusive; b = -1 for a single segment) for
-    one document to `out`, and the ids of sentences left out to `dropped`. With `pairs` (and no
-    NSP) every example is an IsNext pair."""
+    """Append one document's examples to `out` as (a0, a1, b0, b1, label) inclusive sentence spans
+    (b = -1: a single segment), and the sentences left out to `dropped`."""
     s0, s1 = int(corpus.document_starts[d]), int(corpus.document_starts[d + 1])
     n_docs = corpus.n_documents
 
@@ -266,7 +230,7 @@ def _cut_document(
     start, length, i = s0, 0, s0
     while i < s1:
         if not nsp and not pairs:
-            # pack whole sentences while they fit; a lone over-long sentence is truncated later
+            # whole sentences while they fit; a lone over-long sentence is cut later
             if length > 0 and length + lengths[i] > goal:
                 out.append((start, i - 1, -1, -1, -1))
                 start, length, goal = i, 0, target()
@@ -282,8 +246,8 @@ def _cut_document(
             if is_next and i == start:  # one sentence: B is the sentence after it, if any
                 if i + 1 < s1:
                     i += 1
-                else:  # the document's last sentence, alone: no B exists; flipping the label
-                    dropped.append(i)  # to NotNext would unbalance the classes, so leave it out
+                else:  # the document's last sentence, alone: no B (see the module docstring)
+                    dropped.append(i)
                     break
             n = i + 1 - start
             a_end = start + (int(rng.integers(1, n)) if n >= 2 else 1)  # first sentence not in A
@@ -319,10 +283,8 @@ def build_examples(
     pad_id: int = 0,
     pairs: bool = False,
 ) -> "PretrainingDataset":
-    """Cut fixed-size examples of max_len tokens from a tokenized corpus and store them in
-    `directory` (memory-mapped .npy + meta.json). Deterministic given `seed`. `pairs` (only
-    without NSP): two segments per example, B the text that follows A.
-    cls_id, sep_id, pad_id: the tokenizer's (prepare_pretraining_data passes them)."""
+    """Cut examples of max_len tokens from `corpus` into `directory`, deterministically given
+    `seed`. `pairs` (without NSP): two segments, B the text that follows A."""
     directory = Path(directory)
     t0 = time.perf_counter()
     if cls_id is None or sep_id is None:
@@ -358,8 +320,7 @@ def build_examples(
     spans_arr = np.asarray(spans, dtype=np.int64)  # (N, 5)
     N = len(spans_arr)
 
-    # Token extents of A and B, then the longest-first cut: A keeps its end, B its start (with NSP);
-    # a single segment keeps its start.
+    # Token extents of A and B, then the longest-first cut: A keeps its end, B and a single segment their start.
     st = np.asarray(corpus.sentence_starts)
     a_end, a_len = st[spans_arr[:, 1] + 1], st[spans_arr[:, 1] + 1] - st[spans_arr[:, 0]]
     has_b = spans_arr[:, 2] >= 0
@@ -433,13 +394,10 @@ def build_examples(
     return PretrainingDataset(directory)
 
 
-# ------------------------------------------------------------------------------------------------
-# Reading: a Dataset over the memmaps, and a resumable batch iterator
-# ------------------------------------------------------------------------------------------------
+# --- Reading: a Dataset over the memmaps, and a resumable batch iterator ---
 class PretrainingDataset(torch.utils.data.Dataset):
     """Examples built by `build_examples`, memory-mapped. `ds[i]` is one unmasked example:
-    input_ids, token_type_ids, attention_mask (T,) long, and nsp_label () long when NSP is on.
-    `ds.get_batch(indices)` reads many at once (one fancy-indexing read, vectorised masks)."""
+    input_ids, token_type_ids, attention_mask (T,) and nsp_label () when NSP is on."""
 
     def __init__(self, directory: str | Path, tokenizer: WordPieceTokenizer | None = None):
         self.directory = Path(directory)
@@ -512,16 +470,11 @@ class PretrainingDataset(torch.utils.data.Dataset):
 
 
 class PretrainingBatches:
-    """An endless, resumable stream of masked pretraining batches.
+    """An endless, resumable stream of masked batches: each epoch visits every example once, in an
+    order shuffled by (seed, epoch). `state_dict()` holds the epoch, the batch index and the
+    collator's RNG state, so a resumed run draws exactly the batches and masks it would have."""
 
-    Each epoch visits every example once in an order shuffled by (seed, epoch); each batch is a
-    fancy-indexing read of the memmaps followed by the collator's vectorised masking. The stream
-    never ends by itself: the training loop stops after its number of steps. `state_dict()` holds
-    the epoch, the batch index within it and the collator's RNG state, so `load_state_dict`
-    resumes with exactly the batches (and masks) an uninterrupted run would have drawn.
-    """
-
-    def __init__(self, dataset: PretrainingDataset, batch_size: int, collator, seed: int = 0, shuffle: bool = True):
+    def __init__(self, dataset: PretrainingDataset, batch_size: int, collator, seed: int = 0):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if len(dataset) < batch_size:
@@ -534,7 +487,7 @@ class PretrainingBatches:
                 f"or a smaller max_len (or dupe_factor > 1)."
             )
         self.dataset, self.batch_size, self.collator = dataset, batch_size, collator
-        self.seed, self.shuffle = seed, shuffle
+        self.seed = seed
         self.epoch, self.index = 0, 0
         self._order: np.ndarray | None = None
         self._order_epoch = -1
@@ -545,10 +498,7 @@ class PretrainingBatches:
 
     def _epoch_order(self) -> np.ndarray:
         if self._order_epoch != self.epoch:
-            n = len(self.dataset)
-            self._order = (
-                np.random.default_rng([self.seed, self.epoch]).permutation(n) if self.shuffle else np.arange(n)
-            )
+            self._order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.dataset))
             self._order_epoch = self.epoch
         return self._order
 
@@ -584,28 +534,21 @@ class PretrainingBatches:
 
 
 class PhasedBatches:
-    """Batches from one stream per phase, one after the other: the first `ends[0]` batches from
-    `streams[0]`, then `streams[1]` until `ends[1]` batches have been drawn in all, and so on; the
-    last stream never ends. The paper's 90% of the steps at 128 tokens, then 10% at 512, is two
-    streams of different sequence lengths (and batch sizes).
+    """One stream per phase: batches from `streams[0]` until `ends[0]` have been drawn in all, then
+    from `streams[1]` until `ends[1]`, and so on; the last never ends. The paper's 90% of the steps
+    at 128 tokens, then 10% at 512, is two streams.
 
-    `set_ends` moves the boundaries while the run goes (a run limited by time learns its number
-    of steps as it measures its speed); a phase once begun is never left for an earlier one, even
-    if the boundaries move back past it (a time budget that finds the longer sequences slower
-    re-estimates fewer steps, which moved the boundary behind a run already past it).
-    `state_dict()` holds how many batches were drawn, the phase reached, the boundaries and every
-    stream's own state, so a resumed run goes on in the same phase at the same batch, across a
-    phase boundary too."""
+    `set_ends` moves the boundaries during a run (a run limited by time learns its number of steps
+    as it goes); a phase once begun is never left for an earlier one. `state_dict()` resumes in the
+    same phase at the same batch."""
 
-    def __init__(self, streams: Sequence["PretrainingBatches"], ends: Sequence[int] | None = None):
+    def __init__(self, streams: Sequence["PretrainingBatches"]):
         if not streams:
             raise ValueError("PhasedBatches needs at least one stream")
         self.streams = list(streams)
         self.drawn = 0
         self.reached = 0  # the phase of the last batch drawn: later batches come from it or a later one
         self.ends: list[int] | None = None
-        if ends is not None:
-            self.set_ends(ends)
 
     def set_ends(self, ends: Sequence[int]) -> None:
         ends = [int(e) for e in ends]
@@ -615,8 +558,7 @@ class PhasedBatches:
 
     @property
     def phase(self) -> int:
-        """The phase of the next batch (before any boundary is set: the first); never one before the
-        phase of the last batch drawn."""
+        """The phase of the next batch: the first until boundaries are set, never an earlier one."""
         return max(self._due(self.drawn), self.reached)
 
     def _due(self, n: int) -> int:
@@ -652,13 +594,11 @@ class PhasedBatches:
         self.drawn = int(state["drawn"])
         if state["ends"] is not None:
             self.set_ends(state["ends"])
-        # checkpoints written before `reached` was kept: the phase their boundaries gave the last batch
+        # a checkpoint without `reached`: the phase its boundaries gave the last batch
         self.reached = int(state.get("reached", self._due(self.drawn - 1) if self.drawn else 0))
 
 
-# ------------------------------------------------------------------------------------------------
-# One call from documents to a dataset, with caching
-# ------------------------------------------------------------------------------------------------
+# --- One call from documents to a dataset, with caching ---
 def prepare_pretraining_data(
     documents: Sequence[DocumentLike],
     tokenizer: WordPieceTokenizer,
@@ -672,8 +612,7 @@ def prepare_pretraining_data(
 ) -> PretrainingDataset:
     """Tokenize `documents` into <directory>/tokens and cut examples into
     <directory>/examples_T{max_len}_{nsp|pairs|nonsp}_s{seed}_d{dupe_factor}; each stage is reused
-    when its meta.json says it was built from the same text (checksum) with the same tokenizer.
-    `pairs`: without NSP, two segments per example anyway (see the module docstring)."""
+    when its meta.json says it was built from the same text with the same tokenizer."""
     directory = Path(directory)
     documents = list(documents)
     checksum = corpus_checksum(documents)
@@ -716,10 +655,8 @@ def prepare_pretraining_data(
 def unigram_log_probs(
     dataset: PretrainingDataset, vocab_size: int, exclude: Sequence[int] = (), smoothing: float = 1.0
 ) -> torch.Tensor:
-    """log p(token) over the real tokens of `dataset`'s examples (add-`smoothing` counts, so unseen
-    pieces get a finite value; ids in `exclude`, the special tokens, get -1e4: the MLM never has to
-    predict them). Used to start the MLM output bias where a model that knows nothing but word
-    frequencies would be, instead of at the uniform guess log(1/V)."""
+    """(V,) log p(token) over the dataset's real tokens, add-`smoothing` counts; ids in `exclude`
+    get -1e4. Starts the MLM output bias at word frequencies instead of the uniform log(1/V)."""
     counts = np.zeros(vocab_size, dtype=np.float64)
     for start in range(0, len(dataset), 8192):
         ids = np.asarray(dataset.input_ids[start : start + 8192], dtype=np.int64)
