@@ -1,39 +1,25 @@
 """Fine-tuning tasks: from a dataset's examples to model batches, and from outputs to scores.
 
 BERT is fine-tuned the same way for every task (Devlin et al., 2018, section 4 and Figure 4): the
-input is packed as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids 0 for A and 1 for
-B, and one small output layer is added on top. Only the *features* (how text becomes ids and
-labels) and the *metric* change from task to task. This module holds
-
-    classification features   SST-2 (one sentence) and MRPC, RTE (a pair), truncated longest-first
-    the task table            TASKS / get_task(name): how to read, featurize, collate and score
-                              "sst2", "mrpc", "rte", "squad" and "conll2003"
-
-The pieces every task shares (the tokenizer interface `fast_tokenizer`, `Features`: a dataset of
-featurized examples plus a report of what was cut, skipped or repaired, `collate`: dynamic
-padding, the forward loop `predict_batches`) are in bertlab.tasks.inputs. Span QA (SQuAD) lives in
-bertlab.tasks.squad and token classification (CoNLL-2003 NER) in bertlab.tasks.ner; the scores are in
-bertlab.tasks.metrics. The imports go one way: task_inputs <- squad, ner <- tasks.
-
-A training loop uses a task like this:
+input is packed as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, segment ids 0 for A and 1 for B,
+and one small output layer is added on top. Only the features and the metric change. This module
+holds sentence (pair) classification and the task table, `get_task(name)`:
 
     task = get_task("mrpc")
     train = task.featurize(task.load("train"), tokenizer, max_len=128)
     model = task.build_model(config)                         # BertForSequenceClassification
-    loader = DataLoader(train, batch_size=32, shuffle=True, collate_fn=task.collate)
-    for batch in loader:
+    for batch in DataLoader(train, batch_size=32, shuffle=True, collate_fn=task.collate):
         loss = model(**batch).loss                           # batch holds labels=...
     dev = task.featurize(task.load("dev"), tokenizer, max_len=128)
-    outs = [task.gather(model(**b)) for b in DataLoader(dev, 64, collate_fn=task.collate)]
-    task.evaluate(outs, dev)                                 # {"accuracy": ..., "f1": ...}
+    task.evaluate(task.predict(model, dev), dev)             # {"f1": ..., "accuracy": ...}
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -67,11 +53,8 @@ from bertlab.tasks.squad import evaluate_squad, featurize_squad, gather_span_log
 # Sequence classification: one sentence (SST-2) or a pair (MRPC, RTE)
 # ------------------------------------------------------------------------------------------------
 def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int, int]:
-    """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens: remove one token
-    at a time from the end of the longer text (from B on a tie), as BERT's released code does. A
-    short sentence is kept whole and the long one pays. (The `tokenizers` library's
-    "longest_first" breaks ties the other way, so the two can differ by one token moved from A
-    to B.)"""
+    """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens: one token at a
+    time from the end of the longer text (from B on a tie), as BERT's released code does."""
     while len_a + len_b > max_tokens:
         if len_a > len_b:
             len_a -= 1
@@ -81,8 +64,7 @@ def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int
 
 
 def pack(ids_a: Sequence[int], ids_b: Sequence[int] | None, special: SpecialIds) -> tuple[list, list]:
-    """[CLS] A [SEP] (B [SEP]) and the segment ids: 0 for [CLS], A and its [SEP]; 1 for B and
-    the final [SEP]."""
+    """[CLS] A [SEP] (B [SEP]) and the segment ids: 0 up to the first [SEP], 1 after it."""
     input_ids = [special.cls, *ids_a, special.sep]
     token_type_ids = [0] * len(input_ids)
     if ids_b is not None:
@@ -112,12 +94,9 @@ def featurize_classification(
     label_names: Sequence[str] = ("0", "1"),
     task: str = "classification",
 ) -> Features:
-    """Features for single-text or pair classification.
-
-    Each example gives its text(s) by `text_fields` (one field: single text, two: a pair) and an
-    optional `label` (a label name or index; None for unlabelled test data). The texts are
-    tokenized without special tokens, cut longest-first to max_len - 2 (one text) or max_len - 3
-    (a pair), and packed as [CLS] A [SEP] (B [SEP]). Items: input_ids, token_type_ids, labels."""
+    """Features for single-text or pair classification: items input_ids, token_type_ids and
+    labels. `text_fields` names one text or a pair; `label` is a name or an index, absent or None
+    for unlabelled data. The texts are cut longest-first to fit max_len with the special tokens."""
     if len(text_fields) not in (1, 2):
         raise ValueError(f"text_fields names one text or a pair, got {list(text_fields)}")
     pair = len(text_fields) == 2
@@ -144,7 +123,7 @@ def featurize_classification(
     locations: dict[str, list] = {"empty_texts": [], "truncated": []}  # the first 20 example ids
     items = []
     for i, ex in enumerate(examples):
-        where = example_field(ex, "id") if _has(ex, "id") else i
+        where = example_field(ex, "id", i)
         ids_a = encoded[0][i].ids
         ids_b = encoded[1][i].ids if pair else []
         if not ids_a or (pair and not ids_b):
@@ -157,7 +136,7 @@ def featurize_classification(
             report["tokens_cut"] += cut
             locations["truncated"].append(where)
         input_ids, token_type_ids = pack(ids_a[:keep_a], ids_b[:keep_b] if pair else None, special)
-        label = _label_id(example_field(ex, "label") if _has(ex, "label") else None, label_names, f"{task} example {i}")
+        label = _label_id(example_field(ex, "label", None), label_names, f"{task} example {i}")
         if label is None:
             report["unlabelled"] += 1
         item = {
@@ -171,35 +150,21 @@ def featurize_classification(
     return Features(task, items, examples, report, meta={"pad_id": special.pad})
 
 
-def _has(example: Any, name: str) -> bool:
-    return name in example if isinstance(example, dict) else hasattr(example, name)
-
-
 # ------------------------------------------------------------------------------------------------
 # The task table
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class Task:
-    """One fine-tuning task, with a uniform interface for training loops.
-
-    name         "sst2", "mrpc", "rte", "squad" or "conll2003"
-    kind         "classification" (one label per input), "span" (start/end of an answer) or
-                 "token" (one label per word)
-    label_names  the classes, index = label id (empty for span QA)
-    metrics      names of the scores `evaluate` returns, the first being the one to select on
-    max_len      the usual sequence length for this task
-    splits       the splits `load` can read from the local mirror
-    """
+    """One fine-tuning task, with a uniform interface for training loops."""
 
     name: str
-    kind: str
-    label_names: tuple[str, ...]
-    metrics: tuple[str, ...]
+    kind: str  # "classification" (a label per input), "span" (an answer's start/end), "token"
+    label_names: tuple[str, ...]  # index = label id (empty for span QA)
+    metrics: tuple[str, ...]  # what `evaluate` returns, the first the one to select on
     max_len: int
-    splits: tuple[str, ...]
+    splits: tuple[str, ...]  # what `load` can read from the local mirror
     description: str
     text_fields: tuple[str, ...] = ()
-    reader: Callable[[str], tuple[list, Any]] | None = field(default=None, repr=False)
 
     @property
     def num_labels(self) -> int:
@@ -227,10 +192,8 @@ class Task:
         return self.model_class(config, **self.model_kwargs)
 
     def from_pretrained(self, source: Any, **kwargs: Any) -> torch.nn.Module:
-        """The task's model with its encoder from pretrained weights: a bertlab model folder (the
-        book's record, `<run>/final`, a checkpoint) or Hugging Face-format weights (a folder, a
-        state dict, a hub name; see bertlab.hf); the new output layer is freshly initialised.
-        kwargs go to `from_hf` (config=..., strict=...) for Hugging Face weights."""
+        """The task's model, its encoder from a bertlab model folder or Hugging Face-format weights
+        (a folder, a state dict, a hub name; kwargs go to `from_hf`), a fresh output layer."""
         folder = Path(source) if isinstance(source, (str, Path)) else None
         if folder is not None and (folder / "config.json").is_file() and not is_hf_folder(folder):
             if kwargs:
@@ -240,22 +203,19 @@ class Task:
 
     # --- data ---------------------------------------------------------------------------------
     def load(self, split: str, with_report: bool = False) -> Any:
-        """The examples of one split ("train", "dev", "test"), read by bertlab.data.task_data from the
-        dataset mirror (or cache). with_report=True returns (examples, LoadReport): the rows the
-        reader skipped, with file, line and reason."""
+        """The examples of one split, read by bertlab.data.task_data; with_report=True returns
+        (examples, LoadReport), the rows the reader skipped and why."""
         split = _SPLIT_ALIASES.get(split, split)
         if split not in self.splits:
             raise ValueError(
                 f"task {self.name!r} has no split {split!r} in the local mirror; available: {list(self.splits)}"
             )
-        if self.reader is None:
-            raise RuntimeError(f"task {self.name!r} has no reader")
-        examples, report = self.reader(split)
+        read = getattr(task_data, f"read_{self.name}")
+        examples, report = read(_FILE_SPLITS.get(self.name, {}).get(split, split))
         return (examples, report) if with_report else examples
 
     def featurize(self, examples: Sequence[Any], tokenizer: Any, max_len: int | None = None, **kwargs: Any) -> Features:
-        """Examples -> Features (a torch Dataset of dicts; `.report` says what was cut or
-        repaired). kwargs go to the task's featurizer (SQuAD: doc_stride, max_query_len)."""
+        """Examples -> Features; kwargs go to the task's featurizer (SQuAD: doc_stride, ...)."""
         max_len = max_len or self.max_len
         if self.kind == "classification":
             return featurize_classification(
@@ -271,27 +231,23 @@ class Task:
 
     # --- evaluation ---------------------------------------------------------------------------
     def predict(self, model: torch.nn.Module, features: Features, batch_size: int = 128, rt: Any = None) -> list:
-        """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
-        and return the `gather` of every batch: what `evaluate` takes. With `rt` (a bertlab
-        Runtime) batches go to its device under its autocast; without, to the model's device."""
+        """The `gather` of every batch, in order, in eval mode: what `evaluate` takes (see
+        bertlab.tasks.inputs.predict_batches)."""
         return predict_batches(model, features, self.gather, batch_size, rt)
 
     def gather(self, output: Any) -> Any:
-        """What evaluation needs from one batch's model output, detached on the CPU: the logits
-        (classification, token), or (start_logits, end_logits) (span). Keep a list of these, in
-        the dataset's order (no shuffling), and pass it to `evaluate`."""
+        """What evaluation needs of one batch's output, on the CPU: the logits, or (start_logits,
+        end_logits) for spans."""
         if self.kind == "span":
             return gather_span_logits(output)
         return detach_cpu(output.logits)
 
     def evaluate(self, outputs: Any, features: Features, **kwargs: Any) -> dict:
-        """Scores (percentages, as the paper reports them) of the predictions for `features`.
+        """Scores (percentages) of the predictions for `features`, keyed by `self.metrics`.
 
-        outputs: a list of `gather(...)` results (one per batch, in order), or the model outputs
-        themselves, or already concatenated arrays: logits (N, K) or predicted label ids (N,) for
-        classification; logits (N, T, K) or label ids (N, T) for tokens; a pair
-        (start_logits (N, T), end_logits (N, T)) for spans. Returns a dict; the first metric in
-        `self.metrics` is the one to select checkpoints on. Span QA takes max_answer_length."""
+        outputs: the `gather` of every batch in order (or the model outputs), or concatenated
+        logits / label ids: (N, K) or (N,) for classification, (N, T, K) or (N, T) for tokens,
+        (start_logits, end_logits) (N, T) each for spans (which take max_answer_length)."""
         if self.kind == "span":
             start, end = stack_span_logits(outputs)
             return evaluate_squad(start, end, features, **kwargs)
@@ -305,8 +261,7 @@ class Task:
         return {m: scores[m] for m in self.metrics}
 
     def confusion(self, outputs: Any, features: Features) -> list[list[int]]:
-        """A classification task's confusion matrix for `features` (outputs as `evaluate` takes
-        them): rows the gold label, columns the predicted one, in the order of `label_names`."""
+        """Confusion matrix (rows gold, columns predicted) of a classification task's outputs."""
         if self.kind != "classification":
             raise ValueError(f"{self.name} is a {self.kind} task; a confusion matrix is for classification")
         preds, gold = self._predicted_and_gold(self._stacked(outputs, fill=0.0), features)
@@ -333,26 +288,8 @@ class Task:
         return torch.cat(parts, dim=0)
 
 
-# Split names as the files in the mirror call them (CoNLL's dev file is "valid.txt").
 _SPLIT_ALIASES = {"validation": "dev", "valid": "dev", "eval": "dev"}
-_FILE_SPLITS = {"conll2003": {"dev": "valid"}}
-
-
-def _reader(name: str) -> Callable[[str], tuple[list, Any]]:
-    """Read a split with bertlab.data.task_data (checksummed files from the local mirror, the cache or
-    the network): returns (examples, LoadReport)."""
-
-    def read(split: str) -> tuple[list, Any]:
-        fn = {
-            "sst2": task_data.read_sst2,
-            "mrpc": task_data.read_mrpc,
-            "rte": task_data.read_rte,
-            "squad": task_data.read_squad,
-            "conll2003": task_data.read_conll2003,
-        }[name]
-        return fn(_FILE_SPLITS.get(name, {}).get(split, split))
-
-    return read
+_FILE_SPLITS = {"conll2003": {"dev": "valid"}}  # CoNLL's dev file is valid.txt
 
 
 CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
@@ -367,7 +304,6 @@ TASKS: dict[str, Task] = {
         ("train", "dev", "test"),
         "Stanford Sentiment Treebank: is a movie-review sentence positive or negative? One sentence.",
         ("sentence",),
-        _reader("sst2"),
     ),
     "mrpc": Task(
         "mrpc",
@@ -378,7 +314,6 @@ TASKS: dict[str, Task] = {
         ("train", "dev", "test"),
         "Microsoft Research Paraphrase Corpus: do two news sentences say the same thing? A pair.",
         ("text_a", "text_b"),
-        _reader("mrpc"),
     ),
     "rte": Task(
         "rte",
@@ -389,7 +324,6 @@ TASKS: dict[str, Task] = {
         ("train", "dev", "test"),
         "Recognizing Textual Entailment: does the first text entail the second? A pair.",
         ("text_a", "text_b"),
-        _reader("rte"),
     ),
     "squad": Task(
         "squad",
@@ -401,7 +335,6 @@ TASKS: dict[str, Task] = {
         "SQuAD v1.1: find the answer to a question as a span of a Wikipedia paragraph. "
         "Only the dev split is in the local mirror.",
         (),
-        _reader("squad"),
     ),
     "conll2003": Task(
         "conll2003",
@@ -412,7 +345,6 @@ TASKS: dict[str, Task] = {
         ("train", "dev", "test"),
         "CoNLL-2003 English named entities (PER, ORG, LOC, MISC), IOB2 tags, scored by entity-level F1.",
         (),
-        _reader("conll2003"),
     ),
 }
 
@@ -433,14 +365,12 @@ def trivial_baseline(
     train: Sequence[Any] | None = None,
     dev: Sequence[Any] | None = None,
 ) -> dict[str, float]:
-    """What a model that ignores its input scores on the task's dev set, in points: the floor a
-    fine-tuned model has to clear before its score says anything.
+    """What a model that ignores its input scores on dev, in points: the floor to clear.
 
-    Sentence (pair) classification: `accuracy` of always answering the most common label of the
-    first `train_examples` training examples, and `f1` of always answering label 1 (for MRPC, every
-    pair a paraphrase: F1 = 2p / (p + n), p positives among n). CoNLL-2003: `f1` 0 (no entity
-    predicted finds none). SQuAD: {} (no input-free answer; its floor is the from-scratch model).
-    `train` / `dev`: the examples to use instead of the task's splits."""
+    Classification: `accuracy` of always answering the most common label of the first
+    `train_examples` training examples, and `f1` of always answering 1 (2p / (p + n), p positives
+    among n). CoNLL-2003: `f1` 0. SQuAD: {} (no input-free answer). `train` / `dev` replace the
+    task's splits."""
     task = get_task(task_name)
     if task.kind == "token":
         return {"f1": 0.0}

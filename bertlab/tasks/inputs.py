@@ -1,25 +1,10 @@
 """The inputs every fine-tuning task shares: tokenizer, examples, features, batches, outputs.
 
-bertlab.tasks (sentence classification and the task table), bertlab.tasks.squad (span QA) and
-bertlab.tasks.ner (token classification) all turn examples into model inputs the same way and read the
-model's outputs back the same way. The shared pieces live here, below all three (task_inputs <-
-squad, ner <- tasks), so that none of them has to reach up into another:
-
-    fast_tokenizer      the `tokenizers.Tokenizer` behind any of our tokenizers; every
-                        featurizer works from its fast batch encodings (ids, character offsets,
-                        word ids)
-    SpecialIds          the ids of [CLS], [SEP], [PAD] and [UNK]
-    encode_texts        fast batch encoding without special tokens
-    example_field       example.name or example[name]: examples may be dataclasses, named
-                        tuples or dicts
-    Features            a dataset of featurized examples plus a report of what was cut, skipped
-                        or repaired (nothing is dropped silently)
-    collate             dynamic padding: a batch is padded to its own longest sequence
-    length_grouped_batches, LengthGroupedSampler
-                        random batches of similar lengths, so that dynamic padding pads little
-    predict_batches     one forward loop of a model over Features, in order, in eval mode
-    detach_cpu          a batch's outputs detached on the CPU
-    stack_ragged        batches of outputs with different lengths, concatenated
+Sentence classification (bertlab.tasks), span QA (bertlab.tasks.squad) and token classification
+(bertlab.tasks.ner) all build on this module, which knows no task. Every featurizer works from the
+fast batch encodings of a `tokenizers.Tokenizer` (ids, character offsets, word ids) and returns
+`Features`: the model inputs plus a report of what was cut, skipped or repaired, so that nothing is
+dropped silently. `collate` pads each batch to its own longest sequence.
 """
 
 from __future__ import annotations
@@ -35,7 +20,6 @@ from tokenizers import Tokenizer
 
 from bertlab.model import IGNORE_INDEX
 
-# The label keys a collated batch may hold, named as the models' forward arguments.
 LABEL_KEYS = ("labels", "start_positions", "end_positions")
 
 
@@ -43,13 +27,9 @@ LABEL_KEYS = ("labels", "start_positions", "end_positions")
 # The tokenizer interface
 # ------------------------------------------------------------------------------------------------
 def fast_tokenizer(tokenizer: Any) -> Tokenizer:
-    """The `tokenizers.Tokenizer` behind `tokenizer`, with no truncation and no padding.
-
-    Accepts a bertlab `WordPieceTokenizer` (its `.backend`), a `tokenizers.Tokenizer`, a
-    transformers fast tokenizer (its `.backend_tokenizer`) or a path to a tokenizer.json. The
-    featurizers encode WITHOUT special tokens and add [CLS]/[SEP] themselves, so that they decide
-    where to cut; a backend configured to truncate or pad (a tokenizer.json may carry such
-    settings) is copied and the copy's settings turned off, never the caller's object."""
+    """The `tokenizers.Tokenizer` behind a WordPieceTokenizer, a transformers fast tokenizer or a
+    tokenizer.json path, with no truncation and no padding (on a copy where it had them): the
+    featurizers add [CLS]/[SEP] themselves and decide where to cut."""
     if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
         backend = Tokenizer.from_file(str(tokenizer))
     elif isinstance(tokenizer, Tokenizer):
@@ -89,32 +69,29 @@ class SpecialIds:
 
 
 def encode_texts(backend: Tokenizer, texts: Sequence[str]) -> list:
-    """Fast batch encoding of many texts, no special tokens: one `tokenizers.Encoding` each, with
-    `.ids`, `.offsets` (character spans into the text) and `.word_ids`."""
+    """One `tokenizers.Encoding` per text (.ids, .offsets, .word_ids), no special tokens."""
     return backend.encode_batch(list(texts), add_special_tokens=False)
 
 
-# ------------------------------------------------------------------------------------------------
-# Examples
-# ------------------------------------------------------------------------------------------------
-def example_field(example: Any, name: str) -> Any:
-    """example.name or example[name]: examples may be dataclasses, named tuples or dicts."""
+_MISSING = object()
+
+
+def example_field(example: Any, name: str, default: Any = _MISSING) -> Any:
+    """example.name or example[name] (dataclasses, named tuples or dicts); `default` if absent."""
     if isinstance(example, dict):
-        return example[name]
-    return getattr(example, name)
+        return example[name] if default is _MISSING or name in example else default
+    return getattr(example, name) if default is _MISSING else getattr(example, name, default)
 
 
 # ------------------------------------------------------------------------------------------------
 # Features: a dataset with a report, and its batches
 # ------------------------------------------------------------------------------------------------
 class Features(torch.utils.data.Dataset):
-    """Featurized examples, one dict per model input sequence (`items`), for a DataLoader.
+    """Featurized examples, one dict of numpy arrays / ints per model input (`items`).
 
-    `report` counts everything the featurizer had to decide about: sequences truncated,
-    texts that were empty, answers that do not occur in their context, sentences split into
-    windows... `examples` keeps the original examples (evaluation maps predictions back to them).
-    `meta` holds task-specific arrays for evaluation (for SQuAD: each window's token -> character
-    map). Items are dicts of numpy arrays / ints; `collate` turns a list of them into tensors."""
+    `report` counts what the featurizer had to decide (truncations, empty texts, answers not
+    found, windows...); `examples` keeps the originals, which evaluation maps predictions back to;
+    `meta` holds task-specific arrays for evaluation (SQuAD: each token's character span)."""
 
     def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict, meta: dict | None = None):
         self.task = task
@@ -130,7 +107,7 @@ class Features(torch.utils.data.Dataset):
         return self.items[i]
 
     def lengths(self) -> np.ndarray:
-        """Sequence length of every item (for length-bucketed batching)."""
+        """Sequence length of every item."""
         return np.array([len(it["input_ids"]) for it in self.items], dtype=np.int64)
 
     def __repr__(self) -> str:
@@ -141,13 +118,10 @@ class Features(torch.utils.data.Dataset):
 
 
 def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | None = None) -> dict:
-    """Dynamic padding: pad every sequence of the batch to the batch's longest (rounded up to a
-    multiple of `pad_to_multiple_of` if given: friendlier to GPUs and torch.compile).
-
-    Returns long tensors: input_ids, token_type_ids, attention_mask (1 = real token, 0 = pad),
-    and whichever labels the items carry: `labels` (B,) for sequence classification, (B, T) for
-    token classification (padded with IGNORE_INDEX), or start_positions / end_positions (B,).
-    The dict is exactly the keyword arguments of BertFor*(**batch)."""
+    """Dynamic padding: the batch's sequences padded to its longest (rounded up to a multiple of
+    `pad_to_multiple_of`), as the keyword arguments of BertFor*(**batch): input_ids,
+    token_type_ids, attention_mask (B, T) and the labels the items carry: labels (B,) or (B, T)
+    (padded with IGNORE_INDEX), or start_positions / end_positions (B,)."""
     if len(batch) == 0:
         raise ValueError("cannot collate an empty batch")
     T = max(len(it["input_ids"]) for it in batch)
@@ -188,15 +162,10 @@ def length_grouped_batches(
     generator: torch.Generator,
     pool_batches: int = 8,
 ) -> list[torch.Tensor]:
-    """Indices in random batches of similar lengths: shuffle all indices, sort each pool of
-    `pool_batches` batches by length (longest first), cut it into batches, and shuffle the
-    batches. Every index appears once; with pool_batches=1 the batches are plain random ones.
-
-    With dynamic padding (`collate`) a batch costs as much as its longest sequence times its
-    size. Random batches of short sentences pad most of their tokens (SST-2: three padded
-    tokens for every real one at batch 32); pools of 8 batches leave about one in four. The
-    order of the examples stays random across pools, and the batches are shuffled, so the model
-    does not see the lengths in order (the "group by length" of Hugging Face's Trainer)."""
+    """Indices in random batches of similar lengths: shuffle, sort each pool of `pool_batches`
+    batches by length, cut it into batches, shuffle the batches (pool_batches=1: plain random
+    batches). With dynamic padding a batch costs its longest sequence times its size, so this
+    pads far less, and the batches still come in random order."""
     if batch_size < 1 or pool_batches < 1:
         raise ValueError(f"batch_size and pool_batches must be at least 1 (got {batch_size}, {pool_batches})")
     lengths = torch.as_tensor(np.asarray(lengths), dtype=torch.long)
@@ -209,8 +178,7 @@ def length_grouped_batches(
 
 
 def labelled_tokens(features: Features) -> np.ndarray:
-    """How many positions of every item carry a token label (not IGNORE_INDEX): the tokens a
-    token-level task's loss averages over. Raises for features without token labels."""
+    """How many positions of every item carry a token label (not IGNORE_INDEX)."""
     counts = []
     for it in features.items:
         labels = it.get("labels")
@@ -224,8 +192,7 @@ def labelled_tokens(features: Features) -> np.ndarray:
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler):
-    """A DataLoader batch_sampler over `lengths`: new `length_grouped_batches` every epoch, drawn
-    from `generator` (seeded by the caller, so that a run repeats exactly)."""
+    """A DataLoader batch_sampler: new `length_grouped_batches` every epoch, from `generator`."""
 
     def __init__(
         self, lengths: Sequence[int] | np.ndarray, batch_size: int, generator: torch.Generator, pool_batches: int = 8
@@ -252,10 +219,8 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
 def predict_batches(
     model: torch.nn.Module, features: Features, gather: Callable[[Any], Any], batch_size: int = 128, rt: Any = None
 ) -> list:
-    """Run `model` over `features` in order, in eval mode (its mode is given back afterwards),
-    and return `gather(output)` of every batch (what a task's evaluation needs of it, detached on
-    the CPU). With `rt` (a bertlab Runtime) batches go to its device under its autocast; without,
-    to the model's device."""
+    """`gather(output)` of every batch of `features`, in order, in eval mode (the model's mode is
+    restored). With `rt` (a bertlab Runtime) batches run on its device under its autocast."""
     was = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -283,8 +248,7 @@ def detach_cpu(x: Any) -> Any:
 
 
 def stack_ragged(parts: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
-    """Concatenate batches (B_k, T_k, ...) whose T differ (dynamic padding) into (sum B_k, max T, ...),
-    padding with `fill`."""
+    """Batches (B_k, T_k, ...) -> (sum B_k, max T, ...), padded with `fill`."""
     parts = [torch.as_tensor(p) for p in parts]
     if len(parts) == 1:
         return parts[0]

@@ -1,19 +1,10 @@
 """Token classification (CoNLL-2003 named entities): one label per word, from word pieces.
 
-CoNLL-2003 gives sentences as words, each with an IOB2 tag (B-PER begins a person's name, I-PER
-continues it, O is outside any entity). BERT reads word pieces, so a word can become several
-tokens ("Leicestershire" -> "leicester", "##shire"). Following the paper (section 5.3, the
-feature-based and fine-tuning NER setup) each word's label goes on its FIRST sub-token; the other
-sub-tokens, [CLS], [SEP] and padding get IGNORE_INDEX (-100), so they carry no loss and are never
-read at prediction time. Predicting a sentence is then: run the model, read the label at the
-first sub-token of each word.
-
-Two edge cases are handled explicitly and counted in `features.report`:
-  * a sentence with more than max_len - 2 word pieces is split, between words, into several
-    windows (each a model input of its own); a single word longer than a window keeps its first
-    pieces only;
-  * a word the tokenizer turns into no piece at all (a stray control or zero-width character)
-    becomes [UNK], so every word still has exactly one labelled position.
+CoNLL-2003 tags every word in IOB2 (B-PER begins a person's name, I-PER continues it, O is
+outside). BERT reads word pieces ("Leicestershire" -> "leicester", "##shire"), so, as in the paper
+(section 5.3), each word's label goes on its FIRST piece; other pieces, [CLS], [SEP] and padding
+get IGNORE_INDEX (-100): no loss, never read. A sentence longer than max_len - 2 pieces is split
+between words into windows; a word with no piece at all becomes [UNK] (both counted in the report).
 """
 
 from __future__ import annotations
@@ -38,9 +29,7 @@ from bertlab.tasks.metrics import entity_f1
 
 
 def word_pieces(backend: Any, sentences: Sequence[Sequence[str]]) -> list[list[list[int]]]:
-    """For each sentence, for each word, its piece ids (an empty list where the tokenizer gives
-    none). One fast batch call over pre-split words (`is_pretokenized`); each piece knows its word
-    through the encoding's word_ids."""
+    """For each sentence, for each word, its piece ids (empty where the tokenizer gives none)."""
     nonempty = [i for i, s in enumerate(sentences) if len(s)]
     encodings = backend.encode_batch(
         [list(sentences[i]) for i in nonempty], is_pretokenized=True, add_special_tokens=False
@@ -55,8 +44,7 @@ def word_pieces(backend: Any, sentences: Sequence[Sequence[str]]) -> list[list[l
 
 
 def split_into_windows(piece_counts: Sequence[int], budget: int) -> list[tuple[int, int]]:
-    """Greedy split of a sentence into runs of whole words, each with at most `budget` pieces
-    (a word longer than the budget is a run of its own). Returns [(first_word, end_word), ...]."""
+    """Greedy runs of whole words of at most `budget` pieces each: [(first_word, end_word), ...]."""
     windows, start, used = [], 0, 0
     for w, n in enumerate(piece_counts):
         n = min(n, budget)
@@ -89,12 +77,9 @@ def featurize_ner(
     label_names: Sequence[str] = (),
     has_labels: bool | None = None,
 ) -> Features:
-    """CoNLL examples (`words`, `tags`) -> items with input_ids [CLS] pieces [SEP], token_type_ids
-    (all 0) and labels: the word's tag id on its first piece, IGNORE_INDEX everywhere else.
-
-    `features.meta`: sentence_index (N,) and word_start (N,), the sentence and first word of each
-    window, and first_piece: per window, the position of every word's first piece. Use
-    `word_predictions` to map per-token predictions back to one tag per word."""
+    """CoNLL examples (`words`, `tags`) -> items input_ids [CLS] pieces [SEP], token_type_ids and
+    labels (the tag id on each word's first piece, IGNORE_INDEX elsewhere). `features.meta` holds
+    each window's sentence_index, word_start and first_piece (each word's first position)."""
     if not label_names:
         raise ValueError("featurize_ner needs label_names (the tag of each label id)")
     if max_len < 3:
@@ -103,7 +88,7 @@ def featurize_ner(
     special = SpecialIds.of(backend)
     sentences = [list(example_field(ex, "words")) for ex in examples]
     if has_labels is None:
-        has_labels = all(_has_tags(ex) for ex in examples)
+        has_labels = all(example_field(ex, "tags", None) is not None for ex in examples)
     pieces = word_pieces(backend, sentences)
     budget = max_len - 2
 
@@ -163,7 +148,6 @@ def featurize_ner(
         "empty_sentences": 0,
     }
     full_report.update(report)
-    full_report["windows"] = len(items)
     full_report["locations"] = dict(locations)
     meta = {
         "sentence_index": np.array(sentence_index, dtype=np.int64),
@@ -175,16 +159,9 @@ def featurize_ner(
     return Features("conll2003", items, examples, full_report, meta)
 
 
-def _has_tags(example: Any) -> bool:
-    try:
-        return example_field(example, "tags") is not None
-    except (KeyError, AttributeError):
-        return False
-
-
 def word_predictions(token_predictions: Any, features: Features) -> list[list[str]]:
-    """Per-token label ids (N, T) (or logits (N, T, K)) -> one tag per word of every sentence,
-    read at each word's first piece. Windows of a split sentence are put back together."""
+    """Label ids (N, T) or logits (N, T, K) -> one tag per word of every sentence, read at each
+    word's first piece, windows put back together."""
     preds = torch.as_tensor(token_predictions).detach().cpu()
     if preds.is_floating_point():
         preds = preds.argmax(-1)
@@ -210,9 +187,7 @@ def word_predictions(token_predictions: Any, features: Features) -> list[list[st
 
 
 def predict_words(model: Any, features: Features, batch_size: int = 64) -> list[list[str]]:
-    """The tags a token-classification model (BertForTokenClassification) gives every word of
-    featurized sentences: the argmax label at each word's first piece, windows put back together.
-    Runs in eval mode (no dropout) on the model's device and restores its mode afterwards."""
+    """The tags a BertForTokenClassification gives every word (eval mode, mode restored)."""
     if not len(features):
         return [[] for _ in features.examples]
     logits = predict_batches(model, features, lambda output: detach_cpu(output.logits), batch_size)
@@ -223,8 +198,7 @@ def predict_words(model: Any, features: Features, batch_size: int = 64) -> list[
 def evaluate_ner(token_predictions: Any, features: Features) -> dict[str, float]:
     """Entity-level precision, recall, F1 (percentages) of the per-token predictions."""
     predicted = word_predictions(token_predictions, features)
-    gold = [list(example_field(ex, "tags")) for ex in features.examples]
     names = features.meta["label_names"]
-    gold = [[names[t] if not isinstance(t, str) else t for t in tags] for tags in gold]
+    gold = [[t if isinstance(t, str) else names[t] for t in example_field(ex, "tags")] for ex in features.examples]
     scores = entity_f1(gold, predicted)
     return {"f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}
