@@ -1,23 +1,14 @@
 """The command line: `python -m bertlab <command> ...` (or `bertlab <command>` once installed).
 
-    pretrain       pretrain a BERT (one GPU, a CPU, or several GPUs under torchrun)
-    finetune       fine-tune on sst2 / mrpc / rte / squad / conll2003, several seeds
-    evaluate       score a fine-tuned model on a task, or a pretrained one on held-out text
-    plot           draw a run's metrics.jsonl (loss, MLM / NSP accuracy, tokens/s) into a PNG
-    fill-mask      the masked LM's guesses for each [MASK] (the book's own BERT by default)
-    export-hf      a model as a folder transformers loads (AutoModelForMaskedLM, pipeline)
-    publish-records  write exactly what the repository publishes of data/ (the book's records) into a
-                   folder that serves every chapter offline (BERTLAB_RECORDS_URL=DIR); --manifest
-                   rewrites the package's list of them after data/ changed
+Commands: pretrain, finetune, evaluate, plot, fill-mask, export-hf, publish-records; each
+explains itself with --help.
 
 Examples:
     python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini
     python -m bertlab pretrain --preset medium --minutes 9 --out runs/medium --resume
-    python -m bertlab pretrain --preset mini --steps 2000 --objective ltr --out runs/ltr
     torchrun --nproc_per_node 4 -m bertlab pretrain --preset base --recipe paper --steps 100000
     python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2
     python -m bertlab finetune --task rte --init scratch --like runs/mini/final
-    python -m bertlab finetune --task mrpc --init bert-base-uncased      # online only
     python -m bertlab evaluate --task sst2 --model runs/ft/seed-0
     python -m bertlab evaluate --task mlm --model runs/mini/final --corpus books+wiki
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
@@ -75,13 +66,11 @@ HELP = {
     "weight_decay": "decoupled weight decay (not on biases and LayerNorm)",
     "dropout": "dropout on every layer",
     "nsp": "next-sentence prediction on/off",
-    "segment_pairs": "without NSP, still two segments per sequence ([CLS] A [SEP] B [SEP], B the text after A), "
-    "so the masked LM trains both segment embeddings",
+    "segment_pairs": "without NSP, still two segments per sequence, so the masked LM trains both segment embeddings",
     "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH separated by commas (e.g. 0.9:64:128,0.1:128:64: "
     "90%% of the steps at 64 tokens, then 128; with --minutes, 90%% of the time); --seq-len is then the "
     "held-out length",
-    "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM with causal attention, the paper's "
-    "'LTR & No NSP' ablation; needs NSP off)",
+    "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM, the paper's 'LTR & No NSP'; needs NSP off)",
     "whole_word": "mask whole words instead of single word pieces",
     "mlm_probability": "fraction of tokens chosen for the MLM",
     "norm_position": "post (BERT's LayerNorm after each residual sum) or pre (pre-LN, for high learning rates)",
@@ -135,8 +124,7 @@ def _option_text(name: str, value: Any) -> str | None:
 
 
 def _default_text(name: str, default: Any, recipes: dict | None) -> str:
-    """The default an option's help states, read from the config: its own default, or, where the
-    field is left to the recipe (None), each recipe's value."""
+    """The default an option's help states: the field's, or each recipe's where the recipe decides."""
     if default not in (None, False, True):
         return f" (default: {default})"
     if default is None and recipes:
@@ -150,8 +138,7 @@ def _default_text(name: str, default: Any, recipes: dict | None) -> str:
 def _add_dataclass_args(
     parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = (), recipes: dict | None = None
 ) -> None:
-    """One --option per field of a config dataclass, typed from its annotation; the help's default
-    is the field's, or each of `recipes`' for a field the recipe decides."""
+    """One --option per field of a config dataclass, typed from its annotation."""
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
@@ -183,8 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples:")[1].split("Every option")[0],
     )
-    sub = parser.add_subparsers(dest="command", metavar="command")
-    sub.required = True
+    sub = parser.add_subparsers(dest="command", metavar="command", required=True)
 
     p = sub.add_parser("pretrain", help="pretrain a BERT")
     _add_dataclass_args(p, PretrainConfig, recipes=RECIPES)
@@ -192,17 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("finetune", help="fine-tune on a task, several seeds")
     _add_dataclass_args(f, FinetuneConfig)
 
-    e = sub.add_parser(
-        "evaluate",
-        help="score a model folder: a fine-tuned one on a task, or a pretrained one on held-out text (--task mlm)",
-    )
+    e = sub.add_parser("evaluate", help="score a fine-tuned model on a task, or a pretrained one (--task mlm)")
     e.add_argument("--task", required=True, help=HELP["task"] + "; or mlm: held-out MLM/NSP of a pretrained model")
-    e.add_argument(
-        "--model",
-        required=True,
-        help="a model folder (finetune --save-models, or <run>/final); with "
-        "--task mlm also a recorded reference run (data/reference_run), scored as it was recorded",
-    )
+    e.add_argument("--model", required=True, help="a model folder; with --task mlm also a recorded reference run")
     e.add_argument("--corpus", default="books+wiki", help="with --task mlm: whose held-out documents")
     e.add_argument("--seq-len", type=int, default=128, help="with --task mlm")
     e.add_argument("--split", default="dev")
@@ -216,11 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default=None, help="PNG path (default: next to the metrics)")
 
     x = sub.add_parser("export-hf", help="write a model as a folder transformers loads (from_pretrained, pipeline)")
-    x.add_argument(
-        "--model",
-        required=True,
-        help="a model folder (<run>/final, a checkpoint) or a recorded reference run (data/reference_run)",
-    )
+    x.add_argument("--model", required=True, help="a model folder or a recorded reference run")
     x.add_argument("--out", required=True, help="the folder to write (replaced if it exists)")
 
     fm = sub.add_parser("fill-mask", help="a masked LM's top guesses for each [MASK] of a text")
@@ -228,19 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     fm.add_argument("--model", default=None, help="a model folder or recorded run (default: the book's record)")
     fm.add_argument("--top", type=int, default=5, help="guesses per [MASK]")
 
-    pr = sub.add_parser(
-        "publish-records",
-        help="write the published records (data/, checked against the manifest) into a folder that "
-        "serves every chapter offline; --manifest rewrites the manifest from the checkout",
-    )
+    pr = sub.add_parser("publish-records", help="write the published records into a folder that serves the book")
     pr.add_argument("--out", default=None, help="the folder to write (BERTLAB_RECORDS_URL=OUT then serves the book)")
-    pr.add_argument(
-        "--manifest",
-        action="store_true",
-        help="rewrite bertlab/data/published_records.json from this checkout's committed data/",
-    )
+    pr.add_argument("--manifest", action="store_true", help="rewrite the manifest from this checkout's data/")
 
-    # the record's pipeline left the package for the lab; the command says where it went
     sub.add_parser("reference-run", help="moved: python -m lab.reference_run (a checkout's lab/)", add_help=False)
     return parser
 
@@ -265,7 +230,7 @@ def _publish_records(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["reference-run"]:  # the record's pipeline left the package for the lab
+    if argv[:1] == ["reference-run"]:
         command = " ".join(["python -m lab.reference_run", *argv[1:]])
         print(
             "error: reference-run has moved to the lab (lab/ beside the package in a checkout of the bertlab "
@@ -355,8 +320,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _model_folder(model: str | None) -> Path:
-    """A model folder from --model: a folder as it is, a recorded reference run's weights, or (None)
-    the book's own record."""
+    """A model folder from --model: a folder, a recorded reference run's weights, or (None) the book's."""
     if model is not None and not (Path(model) / "provenance.json").exists():
         return Path(model)
     run = reference.find(model)

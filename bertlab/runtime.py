@@ -9,32 +9,17 @@ Training code asks one object, a `Runtime`, every hardware question:
     compile      torch.compile on or off
     distributed  rank / world size when launched by `torchrun` (DistributedDataParallel)
 
-`precision="auto"` picks bf16 where it is native, else fp16 on a GPU, else fp32. On a CPU, bf16
-autocast runs the matrix multiplies in oneDNN's bf16 kernels (about 1.8x faster than fp32 on an
-AVX512-BF16 CPU, 2.3x with torch.compile); a CPU without native bf16 would emulate it slowly, so
-asking for bf16 there, or for fp16 on any CPU, is a clear error instead of silently doing
-something else. AdamW runs as PyTorch's fused kernel on CPUs and GPUs alike: one pass over the
-weights and both moments per update instead of one per operation (BERT-Mini's update: about 6 ms
-against 20-30 ms on two idle cores of an AMD EPYC Zen 3). TF32 matrix multiplies are switched on for Ampere and
-newer GPUs (fp32 parameters keep full precision; only the matmul inputs are rounded).
+`precision="auto"` picks bf16 where it is native, else fp16 on a GPU, else fp32; asking for bf16 on a
+CPU that would emulate it slowly, or for fp16 on a CPU, is an error rather than a silent change.
+AdamW runs as PyTorch's fused kernel on CPUs and GPUs (one pass over the weights per update).
 
-On a CPU, pretraining also keeps freed memory for the next allocation (`keep_freed_memory`). By
-default glibc's malloc hands every block of 32 MiB or more (BERT-Mini's feed-forward activations in
-fp32 are 32 MiB and malloc's header, its MLM logits 44 MiB) straight back to the operating system when it is freed, so
-that the next training step takes it again page by page, one page fault per 4 KB, and the kernel
-zeroes every page first. Kept on the heap instead, BERT-Mini's compiled fp32 step on two cores of
-an AMD EPYC Zen 3 took 19% less time (1.77 s against 2.17 s, medians of five alternating processes
-each), faulting no pages instead of about 177,000 a step, at the same peak memory
-(`lab/benchmarks/cpu_allocator.py`, data/benchmarks/allocator_cpu_mini_fp32.json).
-`BERTLAB_CPU_ALLOCATOR=default` leaves malloc as it is. Only pretraining does it: its batches have
-the same shapes step after step, so the heap settles; fine-tuning pads each batch to its own
-longest sentence, and a heap that keeps blocks of ever-changing sizes grows instead (BERT-Mini
-in fp32, eager, on batches of 32 sequences of 16 to 128 tokens: 3.0 GB resident after 150 steps
-and still growing, against a peak of 2.3 GB with malloc as it is).
+On a CPU, pretraining keeps freed memory on the heap for the next step (`keep_freed_memory`):
+glibc would otherwise return every block of 32 MiB or more to the system, and the next step would
+fault it back in page by page, zeroed. `BERTLAB_CPU_ALLOCATOR=default` leaves malloc as it is.
+Fine-tuning does not: its batches change shape, and a heap that keeps them only grows.
 
-Several GPUs: `torchrun --nproc_per_node N -m bertlab pretrain ...` sets RANK, WORLD_SIZE and
-LOCAL_RANK; `init_distributed()` reads them and joins the process group (NCCL on GPUs, gloo on
-CPUs). Each process trains on its own shard of every batch; only rank 0 logs and saves.
+Several GPUs: `torchrun --nproc_per_node N -m bertlab pretrain ...`; `init_distributed()` joins
+the process group (NCCL on GPUs, gloo on CPUs); only rank 0 logs and saves.
 """
 
 from __future__ import annotations
@@ -84,18 +69,22 @@ def peak_flops(device: torch.device | str) -> float | None:
     return None
 
 
-def cpu_model() -> str | None:
-    """The CPU's model name ("AMD EPYC 9B14", "Intel(R) Xeon(R) ..."), for the record of a run."""
+def _cpuinfo() -> dict[str, str]:
+    """The first CPU's fields in /proc/cpuinfo ("model name", "flags", ...); empty off Linux."""
+    found: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                found.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    import platform
+    return found
 
-    return platform.processor() or None
+
+def cpu_model() -> str | None:
+    """The CPU's model name ("AMD EPYC 9B14", "Intel(R) Xeon(R) ..."), for the record of a run."""
+    return _cpuinfo().get("model name") or platform.processor() or None
 
 
 def device_name(device: torch.device | str) -> str:
@@ -240,23 +229,15 @@ def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> t
 
 
 def has_native_bf16(device: torch.device) -> bool:
-    """Whether the GPU computes in bf16 natively: compute capability 8.0 or newer (A100, L4,
-    H100, RTX 30xx and later). torch.cuda.is_bf16_supported() alone also answers yes on older GPUs
-    such as Colab's T4 (7.5), where bf16 is emulated and slow; those get fp16 with loss scaling."""
+    """Whether the GPU computes in bf16 natively: compute capability 8.0 or newer (A100, L4, H100).
+    torch.cuda.is_bf16_supported() also says yes on a T4 (7.5), where bf16 is emulated and slow."""
     major, _ = torch.cuda.get_device_capability(device)
     return major >= 8
 
 
 def _cpu_flags() -> set[str]:
     """The CPU's feature flags (Linux /proc/cpuinfo); empty where they cannot be read."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+    return set(_cpuinfo().get("flags", "").split())
 
 
 def cpu_bf16_feature() -> str | None:
@@ -274,9 +255,8 @@ def cpu_bf16_feature() -> str | None:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """'auto' -> bf16 where it is native (GPUs of compute capability 8+, CPUs with AVX512-BF16 or
-    AMX), fp16 on older GPUs, fp32 on other CPUs. bf16 asked for on a CPU without native bf16, or
-    fp16 on any CPU, is an error naming what to use instead."""
+    """'auto' -> bf16 where it is native, fp16 on older GPUs, fp32 on other CPUs. bf16 on a CPU
+    without native bf16, or fp16 on any CPU, is an error naming what to use instead."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     if device.type != "cuda":
@@ -329,12 +309,10 @@ def freed_memory_kept() -> bool:
 
 
 def keep_freed_memory() -> bool:
-    """Have glibc's malloc serve every block from its heap (no mmap) and keep what is freed there,
-    up to 2 GB at the heap's top, for the next allocation: a training step then reuses the
-    previous step's memory instead of faulting fresh zeroed pages in (see the module docstring).
-    It holds for the whole process from then on: glibc cannot be put back as it was. Returns
-    whether it is in force: False off glibc (macOS, musl) or with BERTLAB_CPU_ALLOCATOR=default
-    in a process that has not kept it already."""
+    """Have glibc's malloc serve every block from its heap (no mmap) and keep up to 2 GB of what
+    is freed there, so that a training step reuses the previous step's memory (module docstring).
+    It holds for the rest of the process. Returns whether it is in force: False off glibc or with
+    BERTLAB_CPU_ALLOCATOR=default in a process that has not kept it already."""
     global _heap_kept
     choice = cpu_allocator()  # a misspelt setting is an error even where it would change nothing
     if _heap_kept:
@@ -357,8 +335,7 @@ def make_runtime(
     distributed: bool = True,
 ) -> Runtime:
     """Resolve every hardware choice once, with clear errors for impossible combinations.
-    fused_adamw=None means: PyTorch's fused AdamW kernel where it has one (CPU, CUDA), the
-    default (foreach) implementation elsewhere."""
+    fused_adamw=None: PyTorch's fused AdamW kernel where it has one (CPU, CUDA)."""
     want = None if device == "auto" else torch.device(device).type
     info = init_distributed(want) if distributed else DistInfo()
     dev = resolve_device(device, info)
@@ -395,30 +372,15 @@ def git_commit() -> str | None:
 
 
 def cpu_family_model() -> str | None:
-    """The CPU's vendor family and model numbers ("25/17": AMD Zen 4 EPYC), which tell two CPUs
-    with the same model name apart; None off Linux."""
-    found = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key = line.split(":", 1)[0].strip()
-                if key in ("cpu family", "model") and key not in found:
-                    found[key] = line.split(":", 1)[1].strip()
-                if len(found) == 2:
-                    return f"{found['cpu family']}/{found['model']}"
-    except OSError:
-        pass
-    return None
+    """The CPU's family and model numbers ("25/17": AMD Zen 4 EPYC), which tell two CPUs with the
+    same model name apart; None off Linux."""
+    info = _cpuinfo()
+    return f"{info['cpu family']}/{info['model']}" if "cpu family" in info and "model" in info else None
 
 
 def machine(rt: Runtime | None = None) -> dict[str, Any]:
-    """The machine a record was made on, described the same way in every record the book keeps
-    (the reference run, pilots, ablations, probes, the capstone's solution): the CPU (model name,
-    family/model numbers, cores, its native bf16 instructions), the device, and, given the run's
-    Runtime, its precision, whether it was compiled and, on a CPU, whether freed memory was kept
-    (`keep_freed_memory`); torch and Python versions."""
-    import platform
-
+    """The machine a record was made on, described alike in every record: the CPU, the device,
+    torch and Python and, given the run's Runtime, its precision, compilation and CPU allocator."""
     out: dict[str, Any] = {
         "cpu": cpu_model(),
         "cpu_family_model": cpu_family_model(),
