@@ -1,25 +1,20 @@
 """Span question answering (SQuAD v1.1): questions and paragraphs in, answer spans out.
 
-BERT answers a SQuAD question by pointing into the paragraph (Devlin et al., 2018, section 4.2):
-the question is sentence A, the paragraph sentence B, and two learned vectors S and E score every
-token T_i of the paragraph as the answer's start (S . T_i) and end (E . T_j). The answer is the
-span i..j with the highest S . T_i + E . T_j, j >= i. Three practical steps surround this:
+BERT answers by pointing into the paragraph (Devlin et al., 2018, section 4.2): the question is
+sentence A, the paragraph B, and two learned vectors S and E score every paragraph token T_i as
+the answer's start (S . T_i) and end (E . T_j); the answer is the span with the highest
+S . T_i + E . T_j, i <= j. Around this:
 
-1. Windows. A paragraph can be longer than the model's max_len tokens, so it is read through
-   overlapping windows: [CLS] question [SEP] window [SEP], each window starting doc_stride tokens
-   after the previous one. A token seen by several windows is scored in the one where it has the
-   most context on both sides (its "max-context" window), as in BERT's released code.
-2. Labels. The gold answer is given as characters (text and answer_start). The tokenizer's
-   character offsets turn it into the first and last token of the answer. A window that does not
-   hold the whole answer is labelled start = end = 0, the [CLS] token.
-3. Decoding. For every question, over all its windows, find the span maximising start_logit_i +
-   end_logit_j with i <= j < i + max_answer_length, both inside the paragraph, i in its
-   max-context window; the answer text is the slice of the original paragraph from the start
-   token's first character to the end token's last. Vectorised: for each window, a (T, L) band of
-   scores s_i + e_{i+d}, d < L, is one broadcast add over a strided view of the end logits.
+1. Windows. A long paragraph is read through windows [CLS] question [SEP] window [SEP], each
+   starting doc_stride tokens after the previous; a token is scored only in the window where it
+   has the most context (its "max-context" window), as in BERT's released code.
+2. Labels. The gold answer, given in characters, becomes its first and last token through the
+   tokenizer's offsets; a window without the whole answer points at [CLS] (start = end = 0).
+3. Decoding. The best span over all windows of a question, at most max_answer_length tokens,
+   mapped back to the paragraph's characters.
 
-SQuAD 2.0 (section 4.3) adds questions without an answer: `answer_or_null` compares the best
-span's score with the null score at [CLS], and `best_null_threshold` picks the margin tau on dev.
+SQuAD 2.0 (section 4.3) adds unanswerable questions: `answer_or_null` compares the best span's
+score with the null score at [CLS], and `best_null_threshold` picks the margin tau on dev.
 """
 
 from __future__ import annotations
@@ -44,7 +39,7 @@ from bertlab.tasks.metrics import squad_scores
 
 
 def _answers(example: Any) -> list[tuple[str, int]]:
-    """[(text, answer_start), ...] from tuples, dicts {"text", "answer_start"} or objects."""
+    """[(text, answer_start), ...] from tuples, dicts or objects."""
     out = []
     for a in example_field(example, "answers"):
         if isinstance(a, dict):
@@ -57,9 +52,8 @@ def _answers(example: Any) -> list[tuple[str, int]]:
 
 
 def locate_answer(context: str, text: str, answer_start: int) -> tuple[int, int] | None:
-    """Character span [start, end) of the answer in the context. The dataset's answer_start is
-    trusted when the text is there; otherwise the occurrence of the text nearest to it is used;
-    None when the text does not occur in the context at all."""
+    """Character span [start, end) of the answer: at answer_start if the text is there, else its
+    nearest occurrence; None if the text does not occur."""
     if not text.strip():
         return None
     if context[answer_start : answer_start + len(text)] == text:
@@ -76,7 +70,7 @@ def locate_answer(context: str, text: str, answer_start: int) -> tuple[int, int]
 
 def char_span_to_tokens(offsets: np.ndarray, start_char: int, end_char: int) -> tuple[int, int] | None:
     """The first and last token (inclusive) covering characters [start_char, end_char), from the
-    (n, 2) token offsets of a text. None if no token overlaps the span (all whitespace)."""
+    (n, 2) token offsets; None if no token overlaps the span."""
     first = int(np.searchsorted(offsets[:, 1], start_char, side="right"))  # first token ending after start
     last = int(np.searchsorted(offsets[:, 0], end_char, side="left")) - 1  # last token starting before end
     if first >= len(offsets) or last < first:
@@ -87,10 +81,8 @@ def char_span_to_tokens(offsets: np.ndarray, start_char: int, end_char: int) -> 
 def gold_token_span(
     context: str, offsets: np.ndarray, text: str, answer_start: int
 ) -> tuple[tuple[int, int] | None, list[str]]:
-    """The first and last context token of a gold answer given in characters, and what was
-    noticed on the way: "answers_moved" (text not at answer_start, found nearby),
-    "answers_not_found" (text absent, or only whitespace), "answers_inside_tokens" (the answer
-    starts or ends inside a word piece, so whole tokens cover a little more than it)."""
+    """The first and last context token of a gold answer, and the report keys it earns:
+    answers_moved, answers_not_found, answers_inside_tokens (tokens cover a little more)."""
     span = locate_answer(context, text, answer_start)
     if span is None:
         return None, ["answers_not_found"]
@@ -105,9 +97,8 @@ def gold_token_span(
 
 
 def window_starts(n_tokens: int, window_len: int, doc_stride: int) -> list[tuple[int, int]]:
-    """(start, length) of the windows over a context of n_tokens: each holds up to window_len
-    tokens and starts doc_stride tokens after the previous one (never more than a full window, so
-    no token is skipped); the last one reaches the end. An empty context has one empty window."""
+    """(start, length) of the windows over n_tokens: up to window_len tokens each, each starting
+    doc_stride (at most a window) after the previous, the last reaching the end."""
     spans, start = [], 0
     while True:
         length = min(window_len, n_tokens - start)
@@ -118,9 +109,8 @@ def window_starts(n_tokens: int, window_len: int, doc_stride: int) -> list[tuple
 
 
 def max_context_windows(n_tokens: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """For each context token, the index of the window where it has the most context: the score
-    of token k in window (s, L) is min(k - s, s + L - 1 - k) + 0.01 L (its distance to the nearer
-    edge; a longer window wins ties; then the earlier window)."""
+    """For each context token, the window where it has the most context: token k in window
+    (s, L) scores min(k - s, s + L - 1 - k) + 0.01 L; ties go to the earlier window."""
     best = np.full(n_tokens, -np.inf)
     owner = np.full(n_tokens, -1, dtype=np.int64)
     for w, (s, L) in enumerate(spans):
@@ -135,18 +125,13 @@ def max_context_windows(n_tokens: int, spans: Sequence[tuple[int, int]]) -> np.n
 def featurize_squad(
     examples: Sequence[Any], tokenizer: Any, max_len: int = 384, doc_stride: int = 128, max_query_len: int = 64
 ) -> Features:
-    """SQuAD examples (id, question, context, answers [(text, answer_start)]) -> one item per
-    window: input_ids, token_type_ids and the first gold answer's start_positions /
-    end_positions (0 = [CLS] where the window lacks the whole answer, and for a question without
-    any answer, which SQuAD 2.0 trains to point at [CLS]).
+    """SQuAD examples (id, question, context, answers) -> one item per window: input_ids,
+    token_type_ids, start_positions / end_positions of the first gold answer (0, [CLS], where the
+    window lacks it or the question has none).
 
-    `features.meta` keeps what decoding needs, one row per window: example_index (N,),
-    token_to_char (N, T, 2) (character span in the context of each token, -1 for question,
-    special and padding positions) and max_context (N, T) (True where the token is a context token
-    whose max-context window is this one). `features.report` counts windows, truncated questions,
-    answers moved or not found, answers that do not fall on token boundaries, answers that no
-    single window holds or whose start token is scored (max context) in a window that cuts the
-    answer off; `report["locations"]` lists the first question ids of each."""
+    `features.meta`, one row per window: example_index (N,), token_to_char (N, T, 2) (each
+    token's character span in the context, -1 outside it) and max_context (N, T) (a context
+    token whose max-context window is this one)."""
     if max_len < 8:
         raise ValueError(f"max_len={max_len} is too short for a question and a context window")
     backend = fast_tokenizer(tokenizer)
@@ -190,7 +175,6 @@ def featurize_squad(
         if not ctx_ids:
             note("empty_contexts", qid)
 
-        # Gold answer (the first one, as in training) as context token indices.
         answer_tokens = None
         answers = _answers(ex)
         if answers:
@@ -211,8 +195,7 @@ def featurize_squad(
             if not holding:
                 note("answers_in_no_window", qid)  # longer than a window: every window says [CLS]
             elif owner[answer_tokens[0]] not in holding:
-                # The start token is scored in a window that cuts the answer off: decoding, which
-                # only starts spans at max-context tokens, cannot return this exact span.
+                # decoding starts spans at max-context tokens only: it cannot return this span
                 note("answers_start_outside_max_context", qid)
         for w, (s, L) in enumerate(spans):
             input_ids = [special.cls, *q_ids, special.sep, *ctx_ids[s : s + L], special.sep]
@@ -276,10 +259,8 @@ def featurize_squad(
 # ------------------------------------------------------------------------------------------------
 def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: int = 0) -> tuple[list[Any], list[Any]]:
     """(train, held_out): the questions of a random eval_fraction of the articles (titles) are
-    held out, the rest are for training. Every question of an article lands on the same side, so
-    no paragraph, and no article, is read in both: a model cannot score on held-out questions by
-    remembering a paragraph it was trained on. Examples keep their order; the choice of articles
-    depends only on the titles and `seed`. At least one article goes to each side."""
+    held out, so that no paragraph is read on both sides. Examples keep their order; at least one
+    article goes to each side."""
     titles = list(dict.fromkeys(example_field(ex, "title") for ex in examples))  # in order of appearance
     if len(titles) < 2:
         raise ValueError(f"splitting by article needs at least 2 articles, got {len(titles)}")
@@ -307,12 +288,9 @@ def best_spans(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The n_best spans of every window: (scores, starts, ends), each (N, n_best).
 
-    The score of span (i, j) is start_logits[i] + end_logits[j]; allowed spans have start_ok[i],
-    end_ok[j], i <= j and j - i + 1 <= max_answer_length. For each window the candidates form a
-    (T, L) band, entry (i, d) = s_i + e_{i+d}, built by one broadcast add over a strided view of
-    the end logits: O(T L) per window instead of a (T, T) matrix. For the single best span
-    (n_best=1) the max over ends is taken first, per start. A window with fewer allowed spans
-    than n_best gets -inf scores in the extra slots."""
+    Span (i, j) scores start_logits[i] + end_logits[j], allowed where start_ok[i], end_ok[j] and
+    i <= j < i + max_answer_length. The candidates of a window form a (T, L) band s_i + e_{i+d}:
+    O(T L), not a (T, T) matrix. Missing candidates score -inf."""
     if start_logits.shape != end_logits.shape or start_logits.shape != start_ok.shape:
         raise ValueError(
             f"start_logits {tuple(start_logits.shape)}, end_logits {tuple(end_logits.shape)} "
@@ -330,8 +308,7 @@ def best_spans(
         e = torch.cat([e, torch.full((e.size(0), L - 1), float("-inf"))], dim=1)  # (n, T + L - 1)
         ahead = e.unfold(1, L, 1)  # (n, T, L) strided view, no copy: ahead[w, i, d] = e_{i+d}
         if n_best == 1:
-            # The best end for a start i does not depend on s_i: take the max of the L end
-            # logits ahead of each i first, then the best start. Same answer, no (n, T, L) sum.
+            # the best end for start i does not depend on s_i: no (n, T, L) sum needed
             best_end, d = ahead.max(dim=2)  # (n, T)
             top, i = (s + best_end).max(dim=1, keepdim=True)  # (n, 1)
             scores.append(top)
@@ -353,11 +330,9 @@ def best_spans(
 def decode(
     start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30, n_best: int = 1
 ) -> dict[str, Any]:
-    """Answers for every question of `features`: {id: text} (n_best=1), or {id: [candidates]}
-    with n_best > 1, each candidate {"text", "score", "start_char", "end_char"}, best first.
-
-    start_logits, end_logits: (N, T') for the N windows in dataset order (T' >= the longest
-    window; extra positions are ignored). A question with no allowed span gets ""."""
+    """Answers for every question: {id: text}, or with n_best > 1 {id: [candidates]}, each
+    {"text", "score", "start_char", "end_char"}, best first. Logits (N, T' >= T), windows in
+    order; a question with no allowed span gets ""."""
     meta = features.meta
     token_to_char = torch.as_tensor(meta["token_to_char"])  # (N, T, 2)
     max_context = torch.as_tensor(meta["max_context"])  # (N, T)
@@ -373,7 +348,7 @@ def decode(
     in_context = token_to_char[..., 0] >= 0
     scores, starts, ends = best_spans(start_logits, end_logits, max_context, in_context, max_answer_length, n_best)
     k = scores.shape[1]
-    # Every (window, candidate) with its question; sort by question, then score, best first.
+    # every (window, candidate), sorted by question, then score
     ex = np.repeat(meta["example_index"], k)
     window = np.repeat(np.arange(N), k)
     flat_scores = scores.reshape(-1).numpy()
@@ -400,15 +375,13 @@ def decode(
 
 
 def gather_span_logits(output: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """What span evaluation needs from one batch's model output (a BertForQuestionAnswering
-    output): (start_logits, end_logits), each (B, T), detached on the CPU."""
+    """(start_logits, end_logits) (B, T) of one batch's output, on the CPU."""
     return detach_cpu(output.start_logits), detach_cpu(output.end_logits)
 
 
 def stack_span_logits(outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """All windows' start and end logits as two (N, T) tensors on the CPU, from a list of
-    per-batch `gather_span_logits` pairs or model outputs (batches of different lengths are
-    padded with -inf), or from a pair (start_logits, end_logits) already concatenated."""
+    """All windows' start and end logits, (N, T) each (padded with -inf), from per-batch pairs
+    or model outputs, or from a pair already concatenated."""
     if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
         return detach_cpu(torch.as_tensor(outputs[0])), detach_cpu(torch.as_tensor(outputs[1]))
     pairs = [
@@ -420,10 +393,8 @@ def stack_span_logits(outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
-    """A span model's start and end logits for every window of `features`, in order, on the
-    CPU: two (N, T) tensors, T the longest window, -inf past the end of each window. Feed them
-    to `decode` for the answers (or to `evaluate_squad` for the scores). The model is run in
-    eval mode on its own device (task_inputs.predict_batches) and left in the mode it was in."""
+    """A span model's start and end logits (N, T) for every window, -inf past its end, for
+    `decode` or `evaluate_squad` (eval mode, the model's mode restored)."""
     if not len(features):
         return torch.empty(0, 0), torch.empty(0, 0)
     outputs = predict_batches(model, features, gather_span_logits, batch_size)
@@ -441,17 +412,15 @@ def gold_answers(features: Features) -> dict[str, list[str]]:
 def evaluate_squad(
     start_logits: Any, end_logits: Any, features: Features, max_answer_length: int = 30
 ) -> dict[str, float]:
-    """Decode the best answer of every question and score it with the official SQuAD v1.1
-    exact match and F1 (percentages)."""
+    """The official SQuAD v1.1 exact match and F1 (percentages) of the decoded answers."""
     predictions = decode(start_logits, end_logits, features, max_answer_length)
     scores = squad_scores(predictions, gold_answers(features))
     return {"f1": scores["f1"], "exact_match": scores["exact_match"]}
 
 
 def oracle_logits(features: Features) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits that are 1 at each window's labelled start / end token and 0 elsewhere (a window
-    without the answer points at [CLS]). Decoding them should give back the gold answers: a check
-    of the whole path characters -> tokens -> windows -> characters."""
+    """Logits 1 at each window's labelled start / end and 0 elsewhere: decoded, they give back the
+    gold answers (a check of characters -> tokens -> windows -> characters)."""
     N, T = features.meta["max_context"].shape
     start, end = torch.zeros(N, T), torch.zeros(N, T)
     rows = torch.arange(N)
@@ -463,21 +432,15 @@ def oracle_logits(features: Features) -> tuple[torch.Tensor, torch.Tensor]:
 # ------------------------------------------------------------------------------------------------
 # SQuAD 2.0: answer, or say there is no answer
 # ------------------------------------------------------------------------------------------------
-# SQuAD 2.0 adds questions whose answer is not in the paragraph. BERT (section 4.3 of the paper)
-# needs no new parameters for them: a question with no answer is trained to point at [CLS], both
-# start and end. At prediction time the null score s_null = S.C + E.C (start and end logits at
-# [CLS]) is compared with the best non-null span, s_hat = max_{j >= i} S.T_i + E.T_j, and a span is
-# answered only when s_hat > s_null + tau, tau chosen on the dev set to maximise F1.
+# Section 4.3: no answer points at [CLS]; a span is answered only when its score s_hat beats the
+# null score s_null = S.C + E.C by more than tau, tau chosen on dev to maximise F1.
 def null_and_best_span(
     start_logits: Any, end_logits: Any, max_answer_length: int = 30, start_ok: Any = None, end_ok: Any = None
 ) -> tuple[float, float, tuple[int, int] | None]:
-    """One window's SQuAD 2.0 scores: (s_null, s_hat, span).
+    """One window's SQuAD 2.0 scores (s_null, s_hat, span) from logits (T,), [CLS] at 0.
 
-    start_logits, end_logits: (T,), position 0 being [CLS]. s_null = start_logits[0] +
-    end_logits[0]. s_hat is the best start_logits[i] + end_logits[j] over the allowed spans, and
-    span = (i, j) is where it is reached: i <= j < i + max_answer_length, start_ok[i], end_ok[j]
-    (by default every position; pass the paragraph's tokens, as `decode` does), and never position
-    0, which stands for "no answer". Without any allowed span, s_hat = -inf and span = None."""
+    s_hat is the score of the best allowed span (i, j), as in `best_spans` (start_ok / end_ok
+    default to every position); position 0, the null answer, is never in a span."""
     s = torch.as_tensor(start_logits).detach().float().cpu()
     e = torch.as_tensor(end_logits).detach().float().cpu()
     if s.dim() != 1 or s.shape != e.shape or not len(s):
@@ -487,10 +450,7 @@ def null_and_best_span(
         )
     masks = []
     for name, ok in (("start_ok", start_ok), ("end_ok", end_ok)):
-        if ok is None:
-            m = torch.ones(len(s), dtype=torch.bool)
-        else:
-            m = torch.as_tensor(ok, dtype=torch.bool).clone()
+        m = torch.ones(len(s), dtype=torch.bool) if ok is None else torch.as_tensor(ok, dtype=torch.bool).clone()
         if m.shape != s.shape:
             raise ValueError(f"{name} has shape {tuple(m.shape)}, the logits {tuple(s.shape)}")
         m[0] = False  # [CLS] is the null answer, never part of a span
@@ -509,9 +469,7 @@ def answer_or_null(
     start_ok: Any = None,
     end_ok: Any = None,
 ) -> tuple[int, int] | None:
-    """The paper's SQuAD 2.0 rule on one window's logits: the best span (i, j) if
-    s_hat > s_null + tau, else None (no answer). See `null_and_best_span` for the arguments;
-    a larger tau abstains more often."""
+    """The best span (i, j) if s_hat > s_null + tau, else None (see `null_and_best_span`)."""
     s_null, s_hat, span = null_and_best_span(start_logits, end_logits, max_answer_length, start_ok, end_ok)
     return span if span is not None and s_hat > s_null + tau else None
 
@@ -519,20 +477,13 @@ def answer_or_null(
 def null_threshold_sweep(
     margins: Any, has_answer: Any, answer_scores: Any = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every different split of the questions that a threshold tau can make, with its score.
+    """Every split of the questions that a threshold tau can make: (taus, scores, answered).
 
-    margins (n,): s_hat - s_null of each question; it is answered when margin > tau. A margin of
-    -inf (no allowed span) is never answered. has_answer (n,): whether the question has a gold
-    answer. answer_scores (n,), in [0, 1]: what answering scores on an answerable question (the
-    exact match or F1 of its best span against the gold answers); by default 1, as if every span
-    were right, which makes the score the accuracy of the answer-or-abstain decision. As in SQuAD
-    2.0's evaluation, abstaining scores 1 on a question without an answer and 0 on one with an
-    answer, and answering a question without an answer scores 0.
-
-    Returns (taus, scores, answered), best read as a table: taus from +inf (abstain everywhere)
-    through the midpoints between consecutive distinct margins down to -inf (answer wherever a
-    span exists); scores, the mean score over all n questions (percent) at each tau; answered, how
-    many questions each tau answers."""
+    margins (n,): s_hat - s_null; a question is answered when margin > tau (never at -inf).
+    has_answer (n,): whether it has a gold answer. answer_scores (n,) in [0, 1]: what answering an
+    answerable question scores (its EM or F1; default 1). Abstaining scores 1 without a gold
+    answer, 0 with one. taus run from +inf through the midpoints of the distinct margins to -inf;
+    scores is the mean over the n questions (percent), answered how many each tau answers."""
     m = np.asarray(margins, dtype=np.float64).reshape(-1)
     has = np.asarray(has_answer, dtype=bool).reshape(-1)
     if m.shape != has.shape or not len(m):
@@ -557,10 +508,8 @@ def null_threshold_sweep(
 
 
 def best_null_threshold(margins: Any, has_answer: Any, answer_scores: Any = None) -> tuple[float, float]:
-    """(tau, score): the threshold that maximises the mean score of `null_threshold_sweep` (the
-    paper picks tau on dev to maximise F1: pass each answerable question's F1 as answer_scores),
-    and that score in percent. Of equally good thresholds, the largest (the one that abstains
-    most) is returned."""
+    """(tau, score): the threshold of `null_threshold_sweep` with the best score, the largest of
+    equally good ones (the paper maximises F1: pass each question's F1 as answer_scores)."""
     taus, scores, _ = null_threshold_sweep(margins, has_answer, answer_scores)
     k = int(np.argmax(scores))  # the first maximum: the largest tau
     return float(taus[k]), float(scores[k])
