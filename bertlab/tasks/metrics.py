@@ -1,30 +1,14 @@
 """The scores BERT's fine-tuning results are reported in, written out so they can be read.
 
-    accuracy             SST-2, RTE, MRPC
-    binary F1            MRPC (reported with accuracy): F1 of the positive class "equivalent"
-    Matthews correlation CoLA: (TP TN - FP FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)), a correlation
-                         between predicted and true labels that a majority-class guess cannot
-                         inflate (0 for constant predictions)
-    Pearson, Spearman    STS-B (a regression task): the linear correlation of predicted and gold
-                         similarity scores, and the correlation of their ranks (ties get the
-                         average of the ranks they span)
-    SQuAD EM and F1      the official SQuAD v1.1 evaluation: answers are normalised (lowercase,
-                         no punctuation, no articles a/an/the, single spaces), EM is 1 if the
-                         prediction equals a gold answer, F1 is the overlap of their bags of
-                         tokens; each question takes the max over its gold answers
-    entity-level F1      CoNLL-2003 NER: precision, recall and F1 over whole entities (type, first
-                         word, last word) read from IOB2 tags, as the CoNLL shared task's conlleval
-                         script and seqeval (default mode) count them; entity_errors sorts
-                         the mistakes (wrong type, wrong boundaries, spurious, missed)
+    accuracy, binary F1     SST-2, RTE; MRPC (F1 of the positive class "equivalent")
+    Matthews correlation    CoLA; 0 for constant predictions, which a majority guess cannot inflate
+    Pearson, Spearman       STS-B: correlation of predicted and gold scores, and of their ranks
+    SQuAD EM and F1         the official v1.1 evaluation over normalised answers
+    entity-level F1         CoNLL-2003: exact entities read from IOB2 tags, as conlleval counts
+    standard error          how far an accuracy on n examples may move by the luck of the sample
 
-    standard error       how far an accuracy measured on n examples may move by the luck of the
-                         sample: 100 sqrt(p (1 - p) / n) points; `clears` asks whether a score
-                         lies more than two of them above a baseline, and `against_baseline`
-                         reads it in bertlab.verdict's words
-
-Every score is returned as a percentage (0-100), as the paper reports them.
-The three correlations, which lie in [-1, 1], are returned times 100 (in [-100, 100]), as GLUE
-and the paper's Table 1 report them (CoLA 60.5 means a Matthews correlation of 0.605).
+Every score is a percentage (0-100), as the paper reports them; the correlations are times 100,
+as GLUE reports them (CoLA 60.5 is a Matthews correlation of 0.605).
 """
 
 from __future__ import annotations
@@ -44,22 +28,27 @@ def _flat(x: Any) -> torch.Tensor:
     return torch.as_tensor(x).reshape(-1)
 
 
+def _pair(predictions: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    p, y = _flat(predictions), _flat(labels)
+    if p.shape != y.shape:
+        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    return p, y
+
+
 # ------------------------------------------------------------------------------------------------
 # Classification
 # ------------------------------------------------------------------------------------------------
 def accuracy(predictions: Any, labels: Any) -> float:
     """Percentage of predictions equal to the label."""
-    p, y = _flat(predictions), _flat(labels)
-    if p.shape != y.shape:
-        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    p, y = _pair(predictions, labels)
     if y.numel() == 0:
         raise ValueError("accuracy of an empty set is undefined")
     return 100.0 * (p == y).float().mean().item()
 
 
 def standard_error(accuracy: float, n: int) -> float:
-    """The standard error, in points, of an accuracy of `accuracy` % measured on `n` examples:
-    100 sqrt(p (1 - p) / n) with p = accuracy / 100 (872 SST-2 dev sentences at 50%: 1.7 points)."""
+    """The standard error, in points, of an accuracy (%) measured on `n` examples:
+    100 sqrt(p (1 - p) / n), p = accuracy / 100."""
     if n < 1:
         raise ValueError(f"standard_error needs at least one example, got n={n}")
     if not 0.0 <= accuracy <= 100.0:
@@ -69,24 +58,22 @@ def standard_error(accuracy: float, n: int) -> float:
 
 
 def difference_standard_error(a: float, b: float, n: int) -> float:
-    """The standard error, in points, of the difference between two accuracies `a` and `b` (%)
-    each measured on the same `n` examples, taken as independent samples: sqrt(se(a)^2 + se(b)^2).
-    Two models scored on one dev set are correlated, so this errs on the cautious side (872 SST-2
-    dev sentences at 70% and 72%: 2.2 points)."""
+    """The standard error of a - b, two accuracies (%) on the same `n` examples, taken as
+    independent: sqrt(se(a)^2 + se(b)^2) (cautious: two models on one dev set are correlated)."""
     return math.hypot(standard_error(a, n), standard_error(b, n))
 
 
 def against_baseline(score: float, baseline: float, n: int, sigmas: float = 2.0) -> Reading:
-    """`score` less `baseline` (an accuracy in % on `n` examples), read against `sigmas` standard
-    errors of the baseline (bertlab.verdict): "clear of" it only beyond them."""
+    """`score` - `baseline` (accuracies in % on `n` examples) against `sigmas` standard errors of
+    the baseline (bertlab.verdict)."""
     se = standard_error(baseline, n)
     how = f"{_sigmas_words(sigmas)} of {se:.1f} points on {n:,} examples"
     return Reading.from_noise(score - baseline, se, how, sigmas)
 
 
 def against_each_other(a: float, b: float, n: int, sigmas: float = 2.0) -> Reading:
-    """`a` less `b` (two accuracies in % on the same `n` examples), read against `sigmas` standard
-    errors of their difference (`difference_standard_error`, bertlab.verdict)."""
+    """`a` - `b` (accuracies in % on the same `n` examples) against `sigmas` standard errors of
+    the difference (bertlab.verdict)."""
     se = difference_standard_error(a, b, n)
     how = f"{_sigmas_words(sigmas)} of a difference on {n:,} examples, {se:.1f} points each"
     return Reading.from_noise(a - b, se, how, sigmas)
@@ -98,18 +85,14 @@ def _sigmas_words(sigmas: float) -> str:
 
 
 def clears(score: float, baseline: float, n: int, sigmas: float = 2.0) -> bool:
-    """Whether `score` lies more than `sigmas` standard errors of `baseline` (an accuracy in %
-    on `n` examples) above it: a difference the sample's luck alone rarely makes
-    (`against_baseline` reads "clear of")."""
+    """Whether `score` lies more than `sigmas` standard errors above `baseline`."""
     return against_baseline(score, baseline, n, sigmas).words == CLEAR
 
 
 def binary_f1(predictions: Any, labels: Any, positive: int = 1) -> dict[str, float]:
-    """Precision, recall and F1 of the `positive` class (percentages). F1 is the harmonic mean
-    2PR / (P + R); by convention 0 when there are no true positives."""
-    p, y = _flat(predictions), _flat(labels)
-    if p.shape != y.shape:
-        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    """Precision, recall and F1 = 2PR / (P + R) of the `positive` class (percentages; 0 without
+    true positives)."""
+    p, y = _pair(predictions, labels)
     tp = ((p == positive) & (y == positive)).sum().item()
     fp = ((p == positive) & (y != positive)).sum().item()
     fn = ((p != positive) & (y == positive)).sum().item()
@@ -127,13 +110,8 @@ def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
 # CoLA and STS-B: correlations (times 100)
 # ------------------------------------------------------------------------------------------------
 def confusion_matrix(predictions: Any, labels: Any, num_labels: int) -> list[list[int]]:
-    """Counts of (gold, predicted) label pairs: row i, column j holds how many examples of gold
-    label i were predicted as j, for labels 0 .. num_labels - 1. For two classes with 1 the
-    positive one: [[TN, FP], [FN, TP]]. What an accuracy or an F1 hides (a classifier that always
-    answers one label fills one column) is plain in it."""
-    p, y = _flat(predictions), _flat(labels)
-    if p.shape != y.shape:
-        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    """Counts of (gold i, predicted j) at row i, column j: [[TN, FP], [FN, TP]] for two classes."""
+    p, y = _pair(predictions, labels)
     if p.is_floating_point() or y.is_floating_point():
         raise ValueError("confusion_matrix takes class labels (integers); take the argmax of the logits first")
     for name, t in (("prediction", p), ("label", y)):
@@ -144,24 +122,14 @@ def confusion_matrix(predictions: Any, labels: Any, num_labels: int) -> list[lis
 
 
 def matthews_corrcoef(predictions: Any, labels: Any) -> float:
-    """Matthews correlation coefficient (Matthews, 1975) between predicted and gold labels, times
-    100: GLUE's score for CoLA. For two classes
+    """Matthews correlation coefficient times 100 (CoLA). For two classes
 
         MCC = (TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN)),
 
-    the Pearson correlation of the two 0/1 label vectors. For K classes it is computed from the
-    confusion matrix C (rows gold, columns predicted) as Gorodkin's R_K, which sklearn also uses:
-    with t_k = sum_j C[k, j] (gold counts), p_k = sum_i C[i, k] (predicted counts), c = trace(C)
-    and s = the number of examples,
-
-        MCC = (c s - sum_k p_k t_k) / sqrt((s^2 - sum_k p_k^2) (s^2 - sum_k t_k^2)).
-
-    Constant predictions (or constant gold labels) make the denominator 0; the score is then
-    defined as 0, "no better than chance", as sklearn does: a classifier that always says the
-    majority label gets a high accuracy on an imbalanced set but MCC 0."""
-    p, y = _flat(predictions), _flat(labels)
-    if p.shape != y.shape:
-        raise ValueError(f"{p.numel()} predictions but {y.numel()} labels")
+    for K classes Gorodkin's R_K (as sklearn): with gold counts t_k, predicted counts p_k, c
+    correct of s, MCC = (c s - sum p_k t_k) / sqrt((s^2 - sum p_k^2) (s^2 - sum t_k^2)).
+    A zero denominator (constant predictions or labels) gives 0, as in sklearn."""
+    p, y = _pair(predictions, labels)
     if y.numel() == 0:
         raise ValueError("the Matthews correlation of an empty set is undefined")
     if p.is_floating_point() or y.is_floating_point():
@@ -188,15 +156,11 @@ def _scores(x: Any, name: str) -> torch.Tensor:
 
 
 def pearson(predictions: Any, labels: Any) -> float:
-    """Pearson correlation coefficient times 100 (STS-B):
+    """Pearson correlation times 100 (STS-B):
 
-        r = sum_i (x_i - mx)(y_i - my) / sqrt(sum_i (x_i - mx)^2 sum_i (y_i - my)^2),
+        r = sum_i (x_i - mx)(y_i - my) / sqrt(sum_i (x_i - mx)^2 sum_i (y_i - my)^2).
 
-    mx and my the means of x and y.
-
-    A constant input has no variance and r is undefined: that raises ValueError naming which
-    input is constant (a regression head that outputs one value for every pair has learned
-    nothing, and no number should pretend otherwise)."""
+    A constant input has no variance, so r is undefined: ValueError."""
     x, y = _scores(predictions, "predictions"), _scores(labels, "labels")
     if x.shape != y.shape:
         raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
@@ -213,8 +177,7 @@ def pearson(predictions: Any, labels: Any) -> float:
 
 
 def average_ranks(x: Any) -> torch.Tensor:
-    """The ranks 1..n of the values of x (float64), tied values sharing the average of the ranks
-    they span: [10, 20, 20, 30] -> [1, 2.5, 2.5, 4] (scipy.stats.rankdata's "average")."""
+    """Ranks 1..n of x (float64), ties sharing their average: [10, 20, 20, 30] -> [1, 2.5, 2.5, 4]."""
     v = _flat(x).double()
     order = torch.argsort(v, stable=True)
     sorted_v = v[order]
@@ -229,9 +192,7 @@ def average_ranks(x: Any) -> torch.Tensor:
 
 
 def spearman(predictions: Any, labels: Any) -> float:
-    """Spearman's rank correlation times 100 (STS-B): the Pearson correlation of the ranks, ties
-    ranked by their average rank (`average_ranks`). It is 100 for any strictly increasing
-    relation, linear or not. A constant input raises ValueError, as in `pearson`."""
+    """Spearman's rank correlation times 100 (STS-B): the Pearson correlation of `average_ranks`."""
     x, y = _scores(predictions, "predictions"), _scores(labels, "labels")
     if x.shape != y.shape:
         raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
@@ -252,8 +213,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(text: str) -> str:
-    """The official SQuAD normalisation, in its order: lowercase, drop ASCII punctuation, drop
-    the articles a/an/the (whole words), collapse runs of whitespace into single spaces."""
+    """The official SQuAD normalisation: lowercase, no punctuation, no a/an/the, single spaces."""
     text = text.lower()
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
@@ -266,8 +226,7 @@ def exact_match(prediction: str, gold: str) -> float:
 
 
 def span_f1(prediction: str, gold: str) -> float:
-    """F1 (0-1) of the normalised tokens: common = size of the multiset intersection,
-    precision = common / |prediction|, recall = common / |gold|. 0 if nothing is common."""
+    """F1 (0-1) of the bags of normalised tokens of the two answers."""
     pred_tokens = normalize_answer(prediction).split()
     gold_tokens = normalize_answer(gold).split()
     common = sum((collections.Counter(pred_tokens) & collections.Counter(gold_tokens)).values())
@@ -279,9 +238,8 @@ def span_f1(prediction: str, gold: str) -> float:
 
 
 def squad_scores(predictions: dict[str, str], gold_answers: dict[str, Sequence[str]]) -> dict[str, float]:
-    """Exact match and F1 (percentages) over all questions of `gold_answers` (id -> the gold
-    answer texts). Each question scores its best gold answer; a question with no prediction
-    scores 0 (and is counted in "missing")."""
+    """Exact match and F1 (percentages) over the questions of `gold_answers` (id -> texts), each
+    against its best gold answer; a question without prediction scores 0 ("missing")."""
     if not gold_answers:
         raise ValueError("no questions to score")
     em = f1 = 0.0
@@ -313,11 +271,8 @@ def _split_tag(tag: str) -> tuple[str, str]:
 
 
 def get_entities(tags: Sequence[str]) -> list[tuple[str, int, int]]:
-    """The entities of one tagged sentence as (type, first, last) word indices, inclusive.
-
-    An entity starts at B-X, or at an I-X that does not continue an entity of type X (after O or
-    another type: conlleval's lenient reading of invalid IOB2). It continues over I-X of the same
-    type and ends before anything else."""
+    """The entities of one tagged sentence as (type, first, last) word indices, inclusive. An I-X
+    that continues no X entity starts one (conlleval's lenient reading of invalid IOB2)."""
     entities = []
     start, kind = None, ""
     for i, tag in enumerate(tags):
@@ -336,9 +291,8 @@ def get_entities(tags: Sequence[str]) -> list[tuple[str, int, int]]:
 def entity_f1(
     gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[Sequence[str]], by_type: bool = False
 ) -> dict[str, Any]:
-    """Micro-averaged precision, recall and F1 (percentages) over exact entities: a predicted
-    entity counts only if a gold entity has the same type, first and last word. With by_type, adds
-    "types": {type: {precision, recall, f1, support}}."""
+    """Micro-averaged precision, recall and F1 (percentages) over exact entities (type, first and
+    last word); with by_type, "types": {type: {precision, recall, f1, support}}."""
     gold_set, pred_set = set(), set()
     n_sentences = 0
     for s, (gold, pred) in enumerate(zip(gold_tags, predicted_tags, strict=True)):
@@ -369,11 +323,9 @@ def entity_errors(gold_tags: Iterable[Sequence[str]], predicted_tags: Iterable[S
         wrong_type           a gold entity has the same words but another type
         wrong_span           it overlaps a gold entity of its type, with other boundaries
         wrong_type_and_span  it overlaps only gold entities of other types and boundaries
-        spurious             it overlaps no gold entity at all
+        spurious             it overlaps no gold entity
 
-    and every gold entity that no predicted entity even overlaps is "missed". So the predicted
-    entities are the first five kinds together, and everything but "correct" costs precision or
-    recall (a wrong prediction costs both: one false positive and one gold entity not found)."""
+    and every gold entity that no predicted entity overlaps is "missed"."""
     counts = dict.fromkeys(ERROR_KINDS, 0)
     for s, (gold, pred) in enumerate(zip(gold_tags, predicted_tags, strict=True)):
         if len(gold) != len(pred):
