@@ -1,29 +1,16 @@
 """Pre-training corpora as documents of sentences: books, Wikipedia, WikiText.
 
-BERT was pre-trained on BooksCorpus (800M words) and English Wikipedia (2,500M words), and the
-paper stresses that "it is critical to use a document-level corpus rather than a shuffled
-sentence-level corpus": next sentence prediction needs consecutive sentences of one document.
-So the unit here is a `Document` (id, title, sentences), never a bag of lines.
+The paper (section 3.1) stresses that "it is critical to use a document-level corpus rather than
+a shuffled sentence-level corpus": next sentence prediction needs consecutive sentences. So the
+unit here is a `Document` (id, title, sentences), and `load_corpus(name, split)` returns a list:
 
-`load_corpus(name, split)` returns ``list[Document]`` for
+* "books": 153 Project Gutenberg books, our stand-in for BooksCorpus (no longer distributed);
+* "wiki": 987 English Wikipedia articles (WikiExtractor output, 2015); "books+wiki": both;
+* "wikitext-2" / "wikitext-103": WikiText raw (Merity et al. 2016), one document per article.
 
-* ``"books"`` -- 153 Project Gutenberg books, our BooksCorpus stand-in (BooksCorpus itself is no
-  longer distributed).  Cleaning strips the Project Gutenberg header, licence and footer, joins
-  hard-wrapped lines into paragraphs and drops headings, tables of contents and verse-like blocks.
-* ``"wiki"`` -- 987 English Wikipedia articles (WikiExtractor output, 2015).  Cleaning parses the
-  ``<doc>`` blocks, strips leftover markup and drops section headings (and so empty sections).
-* ``"books+wiki"`` -- both, books first.
-* ``"wikitext-2"`` / ``"wikitext-103"`` -- WikiText raw (Merity et al. 2016), one document per
-  article, with splits ``"train"``, ``"valid"``, ``"test"``.
-
-Books and wiki have splits ``"train"`` and ``"heldout"``: a document is held out when a stable hash
-of its id falls below `HELDOUT_FRACTION` (3%).  Whole documents move, so no document's sentences
-are ever on both sides, and the choice does not depend on the order or number of files.
-
-Sentences come from `split_sentences`, a rule-based splitter that knows abbreviations, initials,
-decimals and quotes, and never crosses a paragraph.  The cleaned corpus is cached as jsonl.gz in
-``$BERTLAB_CACHE/corpus`` keyed by the sha256 of its source files and of this module's code, so
-only the first load pays for cleaning, and changing a cleaner can never serve stale text.
+Books and wiki split into "train" and "heldout" by a stable hash of each document's id (3%), so
+no document is on both sides. The cleaned corpus is cached as jsonl.gz in $BERTLAB_CACHE/corpus,
+keyed by its source files and this module's code.
 """
 
 from __future__ import annotations
@@ -34,7 +21,7 @@ import html
 import io
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -49,8 +36,7 @@ CORPORA = ("books", "wiki", "books+wiki", "wikitext-2", "wikitext-103")
 
 @dataclass
 class Document:
-    """One document: a book, an article.  ``paragraph_starts[i]`` is the index of the first
-    sentence of paragraph ``i`` (so ``paragraph_starts[0] == 0``)."""
+    """One document: a book, an article. Paragraph i starts at sentence `paragraph_starts[i]`."""
 
     id: str
     title: str
@@ -79,9 +65,7 @@ class Document:
         return cls(id, title, sentences, starts or [0], source)
 
 
-# ----------------------------------------------------------------------------------------------
-# Sentence splitting
-# ----------------------------------------------------------------------------------------------
+# --- Sentence splitting ---
 
 # Words that end in a period without ending a sentence (lower-cased, no final period).
 ABBREVIATIONS = frozenset(
@@ -102,11 +86,9 @@ _DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")  # U.S, e.g, i.e (the final p
 def split_sentences(text: str) -> list[str]:
     """Split one paragraph into sentences.
 
-    A boundary is ``.``, ``!``, ``?`` or ``…`` (plus closing quotes or brackets) followed by
-    whitespace and a capital letter or digit (possibly after an opening quote).  A period does
-    not end a sentence after a known abbreviation ("Mr.", "e.g."), a single-letter initial
-    ("H. G. Wells") or a dotted acronym ("U.S."); decimals ("3.14") never qualify because no
-    space follows the point.  Lower-case continuations ("'Oh!' said Alice") stay together.
+    A boundary is ".", "!", "?" or "…" (and closing quotes or brackets), whitespace, then a capital
+    or digit, maybe after an opening quote. A period after an abbreviation ("Mr."), an initial
+    ("H. G. Wells") or an acronym ("U.S.") ends nothing; "'Oh!' said Alice" stays together.
     """
     text = " ".join(text.split())
     if not text:
@@ -138,9 +120,7 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# Project Gutenberg books
-# ----------------------------------------------------------------------------------------------
+# --- Project Gutenberg books ---
 
 _PG_START = re.compile(r"^\*\*\* ?START OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M | re.I)
 _PG_END = re.compile(r"^\*\*\* ?END OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M | re.I)
@@ -162,20 +142,7 @@ _PG_HEADING = re.compile(
     r"introduction|contents|footnotes?|the end)\b.*|[IVXLCDM]+[.)](?:\s.*)?|\d+[.)]?)$",
     re.I,
 )
-_PG_BOILERPLATE_HINTS = (
-    "gutenberg",
-    "pgdp",
-    "proofread",
-    "transcri",
-    "distributed",
-    "www.",
-    "http",
-    "text",
-    "book",
-    ".....",
-    "pg",
-    "@",
-)  # cheap substring test before the regex
+_PG_BOILERPLATE_HINTS = "gutenberg pgdp proofread transcri distributed www. http text book ..... pg @".split()
 # [Illustration], [Footnote 3: ...] as a whole paragraph, or an illustration caption that runs on
 _BRACKETED = re.compile(r"^\[(?:[^\]]*\]$|illustration|transcriber)", re.I)
 
@@ -185,8 +152,8 @@ class CorpusFormatError(download.DataError):
 
 
 def gutenberg_body(text: str, name: str = "<text>") -> str:
-    """The book between the ``*** START`` and ``*** END`` markers, without the "End of the
-    Project Gutenberg EBook" line.  CRLF is normalised to LF."""
+    """The book between the "*** START" and "*** END" markers, without the "End of the Project
+    Gutenberg EBook" line, with LF line ends."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     start, end = _PG_START.search(text), _PG_END.search(text)
     if start is None or end is None or end.start() < start.end():
@@ -204,15 +171,8 @@ def gutenberg_body(text: str, name: str = "<text>") -> str:
 
 
 def gutenberg_paragraphs(body: str) -> list[str]:
-    """Prose paragraphs of a book body: hard-wrapped lines joined, boilerplate and non-prose dropped.
-
-    Dropped: the "Produced by" credit and anything naming Project Gutenberg or its volunteers;
-    bracketed notes ("[Illustration]"); blocks of short lines (tables of contents, verse, letters'
-    addresses: every line under 50 characters); rows of leader dots (tables); single lines of
-    fewer than 8 words that look like headings (no lower-case letter, no final punctuation,
-    "CHAPTER IV.", "Part One.", a bare number); chapter titles of up to three lines without
-    final punctuation.
-    """
+    """Prose paragraphs of a book body: hard-wrapped lines joined; credits, boilerplate, bracketed
+    notes, blocks of short lines (contents, verse), tables and headings dropped."""
     out = []
     for block in re.split(r"\n[ \t]*\n", body):
         lines = [line.strip() for line in block.split("\n") if line.strip()]
@@ -222,7 +182,7 @@ def gutenberg_paragraphs(body: str) -> list[str]:
         if not text or _PG_CREDIT.match(text) or _BRACKETED.match(text):
             continue
         lower = text.lower()
-        if any(hint in lower for hint in _PG_BOILERPLATE_HINTS) and _PG_BOILERPLATE.search(text):
+        if any(hint in lower for hint in _PG_BOILERPLATE_HINTS) and _PG_BOILERPLATE.search(text):  # cheap test first
             continue
         if not any(c.islower() for c in text):
             continue
@@ -242,9 +202,7 @@ def clean_gutenberg(text: str, id: str, title: str) -> Document:
     return Document.from_paragraphs(id, title, gutenberg_paragraphs(gutenberg_body(text, id)), "books")
 
 
-# ----------------------------------------------------------------------------------------------
-# Wikipedia (WikiExtractor output)
-# ----------------------------------------------------------------------------------------------
+# --- Wikipedia (WikiExtractor output) ---
 
 _WIKI_DOC = re.compile(r'<doc id="(\d+)" url="[^"]*" title="([^"]*)">\n(.*?)\n</doc>', re.S)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
@@ -267,12 +225,8 @@ _AUX = frozenset(
 
 
 def is_wiki_heading(line: str) -> bool:
-    """WikiExtractor writes a section heading as its own line ending in '.' ("Early life.").
-
-    A heading: ends in '.', at most 10 words, no other '.', '!' or '?', and no verb-like word
-    after the first (an auxiliary such as "was", or a word ending in "-ed"), which tells
-    "Fate of Achilles' armor." (heading) from "Paris was later killed by Philoctetes." (text).
-    """
+    """A WikiExtractor section heading: a line ending in '.', at most 10 words, no other sentence
+    end, no verb-like word after the first: "Fate of Achilles' armor." but not "Paris was killed."."""
     if not line.endswith(".") or line.endswith(".."):
         return False
     words = line[:-1].split()
@@ -282,14 +236,8 @@ def is_wiki_heading(line: str) -> bool:
 
 
 def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
-    """Parse WikiExtractor ``<doc>`` blocks into documents.
-
-    Leftover tags (``</dl>``, ``<br>``, ``<ref>``...), entities and "[5]" citation marks are
-    stripped; headings (`is_wiki_heading`), CSS remnants of tables, attribution boilerplate
-    ("This article incorporates ...", "Media related to ...") and short lines without final
-    punctuation (list items, headings of removed lists) are dropped, and with the headings every
-    empty section.
-    """
+    """WikiExtractor `<doc>` blocks as documents: tags, entities and "[5]" marks stripped; headings,
+    table remnants, attribution boilerplate and short unpunctuated lines (list items) dropped."""
     docs = []
     for m in _WIKI_DOC.finditer(text):
         doc_id, title, body = m.group(1), html.unescape(m.group(2)), m.group(3)
@@ -314,9 +262,7 @@ def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
     return docs
 
 
-# ----------------------------------------------------------------------------------------------
-# WikiText (raw)
-# ----------------------------------------------------------------------------------------------
+# --- WikiText (raw) ---
 
 _WT_TITLE = re.compile(r"^ = ([^=].*) = $")
 _WT_HEADING = re.compile(r"^ (= )+.*( =)+ $")
@@ -324,14 +270,9 @@ _WT_MARKERS = re.compile(r" @([-,.])@ ")
 
 
 def wikitext_documents(text: str, source: str) -> list[Document]:
-    """WikiText raw as one document per article.
-
-    An article starts at a line `` = Title = `` (a single '=' each side) with blank lines on both
-    sides; formula or table lines such as ``= 1 rad / s =`` inside an article are not titles
-    because their neighbours are not blank.  Section lines (`` = = Career = = ``) are dropped,
-    every other non-blank line is a paragraph, and the tokenizer's ``@-@``, ``@,@``, ``@.@``
-    markers are joined back ("1 @,@ 000" -> "1,000"); other spacing is left as released.
-    """
+    """WikiText raw as one document per article. A title " = Title = " has blank lines on both
+    sides (a formula line "= 1 rad / s =" has not); section lines are dropped, and "@,@" markers
+    joined back ("1 @,@ 000" -> "1,000")."""
     lines = text.replace("\r\n", "\n").split("\n")
     docs: list[Document] = []
     title, paragraphs = None, []
@@ -354,20 +295,16 @@ def wikitext_documents(text: str, source: str) -> list[Document]:
     return docs
 
 
-# ----------------------------------------------------------------------------------------------
-# Splits
-# ----------------------------------------------------------------------------------------------
+# --- Splits ---
 
 
 def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
-    """Deterministic held-out membership: sha256("bertlab-heldout:" + id) as a number in [0, 1)."""
+    """Held out when sha256("bertlab-heldout:" + id), as a number in [0, 1), is below `fraction`."""
     h = hashlib.sha256(f"bertlab-heldout:{doc_id}".encode()).digest()
     return int.from_bytes(h[:8], "big") / 2**64 < fraction
 
 
-# ----------------------------------------------------------------------------------------------
-# Loading, with a cache of the cleaned documents
-# ----------------------------------------------------------------------------------------------
+# --- Loading, with a cache of the cleaned documents ---
 
 _CODE_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # any change to the cleaners renews the cache
 
@@ -396,19 +333,7 @@ def _write_cache(path: Path, docs: list[Document]) -> None:
             io.TextIOWrapper(gz, encoding="utf-8") as f,
         ):
             for d in docs:
-                f.write(
-                    json.dumps(
-                        {
-                            "id": d.id,
-                            "title": d.title,
-                            "sentences": d.sentences,
-                            "paragraph_starts": d.paragraph_starts,
-                            "source": d.source,
-                        },
-                        ensure_ascii=False,
-                    )
-                    + "\n"
-                )
+                f.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
 
 
 def _read_text(path: Path) -> str:
@@ -416,20 +341,26 @@ def _read_text(path: Path) -> str:
         return f.read()
 
 
-def _clean_source(kind: str, files) -> list[Document]:
+def _clean_source(kind: str, files: list) -> list[Document]:
     if kind == "books":
-        docs = []
-        for f in files:
-            info = BOOK_INFO[f.split]
-            docs.append(clean_gutenberg(_read_text(download.fetch(f)), f.split, info["title"]))
-        return docs
+        return [clean_gutenberg(_read_text(download.fetch(f)), f.split, BOOK_INFO[f.split]["title"]) for f in files]
     if kind == "wiki":
         return [d for f in files for d in wiki_documents(_read_text(download.fetch(f)), f.path)]
-    raise ValueError(kind)
+    (f,) = files  # WikiText: one split
+    try:
+        source_path = download.fetch(f, progress=True)
+    except download.SplitNotAvailableError as err:
+        if kind == "wikitext-103" and f.split in ("valid", "test"):
+            raise download.SplitNotAvailableError(
+                f"{err}\nWikiText-103 raw {f.split} is believed to be the same 60 articles as "
+                f"load_corpus('wikitext-2', {f.split!r}), which the mirror holds."
+            ) from None
+        raise
+    return wikitext_documents(_read_text(source_path), kind)
 
 
 def _load_source(kind: str, files: list, use_cache: bool) -> list[Document]:
-    """All documents of one source (every split), from the cache when it is there."""
+    """The documents of `files` (books and wiki: every split), from the cache when it is there."""
     path = _cache_path(kind, files)
     if use_cache and path.is_file():
         docs = _read_cache(path)
@@ -445,37 +376,15 @@ def _load_source(kind: str, files: list, use_cache: bool) -> list[Document]:
 
 
 def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> list[Document]:
-    """Documents of a pre-training corpus.
-
-    ``name``: "books", "wiki", "books+wiki", "wikitext-2", "wikitext-103".
-    ``split``: "train" or "heldout" for books/wiki; "train", "valid" or "test" for WikiText.
-    WikiText train is not in the project mirror: it raises `download.SplitNotAvailableError`
-    offline (then choose "books+wiki", or go online to download it).
-    """
+    """Documents of a pre-training corpus (`CORPORA`). `split`: "train" or "heldout" for books and
+    wiki; "train", "valid" or "test" for WikiText, whose train split offline raises
+    `download.SplitNotAvailableError` (the mirror lacks it)."""
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose one of {CORPORA}")
     if name.startswith("wikitext"):
         if split not in ("train", "valid", "test"):
             raise ValueError(f"{name} has splits 'train', 'valid', 'test', not {split!r}")
-        f = download.lookup(f"{name}:{split}")
-        path = _cache_path(name, [f])
-        if use_cache and path.is_file():
-            docs = _read_cache(path)
-            if docs is not None:
-                return docs
-        try:
-            source_path = download.fetch(f, progress=True)
-        except download.SplitNotAvailableError as err:
-            if name == "wikitext-103" and split in ("valid", "test"):
-                raise download.SplitNotAvailableError(
-                    f"{err}\nWikiText-103 raw {split} is believed to be the same 60 articles as "
-                    f"load_corpus('wikitext-2', {split!r}), which the mirror holds."
-                ) from None
-            raise
-        docs = wikitext_documents(_read_text(source_path), name)
-        if use_cache:
-            _write_cache(path, docs)
-        return docs
+        return _load_source(name, [download.lookup(f"{name}:{split}")], use_cache)
     if split not in ("train", "heldout"):
         raise ValueError(f"{name} has splits 'train' and 'heldout', not {split!r}")
     docs: list[Document] = []
@@ -484,22 +393,3 @@ def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> l
         docs.extend(_load_source(kind, files, use_cache))
     want_heldout = split == "heldout"
     return [d for d in docs if is_heldout(d.id) == want_heldout]
-
-
-__all__ = [
-    "Document",
-    "load_corpus",
-    "split_sentences",
-    "clean_gutenberg",
-    "gutenberg_body",
-    "gutenberg_paragraphs",
-    "wiki_documents",
-    "is_wiki_heading",
-    "wikitext_documents",
-    "is_heldout",
-    "CorpusFormatError",
-    "ABBREVIATIONS",
-    "CORPORA",
-    "HELDOUT_FRACTION",
-    "CLEANER_VERSION",
-]
