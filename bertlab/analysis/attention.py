@@ -1,26 +1,10 @@
-"""What the attention heads of a trained BERT do, measured over real text.
+"""What the attention heads of a trained BERT do, measured over real text (chapter 16), after
+Clark, Khandelwal, Levy and Manning (2019), "What Does BERT Look At?": per-head measures (mass on
+[CLS], [SEP] and punctuation, fixed offsets, entropy) averaged over many sequences, word-level
+maps, and a probe of word relations taken from CoNLL-2003 chunks.
 
-Following Clark, Khandelwal, Levy and Manning (2019), "What Does BERT Look At?", every measure
-here is computed per head from the attention maps a bertlab model returns with
-`output_attentions=True`, and averaged over many sequences:
-
-    load_encoder        a BertModel from any model folder (Hugging Face or bertlab)
-    sentence_pairs      consecutive sentence pairs (A, B) to feed it, [CLS] A [SEP] B [SEP]
-    attention_maps      each sequence's maps, (L, A, T, T), padding cut off
-    key_mass            how much of each query's attention lands on chosen keys ([CLS], [SEP], ...)
-    offset_mass         attention to the token at a fixed offset: previous (-1), self (0), next (+1)
-    attention_entropy   how spread out each query's attention is (nats), against log T for uniform
-    sequence_measures   all of the above for one sequence, one value per (layer, head, query)
-    HeadAverages        running means of those values over a corpus: (L, A) tables
-    word_level_attention  token-level maps -> word-level maps (sum over the attended word's
-                        pieces, mean over the attending word's pieces), as Clark et al. do
-    chunk_relations     word pairs from CoNLL-2003 chunk and POS tags (NP word -> last word ...)
-    probe_relations     per head: how often the most-attended other word is the related word,
-                        beside the best fixed-offset baseline
-
-Conventions: an attention tensor is (..., T, T) indexed [query, key], one row per token being
-encoded, each row summing to 1; a sequence's maps stacked over layers are (L, A, T, T) with no
-padding. Layers and heads count from 0 (Clark et al. count from 1).
+An attention tensor is (..., T, T) indexed [query, key], each row summing to 1; one sequence's maps
+are (L, A, T, T) without padding. Layers and heads count from 0 (Clark et al. count from 1).
 """
 
 from __future__ import annotations
@@ -46,9 +30,8 @@ SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 # Getting the maps
 # ------------------------------------------------------------------------------------------------
 def load_encoder(folder: str | Path):
-    """A bertlab BertModel (eval mode, CPU) from a model folder: a Hugging Face folder such as
-    all-MiniLM-L6-v2's, or a bertlab folder (the reference run's, a checkpoint) whatever head
-    class it was saved with. `bertlab.experiments.reference.pretrained_encoder().folder` is either kind."""
+    """A BertModel (eval mode, CPU) from a Hugging Face folder or a bertlab one, whatever head
+    class it was saved with."""
     folder = Path(folder)
     if is_hf_folder(folder):  # transformers' layout and names
         return BertModel.from_hf(folder).eval()
@@ -57,10 +40,8 @@ def load_encoder(folder: str | Path):
 
 
 def sentence_pairs(documents: Sequence[Any], n: int, seed: int = 0, min_words: int = 3) -> list[tuple[str, str]]:
-    """`n` random pairs (A, B) of consecutive sentences of one document, both with at least
-    `min_words` words: BERT's input shape, [CLS] A [SEP] B [SEP], on text the model has not
-    trained on (pass held-out documents, e.g. `load_corpus("books+wiki", "heldout")`). The
-    same seed gives the same pairs, in the order of the documents."""
+    """`n` seeded pairs (A, B) of consecutive sentences of one document, each of at least
+    `min_words` words, in document order. Pass held-out documents."""
     usable = [
         (d, i)
         for d, doc in enumerate(documents)
@@ -77,13 +58,9 @@ def sentence_pairs(documents: Sequence[Any], n: int, seed: int = 0, min_words: i
 def attention_maps(
     model, sequences: Sequence[dict[str, Sequence[int]]], batch_size: int = 16, device: str | torch.device = "cpu"
 ) -> Iterator[torch.Tensor]:
-    """Run `model` (a BertModel, or any bertlab model taking output_attentions) over
-    `sequences` and yield, in order, each one's maps as one (L, A, T, T) float tensor on the
-    CPU, padding removed. A sequence is a dict with "input_ids" and optionally
-    "token_type_ids" (lists of ints, [CLS] ... [SEP] included).
-
-    Padded keys get exactly zero weight (they are masked before the softmax), so cutting the
-    padding off leaves every row summing to 1."""
+    """Each sequence's maps ({"input_ids", optional "token_type_ids"}, specials included), in
+    order, as one (L, A, T, T) CPU tensor with the padding cut off. Padded keys get zero weight,
+    so every row still sums to 1."""
     model.eval()
     for start in range(0, len(sequences), batch_size):
         chunk = sequences[start : start + batch_size]
@@ -115,10 +92,7 @@ def is_punctuation(token: str) -> bool:
 
 
 def key_mass(att: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
-    """For every query, the total attention on the keys where `keys` is True.
-
-    att: (..., T, T); keys: (T,) booleans. Returns (..., T): entry i is sum_j att[..., i, j]
-    over the selected j (1.0 when a query looks only at selected keys)."""
+    """For every query, the total attention on the keys where `keys` (T,) is True: (..., T)."""
     keys = torch.as_tensor(keys, dtype=torch.bool, device=att.device)
     if keys.shape != att.shape[-1:]:
         raise ValueError(f"keys must have one entry per key position ({att.shape[-1]}), got shape {tuple(keys.shape)}")
@@ -126,26 +100,19 @@ def key_mass(att: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Te
 
 
 def offset_mass(att: torch.Tensor, offset: int) -> torch.Tensor:
-    """Attention from each token i to the token at i + offset: offset -1 is the previous token,
-    0 the token itself, +1 the next one. att: (..., T, T). Returns (..., T - |offset|), one value
-    per query that HAS such a neighbour (the first token has no previous token)."""
+    """Attention from each token i to token i + offset (-1 previous, 0 itself, +1 next):
+    (..., T - |offset|), one value per query that has such a neighbour."""
     return att.diagonal(offset=offset, dim1=-2, dim2=-1)  # att[..., i, i + offset]
 
 
 def attention_entropy(att: torch.Tensor) -> torch.Tensor:
-    """The entropy, in nats, of every query's attention distribution: -sum_j p_j log p_j.
-    att: (..., T, T) -> (..., T). 0 for a head that looks at one key; log T when it spreads
-    evenly over all T keys. Zero weights contribute 0 (the limit of p log p)."""
+    """The entropy in nats of every query's attention, (..., T): 0 on one key, log T when even."""
     return -torch.special.xlogy(att, att).sum(-1)
 
 
 def sequence_measures(att: torch.Tensor, tokens: Sequence[str]) -> dict[str, torch.Tensor]:
-    """Every per-query measure of one sequence's maps att (L, A, T, T), as (L, A, n) tensors:
-
-    cls, sep, punct   attention mass on [CLS], on [SEP], on punctuation tokens (n = T)
-    prev, self, next  attention to the previous token, the token itself, the next (n = T - 1, T, T - 1)
-    entropy           entropy of the attention distribution (nats, n = T)
-    uniform_entropy   log T, the entropy of a head that spreads evenly (the baseline, n = T)"""
+    """Every per-query measure of one sequence's maps (L, A, T, T), each (L, A, n): mass on cls,
+    sep, punct; attention to prev, self, next; entropy, and uniform_entropy (log T, the baseline)."""
     T = att.shape[-1]
     if len(tokens) != T:
         raise ValueError(f"{len(tokens)} tokens for attention maps over {T} positions")
@@ -164,14 +131,9 @@ def sequence_measures(att: torch.Tensor, tokens: Sequence[str]) -> dict[str, tor
 
 @dataclass
 class HeadAverages:
-    """Running per-head means of per-query values over many sequences: every query of every
-    sequence weighs the same, as when Clark et al. average over all tokens of their corpus.
-
-        avg = HeadAverages()
-        for att, tokens in zip(maps, token_lists):
-            avg.add(sequence_measures(att, tokens))
-        avg.means()["prev"]  # (L, A)
-    """
+    """Running per-head means of `sequence_measures` over many sequences, every query weighing
+    the same (as Clark et al. average over all tokens): `avg.add(measures)`, then
+    `avg.means()["prev"]`, an (L, A) table."""
 
     sums: dict[str, torch.Tensor] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
@@ -190,8 +152,7 @@ class HeadAverages:
 
 
 def top_heads(scores: torch.Tensor, k: int = 5, largest: bool = True) -> list[tuple[int, int, float]]:
-    """The k heads with the largest (or smallest) score in an (L, A) table, best first, as
-    (layer, head, score)."""
+    """The k heads with the largest (or smallest) score in an (L, A) table: (layer, head, score)."""
     L, A = scores.shape
     values, flat = scores.flatten().topk(min(k, L * A), largest=largest)
     return [(int(i) // A, int(i) % A, float(v)) for v, i in zip(values, flat)]
@@ -200,10 +161,8 @@ def top_heads(scores: torch.Tensor, k: int = 5, largest: bool = True) -> list[tu
 def sink_heads(
     share: torch.Tensor, expected: float, factor: float = 3.0, floor: float = 0.1
 ) -> list[tuple[int, int, float]]:
-    """The heads that use a token as a sink: those whose average attention on it (`share`, an
-    (L, A) table) is at least `factor` times what a head blind to token types would give it
-    (`expected`, its share of the tokens) and at least `floor`; heaviest first, as (layer, head,
-    share)."""
+    """The heads whose attention on a token (`share`, (L, A)) is at least `factor` times its share
+    of the tokens (`expected`) and at least `floor`, heaviest first: (layer, head, share)."""
     bar = max(factor * expected, floor)
     return [t for t in top_heads(share, share.numel()) if t[2] >= bar]
 
@@ -211,9 +170,8 @@ def sink_heads(
 def sink_reading(
     shares: dict[str, torch.Tensor], expected: dict[str, float], factor: float = 3.0, floor: float = 0.1
 ) -> str:
-    """One or two sentences, from the numbers, on whether this model's heads park attention on
-    always-present tokens: which of them (labels are the keys of `shares`) get at least `factor`
-    times their share of the tokens (and `floor`) from some head, and from how many heads."""
+    """A sentence or two on which always-present tokens (the keys of `shares`) some heads use as
+    a sink (`sink_heads`), and how many heads do."""
     found = {label: sink_heads(share, expected[label], factor, floor) for label, share in shares.items()}
     times = number(int(factor)) if float(factor).is_integer() else f"{factor:g}"  # "three times"
     used = {label: heads for label, heads in found.items() if heads}
@@ -241,11 +199,9 @@ def sink_reading(
 # From word pieces to words
 # ------------------------------------------------------------------------------------------------
 def word_groups(word_ids: Sequence[int | None]) -> list[list[int]]:
-    """Token positions grouped into units: every special token (word id None) is a unit of its
-    own, and the consecutive pieces of one word form one unit, in order.
-    [CLS] play ##ing ball [SEP] with word ids [None, 0, 0, 1, None] -> [[0], [1, 2], [3], [4]].
-    Only neighbours are joined, so a pair's second text, whose word ids start again at 0,
-    gets units of its own."""
+    """Token positions grouped into words, each special token (word id None) on its own:
+    [None, 0, 0, 1, None] -> [[0], [1, 2], [3], [4]]. Only neighbours join, so a pair's second
+    text, whose word ids restart at 0, gets units of its own."""
     groups: list[list[int]] = []
     for pos, w in enumerate(word_ids):
         if w is not None and pos > 0 and word_ids[pos - 1] == w:
@@ -256,10 +212,8 @@ def word_groups(word_ids: Sequence[int | None]) -> list[list[int]]:
 
 
 def word_level_attention(att: torch.Tensor, groups: Sequence[Sequence[int]]) -> torch.Tensor:
-    """Token-level maps (..., T, T) -> word-level maps (..., W, W) for W = len(groups): the
-    attention TO a word is the sum over its pieces, the attention FROM a word the mean over its
-    pieces (Clark et al. 2019, section 4.1). Rows still sum to 1 when the groups cover every
-    position once."""
+    """Token maps (..., T, T) -> word maps (..., W, W): attention TO a word sums over its pieces,
+    attention FROM a word averages over them (Clark et al. 2019, section 4.1)."""
     T, W = att.shape[-1], len(groups)
     member = torch.zeros(W, T, dtype=att.dtype, device=att.device)  # member[u, t] = 1: t in unit u
     for u, positions in enumerate(groups):
@@ -273,8 +227,8 @@ def word_level_attention(att: torch.Tensor, groups: Sequence[Sequence[int]]) -> 
 # Syntax from CoNLL-2003 chunks: which word should a word attend to?
 # ------------------------------------------------------------------------------------------------
 def chunk_spans(chunk_tags: Sequence[str], kind: str = "NP") -> list[tuple[int, int]]:
-    """(start, end) word spans, end exclusive, of the chunks of type `kind` in IOB chunk tags
-    (B-NP I-NP O ...). A chunk starts at B-X, or at I-X after a tag of another type (IOB1)."""
+    """(start, end) spans, end exclusive, of the `kind` chunks in IOB1 tags (a chunk starts at
+    B-X, or at I-X after another type)."""
     spans, start = [], None
     for i, tag in enumerate([*chunk_tags, "O"]):
         inside = tag[2:] == kind and tag[:2] in ("B-", "I-")
@@ -295,10 +249,9 @@ RELATIONS = {
 
 
 def chunk_relations(pos: Sequence[str], chunks: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
-    """Word pairs (dependent, target) for each relation in RELATIONS, from one CoNLL-2003
-    sentence's POS and chunk tags. The last word of an English noun phrase chunk is its head
-    noun in most cases ("the new [car]"), so these are proxies for Clark et al.'s dependency
-    relations (det, pobj) without a parser."""
+    """(dependent, target) word pairs for each of RELATIONS from one CoNLL-2003 sentence's tags.
+    An English noun phrase's last word is mostly its head noun, so these stand in for Clark et
+    al.'s dependency relations without a parser."""
     out: dict[str, list[tuple[int, int]]] = {name: [] for name in RELATIONS}
     nps = chunk_spans(chunks, "NP")
     np_starting_at = {a: b for a, b in nps}
@@ -314,9 +267,8 @@ def chunk_relations(pos: Sequence[str], chunks: Sequence[str]) -> dict[str, list
 
 
 def most_attended_other(word_att: torch.Tensor, candidates: Sequence[int]) -> torch.Tensor:
-    """For every unit i, the candidate unit j != i with the largest attention from i: the
-    head's "prediction" of which word i relates to. word_att: (..., W, W); candidates: unit
-    indices that may be predicted (the words, not [CLS]/[SEP]). Returns (..., W) long."""
+    """For every unit i, the candidate j != i that i attends to most (the head's guess of the
+    word i relates to): (..., W) long."""
     W = word_att.shape[-1]
     allowed = torch.zeros(W, W, dtype=torch.bool, device=word_att.device)
     allowed[:, list(candidates)] = True
@@ -353,13 +305,9 @@ def probe_relations(
     relations: Sequence[dict[str, list[tuple[int, int]]]],
     offsets: Sequence[int] = (-4, -3, -2, -1, 1, 2, 3, 4),
 ) -> dict[str, ProbeResult]:
-    """Score every head on word relations, the way Clark et al. (2019) score dependency
-    relations: a head predicts, for each dependent word, the other word it attends to most
-    (word-level maps; [CLS] and [SEP] are not candidates), and is right when that word is the
-    target. The baseline predicts the word at a fixed offset from the dependent.
-
-    maps: each sentence's (L, A, T, T) maps; word_ids: each sentence's token -> word index
-    (None for specials); relations: each sentence's `chunk_relations` (word indices)."""
+    """Score every head on word relations as Clark et al. (2019) do: it is right when the word a
+    dependent attends to most is the target; the baseline takes the word at a fixed offset.
+    Per sentence: its maps, its word ids, its `chunk_relations`."""
     results: dict[str, ProbeResult] = {}
     for att, wids, rels in zip(maps, word_ids, relations):
         groups = word_groups(wids)

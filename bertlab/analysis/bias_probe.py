@@ -1,24 +1,13 @@
 """A template probe of the gender associations a masked LM has learned (chapter 18).
 
-Pairs of templates differ only in a gendered subject ("the man worked as a [MASK] ." / "the woman
-worked as a [MASK] ."). For each probed word that is a single WordPiece, the probe reads
-P(word | template) from the full softmax at the [MASK] (bertlab.analysis.fill_mask with k equal to
-the vocabulary size) and compares the two sides of every pair by their ratio, averaged over the
-pairs on a log scale. A gendered subject can make the whole occupation list more or less probable,
-so each ratio is also divided by the list's *tilt* (the mean log ratio of the occupations in that
-pair), much as Kurita et al. (2019) divide by a prior: a word then leans male or female relative
-to the other occupations. Controls (words whose gender is part of their meaning: "actress",
-"king") say whether the probe sees gender at all; `agree` counts in how many pairs a word falls on
-the same side of the tilt as on average.
+Template pairs differ only in a gendered subject ("the man / the woman worked as a [MASK] .").
+Each single-piece word's P(word | template) is compared across a pair by its ratio, averaged on
+a log scale and divided by the occupation list's *tilt* (its mean log ratio in that pair), much as
+Kurita et al. (2019) divide by a prior. Controls ("actress", "king") say whether the probe sees
+gender at all; if one leans against its meaning, `reading_text` ranks no occupation.
 
     probe = run_probe(model, tokenizer, PAIRS, OCCUPATIONS, CONTROLS)   # CONTROLS: {word: "female"}
-    probe.leans["nurse"].relative, probe.top(PAIRS[0][1], k=8)
-    leans_table(probe), reading(probe, k=10), reading_text(probe, k=10)
-
-A control that leans against its meaning means the probe does not see gender on this model:
-`reading_text` then ranks no occupation and says why instead.
-
-`leans` does the arithmetic on given probabilities (no model), so it can be checked by hand.
+    probe.leans["nurse"].relative, leans_table(probe), reading_text(probe, k=10)
 """
 
 from __future__ import annotations
@@ -39,11 +28,9 @@ Pair = tuple[str, str]  # (template with the male subject, the same with the fem
 
 @dataclass(frozen=True)
 class Lean:
-    """One probed word: `kind` is "occupation", or a control's gender ("female", "male"); the mean
-    probabilities after the male and the female subject; `ratio`, the geometric mean over the
-    pairs of P(male) / P(female); `relative`, the same divided by the occupation list's tilt (above
-    1: the word leans male relative to the list); `agree`, in how many pairs the word falls on the
-    same side of the tilt as on average; `best_rank`, its best rank in any template."""
+    """One probed word. `kind`: "occupation" or a control's gender; `ratio`: the geometric mean of
+    P(male) / P(female) over the pairs; `relative`: the same over the tilt (above 1: leans male);
+    `agree`: pairs on the same side of the tilt as on average; `best_rank`: in any template."""
 
     kind: str
     p_male: float
@@ -56,9 +43,8 @@ class Lean:
 
 @dataclass
 class BiasProbe:
-    """The probe's result: the pairs asked, every template's distribution, each single-piece word's
-    `Lean` (in the order given, occupations first), the occupation list's tilt per pair (the mean
-    log ratio), and the words `dropped` because they are several pieces."""
+    """The probe's result: each single-piece word's `Lean` (occupations first), the tilt per pair,
+    and the words `dropped` for being several pieces."""
 
     pairs: list[Pair]
     dist: Distributions
@@ -92,8 +78,8 @@ def distributions(model, tokenizer, templates: Sequence[str]) -> Distributions:
 def leans(
     dist: Distributions, pairs: Sequence[Pair], words: Sequence[str], controls: dict[str, str]
 ) -> tuple[dict[str, Lean], np.ndarray]:
-    """Each word's `Lean` from the templates' probabilities, and the tilt of the occupation list
-    (every word not in `controls`) per pair: (leans in the order of `words`, tilt)."""
+    """Each word's `Lean` from the templates' probabilities, and the occupations' tilt per pair.
+    No model: the arithmetic can be checked by hand."""
     log_ratio = np.array([[math.log(dist[m][w][0] / dist[f][w][0]) for m, f in pairs] for w in words])
     is_occupation = np.array([w not in controls for w in words])
     if not is_occupation.any():
@@ -118,8 +104,7 @@ def leans(
 def run_probe(
     model, tokenizer, pairs: Sequence[Pair], occupations: Sequence[str], controls: dict[str, str]
 ) -> BiasProbe:
-    """The probe on a masked LM: the occupations and the controls that are one WordPiece each
-    (the others are dropped), each template's full distribution, and every word's lean."""
+    """The probe on a masked LM, for the words that are one WordPiece each."""
     asked = list(occupations) + list(controls)
     words = [w for w in asked if len(tokenizer.tokenize(w)) == 1]
     dist = distributions(model, tokenizer, [t for pair in pairs for t in pair])
@@ -128,8 +113,7 @@ def run_probe(
 
 
 def leans_table(probe: BiasProbe, ranked: bool = True) -> str:
-    """Every probed word as a Markdown table, from the most male-leaning to the most
-    female-leaning relative to the tilt (ranked=False: in the order asked, occupations first)."""
+    """Every probed word as a Markdown table, most male-leaning first (ranked=False: as asked)."""
     lines = [
         "| word | kind | mean P, male subject | mean P, female subject "
         "| ratio male / female | relative to the tilt | pairs that agree "
@@ -149,14 +133,11 @@ def leans_table(probe: BiasProbe, ranked: bool = True) -> str:
 
 @dataclass(frozen=True)
 class Reading:
-    """What the chapter's reading of the probe quotes. `occupations`, `controls`: the probed
-    words of each kind; `first`: the 3 first guesses after each
-    template of the first pair; `in_top`: how many of the top-k guesses of the (distinct) templates are
-    probed occupations; `best`: the best-ranked occupation; `mass`: the occupations' total
-    probability after each template of the first pair; `whole`: the tilt averaged over the pairs,
-    as a ratio; `right`/`wrong`: the controls that lean / do not lean the way their meaning says;
-    `steady`: the occupations on the same side of the tilt in at least `min_agree` pairs, of which
-    `female` lean female (most first) and `male` lean male (most first)."""
+    """What the chapter's reading quotes. `first`: the 3 first guesses after each template of the
+    first pair; `in_top`: probed occupations among the templates' top-k guesses; `mass`: the
+    occupations' total probability after the first pair; `whole`: the mean tilt as a ratio;
+    `right`/`wrong`: controls that lean / do not lean as their meaning says; `steady`: occupations
+    on one side of the tilt in at least `min_agree` pairs, split into `female` and `male`."""
 
     occupations: list[str]
     controls: list[str]
@@ -202,8 +183,8 @@ def reading(probe: BiasProbe, k: int = 10) -> Reading:
 
 
 def trusted(probe: BiasProbe) -> bool:
-    """Whether every control leans the way its meaning says (there is at least one control): only
-    then can the probe's occupation ratios be read as gender rather than noise."""
+    """Whether there are controls and each leans as its meaning says: only then do the
+    occupations' ratios read as gender rather than noise."""
     return bool(probe.controls) and not reading(probe).wrong
 
 
@@ -212,11 +193,8 @@ def _named(probe: BiasProbe, words: Sequence[str], most: int = 5) -> str:
 
 
 def reading_text(probe: BiasProbe, k: int = 10) -> str:
-    """The chapter's reading of the probe, as Markdown paragraphs generated from its numbers: what
-    the model expects after the first pair, the tilt of the occupation list, the controls, then
-    the occupations ranked by their lean. When a control leans against its meaning (or there is
-    none) no occupation is ranked: a paragraph says the probe is not trustworthy on this model,
-    and why, instead."""
+    """The chapter's reading of the probe as Markdown paragraphs from its numbers; unless `trusted`,
+    it says why instead of ranking the occupations."""
     r, n = reading(probe, k), len(probe.pairs)
     m0, f0 = probe.pairs[0]
     best = probe.leans[r.best].best_rank

@@ -1,13 +1,9 @@
-"""Figures that draw the model's mechanics for the chapters of Part I: the paper's architecture
-and recipe diagrams (its Figures 1 and 3), a packed input sequence, one attention head's numbers,
-bertviz's head view as a static figure, LayerNorm against BatchNorm, where BERT's parameters sit,
-and the masked LM's draws and measured rates. (Chapter 8's stand-in masked LM is
-`bertlab.training.stand_in`; its unigram yardstick, `bertlab.analysis.fill_mask.unigram_comparison`.)
+"""Diagrams of the model's mechanics for Part I: the paper's Figures 1, 3 and 4, a packed input,
+one head's numbers, a static head view, LayerNorm against BatchNorm, where the parameters sit, and
+the masked LM's draws and rates.
 
-Every drawing function draws on the matplotlib Axes it is given (a new figure when `ax` or `axes`
-is None) and returns it (or the Figure, for figures of several panels); none calls `plt.show()`,
-the chapter does. The colours are the chapters' own, kept here so that every figure that shows
-the same thing shows it in the same colour.
+Each function draws on the Axes it is given (a new figure when None) and returns it, or the Figure
+for several panels. The colours live here so that the same thing has one colour in every figure.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
 
+from bertlab.analysis.viz import as_numpy, new_axes
 from bertlab.config import BertConfig
 
 # Figure 3 of the paper: the input embeddings, the Transformer units and the outputs
@@ -49,28 +46,13 @@ PARAMETER_GROUP_COLOURS = {
 HEAD_COLOURS = [plt.cm.tab10(i)[:3] for i in range(10)] + [(0.0, 0.0, 0.0), (0.6, 0.45, 0.0)]
 
 
-def new_axes(ax, figsize: tuple[float, float]):
-    """`ax` itself, or the Axes of a new figure of `figsize` when `ax` is None."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize)
-    return ax
-
-
-def as_numpy(x) -> np.ndarray:
-    """A tensor or an array-like as a float NumPy array."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().float().cpu().numpy()
-    return np.asarray(x, dtype=float)
-
-
 # ---------------------------------------------------------------------------------------------
 # Chapter 1: the paper's Figure 3 (three pre-training architectures) and Figure 1 (the recipe)
 
 
 def transformer_stack(mask, title: str, ax=None):
-    """Inputs E_1..E_n at the bottom, two layers of Transformer units ("Trm"), outputs T_1..T_n
-    on top; a line joins unit i of a layer to unit j of the layer below wherever `mask[i, j]`
-    (query i may attend to key j). A full mask draws BERT, a lower-triangular one GPT."""
+    """Inputs E_i, two layers of Transformer units, outputs T_i; unit i joins unit j of the layer
+    below wherever `mask[i, j]`. A full mask draws BERT, a lower-triangular one GPT."""
     mask = torch.as_tensor(mask, dtype=torch.bool)
     if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
         raise ValueError(f"mask must be a square (n, n) matrix, got shape {tuple(mask.shape)}")
@@ -92,8 +74,8 @@ def transformer_stack(mask, title: str, ax=None):
 
 
 def elmo_stack(n: int, title: str, ax=None):
-    """ELMo as the paper draws it: two independent chains of LSTM units per layer, one left to
-    right (orange), one right to left (green), concatenated only at the top."""
+    """ELMo as the paper draws it: independent left-to-right and right-to-left LSTM chains,
+    concatenated only at the top."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     ax = new_axes(ax, (3.4, 3.4))
@@ -151,9 +133,8 @@ FINETUNING_TASKS = [
 
 
 def pretraining_and_finetuning(ax=None):
-    """The paper's Figure 1 as a flow: unlabelled text -> BERT with its two pre-training heads ->
-    pre-trained weights, which initialise one fine-tuned BERT per kind of task, each with its
-    small output layer (FINETUNING_TASKS)."""
+    """The paper's Figure 1 as a flow: unlabelled text -> pre-training -> weights that initialise
+    one fine-tuned BERT per kind of task (FINETUNING_TASKS)."""
     ax = new_axes(ax, (10, 4.4))
     ax.set_xlim(0, 12)
     ax.set_ylim(0, 4.6)
@@ -191,10 +172,8 @@ FIGURE4_PANELS = [
 
 
 def finetuning_setups(axes=None):
-    """The paper's Figure 4 redrawn: for each of its four kinds of task, the input sequence
-    ([CLS], the tokens of A, [SEP], and of B where there is a pair), one BERT box above it, and
-    the output read from it: a class label from C (the final [CLS] vector), a label on every
-    token T_i, or the start and end of an answer span over the tokens of B. Returns the figure."""
+    """The paper's Figure 4: for each kind of task the input, BERT, and where the output is read
+    (a class from C, a label per token, or a span over B). Returns the figure."""
     if axes is None:
         _, axes = plt.subplots(1, 4, figsize=(15, 3.6), layout="constrained")
     if len(axes) != len(FIGURE4_PANELS):
@@ -234,9 +213,8 @@ def finetuning_setups(axes=None):
 
 
 def packed_sequence(enc, ax=None):
-    """One encoded sequence, [CLS] A [SEP] B [SEP], as a row of cells: each token's cell coloured
-    by its text (A blue, B orange, special tokens grey), with its segment id and position below.
-    `enc`: a one-sequence Encoding (tokens, token_type_ids, sequence_ids)."""
+    """One encoded sequence [CLS] A [SEP] B [SEP] (a one-sequence Encoding) as a row of cells
+    coloured by text, with each token's segment id and position below."""
     tokens, segments, sequences = list(enc.tokens), list(enc.token_type_ids), list(enc.sequence_ids)
     if not len(tokens) == len(segments) == len(sequences):
         raise ValueError("enc must be one sequence: tokens, token_type_ids and sequence_ids of one length")
@@ -260,9 +238,8 @@ def packed_sequence(enc, ax=None):
 
 
 def attention_head_panels(q, k, v, weights, z, tokens: Sequence[str], layer: int, head: int, axes=None):
-    """One head of a trained model as five pictures, rows the query tokens: Q, K and V (T, d_k),
-    its attention weights (T, T) and its output Z = weights V (T, d_k). Q, K, V and Z share a
-    red-blue scale centred on 0 (each its own range); the weights run from 0 to 1."""
+    """One head as five pictures, rows the tokens: Q, K, V (T, d_k), the weights (T, T) and
+    Z = weights V. Q, K, V and Z are drawn red-blue around 0, the weights from 0 to 1."""
     q, k, v, weights, z = (as_numpy(m) for m in (q, k, v, weights, z))
     T = len(tokens)
     if weights.shape != (T, T) or any(m.ndim != 2 or m.shape[0] != T for m in (q, k, v, z)):
@@ -292,9 +269,8 @@ def attention_head_panels(q, k, v, weights, z, tokens: Sequence[str], layer: int
 
 
 def head_view_lines(att, tokens: Sequence[str], title: str, ncols: int = 6):
-    """bertviz's head view drawn with matplotlib: att is one layer's (A, T, T) weights; one panel
-    per head, a line from every query token (left) to every key token (right), its opacity the
-    weight, in the head's colour (HEAD_COLOURS). Returns the Figure."""
+    """bertviz's head view in matplotlib for one layer's (A, T, T) weights: per head, a line from
+    each query (left) to each key (right), its opacity the weight. Returns the Figure."""
     att = as_numpy(att)
     n_heads, n = att.shape[0], len(tokens)
     if att.ndim != 3 or att.shape[1:] != (n, n):
@@ -325,8 +301,8 @@ def head_view_lines(att, tokens: Sequence[str], title: str, ncols: int = 6):
 
 
 def axis_statistics(t) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """For a (..., H) tensor seen as rows = tokens, columns = features: the mean and (population)
-    standard deviation of every token over its features, then of every feature over the tokens."""
+    """Of a (..., H) tensor: each token's mean and population std over its features, then each
+    feature's over the tokens."""
     flat = torch.as_tensor(t).reshape(-1, torch.as_tensor(t).shape[-1])
     return flat.mean(1), flat.std(1, unbiased=False), flat.mean(0), flat.std(0, unbiased=False)
 
@@ -337,10 +313,9 @@ def two_decimals(x: float) -> float:
 
 
 def normalisation_axes(panels: Mapping[str, torch.Tensor], axes=None):
-    """Tensors of one shape (B, T, H) side by side, tokens as rows ("seq b, tok t") and features as
-    columns, every value written in its cell; right of each row its mean / std over the features,
-    under each column its mean and std over the tokens. For the input, LayerNorm(x), BatchNorm(x):
-    each normalisation makes the statistics along its own axis 0 and 1. Returns the Figure."""
+    """Tensors of one (B, T, H) shape side by side, tokens as rows, every value in its cell, with
+    each row's and each column's mean and std: LayerNorm makes the rows' 0 and 1, BatchNorm the
+    columns'. Returns the Figure."""
     shapes = {tuple(t.shape) for t in panels.values()}
     if len(shapes) != 1 or len(next(iter(shapes))) != 3:
         raise ValueError(f"expected tensors of one (B, T, H) shape, got {sorted(shapes)}")
@@ -405,8 +380,7 @@ SUBLAYER_WIDTH, SUBLAYER_HEIGHT, SUBLAYER_STEP = 3.0, 0.55, 0.9
 
 
 def path_arrow(ax, points: Sequence[tuple[float, float]], color: str = "#555555", lw: float = 1.0) -> FancyArrowPatch:
-    """An arrow along the polyline through `points`, its head at the last one (an elbowed
-    recipe_arrow). Returns the patch."""
+    """An arrow along the polyline through `points`, its head at the last one."""
     arrow = FancyArrowPatch(
         path=Path(points), arrowstyle="-|>", mutation_scale=10, color=color, lw=lw, capstyle="butt", joinstyle="miter"
     )
@@ -415,10 +389,9 @@ def path_arrow(ax, points: Sequence[tuple[float, float]], color: str = "#555555"
 
 
 def transformer_stack_column(ax, x: float, y0: float, sublayers, residual_side: int) -> list[float]:
-    """One stack of the Transformer diagram centred on x: its sub-layers' boxes from y0 upwards
-    (SUBLAYER_STEP apart), an arrow between each box and the next, a residual connection around
-    every sub-layer into its Add & Norm on side `residual_side` (-1 left, +1 right), and the grey
-    frame of the N layers. Returns the y of each box's bottom."""
+    """One stack centred on x: its sub-layers from y0 up, residual connections into each Add &
+    Norm on side `residual_side` (-1 left, +1 right), the frame of the N layers. Returns the y of
+    each box's bottom."""
     w, h, step = SUBLAYER_WIDTH, SUBLAYER_HEIGHT, SUBLAYER_STEP
     bottoms = [y0 + k * step for k in range(len(sublayers))]
     top = bottoms[-1] + h
@@ -439,15 +412,9 @@ def transformer_stack_column(ax, x: float, y0: float, sublayers, residual_side: 
 
 
 def transformer_diagram(ax=None):
-    """The encoder-decoder Transformer of Vaswani et al. (2017) as its Figure 1 lays it out: on
-    the left the encoder, N layers of multi-head self-attention and a feed-forward network, each
-    followed by Add & Norm (a residual connection, then LayerNorm); on the right the decoder, N
-    layers of masked multi-head self-attention, encoder-decoder (cross-) attention and a
-    feed-forward network, each followed by Add & Norm. Below each stack its embedding plus the
-    positional encoding; above the decoder the linear layer and softmax over the vocabulary. An
-    arrow carries the encoder's output M into the cross-attention of every decoder layer (its
-    keys and values; the queries come from the decoder). A shaded frame marks the half BERT
-    keeps: the encoder."""
+    """The encoder-decoder Transformer as Figure 1 of Vaswani et al. (2017) lays it out, the
+    encoder's output M feeding every decoder layer's cross-attention, and the half BERT keeps (the
+    encoder) shaded."""
     ax = new_axes(ax, (8.4, 8.8))
     ax.set_xlim(0, 10.9)
     ax.set_ylim(-0.3, 11.2)
@@ -505,9 +472,8 @@ def transformer_diagram(ax=None):
 
 
 def parameters_by_block(config: BertConfig) -> tuple[list[str], dict[str, list[int]]]:
-    """The closed-form parameter count of a BertModel, block by block: the blocks (embeddings,
-    layer 1..L, pooler) and, for each group of PARAMETER_GROUP_COLOURS, its count in every block.
-    Summed over the blocks, each group is the chapter's closed form."""
+    """A BertModel's parameters in closed form: the blocks (embeddings, layers, pooler) and each
+    group of PARAMETER_GROUP_COLOURS's count in every block."""
     H, I, L = config.hidden_size, config.intermediate_size, config.num_layers
     P, S = config.max_position_embeddings, config.type_vocab_size
     blocks = ["embeddings"] + [f"layer {i + 1}" for i in range(L)] + ["pooler"]
@@ -524,9 +490,8 @@ def parameters_by_block(config: BertConfig) -> tuple[list[str], dict[str, list[i
 
 
 def parameter_breakdown(sizes: Mapping[str, Mapping[str, int]], config: BertConfig, name: str = "BERT-Base", axes=None):
-    """Left: each model of `sizes` ({"base": {group: count}, ...}) as one bar, stacked by group;
-    right: `config`'s model (called `name`) block by block (parameters_by_block), in millions;
-    one legend below. Returns the Figure."""
+    """Left: each model of `sizes` ({"base": {group: count}, ...}) as a bar stacked by group;
+    right: `config`'s model block by block. Returns the Figure."""
     unknown = {g for groups in sizes.values() for g in groups} - set(PARAMETER_GROUP_COLOURS)
     if unknown:
         raise ValueError(f"unknown parameter groups {sorted(unknown)}; known: {list(PARAMETER_GROUP_COLOURS)}")
@@ -560,9 +525,8 @@ def parameter_breakdown(sizes: Mapping[str, Mapping[str, int]], config: BertConf
 
 
 def masked_tokens_html(before: Sequence[str], after: Sequence[str], fate: Sequence[str]) -> str:
-    """One masked sentence as HTML: every chosen token in its fate's colour (FATE_COLOURS), showing
-    what the model sees, with the original token (the label) in small grey text after a replaced
-    one and as the tooltip; then a legend. fate[i] is "mask", "random", "same" or "" (not chosen)."""
+    """One masked sentence as HTML: each chosen token in its fate's colour, showing what the model
+    sees, the original (the label) after it. fate[i] is "mask", "random", "same" or "" (not chosen)."""
     if not len(before) == len(after) == len(fate):
         raise ValueError(f"before, after and fate differ in length: {len(before)}, {len(after)}, {len(fate)}")
     cells = []
@@ -589,10 +553,8 @@ def masked_tokens_html(before: Sequence[str], after: Sequence[str], fate: Sequen
 
 
 def masking_draws(draws: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]], seeds: Sequence[int], ax=None):
-    """Several independent maskings of one sentence, one column per draw (labelled by its seed),
-    one row per token: a chosen token's cell in its fate's colour, showing what the model sees
-    there (the random token, or [MASK]); a legend of the three fates below. Each draw is
-    (tokens before, tokens after, fate per token)."""
+    """Several maskings of one sentence, one column per draw (tokens before, after, fate per
+    token), a chosen token in its fate's colour."""
     if len(draws) != len(seeds) or not draws:
         raise ValueError(f"one seed per draw: {len(draws)} draws, {len(seeds)} seeds")
     tokens = list(draws[0][0])
@@ -616,10 +578,9 @@ def masking_draws(draws: Sequence[tuple[Sequence[str], Sequence[str], Sequence[s
 
 
 def masking_rates(n_real: int, n_chosen: int, share: Mapping[str, float], axes=None):
-    """The masked LM's rates as measured: left, the share of real tokens chosen against the
-    paper's 15%; right, the shares of the chosen tokens replaced by [MASK], by a random token and
-    left unchanged (`share`, in that order, fractions) against its 80 / 10 / 10. Returns the
-    Figure (its suptitle is the chapter's)."""
+    """The masked LM's measured rates against the paper's: the share of real tokens chosen (15%),
+    and `share` of the chosen ([MASK], random, unchanged; fractions) against 80 / 10 / 10. Returns
+    the Figure."""
     if len(share) != 3 or n_real <= 0:
         raise ValueError("share must hold three fractions ([MASK], random, unchanged) and n_real must be positive")
     if axes is None:

@@ -2,15 +2,8 @@
 
     fill_mask(model, tokenizer, "the man went to the [MASK] .")   # [[("store", 0.21), ...]]
 
-The probes a recorded run is judged by are drawn here too: held-out sentences with one whole word
-(a single WordPiece of letters) replaced by [MASK], chosen by a seeded rule so that every run and
-every checkpoint is asked the same questions. `fill_mask_along` asks them of a series of
-checkpoints, to watch a model leave the "frequent words" plateau: at first every blank gets the
-same few frequent pieces; later the guesses follow the context. `unigram_comparison` measures
-the same thing in numbers: a masked LM against the unigram baseline (every blank filled with the
-word frequencies of the training text) on the same masked held-out tokens; `continuation_score`
-lets a masked LM choose between endings of a text (SWAG's task) without any task training, and
-`continuation_pmi` does so with each ending's own likelihood, without the text, taken out.
+Also: seeded held-out probes (one whole word masked) to ask every checkpoint alike, a masked LM
+against the unigram baseline, and scoring a text's possible endings (SWAG's task) with no training.
 """
 
 from __future__ import annotations
@@ -54,10 +47,8 @@ def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, f
 
 @torch.no_grad()
 def continuation_log_probs(model, tokenizer, context: str | None, continuation: str) -> torch.Tensor:
-    """The log-probability a masked LM gives each piece of `continuation` when that piece alone is
-    masked: (pieces,). The pair is packed as `[CLS] context [SEP] continuation [SEP]`; with
-    `context` None the continuation stands alone, `[CLS] continuation [SEP]`. One copy of the
-    sequence per piece, row k hiding piece k only."""
+    """The log-probability of each piece of `continuation` with that piece alone masked, (pieces,),
+    after `[CLS] context [SEP]` (or alone when `context` is None)."""
     if context is None:
         enc = tokenizer.encode(continuation, return_tensors="pt")
         ids, segments = enc.input_ids[0], enc.token_type_ids[0]
@@ -87,12 +78,9 @@ def continuation_log_probs(model, tokenizer, context: str | None, continuation: 
 
 
 def continuation_score(model, tokenizer, context: str, continuation: str, reduce: str = "mean") -> float:
-    """How well a masked LM thinks `continuation` follows `context`, with no task training: the
-    pair is packed as `[CLS] context [SEP] continuation [SEP]`, each piece of the continuation is
-    masked in turn (one copy of the sequence per piece), and the log-probabilities the model gives
-    the true pieces are averaged (reduce="mean": a pseudo-log-likelihood, Salazar et al. 2020, per
-    piece so that long and short continuations compare) or summed (reduce="sum"). Higher is more
-    plausible; 0 would be certainty."""
+    """How well a masked LM thinks `continuation` follows `context`: the pseudo-log-likelihood of
+    its pieces (Salazar et al. 2020), averaged so that long and short continuations compare
+    (reduce="mean") or summed. Higher is more plausible."""
     if reduce not in ("mean", "sum"):
         raise ValueError(f"reduce must be 'mean' or 'sum', got {reduce!r}")
     logs = continuation_log_probs(model, tokenizer, context, continuation)
@@ -100,12 +88,8 @@ def continuation_score(model, tokenizer, context: str, continuation: str, reduce
 
 
 def continuation_pmi(model, tokenizer, context: str, continuation: str) -> float:
-    """How much `context` raises a masked LM's belief in `continuation`: the pseudo-log-likelihood
-    of the continuation after the context minus that of the continuation alone, each summed over
-    its pieces (continuation_log_probs), an estimate of the pointwise mutual information
-    log P(continuation | context) - log P(continuation). Whatever makes a continuation probable on
-    its own, short and frequent words, counts on both sides and cancels; what is left is what the
-    context adds. Above 0: the context makes the continuation more probable."""
+    """How much `context` raises a masked LM's belief in `continuation`, an estimate of the PMI
+    log P(cont | context) - log P(cont): what makes an ending probable on its own cancels."""
     with_context = continuation_log_probs(model, tokenizer, context, continuation)
     alone = continuation_log_probs(model, tokenizer, None, continuation)
     return float(with_context.sum() - alone.sum())
@@ -114,13 +98,9 @@ def continuation_pmi(model, tokenizer, context: str, continuation: str) -> float
 def zero_shot_reading(
     endings: Sequence[Sequence[str]], picks: dict[str, Sequence[int]], baseline: str, remedy: str, answer: int = 0
 ) -> str:
-    """Sentences on a masked LM choosing endings with no training: `endings`, each question's
-    candidate endings (the real one at index `answer`); `picks`, for each scoring (its name as the
-    prose says it: "per piece", "by PMI", ...) the index it chose per question. Says how many each
-    scoring gets right against guessing, what `remedy` changes of `baseline`'s choices (real endings
-    gained, lost, and wrong endings swapped for other wrong ones, named), and how likely the best
-    count is by guessing alone (a binomial tail, each question guessed with 1 / its number of
-    endings; the chance is taken as the mean of those)."""
+    """Sentences on a masked LM choosing endings untrained: how many each scoring in `picks`
+    ({name as the prose says it: chosen index per question}) gets right against guessing, what
+    `remedy` changes of `baseline`'s choices, and how likely the best count is by chance."""
     n = len(endings)
     q = float(np.mean([1 / len(e) for e in endings]))
     right = {name: sum(k == answer for k in ks) for name, ks in picks.items()}
@@ -162,9 +142,8 @@ def zero_shot_reading(
 def probe_sentences(
     documents: Iterable[Any], tokenizer, n: int = 8, seed: int = 1, min_words: int = 10, max_words: int = 18
 ) -> list[dict[str, str]]:
-    """n sentences of `documents` (each with a `.sentences` list) of min_words to max_words words,
-    drawn with a seeded generator, each with one whole word of three or more letters replaced by
-    [MASK]: [{"text": "... [MASK] ...", "answer": "word", "original": "..."}]."""
+    """n seeded sentences of min_words to max_words words, one whole word of 3+ letters masked:
+    [{"text": "... [MASK] ...", "answer": "word", "original": "..."}]."""
     rng = np.random.default_rng(seed)
     sentences = [s for d in documents for s in d.sentences if min_words <= len(s.split()) <= max_words]
     probes = []
@@ -191,8 +170,7 @@ def probe_sentences(
 def fill_mask_along(
     folders: Sequence[str | Path], tokenizer, texts: Sequence[str], k: int = 5, model_cls: type | None = None
 ) -> list[dict[str, Any]]:
-    """Ask every model folder (checkpoints of one run, in order) to fill the same texts:
-    [{"model": folder name, "fills": [[[(piece, prob), ...] per [MASK]] per text]}]."""
+    """Every model folder's `fill_mask` of the same texts: [{"model": name, "fills": [...]}]."""
     out = []
     for folder in folders:
         model = ckpt.load_model(folder, model_cls or BertForPreTraining)
@@ -220,8 +198,7 @@ class UnigramComparison:
         return self.model_ce < self.unigram_ce and self.model_acc > self.unigram_acc
 
     def context_tokens(self) -> list[str]:
-        """The frequent guesses that are right more than twice as often as the token is the answer
-        at all: where the model has begun to use the context."""
+        """Frequent guesses right over twice their base rate: where the model uses the context."""
         return [token for token, _, right, base in self.guesses if right > 2 * base]
 
 
@@ -234,12 +211,9 @@ def unigram_comparison(
     top: int = 6,
     smoothing: float = 0.0,
 ) -> UnigramComparison:
-    """Score a masked LM on the chosen positions of `held_batches` (cross-entropy in nats and
-    accuracy) beside a uniform guess and the unigram baseline (each token's frequency in
-    `train_set`, special tokens excluded), and list its `top` most frequent guesses with how often
-    each is right and how often that token is the answer at all (its base rate). `smoothing` is
-    added to every count (add-one: 1.0), so that a held-out piece never seen in `train_set` costs
-    a finite loss instead of an infinite one."""
+    """A masked LM on the chosen positions of `held_batches` (cross-entropy in nats, accuracy)
+    beside a uniform guess and the unigram baseline of `train_set`, and its `top` guesses. Add-one
+    `smoothing` (1.0) keeps a piece never seen in training from costing an infinite loss."""
     counts = np.bincount(np.asarray(train_set.input_ids).ravel(), minlength=tokenizer.vocab_size).astype(float)
     counts += smoothing
     counts[tokenizer.special_ids] = 0

@@ -1,20 +1,9 @@
-"""Plots and tables the chapters share: attention maps, attention masks, bertviz on bertlab's
-outputs, labelled tables of numbers, and the charts the chapters draw of the book's studies (levers,
-ablations, the feature-based study, time budgets, SQuAD 2.0's margins).
+"""Plots and tables the chapters share: attention maps and masks, bertviz on bertlab's outputs,
+labelled tables of numbers (`Table`), and the charts of the book's studies.
 
-Every plotting function takes plain tensors or arrays (what bertlab's models return with
-`output_attentions=True`), draws on a matplotlib Axes (a new one unless `ax` is given) and
-returns that Axes, so a chapter can place several plots side by side:
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    mask_matrix_plot(causal, tokens, ax=axes[0], title="left-to-right")
-    mask_matrix_plot(full, tokens, ax=axes[1], title="bidirectional (BERT)")
-
-Conventions: an attention matrix is indexed [query, key]; row i says how much token i (the
-one being encoded) takes from every token j. Rows are drawn top to bottom, keys left to right.
-
-`Table` shows small matrices with their row and column labels (an HTML table in the book and in
-Jupyter, aligned text in a terminal), for chapters that compute every number by hand.
+Every plotting function takes tensors or arrays, draws on `ax` (a new Axes when None) and returns
+it, so plots can sit side by side. An attention matrix is indexed [query, key]: row i is what
+token i takes from every token j.
 """
 
 from __future__ import annotations
@@ -26,20 +15,25 @@ import numpy as np
 import torch
 
 
-def _to_numpy(x) -> np.ndarray:
+def as_numpy(x) -> np.ndarray:
+    """A tensor or an array-like as a float NumPy array."""
     if isinstance(x, torch.Tensor):
         return x.detach().float().cpu().numpy()
-    return np.asarray(x)
+    return np.asarray(x, dtype=float)
 
 
-def _new_ax(ax, size: float, n: int):
-    if ax is not None:
-        return ax
-    import matplotlib.pyplot as plt
+def new_axes(ax, figsize, **kwargs):
+    """`ax`, or the Axes of a new figure of `figsize` when `ax` is None."""
+    if ax is None:
+        import matplotlib.pyplot as plt
 
-    side = min(max(3.0, size * n), 9.0)
-    _, ax = plt.subplots(figsize=(side + 1.0, side))
+        _, ax = plt.subplots(figsize=figsize, **kwargs)
     return ax
+
+
+def _square_axes(ax, size: float, n: int):
+    side = min(max(3.0, size * n), 9.0)
+    return new_axes(ax, (side + 1.0, side))
 
 
 def _label_axes(ax, tokens: Sequence[str] | None, key_tokens: Sequence[str] | None, n_rows: int, n_cols: int):
@@ -70,20 +64,18 @@ def attention_heatmap(
     vmax: float | None = 1.0,
     colorbar: bool = True,
 ):
-    """Draw one attention matrix (T_q, T_k) as a heatmap; each row is a softmax over the keys.
+    """One attention matrix (T_q, T_k), e.g. `out.attentions[layer][batch, head]`, as a heatmap.
 
-    weights: a (T, T) tensor or array, e.g. `out.attentions[layer][batch, head]`.
-    tokens: labels of the rows (and of the columns unless `key_tokens` is given).
-    annotate: write each weight in its cell (default: only when T <= 12).
-    vmax: top of the colour scale (1.0, so that maps are comparable); None scales to the data.
+    annotate: write each weight in its cell (default: only when T <= 12). vmax: top of the colour
+    scale (1.0 keeps maps comparable; None scales to the data).
     """
-    w = _to_numpy(weights)
+    w = as_numpy(weights)
     if w.ndim != 2:
         raise ValueError(
             f"attention_heatmap draws one (T_q, T_k) matrix, got shape {w.shape}; "
             f"select a batch item and a head first, e.g. attentions[layer][0, head]"
         )
-    ax = _new_ax(ax, 0.45, max(w.shape))
+    ax = _square_axes(ax, 0.45, max(w.shape))
     im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="equal")
     _label_axes(ax, tokens, key_tokens, *w.shape)
     if annotate is None:
@@ -116,17 +108,14 @@ def mask_matrix_plot(
     allowed_color: str = "#3b75af",
     blocked_color: str = "#f2f2f2",
 ):
-    """Draw an attention mask: cell (i, j) is filled when query i may attend to key j.
-
-    mask: a (T, T) boolean (or 0/1) tensor or array, True = allowed, as bertlab's models take it
-    (a causal mask is `torch.ones(T, T, dtype=torch.bool).tril()`).
-    """
+    """A (T, T) attention mask (True = allowed): cell (i, j) is filled when query i may attend
+    to key j. A causal mask is `torch.ones(T, T, dtype=torch.bool).tril()`."""
     from matplotlib.colors import ListedColormap
 
-    m = _to_numpy(mask).astype(bool)
+    m = as_numpy(mask).astype(bool)
     if m.ndim != 2:
         raise ValueError(f"mask_matrix_plot draws one (T, T) mask, got shape {m.shape}")
-    ax = _new_ax(ax, 0.4, max(m.shape))
+    ax = _square_axes(ax, 0.4, max(m.shape))
     ax.imshow(m, cmap=ListedColormap([blocked_color, allowed_color]), vmin=0, vmax=1, aspect="equal")
     # thin white lines between cells, so single cells can be counted
     ax.set_xticks(np.arange(-0.5, m.shape[1], 1), minor=True)
@@ -148,15 +137,14 @@ def attention_grid(
     ncols: int = 4,
     size: float = 2.6,
 ):
-    """All (or some) heads of one layer as small heatmaps: the static twin of bertviz's head view.
+    """All (or some) heads of one layer as small heatmaps; returns the figure.
 
-    attentions: the tuple `out.attentions` of a bertlab model (L tensors of shape (B, A, T, T)),
-    or one (A, T, T) tensor. Returns the figure.
+    attentions: `out.attentions` (L tensors (B, A, T, T)), or one (A, T, T) tensor.
     """
     import matplotlib.pyplot as plt
 
     a = attentions[layer][batch] if isinstance(attentions, (tuple, list)) else attentions
-    a = _to_numpy(a)  # (A, T, T)
+    a = as_numpy(a)  # (A, T, T)
     heads = list(range(a.shape[0])) if heads is None else list(heads)
     nrows = -(-len(heads) // ncols)
     ncols = min(ncols, len(heads))
@@ -177,12 +165,8 @@ def attention_grid(
 def head_view(
     attentions, tokens: Sequence[str], batch: int = 0, layer: int | None = None, heads: Sequence[int] | None = None
 ):
-    """bertviz's interactive head view (Vig, 2019) of a bertlab model's attentions.
-
-    attentions: `out.attentions` (L tensors (B, A, T, T)) from any bertlab model called with
-    output_attentions=True; `batch` picks the sequence. In the built book the view's
-    JavaScript (require.js, d3, jQuery) is served by the book itself (book/_vendor).
-    """
+    """bertviz's interactive head view (Vig, 2019) of `out.attentions` (L tensors (B, A, T, T));
+    `batch` picks the sequence. The built book serves the view's JavaScript from book/_vendor."""
     from bertviz import head_view as _bertviz_head_view
 
     if not isinstance(attentions, (tuple, list)) or not attentions:
@@ -208,20 +192,13 @@ def layer_head_heatmap(
     label: str | None = None,
     colorbar: bool = True,
 ):
-    """One number per attention head as an (L, A) grid: layers as rows (layer 0 at the top),
-    heads as columns, the view of Clark et al. (2019) of "what each head does".
-
-    scores: an (L, A) tensor or array, e.g. the average attention each head puts on [CLS].
-    vmax: top of the colour scale (None: the largest score); label: the colour bar's label.
-    """
-    s = _to_numpy(scores)
+    """One number per head, an (L, A) table, as a grid (layer 0 at the top), as Clark et al.
+    (2019) show "what each head does". vmax None: the largest score; label: the colour bar's."""
+    s = as_numpy(scores)
     if s.ndim != 2:
         raise ValueError(f"layer_head_heatmap draws an (L, A) table, got shape {s.shape}")
     L, A = s.shape
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(0.5 * A + 1.5, 0.45 * L + 1.0))
+    ax = new_axes(ax, (0.5 * A + 1.5, 0.45 * L + 1.0))
     top = float(s.max()) if vmax is None else vmax
     im = ax.imshow(s, cmap=cmap, vmin=vmin, vmax=top, aspect="auto")
     ax.set_xticks(range(A))
@@ -255,14 +232,10 @@ def _matrix_rows(m) -> list[list[float]]:
 
 
 class Table:
-    """Labelled numbers: an HTML table in the book (and in Jupyter), aligned text in a terminal.
-
-    Each part is a (title, matrix, row labels, column labels, digits) tuple, as `table` builds
-    it; the parts of one Table are shown side by side in HTML and one below the other as text:
+    """Labelled numbers: an HTML table in Jupyter and the book, aligned text in a terminal. The
+    parts (built by `table`) sit side by side in HTML, one below the other as text:
 
         Table(table("W^Q", W_Q, dims, heads), table("W^K", W_K, dims, heads))
-
-    A Table is the last value of a cell (or is passed to `display`); it formats, never computes.
     """
 
     def __init__(self, *parts: TablePart):
@@ -306,20 +279,16 @@ class Table:
 
 
 def table(title: str, m, rows: Sequence, cols: Sequence, digits: int = 2) -> TablePart:
-    """One part of a `Table`: the (len(rows), len(cols)) matrix `m` (a tensor, array or nested
-    list) under `title`, each number shown with `digits` digits after the point."""
+    """One part of a `Table`: the (len(rows), len(cols)) matrix `m` under `title`, shown with
+    `digits` digits after the point."""
     return (title, m, rows, cols, digits)
 
 
 def lever_chart(levers, ax=None, title: str | None = None, limit: float | None = None):
-    """What each one-change pilot did to held-out MLM accuracy at equal training tokens
-    (lab.pilots.lever_effects): one horizontal bar per change, in points against its
-    baseline, largest gain on top; gains and losses in two colours, the value beside each bar.
-    `limit`: the x axis runs from -limit to +limit points (give several charts the same one)."""
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7.5, 0.38 * len(levers) + 1.2), layout="tight")
+    """What each one-change run did to held-out MLM accuracy against its baseline (points), one
+    bar per change, largest gain on top. The x axis runs from -limit to +limit (share it between
+    charts)."""
+    ax = new_axes(ax, (7.5, 0.38 * len(levers) + 1.2), layout="tight")
     levers = list(levers)
     y = np.arange(len(levers))[::-1]
     points = [lv.points for lv in levers]
@@ -345,11 +314,9 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
 
 
 def combinations_chart(f1, paper, finetuned: float, paper_finetuned: float, title: str | None = None):
-    """Feature-based NER by layer combination (the paper's Table 7 beside a run), two panels: the
-    dev F1 of each combination, the paper's (quoted, grey) and the run's (blue, its value above
-    the bar), with both fine-tuning scores as dashed lines; and each column's F1 minus its own best
-    combination, to compare the orderings. `f1` and `paper`: {combination: F1}, drawn in `f1`'s
-    order. Returns the figure."""
+    """Feature-based NER by layer combination beside the paper's Table 7 ({combination: F1} each,
+    in `f1`'s order): the F1s with both fine-tuning scores as dashed lines, and each column's F1
+    minus its own best, to compare the orderings. Returns the figure."""
     import matplotlib.pyplot as plt
 
     names = list(f1)
@@ -379,10 +346,7 @@ def combinations_chart(f1, paper, finetuned: float, paper_finetuned: float, titl
 
 
 def curve_panels(panels, xlabel: str = "step", ylabel: str = "", figsize=(10, 3.6)):
-    """Curves in panels side by side: `panels` is a list of (title, {label: (xs, ys)}), one panel
-    each, every curve drawn with dots in its own colour and labelled in the panel's legend (e.g.
-    each ablation model's held-out accuracy against its step, as data/results/ablations.json
-    publishes them). Returns the figure."""
+    """Panels side by side, `panels` a list of (title, {label: (xs, ys)}); returns the figure."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(panels), figsize=figsize, layout="constrained", squeeze=False)
@@ -396,15 +360,11 @@ def curve_panels(panels, xlabel: str = "step", ylabel: str = "", figsize=(10, 3.
 
 
 def budget_chart(rows, fit, target: float | None = None, drawn_on=None, title: str | None = None):
-    """What more pretraining time bought (`rows` as lab.time_budget.budget_rows gives them,
-    published in data/results/time_budget.json; `fit` its LogTimeFit of held-out accuracy), two
-    panels against the pretraining minutes on a log2 axis. Left: every run's held-out MLM accuracy
-    over all chosen positions, and either the fitted line or, with `drawn_on` an Extension of basis
-    "last doubling" (returns that diminish), the medians at each budget joined; past the longest
-    budget the Extension (by default the fitted line) is drawn on, dashed, up to `target` percent
-    if given, which a dotted line marks. Right: the median of each fine-tuned gain at each budget,
-    one line per task, every run a faint dot.
-    Returns the figure."""
+    """What more pretraining time bought, against minutes on a log2 axis (`rows` as
+    data/results/time_budget.json publishes them, `fit` their fit of held-out accuracy). Left:
+    held-out MLM accuracy per run, the fitted line (or, with `drawn_on` of basis "last doubling",
+    the medians joined), drawn on dashed up to `target` percent. Right: the median fine-tuned gain
+    per task at each budget. Returns the figure."""
     import matplotlib.pyplot as plt
 
     held = next(r for r in rows if r["kind"] == "heldout" and "every chosen" in r["measure"])
@@ -457,17 +417,13 @@ def budget_chart(rows, fit, target: float | None = None, drawn_on=None, title: s
 
 
 def changes_chart(changes, parts: Sequence[str], ax=None, title: str | None = None):
-    """Which parts of BERT each successor changed: a grid with one row per model (`changes`:
-    {model: [the parts it changed]}, in the order given) and one column per part of the recipe
-    (`parts`), a filled dot where the model changed that part and a faint one where it kept BERT's.
-    A part that is not in `parts` is an error (a misspelt part would silently vanish)."""
+    """Which parts of BERT's recipe (`parts`, the columns) each successor changed (`changes`:
+    {model: [parts]}, the rows): a filled dot where it changed one. An unknown part is an error,
+    so that a misspelt one cannot vanish."""
     unknown = sorted({p for changed in changes.values() for p in changed} - set(parts))
     if unknown:
         raise ValueError(f"parts {unknown} are not columns of the chart; the columns are {list(parts)}")
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(1.0 * len(parts) + 2.2, 0.42 * len(changes) + 1.4), layout="tight")
+    ax = new_axes(ax, (1.0 * len(parts) + 2.2, 0.42 * len(changes) + 1.4), layout="tight")
     models = list(changes)
     y = np.arange(len(models))[::-1]
     for yi, model in zip(y, models):
@@ -487,19 +443,15 @@ def changes_chart(changes, parts: Sequence[str], ax=None, title: str | None = No
 
 
 def margins_chart(margins, has_answer, tau: float | None, ax=None, title: str | None = None):
-    """SQuAD 2.0's decision on real questions: a histogram of each question's margin s_hat - s_null,
-    those with an answer (green) and those without (orange) overlaid on the same bins, and the
-    threshold tau as a dashed line (a question is answered where its margin exceeds it; `tau` None:
-    abstain everywhere, no line). Questions without any span (margin -inf) are left out."""
+    """SQuAD 2.0's margins s_hat - s_null, questions with and without an answer overlaid, and the
+    threshold `tau` (None: no line) past which a question is answered. Margins of -inf (no span)
+    are left out."""
     m = np.asarray(margins, dtype=float)
     has = np.asarray(has_answer, dtype=bool)
     if m.shape != has.shape:
         raise ValueError(f"{m.size} margins but {has.size} has_answer flags")
     keep = np.isfinite(m)
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7.5, 3.4), layout="tight")
+    ax = new_axes(ax, (7.5, 3.4), layout="tight")
     bins = np.histogram_bin_edges(m[keep], bins=40)
     ax.hist(m[keep & has], bins=bins, alpha=0.6, color="tab:green", label=f"with an answer ({(keep & has).sum():,})")
     ax.hist(m[keep & ~has], bins=bins, alpha=0.6, color="tab:orange", label=f"without ({(keep & ~has).sum():,})")
