@@ -1,38 +1,15 @@
 """Feature-based BERT: a frozen encoder's hidden states as input features for a small tagger.
 
-Section 5.3 of the paper asks how much of BERT's NER result needs fine-tuning. It freezes
-BERT-Base, extracts the activations of one or more layers for every token of CoNLL-2003, and
-trains only a randomly initialised two-layer 768-dimensional BiLSTM and a classification layer on
-top. Table 7 compares six ways of turning the L + 1 hidden states (the embedding output, then
-each of the L Transformer layers) into one vector per token:
-
-    first_layer        the embedding output, hidden_states[0]                   (B, T, H)
-    last_hidden        the last layer's output, hidden_states[L]                (B, T, H)
-    sum_all            the sum of the L layer outputs (embedding output not in) (B, T, H)
-    second_to_last     the output of layer L - 1                                (B, T, H)
-    sum_last_four      the sum of the outputs of layers L-3 .. L                (B, T, H)
-    concat_last_four   those four side by side, in layer order                  (B, T, 4H)
-
-(The paper's rows say "weighted sum"; here, as in the book's exercise 8, the sums are plain.)
-
-Because the encoder is frozen its hidden states never change, so they are computed ONCE per
-sentence and kept in memory; each combination then trains only its small tagger. One vector per
-word: as in fine-tuning (bertlab.tasks.ner), a word is represented by its first WordPiece.
+Section 5.3 of the paper freezes BERT-Base, extracts the activations of one or more layers for
+every token of CoNLL-2003, and trains only a two-layer 768-dimensional BiLSTM and a classifier on
+top. Table 7 compares six ways of turning the L + 1 hidden states (embedding output first) into
+one vector per token (`COMBINATIONS`; the paper's "weighted sum" rows are plain sums here). The
+encoder is frozen, so its states are computed once per sentence (one vector per word, at its
+first piece, as in bertlab.tasks.ner) and each combination trains only its tagger:
 
     train_states = extract_word_states(encoder, task.featurize(train, tok), batch_size=64)
     dev_states = extract_word_states(encoder, task.featurize(dev, tok))
     result = train_tagger(train_states, dev_states, "concat_last_four", hidden=768, num_layers=2)
-    result.f1, result.types["PER"]["f1"], result.predictions[0]
-
-The whole study of chapter 15 (extraction, the six taggers, and fine-tuning the same encoder on the
-same sentences) is one call, bertlab.experiments.feature_study (above the training layer, which it
-fine-tunes with), and every comparison in it is read against the noise of its dev set:
-
-    study = feature_study(encoder, task, train, dev, tagger=dict(hidden=64, num_layers=1),
-                          finetune=dict(epochs=1, lr=3e-4, batch_size=8), out="/tmp/ft")
-    study.f1["concat_last_four"], study.finetuned
-    study.reading("concat_last_four", "fine-tuned").phrase("fine-tuning")
-    # '-4.1 points, below fine-tuning (two bootstrap standard errors over 500 dev sentences: -6.0 to -2.2)'
 """
 
 from __future__ import annotations
@@ -57,9 +34,7 @@ from bertlab.verdict import Reading
 # ------------------------------------------------------------------------------------------------
 # The six combinations of Table 7
 # ------------------------------------------------------------------------------------------------
-# Each takes the L + 1 hidden states (a tuple of tensors of one shape (..., H), embeddings first)
-# and returns one tensor (..., H) or (..., 4H). They work on (B, T, H) batches and on (N, H)
-# stacks of word vectors alike.
+# Each takes the L + 1 hidden states (..., H), embeddings first, and returns (..., H) or (..., 4H).
 def first_layer(hs: Sequence[torch.Tensor]) -> torch.Tensor:
     return hs[0]
 
@@ -107,8 +82,8 @@ PAPER_FINETUNE_DEV_F1 = 96.4
 
 
 def combine(hidden_states: Sequence[torch.Tensor] | torch.Tensor, combination: str) -> torch.Tensor:
-    """One of Table 7's combinations of the L + 1 hidden states (a tuple, or a stacked tensor
-    (L+1, ..., H)), embeddings first. Returns (..., H), or (..., 4H) for "concat_last_four"."""
+    """One of Table 7's combinations of the L + 1 hidden states (a tuple or a stacked tensor
+    (L+1, ..., H)): (..., H), or (..., 4H) for "concat_last_four"."""
     if combination not in COMBINATIONS:
         raise ValueError(f"unknown combination {combination!r}; choose one of {', '.join(COMBINATIONS)}")
     hs = tuple(hidden_states)
@@ -122,8 +97,7 @@ def combine(hidden_states: Sequence[torch.Tensor] | torch.Tensor, combination: s
 
 
 def layers_used(combination: str, num_layers: int) -> list[int]:
-    """Which entries of hidden_states (0 = embedding output, k = output of layer k) a
-    combination reads, for an encoder of `num_layers` layers."""
+    """The entries of hidden_states (0 = embedding output, k = layer k) a combination reads."""
     L = num_layers
     return {
         "first_layer": [0],
@@ -141,10 +115,8 @@ MIXED = ("sum_all", "sum_last_four", "concat_last_four")
 
 @dataclass(frozen=True)
 class Table7Comparison:
-    """A run's F1 per combination against the paper's Table 7, on the comparisons the table is
-    usually read for; each `paper_*` field is the same quantity on the paper's (quoted) numbers.
-    Differences are in F1 points; a positive `second_minus_last` means the second-to-last layer
-    scored higher than the last."""
+    """A run's F1 per combination against Table 7's usual comparisons; each `paper_*` field is the
+    same quantity on the paper's numbers. Differences in F1 points."""
 
     best: str  # the combination with the highest F1 (the first of a tie, in the given order)
     worst: str
@@ -165,8 +137,7 @@ def compare_with_table7(
     paper: dict[str, float] = PAPER_DEV_F1,
     paper_finetuned: float = PAPER_FINETUNE_DEV_F1,
 ) -> Table7Comparison:
-    """Table 7's usual comparisons for one run: `f1` is its dev F1 per combination (all six),
-    `finetuned` the F1 of fine-tuning the same encoder on the same sentences."""
+    """Table 7's usual comparisons for dev F1 per combination (all six) and of fine-tuning."""
     missing = sorted(set(COMBINATIONS) - set(f1))
     if missing:
         raise ValueError(f"no F1 for {', '.join(missing)}: the comparison needs all six combinations")
@@ -192,19 +163,12 @@ def compare_with_table7(
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class WordStates:
-    """Every word's hidden states at every layer, read at its first WordPiece.
+    """Every word's hidden states at every layer, read at its first WordPiece."""
 
-    layers          (L+1, N, H) for the N words of all sentences, sentence after sentence
-    lengths         (S,) words per sentence, for the S sentences that have words
-    sentence_index  (S,) each one's index in the examples it was extracted from
-    tags            (N,) gold label ids, or None for unlabelled text
-    label_names     the label of each id
-    """
-
-    layers: torch.Tensor
-    lengths: torch.Tensor
-    sentence_index: torch.Tensor
-    tags: torch.Tensor | None
+    layers: torch.Tensor  # (L+1, N, H) for the N words of all sentences, in order
+    lengths: torch.Tensor  # (S,) words per sentence, for the S sentences with words
+    sentence_index: torch.Tensor  # (S,) each one's index among the examples
+    tags: torch.Tensor | None  # (N,) gold label ids, None for unlabelled text
     label_names: tuple[str, ...]
 
     @property
@@ -231,13 +195,9 @@ def extract_word_states(
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> WordStates:
-    """Run the frozen encoder once over featurized NER windows (bertlab.tasks.ner.featurize_ner) and
-    keep, for every word, its first piece's vector at each of the L + 1 hidden states.
-
-    `encoder` is a BertModel or a model holding one as `.bert` (BertForTokenClassification,
-    BertForPreTraining). Windows are batched by length (less padding) and the results put back in
-    order. The states are stored on the CPU in `dtype` (float16 halves the memory of a full
-    training set; the combinations are computed in float32)."""
+    """Run the frozen encoder (a BertModel, or a model holding one as `.bert`) once over
+    featurized NER windows and keep every word's first-piece vector at each of the L + 1 hidden
+    states, on the CPU in `dtype` (float16 halves the memory; combinations use float32)."""
     bert = getattr(encoder, "bert", encoder)
     device = torch.device(device) if device is not None else next(bert.parameters()).device
     was_training = bert.training
@@ -264,7 +224,7 @@ def extract_word_states(
             out[:, offsets[n] : offsets[n + 1]] = hs[:, b, torch.as_tensor(firsts[n])].to(dtype)
     bert.train(was_training)
 
-    # Words per sentence: windows of one sentence are consecutive and in word order.
+    # windows of one sentence are consecutive and in word order
     sentences, first_window = np.unique(meta["sentence_index"], return_index=True)
     lengths = np.add.reduceat(counts, first_window) if len(counts) else counts
     tags = None
@@ -287,12 +247,8 @@ def extract_word_states(
 # The small task model on top of the frozen features
 # ------------------------------------------------------------------------------------------------
 class Tagger(nn.Module):
-    """The only trained part of the feature-based approach: an optional BiLSTM over the words of a
-    sentence, then a linear layer over the K labels at every word.
-
-    num_layers=0 gives a linear layer on the features (each word on its own: only what the
-    frozen encoder put in its vector); num_layers=2, hidden=768 is the paper's two-layer BiLSTM
-    (768 units per direction here: our reading of "768-dimensional")."""
+    """The trained part: an optional BiLSTM over a sentence's words, then a linear layer over the
+    K labels. num_layers=2, hidden=768 (per direction) is the paper's; 0 is a linear probe."""
 
     def __init__(self, in_dim: int, num_labels: int, hidden: int = 768, num_layers: int = 2, dropout: float = 0.1):
         super().__init__()
@@ -312,8 +268,8 @@ class Tagger(nn.Module):
         self.classifier = nn.Linear(width, num_labels)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """x (B, W, D) word features padded to the longest sentence, lengths (B,) -> logits
-        (B, W, K). Padding positions do not reach the LSTM (packed sequences)."""
+        """x (B, W, D) padded word features, lengths (B,) -> logits (B, W, K); padding never
+        reaches the LSTM (packed sequences)."""
         x = self.dropout(x)
         if self.lstm is not None:
             W = x.shape[1]
@@ -377,10 +333,8 @@ def train_tagger(
     seed: int = 0,
     device: str | torch.device = "cpu",
 ) -> TaggerResult:
-    """Train a Tagger on one combination of the frozen states, score it on dev after every
-    epoch (entity-level F1, bertlab.tasks.metrics.entity_f1). Adam, constant lr, cross-entropy over
-    every word, batches of sentences of similar lengths, each word weighing the same in every batch;
-    the encoder is not involved any more: only its stored states are read."""
+    """Train a Tagger on one combination of the frozen states (Adam, constant lr, length-grouped
+    batches of sentences) and score it on dev after every epoch (entity F1)."""
     torch.manual_seed(seed)
     device = torch.device(device)
     x_train = train.features(combination).to(device)  # (N, D)
@@ -391,9 +345,8 @@ def train_tagger(
     starts = torch.cumsum(train.lengths, 0) - train.lengths
     gold = dev.gold_tags()
     g = torch.Generator().manual_seed(seed)
-    # batches of similar lengths hold very different numbers of words (32 headlines against 32 long
-    # sentences): each batch's summed loss is divided by the epoch's mean words per batch, so that
-    # every word weighs the same, as in random batches (bertlab.training.finetune.batch_objective)
+    # length-grouped batches hold very different numbers of words: dividing each batch's summed
+    # loss by the epoch's mean words per batch weighs every word the same
     history = []
     t0 = time.perf_counter()
     for epoch in range(1, epochs + 1):
@@ -437,19 +390,15 @@ def train_tagger(
 # ------------------------------------------------------------------------------------------------
 # The noise of an entity F1 on one dev set: a bootstrap over its sentences
 # ------------------------------------------------------------------------------------------------
-# One seed per tagger leaves one source of noise that the page can measure without training again:
-# which sentences the dev set happens to hold. Entity F1 is 2 x correct / (predicted + gold), summed
-# over sentences, so resampling the sentences with replacement and recomputing it shows how much
-# another dev set of the same size would move a score, or the difference between two systems
-# scored on the same sentences (paired: both are resampled together, so what they share cancels).
+# Entity F1 is 2 correct / (predicted + gold), summed over sentences: resampling the sentences shows
+# how much another dev set would move a score, or (paired) a difference between two systems.
 
 
 def sentence_counts(
     gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], entity_type: str | None = None
 ) -> np.ndarray:
-    """(S, 3) integers: for each sentence, its correctly predicted, predicted and gold entities
-    (exact type, first and last word, as `metrics.entity_f1` counts them), of `entity_type` only
-    when given. Summed over the sentences they give entity_f1's micro-averaged F1."""
+    """(S, 3): each sentence's correct, predicted and gold entities (of `entity_type` if given),
+    as `metrics.entity_f1` counts them."""
     rows = np.zeros((len(gold), 3), dtype=np.int64)
     for s, (g, p) in enumerate(zip(gold, predicted, strict=True)):
         if len(g) != len(p):
@@ -480,10 +429,8 @@ def f1_standard_error(
     draws: int = 1000,
     seed: int = 0,
 ) -> float:
-    """The standard error, in points, of an entity F1 measured on these dev sentences, or with
-    `other` (another system's tags for the same sentences) of the difference F1(predicted) -
-    F1(other): the spread of the F1 (difference) over `draws` resamplings of the sentences with
-    replacement. It measures the luck of the dev set, not of a training seed."""
+    """The bootstrap standard error (points) of an entity F1 on these dev sentences, or with
+    `other` (another system's tags) of F1(predicted) - F1(other): the luck of the dev set."""
     if draws < 2:
         raise ValueError(f"a standard error needs at least two bootstrap draws, got {draws}")
     counts = sentence_counts(gold, predicted, entity_type)
@@ -506,9 +453,7 @@ def f1_difference(
     draws: int = 1000,
     seed: int = 0,
 ) -> Reading:
-    """F1(a) - F1(b), two systems' tags for the same dev sentences, read (bertlab.verdict) against
-    two standard errors of the difference (`f1_standard_error`, paired): "clear of" b only when
-    the whole band lies above zero."""
+    """F1(a) - F1(b) on the same dev sentences against two paired bootstrap standard errors."""
     gain = f1_from_counts(sentence_counts(gold, a, entity_type)) - f1_from_counts(sentence_counts(gold, b, entity_type))
     se = f1_standard_error(gold, a, b, entity_type, draws, seed)
     return Reading.from_noise(gain, se, f"two bootstrap standard errors over {count(len(gold), 'dev sentence')}")
@@ -522,8 +467,8 @@ FINETUNED = "fine-tuned"  # the name FeatureStudy's readings give fine-tuning th
 
 @dataclass
 class FeatureStudy:
-    """Table 7 for one encoder: its six taggers on frozen features and fine-tuning it on the same
-    training sentences, all scored on the same dev sentences."""
+    """Table 7 for one encoder: six taggers on its frozen features and fine-tuning it, on the same
+    training and dev sentences."""
 
     name: str  # the encoder's name
     encoder: nn.Module  # the frozen BertModel whose states the taggers read
@@ -541,7 +486,7 @@ class FeatureStudy:
 
     @property
     def n_train(self) -> int:
-        """Training sentences (those with words) the taggers and fine-tuning learned from."""
+        """Training sentences (with words)."""
         return len(self.train_states.lengths)
 
     @property
@@ -572,6 +517,5 @@ class FeatureStudy:
         return self.finetuned_predictions if name == FINETUNED else self.taggers[name].predictions
 
     def reading(self, a: str, b: str, entity_type: str | None = None) -> Reading:
-        """F1(a) - F1(b) on the dev sentences (combinations or FINETUNED; of one entity type when
-        given), against two bootstrap standard errors of the difference (`f1_difference`)."""
+        """`f1_difference` of two combinations or FINETUNED (of one entity type if given)."""
         return f1_difference(self.gold, self.predictions(a), self.predictions(b), entity_type)
