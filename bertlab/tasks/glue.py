@@ -1,15 +1,5 @@
-"""The GLUE benchmark: the paper's scores on its nine tasks (quoted), and which of them this book
-fine-tunes and which of their files the offline mirror holds.
-
-GLUE (Wang et al., 2018) gathers nine sentence and sentence-pair tasks; the paper reports BERT's
-test scores on eight of them in its Table 1 (Devlin et al., 2018), scored by the GLUE server.
-`PAPER_TABLE_1` quotes those scores; `coverage()` sets them beside the book's own chapters and the
-data registry (bertlab.data.registry), counting the examples of every split the mirror holds:
-
-    cov = coverage()
-    for row in cov.rows:            # one GlueTask per task, in Table 1's order
-        row.task, row.base, row.large, row.in_book, row.splits   # splits: {"train": 67349, ...}
-    cov.runnable                    # the tasks whose training set is in the mirror
+"""The GLUE benchmark (Wang et al., 2018): the paper's Table 1 scores (quoted), beside which tasks
+this book fine-tunes and which of their files the offline mirror holds (`coverage()`).
 """
 
 from __future__ import annotations
@@ -19,10 +9,8 @@ from dataclasses import dataclass
 from bertlab.data import registry, task_data
 from bertlab.tasks import TASKS, get_task
 
-# Quoted from Devlin et al. (2018), "BERT: Pre-training of Deep Bidirectional Transformers for
-# Language Understanding", Table 1: GLUE test scores of BERT-Base and BERT-Large (F1 for QQP and
-# MRPC, Spearman for STS-B, Matthews correlation for CoLA, accuracy for the others; MNLI is
-# matched/mismatched). The paper leaves WNLI out of its table (appendix B.1).
+# Devlin et al. (2018), Table 1: GLUE test scores of BERT-Base and BERT-Large (F1 for QQP and MRPC,
+# Spearman for STS-B, Matthews for CoLA, else accuracy; MNLI matched/mismatched; WNLI left out, B.1).
 PAPER_TABLE_1: dict[str, tuple[str, str]] = {
     "MNLI": ("84.6/83.4", "86.7/85.9"),
     "QQP": ("71.2", "72.1"),
@@ -35,10 +23,9 @@ PAPER_TABLE_1: dict[str, tuple[str, str]] = {
     "WNLI": ("not reported", "not reported"),
 }
 
-# The GLUE tasks the data registry knows, by their registry (and task table) names.
+# the GLUE tasks the data registry knows, by their registry (and task table) names
 REGISTRY_NAME = {"SST-2": "sst2", "MRPC": "mrpc", "RTE": "rte", "QNLI": "qnli"}
 
-# Where the book fine-tunes a task.
 BOOK_CHAPTERS = {
     "sst2": "fine-tuned in chapter 11",
     "mrpc": "fine-tuned in chapter 12",
@@ -50,8 +37,8 @@ SPLITS = ("train", "dev", "test")
 
 @dataclass(frozen=True)
 class GlueTask:
-    """One GLUE task: the paper's scores (quoted), what the book does with it, and the splits the
-    offline mirror holds with their number of examples (None where the book has no reader)."""
+    """One GLUE task: the paper's scores, what the book does with it, and the examples of each
+    split in the mirror (None where the book has no reader)."""
 
     task: str
     base: str
@@ -62,8 +49,8 @@ class GlueTask:
 
 @dataclass(frozen=True)
 class Coverage:
-    """The nine tasks (`rows`), the ones with a training set in the mirror (`runnable`), the ones
-    the data registry does not list (`unlisted`), and whether it lists SWAG and SQuAD 2.0."""
+    """The nine tasks, those with a training set in the mirror, those the data registry does not
+    list, and whether it lists SWAG and SQuAD 2.0."""
 
     rows: list[GlueTask]
     runnable: list[str]
@@ -73,14 +60,12 @@ class Coverage:
 
 
 def mirror_splits(dataset: str | None) -> list[str]:
-    """The train/dev/test splits of a registry dataset that the offline mirror holds, in the
-    registry's order (none for a dataset it does not list)."""
+    """The train/dev/test splits of a registry dataset that the offline mirror holds."""
     return [f.split for f in registry.FILES.values() if f.dataset == dataset and f.in_mirror and f.split in SPLITS]
 
 
 def split_size(dataset: str, split: str) -> int | None:
-    """How many examples a split has, counted from its file: through the task table where it has
-    the task, QNLI with its reader; None where the book reads no such split."""
+    """How many examples a split's file holds; None where the book reads no such split."""
     if dataset in TASKS and split in TASKS[dataset].splits:
         return len(get_task(dataset).load(split))
     if dataset == "qnli":
@@ -89,8 +74,8 @@ def split_size(dataset: str, split: str) -> int | None:
 
 
 def coverage(count: bool = True) -> Coverage:
-    """The paper's Table 1 beside the book's chapters and the mirror's files (`count`: the number
-    of examples of each split, read from the files; False leaves every count None)."""
+    """The paper's Table 1 beside the book's chapters and the mirror's files (count=False leaves
+    the number of examples of each split None)."""
     rows = []
     for task, (base, large) in PAPER_TABLE_1.items():
         key = REGISTRY_NAME.get(task)
