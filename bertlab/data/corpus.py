@@ -182,7 +182,7 @@ def gutenberg_paragraphs(body: str) -> list[str]:
         if not text or _PG_CREDIT.match(text) or _BRACKETED.match(text):
             continue
         lower = text.lower()
-        if any(hint in lower for hint in _PG_BOILERPLATE_HINTS) and _PG_BOILERPLATE.search(text):  # cheap test first
+        if any(hint in lower for hint in _PG_BOILERPLATE_HINTS) and _PG_BOILERPLATE.search(text):
             continue
         if not any(c.islower() for c in text):
             continue

@@ -1,21 +1,12 @@
 """Getting dataset files, checked: the mirror, the download cache, the canonical URLs.
 
-BERT is pre-trained on books and Wikipedia and fine-tuned on GLUE, SQuAD and CoNLL-2003.  This
-module gets those files (`bertlab.data.task_data` reads the fine-tuning ones, `bertlab.data.corpus` the
-pretraining text):
-
-* `fetch(name)` returns a local path to a registered file (`bertlab.data.registry`).  It looks first in
-  a local mirror (env ``BERTLAB_DATA_MIRROR``, a folder laid out like the project's offline
-  mirror), then in the download cache (env ``BERTLAB_CACHE``, default ``~/.cache/bertlab``), and
-  only then downloads with `pooch`.  Every byte is checked against the registry's sha256: a
-  corrupt mirror file raises `ChecksumMismatchError`, a corrupt or partial cache file is fetched
-  again, and a source that now serves different bytes is reported, never accepted.
-* `open_text(path)` opens a fetched text file, gzipped (the mirror's books and wiki) or not.
-
-Offline with neither a mirror nor a cached copy, `fetch` raises ONE `DataUnavailableError` that
-names the file, the URLs tried and how to get it.  Files the mirror does not hold (WikiText
-train, SQuAD train, QNLI train) raise `SplitNotAvailableError`; `available_splits` tells callers
-what they can use instead.
+`fetch(name)` returns a local path to a registered file (`bertlab.data.registry`): from the local
+mirror ($BERTLAB_DATA_MIRROR, laid out like the project's offline mirror), else the download cache
+($BERTLAB_CACHE, default ~/.cache/bertlab), else downloaded with `pooch`. Every byte is checked
+against the registry's sha256: a corrupt mirror file raises `ChecksumMismatchError`, a corrupt
+cache file is fetched again, and a source that now serves other bytes is reported, never accepted.
+Offline, a missing file raises one `DataUnavailableError` naming the file, the URLs tried and how
+to get it (`SplitNotAvailableError` for splits the mirror lacks; see `available_splits`).
 """
 
 from __future__ import annotations
@@ -40,9 +31,7 @@ OFFLINE_ENV = "BERTLAB_OFFLINE"  # "1": never touch the network
 DOWNLOAD_TIMEOUT_S = 60
 
 
-# ----------------------------------------------------------------------------------------------
-# Errors
-# ----------------------------------------------------------------------------------------------
+# --- Errors ---
 
 
 class DataError(Exception):
@@ -50,20 +39,18 @@ class DataError(Exception):
 
 
 class DataUnavailableError(DataError):
-    """A file is in neither the mirror nor the cache, and downloading it failed (or is disabled)."""
+    """A file is in neither the mirror nor the cache, and downloading it failed or is disabled."""
 
 
 class SplitNotAvailableError(DataUnavailableError):
-    """The mirror does not hold this split at all (e.g. WikiText-103 train), and it could not be downloaded."""
+    """The mirror lacks this split (e.g. WikiText-103 train), and it could not be downloaded."""
 
 
 class ChecksumMismatchError(DataError):
     """Bytes on disk or from a URL differ from the registry's pinned sha256."""
 
 
-# ----------------------------------------------------------------------------------------------
-# Locations
-# ----------------------------------------------------------------------------------------------
+# --- Locations ---
 
 
 def cache_dir() -> Path:
@@ -82,7 +69,7 @@ def _offline() -> bool:
 
 
 def lookup(name: str) -> DataFile:
-    """Resolve a mirror path ("glue/SST-2/dev.tsv") or short name ("sst2:dev", "books:pg11")."""
+    """The file of a mirror path ("glue/SST-2/dev.tsv") or short name ("sst2:dev", "books:pg11")."""
     if isinstance(name, DataFile):
         return name
     name = str(name)
@@ -106,19 +93,12 @@ def files_of(dataset: str) -> list[DataFile]:
     return found
 
 
-# ----------------------------------------------------------------------------------------------
-# Checksums (bertlab.files.sha256_file), with a small record of files already verified
-# (keyed by size and mtime)
-# ----------------------------------------------------------------------------------------------
-
-
-def _stamp_file() -> Path:
-    return cache_dir() / "verified.json"
+# --- Checksums, with a record of files already verified (keyed by size and mtime) ---
 
 
 def _load_stamps() -> dict:
     try:
-        return json.loads(_stamp_file().read_text())
+        return json.loads((cache_dir() / "verified.json").read_text())
     except (OSError, ValueError):
         return {}
 
@@ -127,11 +107,10 @@ def _save_stamp(path: Path, digest: str) -> None:
     stamps = _load_stamps()
     st = path.stat()
     stamps[str(path.resolve())] = [st.st_size, st.st_mtime_ns, digest]
-    target = _stamp_file()
+    target = cache_dir() / "verified.json"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        # atomic: concurrent writers lose a stamp at worst, never corrupt it
-        write_text(target, json.dumps(stamps), fsync=False)
+        write_text(target, json.dumps(stamps), fsync=False)  # atomic: a race loses a stamp, never corrupts
     except OSError:  # a read-only cache only costs re-hashing
         pass
 
@@ -161,25 +140,11 @@ def verify(path: Path, expected: str | None, what: str) -> None:
         )
 
 
-# ----------------------------------------------------------------------------------------------
-# fetch
-# ----------------------------------------------------------------------------------------------
-
-
-def _how_to_get(f: DataFile) -> str:
-    return (
-        f"To get it: set {MIRROR_ENV}=/path/to/mirror (a folder laid out like the bertlab data "
-        f"mirror, holding {f.path}), or go online (unset {OFFLINE_ENV}) so it can be downloaded into "
-        f"{cache_dir()}."
-    )
+# --- fetch ---
 
 
 def available_splits(dataset: str) -> list[str]:
-    """Splits of `dataset` usable without the network: in the mirror or already in the cache.
-
-    WikiText-103 on this project's mirror gives [] and WikiText-2 gives ["valid", "test"], so a
-    caller can fall back (e.g. to the books corpus) explicitly instead of failing late.
-    """
+    """Splits of `dataset` usable offline (in the mirror or the cache), so a caller can fall back early."""
     mirror = mirror_dir()
     out = []
     for f in files_of(dataset):
@@ -191,12 +156,9 @@ def available_splits(dataset: str) -> list[str]:
 
 
 def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
-    """Local path to a registered data file, checked against its pinned sha256.
-
-    Order: the mirror (``$BERTLAB_DATA_MIRROR``), the cache (``$BERTLAB_CACHE``), then the
-    file's download sources.  Gzipped mirror files (books, wiki) are returned as the ``.gz``;
-    downloads of them are the raw text (use `open_text`, which reads both).
-    """
+    """Local path to a registered data file, checked against its pinned sha256: the mirror, the
+    cache, then its sources. Books and wiki come gzipped from the mirror, raw when downloaded
+    (`open_text` reads both)."""
     f = lookup(name)
     mirror = mirror_dir()
     if mirror is not None and f.in_mirror:
@@ -206,13 +168,8 @@ def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
             return candidate
 
     cached = cache_dir() / f.download_path
-    if cached.is_file():
-        try:
-            _verify_download(cached, f)
-            return cached
-        except ChecksumMismatchError as err:  # corrupt or partial: fetch it again
-            log.warning("%s; fetching it again", str(err).splitlines()[0])
-            cached.unlink()
+    if _cached_copy_ok(cached, lambda: _verify_download(cached, f)):
+        return cached
 
     if f.derive:
         return _derive(f, progress=progress)
@@ -251,26 +208,37 @@ def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
             f"Splits of {f.dataset!r} available offline: {others or 'none'}. "
             f"Go online to download it, or choose an available split or corpus."
         )
-    raise DataUnavailableError(message + _how_to_get(f))
+    raise DataUnavailableError(
+        message + f"To get it: set {MIRROR_ENV}=/path/to/mirror (a folder laid out like the bertlab data "
+        f"mirror, holding {f.path}), or go online (unset {OFFLINE_ENV}) so it can be downloaded into "
+        f"{cache_dir()}."
+    )
+
+
+def _cached_copy_ok(path: Path, check) -> bool:
+    """Whether a cached file exists and passes `check`; a corrupt or partial one is deleted."""
+    if not path.is_file():
+        return False
+    try:
+        check()
+        return True
+    except ChecksumMismatchError as err:
+        log.warning("%s; fetching it again", str(err).splitlines()[0])
+        path.unlink()
+        return False
 
 
 def _verify_download(path: Path, f: DataFile) -> None:
     expected = f.download_sha256
-    if expected is None:  # no published hash: compare with the hash recorded when it was extracted
-        expected = _recorded_member_hash(path)
+    record = path.with_name(path.name + ".sha256")
+    if expected is None and record.is_file():  # no published hash: the one recorded at extraction
+        expected = record.read_text().strip()
     verify(path, expected, f"{f.name} in the cache")
 
 
-def _recorded_member_hash(path: Path) -> str | None:
-    record = path.with_name(path.name + ".sha256")
-    return record.read_text().strip() if record.is_file() else None
-
-
 def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> Path:
-    """Download one source with pooch (hash-checked), extract a zip member, verify, place at `target`.
-
-    Bytes that fail the check are deleted, so nothing wrong is ever left where the file belongs.
-    """
+    """Download one source with pooch, extract a zip member, check it and only then place it at
+    `target`: bytes that fail the check are deleted."""
     import pooch
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -309,16 +277,13 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
     return target
 
 
-# ----------------------------------------------------------------------------------------------
-# Files the repository publishes (the book's records, bertlab.data.records): the same checks
-# ----------------------------------------------------------------------------------------------
+# --- Files the repository publishes (bertlab.data.records): the same checks ---
 
 
 def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progress: bool = False) -> Path:
-    """Local copy of the published file `path` (relative, "reference_run/config.json"), checked
-    against `sha256`. `source` is a base URL or a local folder laid out like the published records;
-    a local folder is used in place, a URL's file is kept at `cache / path`. A cached copy that
-    fails the check is fetched again; a download that fails it is deleted, never kept."""
+    """Local copy of the published record `path` ("reference_run/config.json"), checked against
+    `sha256`. `source`: a base URL (the file is kept at `cache / path`) or a local folder (used in
+    place)."""
     if "://" not in source:
         local = Path(source).expanduser() / path
         if not local.is_file():
@@ -331,13 +296,8 @@ def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progres
         verify(local, sha256, f"the published record {path}")
         return local
     target = Path(cache) / path
-    if target.is_file():
-        try:
-            verify(target, sha256, f"the published record {path} in the cache")
-            return target
-        except ChecksumMismatchError as err:  # corrupt or partial: fetch it again
-            log.warning("%s; fetching it again", str(err).splitlines()[0])
-            target.unlink()
+    if _cached_copy_ok(target, lambda: verify(target, sha256, f"the published record {path} in the cache")):
+        return target
     url = source.rstrip("/") + "/" + path
     how = (
         "To get it: go online, or write the records with `python -m bertlab publish-records --out DIR` "
@@ -360,9 +320,7 @@ def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progres
         ) from None
 
 
-# ----------------------------------------------------------------------------------------------
-# Files rebuilt by a recipe: GLUE's MRPC split, from the SentEval source files
-# ----------------------------------------------------------------------------------------------
+# --- Files rebuilt by a recipe: GLUE's MRPC split ---
 
 
 def _derive(f: DataFile, *, progress: bool) -> Path:
@@ -376,12 +334,8 @@ def _derive(f: DataFile, *, progress: bool) -> Path:
 
 
 def build_mrpc_split(split: str, *, progress: bool = False) -> bytes:
-    """GLUE's MRPC train/dev/test.tsv, rebuilt from ``msr_paraphrase_{train,test}.txt`` and ``dev_ids.tsv``.
-
-    GLUE's recipe: dev is the train pairs listed in ``dev_ids.tsv``, train is the rest (header and
-    BOM kept, each row's fields rewritten after stripping the line), test is the test file with an
-    ``index`` column instead of the label.
-    """
+    """GLUE's MRPC train/dev/test.tsv, rebuilt from msr_paraphrase_{train,test}.txt as GLUE does:
+    dev is the train pairs listed in dev_ids.tsv, train the rest, test has an index, no label."""
     if split == "test":
         lines = fetch("mrpc:msr_test", progress=progress).read_bytes().decode("utf-8-sig").split("\n")
         out = ["index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"]
@@ -406,7 +360,7 @@ def build_mrpc_split(split: str, *, progress: bool = False) -> bytes:
 
 
 def open_text(path: Path) -> io.TextIOBase:
-    """Open a text data file, transparently gunzipping ``*.gz`` (UTF-8, strict)."""
+    """Open a UTF-8 text data file, gunzipping a *.gz."""
     path = Path(path)
     if path.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")

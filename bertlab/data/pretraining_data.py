@@ -320,7 +320,7 @@ def build_examples(
     spans_arr = np.asarray(spans, dtype=np.int64)  # (N, 5)
     N = len(spans_arr)
 
-    # Token extents of A and B, then the longest-first cut: A keeps its end, B and a single segment their start.
+    # Token extents of A and B; the longest-first cut keeps A's end and B's (or a lone segment's) start.
     st = np.asarray(corpus.sentence_starts)
     a_end, a_len = st[spans_arr[:, 1] + 1], st[spans_arr[:, 1] + 1] - st[spans_arr[:, 0]]
     has_b = spans_arr[:, 2] >= 0

@@ -188,7 +188,7 @@ class WordPieceTokenizer:
             self.backend.no_padding()
 
     @staticmethod
-    def _encoding(encs: list, batch: bool, max_length: int | None, truncation: bool, return_tensors) -> Encoding:
+    def _encoding(encs: list, batch: bool, max_length: int | None, truncation: bool, return_tensors: Any) -> Encoding:
         """The backend's encodings as one Encoding: B rows (batch), or the one sequence."""
         longest = max((len(e.ids) for e in encs), default=0)
         if max_length is not None and not truncation and longest > max_length:
@@ -210,7 +210,8 @@ class WordPieceTokenizer:
             )
             for e in encs
         ]
-        enc = Encoding(**{k: [r[k] for r in rows] if batch else rows[0][k] for k in Encoding.__dataclass_fields__})
+        fields = Encoding.__dataclass_fields__
+        enc = Encoding(**{k: [r[k] for r in rows] if batch else rows[0][k] for k in fields})
         if return_tensors == "pt":
             if len({len(r["input_ids"]) for r in rows}) > 1:
                 raise ValueError(
