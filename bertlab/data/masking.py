@@ -1,35 +1,22 @@
 """The masked language model's corruption, applied fresh to every batch.
 
-BERT's first pretraining task (Devlin et al., 2018, section 3.1, "Task #1: Masked LM") hides
-15% of the input tokens and asks the model to recover them. Of the chosen tokens,
+BERT's first pretraining task (section 3.1, "Task #1: Masked LM") hides 15% of the input tokens
+and asks the model to recover them. Of the chosen tokens,
 
     80% are replaced by [MASK]          my dog is hairy -> my dog is [MASK]
     10% by a random token               my dog is hairy -> my dog is apple
     10% are left unchanged              my dog is hairy -> my dog is hairy
 
-so that the model cannot learn "only [MASK] positions matter" (fine-tuning never shows [MASK]),
-and the loss is computed at the chosen positions only. The special tokens [CLS], [SEP] and
-[PAD] are never chosen.
+because fine-tuning never shows [MASK]; the loss is computed at the chosen positions only, and
+[CLS], [SEP] and [PAD] are never chosen. Here the draw is new for every batch, vectorised and
+seeded by a `torch.Generator`. Exactly round(0.15 * n) of a row's n real tokens are chosen, and
+their positions come as a (B, P) array with a fixed P = `max_predictions` (unused slots: position
+0, label -100), as in the released BERT code: the MLM head runs on P positions, with shapes that
+never change (what `torch.compile` needs). Whole-word masking chooses a "##" piece together with
+the word it continues.
 
-This module does it *dynamically* (a new draw every time a batch is made, as RoBERTa recommends
-and as the paper's many-epoch "duplicate" copies approximate), *vectorised* (a handful of tensor
-operations per batch, any device, no Python loop over tokens), and *deterministically* given a
-`torch.Generator`. Two choices are made for speed and exactness:
-
-* exactly round(0.15 * n) tokens are chosen in a sequence of n real tokens (at least 1), rather
-  than each token independently with probability 0.15;
-* the chosen positions are returned as a (B, P) index array, P = `max_predictions`, a FIXED
-  number per run (unused slots point at position 0 with label -100). The MLM head then runs on
-  P positions, not all T, and the shapes never change, which `torch.compile` needs. The released
-  BERT code does the same (max_predictions_per_seq = 20 for 128 tokens, 80 for 512).
-
-Whole-word masking (released by Google after the paper) chooses whole words: a "##" piece is
-chosen together with the word it continues, still about 15% of the tokens.
-
-For comparison, the paper's ablation (section 5.1, "LTR & No NSP") trains a left-to-right LM
-instead, like OpenAI GPT: nothing is masked or replaced, and EVERY position t predicts the token
-at t+1 from the tokens at positions <= t (the model's causal attention hides the rest).
-`next_token_labels` and `NextTokenCollator` at the end of this file make those batches.
+The paper's ablation "LTR & No NSP" (section 5.1) trains a left-to-right LM instead: every position
+predicts the next token (`next_token_labels`, `NextTokenCollator`).
 """
 
 from __future__ import annotations
@@ -44,9 +31,8 @@ from bertlab.model import IGNORE_INDEX  # the label that F.cross_entropy skips
 
 
 def default_max_predictions(max_len: int, mlm_probability: float = 0.15) -> int:
-    """P for a run with sequences of max_len tokens: ceil(p * max_len) + 2. The exact count
-    round(p * n_real) never exceeds ceil(p * max_len); the margin of 2 leaves room for whole-word
-    masking finishing a word. 22 for max_len 128, 79 for 512."""
+    """P for sequences of max_len tokens: ceil(p * max_len), plus 2 for whole-word masking finishing
+    a word. 22 for max_len 128, 79 for 512."""
     return math.ceil(mlm_probability * max_len) + 2
 
 
@@ -59,18 +45,15 @@ class MaskedBatch:
 
 
 def word_starts(input_ids: torch.Tensor, candidate: torch.Tensor, is_continuation: torch.Tensor) -> torch.Tensor:
-    """(B, T) bool, True at the first piece of every word: a candidate token that is not a "##"
-    piece continuing a candidate before it. These are the units whole-word masking chooses from
-    (a "##" piece right after [CLS] starts a word of its own). input_ids (B, T); candidate (B, T)
-    bool, the tokens that may be chosen; is_continuation (V,) bool, `tokenizer.is_continuation()`."""
+    """(B, T) bool, True at the first piece of every word: a candidate (a token that may be chosen)
+    that is not a "##" piece continuing a candidate. is_continuation: `tokenizer.is_continuation()`."""
     cont = is_continuation.to(input_ids.device)[input_ids.long()]
     prev_candidate = torch.nn.functional.pad(candidate[:, :-1], (1, 0), value=False)
     return candidate & ~(cont & prev_candidate)
 
 
 def chosen_mask(mlm_positions: torch.Tensor, mlm_labels: torch.Tensor, length: int) -> torch.Tensor:
-    """(B, length) bool, True at the tokens a collated batch asks the model to predict: its
-    `mlm_positions` whose `mlm_labels` slot is used (not IGNORE_INDEX)."""
+    """(B, length) bool, True at the tokens a collated batch asks the model to predict."""
     used = mlm_labels != IGNORE_INDEX
     chosen = torch.zeros(mlm_positions.shape[0], length, dtype=torch.bool, device=mlm_positions.device)
     rows = torch.arange(mlm_positions.shape[0], device=mlm_positions.device)[:, None].expand_as(mlm_positions)
@@ -97,12 +80,8 @@ def word_coverage(
     is_continuation: torch.Tensor,
     special_ids: Sequence[int] | torch.Tensor,
 ) -> WordCoverage:
-    """Count the words of a batch that a masking chose in full, in part or not at all.
-
-    input_ids (B, T) the unmasked ids; chosen (B, T) bool (`MaskedBatch.selected`, or
-    `chosen_mask` of a collated batch). Words are split as whole-word masking splits them
-    (`word_starts`). Piece-level masking leaves some multi-piece words half chosen; whole-word
-    masking leaves none (`partial == 0`)."""
+    """Count the words of a batch (split as by `word_starts`) that a masking chose in full, in part
+    or not at all. chosen: (B, T) bool, `MaskedBatch.selected` or `chosen_mask` of a batch."""
     ids = input_ids.long()
     B, T = ids.shape
     special = torch.as_tensor(special_ids, dtype=torch.long, device=ids.device)
@@ -138,13 +117,9 @@ def mask_tokens(
     is_continuation: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
 ) -> MaskedBatch:
-    """Choose ~15% of the non-special tokens of each row and corrupt them 80/10/10.
-
-    input_ids (B, T) long, on any device (the generator must live on the same device).
-    special_ids: ids never chosen ([CLS], [SEP], [PAD], ...). random_ids: the ids a "random
-    token" is drawn from (the vocabulary minus special and unused ids). is_continuation:
-    (V,) bool, True for "##" pieces; needed when whole_word=True.
-    """
+    """Choose ~15% of the non-special tokens of each row of input_ids (B, T) and corrupt them
+    80/10/10. random_ids: the ids a random token is drawn from; is_continuation (V,) bool is needed
+    with whole_word. The generator must be on input_ids' device."""
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
     if not 0.0 < mlm_probability < 1.0:
@@ -221,8 +196,7 @@ def mask_tokens(
 
 
 def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-    """A batch as a dict of tensors: a list of examples (dicts of equal-length arrays) is stacked
-    along a new first dimension; a dict of already batched arrays is taken as it is."""
+    """A batch as a dict of tensors: a list of examples is stacked, a dict of batched arrays taken as it is."""
     if isinstance(examples, Mapping):
         return {k: torch.as_tensor(v) for k, v in examples.items()}
     if len(examples) == 0:
@@ -231,15 +205,14 @@ def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) ->
 
 
 class MaskedLMCollator:
-    """Turns unmasked examples into the agreed pretraining batch:
+    """Unmasked examples (a list of `PretrainingDataset[i]`, or one `get_batch` dict) to the
+    pretraining batch:
 
         input_ids (B,T) long, masked; token_type_ids (B,T); attention_mask (B,T);
         mlm_positions (B,P); mlm_labels (B,P); nsp_labels (B,) -- only if the examples have them.
 
-    Call it with a list of example dicts (as `PretrainingDataset[i]` gives) or with one dict of
-    stacked (B, T) tensors (as `PretrainingDataset.get_batch` gives). Its `generator` (a
-    torch.Generator seeded with `seed`) makes the masks reproducible; its state is part of the
-    batch iterator's state_dict so a resumed run draws the same masks.
+    Its `generator`, seeded with `seed`, is saved in the batch stream's state_dict, so a resumed
+    run draws the same masks.
     """
 
     def __init__(
@@ -252,28 +225,17 @@ class MaskedLMCollator:
         random_prob: float = 0.1,
         whole_word: bool = False,
         seed: int = 0,
-        mask_id: int | None = None,
-        special_ids: Sequence[int] | None = None,
-        random_ids: Sequence[int] | torch.Tensor | None = None,
-        is_continuation: torch.Tensor | None = None,
         device: str | torch.device = "cpu",
     ):
-        if tokenizer is not None:
-            mask_id = tokenizer.mask_id if mask_id is None else mask_id
-            special_ids = tokenizer.special_ids if special_ids is None else special_ids
-            if random_ids is None:
-                reserved = torch.zeros(tokenizer.vocab_size, dtype=torch.bool)
-                reserved[tokenizer.reserved_ids] = True
-                random_ids = torch.nonzero(~reserved).flatten()
-            if whole_word and is_continuation is None:
-                is_continuation = tokenizer.is_continuation()
-        if mask_id is None or special_ids is None or random_ids is None:
-            raise ValueError("MaskedLMCollator needs a tokenizer, or mask_id, special_ids and random_ids")
-        self.pad_id = tokenizer.pad_id if tokenizer is not None else 0
-        self.mask_id = int(mask_id)
-        self.special_ids = torch.as_tensor(list(special_ids), dtype=torch.long)
-        self.random_ids = torch.as_tensor(random_ids, dtype=torch.long)
-        self.is_continuation = is_continuation
+        if tokenizer is None:
+            raise ValueError("MaskedLMCollator needs a tokenizer (for mask_id, special_ids and random_ids)")
+        reserved = torch.zeros(tokenizer.vocab_size, dtype=torch.bool)
+        reserved[tokenizer.reserved_ids] = True
+        self.pad_id = tokenizer.pad_id
+        self.mask_id = int(tokenizer.mask_id)
+        self.special_ids = torch.as_tensor(list(tokenizer.special_ids), dtype=torch.long)
+        self.random_ids = torch.nonzero(~reserved).flatten()  # the vocabulary minus special and unused ids
+        self.is_continuation = tokenizer.is_continuation() if whole_word else None
         self.max_predictions = max_predictions
         self.mlm_probability, self.mask_prob, self.random_prob = mlm_probability, mask_prob, random_prob
         self.whole_word = whole_word
@@ -318,13 +280,10 @@ class MaskedLMCollator:
         self.generator.set_state(state["generator"])
 
 
-# ------------------------------------------------------------------------------------------------
-# The left-to-right alternative: no corruption, the next token everywhere
-# ------------------------------------------------------------------------------------------------
+# --- The left-to-right alternative: no corruption, the next token everywhere ---
 def next_token_labels(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """(B, T) labels for a left-to-right LM: label[t] = input_ids[t+1] where position t+1 holds a
-    real token, IGNORE_INDEX elsewhere (the last real token has no successor; padding predicts
-    nothing). For [CLS] my dog [SEP] [PAD]: labels = my dog [SEP] -100 -100."""
+    """(B, T) labels for a left-to-right LM: label[t] = input_ids[t+1] where t+1 is a real token,
+    else IGNORE_INDEX. For [CLS] my dog [SEP] [PAD]: labels = my dog [SEP] -100 -100."""
     real = attention_mask.bool()
     nxt = torch.nn.functional.pad(input_ids[:, 1:], (0, 1), value=0)  # (B, T): the token after t
     has_next = torch.nn.functional.pad(real[:, 1:], (0, 1), value=False) & real
@@ -332,16 +291,11 @@ def next_token_labels(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> 
 
 
 class NextTokenCollator:
-    """The left-to-right LM's batches, in the same format minus the MLM keys:
+    """The left-to-right LM's batches: input_ids unchanged, token_type_ids, attention_mask, and
+    lm_labels (B,T), the next token at every position. No randomness, so an empty state_dict."""
 
-        input_ids (B,T) long, unchanged; token_type_ids (B,T); attention_mask (B,T);
-        lm_labels (B,T): the next token at every position, IGNORE_INDEX where there is none.
-
-    No randomness, so nothing to seed; state_dict is empty (the batch order lives in the stream).
-    NSP labels are refused: the paper's LTR model has no next-sentence prediction."""
-
-    def __init__(self, tokenizer=None, *, pad_id: int | None = None):
-        self.pad_id = pad_id if pad_id is not None else (tokenizer.pad_id if tokenizer is not None else 0)
+    def __init__(self, tokenizer=None):
+        self.pad_id = tokenizer.pad_id if tokenizer is not None else 0
 
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
         batch = stack_examples(examples)
