@@ -1,10 +1,4 @@
-"""The checks of assignment 08_ablation (book/exercises/08_ablation.ipynb):
-
-    check_ablation_plan: chapter 17
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
-"""
+"""The checks of assignment 08_ablation: check_ablation_plan (chapter 17)."""
 
 from __future__ import annotations
 
@@ -15,11 +9,7 @@ from bertlab.config import PRESETS
 from bertlab.prose import count
 from bertlab.training.recipes import RECIPES, Recipe, get_recipe
 
-from .framework import (
-    Parts,
-    call_student,
-    fail_check,
-)
+from .framework import Parts, call_student, fail_check
 
 PLAN_FIELDS = {
     "question": str,

@@ -1,11 +1,4 @@
-"""The checks of assignment 02_attention (book/exercises/02_attention.ipynb):
-
-    check_attention: chapter 4
-    check_heads: chapter 5
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
-"""
+"""The checks of assignment 02_attention: check_attention (chapter 4), check_heads (chapter 5)."""
 
 from __future__ import annotations
 
@@ -14,13 +7,7 @@ from typing import Callable
 
 import torch
 
-from .framework import (
-    Parts,
-    call_student,
-    expect_same,
-    expect_tensor,
-    fail_check,
-)
+from .framework import Parts, call_student, expect_same, expect_tensor, fail_check
 
 
 def _reference_attention(q, k, v, mask=None, scale=True, mask_queries=False):

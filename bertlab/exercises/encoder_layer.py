@@ -1,14 +1,7 @@
-"""The checks of assignment 05_encoder_layer (book/exercises/05_encoder_layer.ipynb):
+"""The checks of assignment 05_encoder_layer: check_encoder_layer (chapter 6), check_param_count (chapter 7).
 
-    check_encoder_layer: chapter 6
-    check_param_count: chapter 7
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework). check_encoder_layer builds the student's class inside
-`observe_student`: the layer gets the weights of a bertlab EncoderLayer the check makes from a
-fixed seed, runs on fixed inputs, and its outputs (and, in the last part, its gradients by
-parameter name) are what the check records and compares; the reference layer, the hints and
-every comparison run on data, so the grader judges them outside the student's process.
+The student's layer is built inside `observe_student` with the weights of a seeded bertlab
+EncoderLayer; its outputs and gradients are what the check records and compares.
 """
 
 from __future__ import annotations
@@ -19,11 +12,7 @@ from typing import Callable
 
 import torch
 
-from bertlab.model import (
-    BertConfig,
-    BertModel,
-    attention_mask_for,
-)
+from bertlab.model import BertConfig, BertModel, attention_mask_for
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
 
 from .framework import (

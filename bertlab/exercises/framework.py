@@ -1,39 +1,29 @@
-"""The exercises' checking machinery: a check is made of parts that pass or fail on their own
-(partial credit), `RESULTS` holds the latest result of each, and the helpers every check uses
-(calling the student's function, comparing tensors with hints at known mistakes, the real data
-the checks share). The checks themselves are one module per assignment beside this one.
+"""What every check shares: parts that pass or fail on their own (partial credit, `RESULTS`),
+calling the student's code, comparing tensors with hints at known mistakes, and the real data.
 
-Every check is written so that the grader can judge it outside the student's process
-(bertlab.exercises.replay): the student's code is reached only through `call_student` (a call on
-plain data, recorded by its inputs) or, where it works on objects that are not data (the
-student's nn.Module class, a model it trains), through `observe_student`, which runs a piece of
-the check that drives those objects and returns what it observed as data (outputs, parameters,
-gradients, losses). Everything after that, the reference and the comparisons, runs on data and
-so runs the same in the notebook, in the grader's kernel and in the clean process that replays
-the check from the kernel's record.
+The student's code is reached only through `call_student` (a call on plain data) or
+`observe_student` (a piece of the check that drives the student's objects and returns what it
+saw as data). Everything after that runs on data, so the grader can replay the check in a clean
+process (bertlab.exercises.replay).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
 
-from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
-
 from .replay import Recorder, Replayer, as_data, call_key
 
-NOT_RUN = object()  # what a check holds before the student's function has returned
 PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader never reads it)
 
 
 class ExerciseFailure(AssertionError):
-    """A check failed. The message names the exercise, the input and what is wrong; `result`
-    (when the whole check ran) is its CheckResult, part by part."""
+    """A check failed: the message names the exercise, the input and what is wrong; `result` is
+    the CheckResult when the whole check ran."""
 
     def __init__(self, name: str, message: str, result: "CheckResult | None" = None):
         self.exercise = name
@@ -42,13 +32,9 @@ class ExerciseFailure(AssertionError):
         super().__init__(f"[{name}] {message}")
 
 
-# ------------------------------------------------------------------------------------------------
-# Parts: each check is made of parts that pass or fail on their own (partial credit)
-# ------------------------------------------------------------------------------------------------
 @dataclass
 class PartResult:
-    """One part of a check: what it tested, whether it passed, the failure message, and whether it
-    is a hidden case (run by the grader only)."""
+    """One part of a check; a hidden one is run by the grader only."""
 
     name: str
     passed: bool
@@ -71,13 +57,6 @@ class CheckResult:
     def fraction(self) -> float:
         return sum(p.passed for p in self.parts) / len(self.parts) if self.parts else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "exercise": self.exercise,
-            "fraction": self.fraction,
-            "parts": [dataclasses.asdict(p) for p in self.parts],
-        }
-
 
 RESULTS: dict[str, CheckResult] = {}  # the latest result of each check run in this process
 
@@ -96,13 +75,10 @@ def grading(on: bool = True):
 
 
 class Parts:
-    """with parts("case 0"): ... runs one part; an ExerciseFailure inside it marks the part failed
-    and the check goes on with the next part. parts.done(summary) records the CheckResult in
-    RESULTS, then prints the confirmation or raises the first failure (with the tally).
-
-    A hidden case, `with parts("case 5", hidden=True) as run: if run: ...`, is skipped by the
-    check a student runs in the notebook and run by the grader (`grading(True)`), where it counts
-    in the grade like any part; its result is marked hidden in the report."""
+    """`with parts("case 0"): ...` runs one part: an ExerciseFailure inside marks it failed and the
+    check goes on. `parts.done(summary)` records the CheckResult, then prints the confirmation or
+    raises the first failure. `with parts("case 5", hidden=True) as run: if run: ...` runs only
+    when grading."""
 
     def __init__(self, name: str):
         self.name = name
@@ -148,15 +124,14 @@ def fail_check(name: str, message: str):
     raise ExerciseFailure(name, message)
 
 
-# The grader's two modes (bertlab.exercises.replay): in the student's kernel a Recorder writes
-# down every call of the student's functions; in a clean process a Replayer answers them.
+# The grader's two modes: in the student's kernel a Recorder writes down every call of the
+# student's functions; in a clean process a Replayer answers them.
 ACTIVE: dict[str, Any] = {"recorder": None, "replayer": None}
 
 
 @contextlib.contextmanager
 def recording(recorder: Recorder | None = None, replayer: Replayer | None = None):
-    """Inside the block, call_student records its calls (`recorder`) or answers them from a
-    record instead of calling anything (`replayer`)."""
+    """Inside the block, call_student records its calls, or answers them from a record."""
     before = dict(ACTIVE)
     ACTIVE.update(recorder=recorder, replayer=replayer)
     try:
@@ -166,9 +141,7 @@ def recording(recorder: Recorder | None = None, replayer: Replayer | None = None
 
 
 def replayed(name: str, replayer: Replayer, fname: str, key: str, args: tuple, what: str) -> Any:
-    """The answer the notebook's run recorded under `key` for the student's `fname`: its result, or
-    its failure raised again as an ExerciseFailure; a key the record lacks fails too (the check's
-    inputs changed)."""
+    """The result recorded under `key`, or its failure raised again; a missing key fails too."""
     __tracebackhide__ = True
     entry = replayer.answer(key, args)
     if entry is None:
@@ -183,8 +156,8 @@ def replayed(name: str, replayer: Replayer, fname: str, key: str, args: tuple, w
 
 
 def call_student(name: str, fn: Callable, *args, **kwargs):
-    """Call the student's function; a stub or a crash becomes an ExerciseFailure. When the grader
-    records or replays (`recording`), the call is written down, or answered from the record."""
+    """Call the student's function; a stub or a crash becomes an ExerciseFailure. While the grader
+    records or replays, the call is written down, or answered from the record."""
     __tracebackhide__ = True
     replayer = ACTIVE["replayer"]
     if replayer is not None:
@@ -218,18 +191,10 @@ OBSERVED = "observed by the check"  # what tells observe_student's records from 
 
 
 def observe_student(name: str, fn: Callable, inputs: Any, drive: Callable[[], Any]) -> Any:
-    """What `drive()` observed of the student's code, as plain data (bertlab.exercises.replay).
-
-    `drive` is the piece of a check that works objects that are not data: it builds the student's
-    class (`fn`) or hands the student's function `fn` a model and an optimizer, calls them through
-    call_student, and returns what the verdict depends on, as data (outputs, parameters before and
-    after, gradients, losses, learning rates, modes seen by a hook). `inputs` is everything that
-    run depends on, as plain data (sizes, seeds, the state_dict the check loads, the batches): the
-    observation is recorded under it (its fingerprint) when the grader records, and when it
-    replays, `drive` is not run at all: the observation comes from the record, and everything the
-    check does with it runs in the clean process. A failure inside `drive` (the student's code
-    raising, a missing attribute, a shape the check cannot load weights into) is an
-    ExerciseFailure, recorded and raised again in the replay."""
+    """What `drive()` observed of the student's code `fn`, as plain data (outputs, parameters,
+    gradients, losses). `drive` works objects that are not data (the student's class, a model it
+    trains); `inputs`, everything the run depends on as data, keys the record. In a replay `drive`
+    does not run: the observation comes from the record. A failure inside it is an ExerciseFailure."""
     __tracebackhide__ = True
     fname = student_fn_name(fn)
     replayer = ACTIVE["replayer"]
@@ -256,8 +221,8 @@ def observe_student(name: str, fn: Callable, inputs: Any, drive: Callable[[], An
 
 
 def attempt(name: str, fn: Callable, *args, **kwargs) -> dict[str, Any]:
-    """call_student, its failure kept as data: {"result": value} or {"raised": message}. For a
-    drive (observe_student) that observes more after the call, whether or not it failed."""
+    """call_student, its failure kept as data: {"result": value} or {"raised": message}, so that a
+    drive can observe more after the call."""
     try:
         return {"result": call_student(name, fn, *args, **kwargs)}
     except ExerciseFailure as err:
@@ -321,8 +286,8 @@ def expect_same(
     atol: float = 1e-5,
     hints: Sequence[tuple[torch.Tensor, str]] = (),
 ) -> None:
-    """got == expected (shape, then values); on a value mismatch, name the first wrong entry and
-    say which known mistake (hints: (the result that mistake gives, its explanation)) it matches."""
+    """got == expected, shape then values; a mismatch names the first wrong entry and the known
+    mistake it matches (hints: (that mistake's result, why))."""
     got = expect_tensor(name, got, what)
     if tuple(got.shape) != tuple(expected.shape):
         fail_check(
@@ -345,9 +310,7 @@ def expect_same(
     )
 
 
-# ------------------------------------------------------------------------------------------------
 # Real data shared by the checks (loaded once, from the data mirror or downloaded on Colab)
-# ------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def bert_tokenizer():
     # local: keeps `import bertlab.exercises` light (each notebook's first cell)

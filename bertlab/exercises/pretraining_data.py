@@ -1,11 +1,4 @@
-"""The checks of assignment 03_pretraining_data (book/exercises/03_pretraining_data.ipynb):
-
-    check_masking: chapter 8
-    check_nsp: chapter 9
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
-"""
+"""The checks of assignment 03_pretraining_data: check_masking (chapter 8), check_nsp (chapter 9)."""
 
 from __future__ import annotations
 
@@ -15,18 +8,9 @@ from typing import Callable
 
 import torch
 
-from bertlab.model import (
-    IGNORE_INDEX,
-)
+from bertlab.model import IGNORE_INDEX
 
-from .framework import (
-    Parts,
-    bert_tokenizer,
-    call_student,
-    expect_tensor,
-    fail_check,
-    sentence_documents,
-)
+from .framework import Parts, bert_tokenizer, call_student, expect_tensor, fail_check, sentence_documents
 
 
 def _real_batch(n_rows: int = 8, max_len: int = 64) -> torch.Tensor:

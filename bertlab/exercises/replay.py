@@ -1,36 +1,15 @@
 """Verdicts outside the student's process: a check recorded in the student's kernel, replayed in
 a clean one.
 
-The grader cannot trust anything computed in the kernel that ran the student's notebook: the
-notebook may have patched torch, numpy or bertlab there. So the kernel only *records*: each time
-a check calls one of the student's functions (`framework.call_student`), the call's inputs are
-fingerprinted (`call_key`: the function's name and a sha256 of the arguments' values) and what it
-returned, or the failure it raised, is written down, tensors with safetensors and everything else
-as JSON (`Recorder.save`). Then a fresh Python process, which never ran the student's code,
-*replays* the same check (`python -m bertlab.exercises replay`): it builds every input itself,
-and where the check would call the student's function it looks the call up by its fingerprint
-and takes the recorded answer; every comparison runs there, with untouched libraries. Patching
-torch inside the notebook can then only change the student's own answers (or the inputs the
-kernel fingerprinted, after which no recorded answer matches the honest inputs and that part
-fails).
-
-Where the student's code works on objects that are not data (the student's nn.Module class, a
-model and an optimizer that a training step updates), the check drives it inside
-`framework.observe_student`: keyed by the plain inputs that the run depends on (sizes, seeds, the
-state_dict the check loads, the batches), it records what the check observed as data (outputs,
-parameters before and after, gradients, losses, learning rates), and the replay takes that
-observation from the record instead of running anything. A value the student's code returns
-that is not plain data is recorded as the name of its type (`Opaque`), so that it fails the
-replayed comparison like any wrong answer.
-
-What a record holds is data only: nothing is unpickled, and a record that does not parse is a
-failed exercise. A check whose own arguments cannot be fingerprinted cannot be recorded
-(`NotReplayable`); the grader then gives no points for it (the kernel's verdict is never trusted)
-and says why in the report.
-
-Arguments that the student's function changes in place (a random generator it draws from, a
-tensor it edits) are recorded as they were after the call and put back in that state in the
-replay, so that later calls see the same inputs in both runs.
+The kernel that ran the student's notebook may have patched torch, numpy or bertlab, so it only
+records: each call of a student's function is fingerprinted by its inputs (`call_key`) and its
+answer written down as data (`Recorder`: JSON, tensors in safetensors, nothing pickled). A fresh
+process then replays the check: it builds every input itself, takes each answer from the record
+by its fingerprint, and runs every comparison with untouched libraries. Patched inputs find no
+recorded answer, and fail. A returned value that is not plain data is kept as the name of its
+type (`Opaque`); a check whose arguments cannot be fingerprinted is `NotReplayable` and scores
+nothing. Arguments the student changes in place (a generator, a tensor) are put back in their
+state after the call, so later calls see the same inputs in both runs.
 """
 
 from __future__ import annotations
@@ -48,24 +27,20 @@ FORMAT = "bertlab-exercise-record/1"
 
 
 class NotReplayable(BaseException):
-    """A value a check passes to the student's function, or records, that is not plain data. A
-    BaseException, so that no part of a check mistakes it for the student's failure."""
+    """A value a check passes or records that is not plain data. A BaseException, so that no part
+    of a check mistakes it for the student's failure."""
 
 
 class Opaque:
-    """What the replay sees of a value that was not plain data (an object of the student's own
-    class, a module): only the name of its type. `opaque(name)` makes one whose type has that
-    name, so that a check's message ("expected a torch.Tensor, got Foo") reads the same in the
-    kernel and in the replay."""
+    """What the replay sees of a value that was not plain data: an object whose type has the same
+    name, so that a message ("expected a torch.Tensor, got Foo") reads the same in both runs."""
 
 
 def opaque(type_name: str) -> Opaque:
     return type(str(type_name)[:100], (Opaque,), {})()
 
 
-# ------------------------------------------------------------------------------------------------
 # Fingerprints of arguments
-# ------------------------------------------------------------------------------------------------
 def _feed(h, obj: Any) -> None:
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu()
@@ -109,13 +84,10 @@ def call_key(fn_name: str, args: tuple, kwargs: dict) -> str:
     return h.hexdigest()
 
 
-# ------------------------------------------------------------------------------------------------
 # Values as data: JSON for the structure, safetensors for the tensors
-# ------------------------------------------------------------------------------------------------
 def encode(obj: Any, tensors: dict[str, torch.Tensor], lenient: bool = False) -> Any:
-    """`obj` as JSON-able data, its tensors moved into `tensors` (referenced by key). A value that
-    is not plain data raises NotReplayable, or with `lenient` (what the student's code returned)
-    is kept as the name of its type (`Opaque`)."""
+    """`obj` as JSON-able data, its tensors moved into `tensors`. What is not plain data raises
+    NotReplayable, or with `lenient` (the student's answers) becomes an `Opaque`."""
     if isinstance(obj, Opaque):
         return {"__opaque__": type(obj).__name__}
     if isinstance(obj, torch.Tensor):
@@ -160,8 +132,7 @@ def decode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 def as_data(obj: Any) -> Any:
-    """`obj` as the replay will see it: tensors detached and copied, what is not plain data
-    replaced by an `Opaque` of its type (encode, then decode)."""
+    """`obj` as the replay will see it (encoded, then decoded)."""
     tensors: dict[str, torch.Tensor] = {}
     return decode(encode(obj, tensors, lenient=True), tensors)
 
@@ -190,13 +161,10 @@ def _restore(arg: Any, state: dict, tensors: dict[str, torch.Tensor]) -> None:
                 arg.copy_(value)
 
 
-# ------------------------------------------------------------------------------------------------
 # Recording in the kernel, replaying in a clean process
-# ------------------------------------------------------------------------------------------------
 class Recorder:
-    """The calls of one check, as the student's kernel saw them. `roles` maps each of the
-    student's functions (by id) to its name in the exercise, which is what a call is keyed by
-    (the replay knows the functions only by those names). `unreplayable` says why the check
+    """The calls of one check in the student's kernel. `roles` maps each student function's id to
+    its name in the exercise, the name calls are keyed by; `unreplayable` says why the check
     cannot be replayed, once something could not be recorded."""
 
     def __init__(self, roles: dict[int, str] | None = None) -> None:
@@ -259,8 +227,8 @@ class Replayer:
         self.tensors = load_file(str(path.with_suffix(".safetensors")))
 
     def answer(self, key: str, args: tuple) -> dict[str, Any] | None:
-        """The recorded entry of this call ({"result": value} or {"raised": message}), with the
-        arguments put back in their state after the call; None if the kernel made no such call."""
+        """This call's entry ({"result": value} or {"raised": message}), the arguments put back in
+        their state after it; None if the kernel made no such call."""
         entry = self.calls.get(key)
         if entry is None:
             return None
@@ -273,8 +241,8 @@ class Replayer:
 
 
 class Placeholder:
-    """What a replayed check gets instead of the student's function: only its name. Calling it
-    directly (not through call_student or observe_student) means the check cannot be replayed."""
+    """What a replayed check gets instead of the student's function: only its name. Called
+    directly (not through call_student), it makes the check unreplayable."""
 
     def __init__(self, name: str):
         self.__name__ = name

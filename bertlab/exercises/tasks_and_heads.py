@@ -1,11 +1,4 @@
-"""The checks of assignment 07_tasks_and_heads (book/exercises/07_tasks_and_heads.ipynb):
-
-    check_ner_labels: chapter 14
-    check_head_probe: chapter 16
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
-"""
+"""The checks of assignment 07_tasks_and_heads: check_ner_labels (chapter 14), check_head_probe (chapter 16)."""
 
 from __future__ import annotations
 
@@ -14,20 +7,10 @@ from typing import Callable
 
 import torch
 
-from bertlab.model import (
-    IGNORE_INDEX,
-    BertModel,
-)
+from bertlab.model import IGNORE_INDEX, BertModel
 from bertlab.notebook import minilm_path
 
-from .framework import (
-    Parts,
-    bert_tokenizer,
-    call_student,
-    expect_same,
-    fail_check,
-    sentence_documents,
-)
+from .framework import Parts, bert_tokenizer, call_student, expect_same, fail_check, sentence_documents
 
 
 @functools.lru_cache(maxsize=1)

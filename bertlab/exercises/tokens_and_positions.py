@@ -1,11 +1,4 @@
-"""The checks of assignment 01_tokens_and_positions (book/exercises/01_tokens_and_positions.ipynb):
-
-    check_sinusoids: chapter 3
-    check_wordpiece: chapter 2
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
-"""
+"""The checks of assignment 01_tokens_and_positions: check_sinusoids (chapter 3), check_wordpiece (chapter 2)."""
 
 from __future__ import annotations
 
@@ -13,14 +6,7 @@ from typing import Callable
 
 import torch
 
-from .framework import (
-    Parts,
-    bert_tokenizer,
-    call_student,
-    expect_same,
-    fail_check,
-    squad_dev_examples,
-)
+from .framework import Parts, bert_tokenizer, call_student, expect_same, fail_check, squad_dev_examples
 
 
 def _sinusoids(max_len: int, d: int, swap=False, interleave=True, exponent_step=2) -> torch.Tensor:

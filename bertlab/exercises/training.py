@@ -1,15 +1,8 @@
-"""The checks of assignment 06_training (book/exercises/06_training.ipynb):
+"""The checks of assignment 06_training: check_pretraining_step (chapter 10), check_finetune_loop
+(chapter 11).
 
-    check_pretraining_step: chapter 10
-    check_finetune_loop: chapter 11
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework). The student's functions train a model the check builds from a
-fixed seed; they run inside `observe_student`, which records what the check observes as data:
-the loss or losses returned, the parameters after the steps, the gradients left behind, the
-learning rate of each optimizer step, the train/eval mode and grad mode each forward pass ran in,
-the accuracy returned. bertlab's own training step (the reference), the hints and every
-comparison run on those data, so the grader judges them outside the student's process.
+The student's functions train a model the check builds; `observe_student` records what the
+check sees (losses, parameters, gradients, learning rates, modes), and bertlab's own step judges it.
 """
 
 from __future__ import annotations
@@ -21,12 +14,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from bertlab.data.masking import mask_tokens
-from bertlab.model import (
-    IGNORE_INDEX,
-    BertConfig,
-    BertForPreTraining,
-    BertForSequenceClassification,
-)
+from bertlab.model import IGNORE_INDEX, BertConfig, BertForPreTraining, BertForSequenceClassification
 from bertlab.training.optim import adamw, optimizer_step
 
 from .framework import (
@@ -76,10 +64,11 @@ def _pretraining_batches() -> tuple[dict[str, torch.Tensor], ...]:
     return tuple(batches)
 
 
-def _tiny_pretraining_model(seed: int):
+def _tiny(model_class, seed: int, dropout: float = 0.0):
+    """A seeded 2-layer model of `model_class`, H = 64."""
     torch.manual_seed(seed)
-    return BertForPreTraining(
-        BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=0.0, attention_dropout=0.0)
+    return model_class(
+        BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=dropout, attention_dropout=dropout)
     )
 
 
@@ -102,6 +91,19 @@ def _reference_pretraining_step(model, batch, optimizer, max_grad_norm, variant:
         grad_clip=None if variant in ("no_clip", "clip_value") else max_grad_norm,
     )
     return float(loss.detach())
+
+
+def _after_step(base, batch, make_optimizer: Callable, max_grad_norm: float, variant: str = "") -> dict:
+    """The parameters after bertlab's step (made with the `variant` mistake) on a copy of `base`."""
+    model = copy.deepcopy(base)
+    _reference_pretraining_step(model, batch, make_optimizer(model), max_grad_norm, variant)
+    return parameters_of(model)
+
+
+NOT_CLIPPED = (
+    "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm) "
+    "between backward() and step()"
+)
 
 
 def _params_differ(
@@ -182,10 +184,14 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
     name = "pretraining_step"
     parts = Parts(name)
     b1, b2 = _pretraining_batches()
-    base = _tiny_pretraining_model(11)
+    base = _tiny(BertForPreTraining, 11)
     lr = 1e-3
     ref = copy.deepcopy(base)
-    ref_opt = adamw(ref, lr=lr)
+
+    def adam(model):
+        return adamw(model, lr=lr)
+
+    ref_opt = adam(ref)
     ref_loss = _reference_pretraining_step(ref, b1, ref_opt, 1.0)
     ref_after = [parameters_of(ref)]
     _reference_pretraining_step(ref, b2, ref_opt, 1.0)
@@ -210,7 +216,7 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
                 ("nsp_only", "it equals the NSP loss alone: add the MLM loss"),
             ):
                 m = copy.deepcopy(base)
-                if abs(_reference_pretraining_step(m, b1, adamw(m, lr=lr), 1.0, variant) - got_f) < 1e-4:
+                if abs(_reference_pretraining_step(m, b1, adam(m), 1.0, variant) - got_f) < 1e-4:
                     why = f": {text}"
             fail_check(
                 name,
@@ -220,25 +226,8 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
     with parts("the parameters after one AdamW step equal bertlab's training step"):
         if not after:
             fail_check(name, "not checked: pretraining_step did not run")
-
-        def adam_no_clip():
-            m = copy.deepcopy(base)
-            _reference_pretraining_step(m, b1, adamw(m, lr=lr), 1.0, "no_clip")
-            return parameters_of(m)
-
-        _params_differ(
-            name,
-            after[0],
-            ref_after[0],
-            "after one step on the first batch",
-            [
-                (
-                    adam_no_clip,
-                    "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_("
-                    "model.parameters(), max_grad_norm) between backward() and step()",
-                )
-            ],
-        )
+        hints = [(functools.partial(_after_step, base, b1, adam, 1.0, "no_clip"), NOT_CLIPPED)]
+        _params_differ(name, after[0], ref_after[0], "after one step on the first batch", hints)
     with parts("the gradients are cleared after the step"):
         if not after:
             fail_check(name, "not checked: pretraining_step did not run")
@@ -258,36 +247,26 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
         _params_differ(name, after[1], ref_after[1], "after a second step")
     with parts("the global gradient norm is clipped to max_grad_norm (seen with SGD)"):
         max_norm, sgd_lr = 0.05, 0.5
-        sgd_ref = copy.deepcopy(base)
-        _reference_pretraining_step(sgd_ref, b1, torch.optim.SGD(sgd_ref.parameters(), lr=sgd_lr), max_norm)
+
+        def sgd(model):
+            return torch.optim.SGD(model.parameters(), lr=sgd_lr)
+
+        expected = _after_step(base, b1, sgd, max_norm)
         sgd_mine = observe_student(
             name,
             pretraining_step,
             {"run": "SGD step", "weights": base.state_dict(), "batch": b1, "lr": sgd_lr, "max_grad_norm": max_norm},
             functools.partial(_sgd_step, name, pretraining_step, base, b1, sgd_lr, max_norm),
         )
-
-        def sgd_variant(variant):
-            def make():
-                m = copy.deepcopy(base)
-                _reference_pretraining_step(m, b1, torch.optim.SGD(m.parameters(), lr=sgd_lr), max_norm, variant)
-                return parameters_of(m)
-
-            return make
-
         hints = [
+            (functools.partial(_after_step, base, b1, sgd, max_norm, "no_clip"), NOT_CLIPPED),
             (
-                sgd_variant("no_clip"),
-                "the gradients were not clipped: call torch.nn.utils.clip_grad_norm_("
-                "model.parameters(), max_grad_norm) between backward() and step()",
-            ),
-            (
-                sgd_variant("clip_value"),
+                functools.partial(_after_step, base, b1, sgd, max_norm, "clip_value"),
                 "each gradient entry was clipped to +-max_grad_norm (clip_grad_value_); "
                 "BERT clips the global NORM of all gradients (clip_grad_norm_)",
             ),
         ]
-        _params_differ(name, sgd_mine, parameters_of(sgd_ref), f"one SGD step with max_grad_norm={max_norm}", hints)
+        _params_differ(name, sgd_mine, expected, f"one SGD step with max_grad_norm={max_norm}", hints)
     parts.done(
         "the loss, the parameters after one and two AdamW steps (bertlab.training.optim.optimizer_step) and "
         "after an SGD step with clipping, on real masked sentence pairs; gradients cleared"
@@ -323,13 +302,6 @@ def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str
     return batches(task.load("train")[:48], 8), batches(task.load("dev")[:64], 16)
 
 
-def _tiny_classifier(seed: int, dropout: float = 0.0):
-    torch.manual_seed(seed)
-    return BertForSequenceClassification(
-        BertConfig(num_layers=2, hidden_size=64, num_heads=2, hidden_dropout=dropout, attention_dropout=dropout)
-    )
-
-
 def _lr_schedule(peak: float, total: int, warmup: int) -> Callable[[int], float]:
     def lr_at(step: int) -> float:
         if step < warmup:
@@ -356,6 +328,13 @@ def _reference_finetune(model, batches, optimizer, epochs, lr_at, max_grad_norm=
             losses.append(out.loss.item())
             step += 1
     return losses
+
+
+def _finetuned(base, batches, peak: float, epochs: int, lr_at, variant: str) -> dict:
+    """The parameters after bertlab's loop (made with the `variant` mistake) on a copy of `base`."""
+    model = copy.deepcopy(base)
+    _reference_finetune(model, batches, adamw(model, lr=peak), epochs, lr_at, variant=variant)
+    return parameters_of(model)
 
 
 def _reference_accuracy(model, batches) -> float:
@@ -423,7 +402,7 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
     total = epochs * len(train)
     lr_at = _lr_schedule(peak, total, warmup)
     schedule = {"peak": peak, "total": total, "warmup": warmup}  # what lr_at is, as data
-    base = _tiny_classifier(12)
+    base = _tiny(BertForSequenceClassification, 12)
     ref = copy.deepcopy(base)
     ref_losses = _reference_finetune(ref, train, adamw(ref, lr=peak), epochs, lr_at)
     run = observe_student(
@@ -476,22 +455,14 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
     with parts("the weights after training equal bertlab's loop (clipping included)"):
         if "raised" in run["losses"]:
             fail_check(name, "not checked: finetune did not run")
-
-        def ft_variant(variant):
-            def make():
-                m = copy.deepcopy(base)
-                _reference_finetune(m, train, adamw(m, lr=peak), epochs, lr_at, variant=variant)
-                return parameters_of(m)
-
-            return make
-
+        variant = functools.partial(_finetuned, base, train, peak, epochs, lr_at)
         hints = [
-            (ft_variant("no_clip"), "the gradients were not clipped to max_grad_norm"),
-            (ft_variant("constant"), "the learning rate stayed at the optimizer's initial value"),
+            (functools.partial(variant, "no_clip"), "the gradients were not clipped to max_grad_norm"),
+            (functools.partial(variant, "constant"), "the learning rate stayed at the optimizer's initial value"),
         ]
         _params_differ(name, run["after"], parameters_of(ref), f"after {epochs} epochs", hints, atol=1e-4)
     with parts("the model trains in train mode (dropout on)"):
-        m = _tiny_classifier(12, dropout=0.1).eval()
+        m = _tiny(BertForSequenceClassification, 12, dropout=0.1).eval()
         modes = observe_student(
             name,
             finetune,
@@ -501,7 +472,7 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
         if not modes or not all(modes):
             fail_check(name, "the model was in eval mode while training: call model.train() at the start of finetune")
     with parts("accuracy: eval mode, no gradients, the share of correct argmax predictions"):
-        m = _tiny_classifier(13, dropout=0.3).train()
+        m = _tiny(BertForSequenceClassification, 13, dropout=0.3).train()
         expected = _reference_accuracy(copy.deepcopy(m), dev)
         seen = observe_student(
             name,

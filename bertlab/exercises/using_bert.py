@@ -1,11 +1,4 @@
-"""The checks of assignment 04_using_bert (book/exercises/04_using_bert.ipynb):
-
-    check_span: chapter 13
-    check_features: chapter 15
-
-Each calls the student's function on several inputs and compares part by part
-(bertlab.exercises.framework).
-"""
+"""The checks of assignment 04_using_bert: check_span (chapter 13), check_features (chapter 15)."""
 
 from __future__ import annotations
 
@@ -14,9 +7,7 @@ from typing import Callable
 
 import torch
 
-from bertlab.model import (
-    BertModel,
-)
+from bertlab.model import BertModel
 from bertlab.notebook import minilm_path
 
 from .framework import (
