@@ -1,23 +1,13 @@
 """Where the attention of a packed sentence pair goes: within a text, across to the other, or
-onto the special tokens.
+onto the special tokens (chapter 12).
 
-BERT reads a pair as ONE sequence, [CLS] A [SEP] B [SEP] (bertlab.tasks.pack), and its
-self-attention runs over the whole of it (Devlin et al., 2018, section 3.2). Nothing stops a
-token of A from attending to the tokens of B: the cross-attention that earlier pair models
-built as a separate layer comes for free. This module measures how much of it there is.
+BERT reads a pair as one sequence, [CLS] A [SEP] B [SEP], and self-attention runs over all of it
+(Devlin et al., 2018, section 3.2): the cross-attention earlier pair models built as a layer comes
+for free. Every position gets a role (ROLES; padding is PAD):
 
-Every position gets a role (ROLES: [CLS], a token of A, a [SEP], a token of B; padding is -1)
-and `attention_mass` sums the attention weights by role:
-
-    roles = token_roles(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                        cls_id=tok.cls_id, sep_id=tok.sep_id)              # (B, T)
-    out = model.bert(**batch, output_attentions=True)
-    mass = attention_mass(out.attentions, roles)                            # (L, 4, 4)
-    mass[layer, A, B]   # the average share of its attention a token of A puts on the tokens of B
-
-Each row mass[l, r, :] sums to 1: a query's attention weights sum to 1 over the real keys.
-`same_token_attention` asks a sharper question, per head: does a word of A look at the same word
-where it occurs in B, as an alignment layer between two sentences would?
+    roles = token_roles(ids, types, mask, cls_id=tok.cls_id, sep_id=tok.sep_id)   # (B, T)
+    mass = attention_mass(model.bert(**batch, output_attentions=True).attentions, roles)
+    mass[layer, A, B]   # the mean share of its attention a token of A puts on the tokens of B
 """
 
 from __future__ import annotations
@@ -35,8 +25,7 @@ PAD = -1
 def token_roles(
     input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None, cls_id: int, sep_id: int
 ) -> torch.Tensor:
-    """The role of every position of packed pairs, (B, T) long: CLS, A (segment 0), SEP (both
-    [SEP] tokens), B (segment 1) or PAD (attention_mask 0)."""
+    """The role of every position of packed pairs, (B, T): CLS, A, SEP, B or PAD."""
     roles = torch.where(token_type_ids == 0, A, B)
     roles = torch.where(input_ids == sep_id, SEP, roles)
     roles = torch.where(input_ids == cls_id, CLS, roles)
@@ -48,15 +37,10 @@ def token_roles(
 def attention_mass(
     attentions: Sequence[torch.Tensor] | torch.Tensor, roles: torch.Tensor, per_head: bool = False
 ) -> torch.Tensor:
-    """How much attention the queries of each role put on the keys of each role.
-
-    attentions: a model's `out.attentions` (L tensors (B, A, T, T), rows = queries, each a softmax
-        over the keys), or one stacked (L, B, A, T, T) tensor.
-    roles: (B, T) from `token_roles`; PAD queries are left out (PAD keys get no weight anyway).
-    Returns mass (L, R, R), or (L, A, R, R) with per_head=True, R = len(ROLES):
-        mass[l, r, c] = mean over every query position of role r in the batch (all pairs
-        pooled, each token counting once) and over the heads of sum_{keys k of role c} w[q, k].
-    A role with no query in the batch gives a row of NaN."""
+    """How much attention the queries of each role put on the keys of each role: mass[l, r, c],
+    (L, R, R) or (L, A, R, R) with per_head, is the mean over the batch's queries of role r (PAD
+    left out) and the heads of their weight on keys of role c. Each row sums to 1; a role with no
+    query gives NaN. attentions: `out.attentions`, or one (L, B, A, T, T) tensor."""
     att = attentions if isinstance(attentions, torch.Tensor) else torch.stack(tuple(attentions))
     if att.dim() != 5:
         raise ValueError(f"expected L attention maps of shape (B, A, T, T), got {tuple(att.shape)}")
@@ -73,9 +57,8 @@ def attention_mass(
 
 
 def uniform_attention(roles: torch.Tensor, num_layers: int = 1, num_heads: int = 1) -> torch.Tensor:
-    """Attention maps (num_layers, B, num_heads, T, T) that spread every query's weight evenly
-    over the real keys of its sequence: the baseline `attention_mass` is compared against (a key
-    role then gets its share of the tokens, e.g. |B| / T for the keys of B)."""
+    """Maps (num_layers, B, num_heads, T, T) spreading every query evenly over the real keys: the
+    baseline, under which a role gets its share of the tokens."""
     real = (roles >= 0).float()  # (B, T)
     w = real[:, None, :] / real.sum(dim=1)[:, None, None]  # (B, 1, T): same row for every query
     w = w.expand(-1, roles.shape[1], -1)  # (B, T, T)
@@ -89,10 +72,9 @@ def same_token_attention(
     query_role: int = A,
     key_role: int = B,
 ) -> torch.Tensor:
-    """(L, A): for each layer and head, the attention weight that a query of `query_role` puts on
-    the keys of `key_role` holding the very same token id, averaged over the queries that have
-    such a twin (a word of A that also occurs in B). With `uniform_attention` it gives the
-    baseline: the twins' share of the sequence."""
+    """(L, A): the weight a query of `query_role` puts on keys of `key_role` with the same token
+    id (its twins), averaged over the queries that have one: does a word of A look at itself in B,
+    as an alignment layer would?"""
     att = attentions if isinstance(attentions, torch.Tensor) else torch.stack(tuple(attentions))
     same = input_ids[:, :, None] == input_ids[:, None, :]  # (B, T, T): [query, key] hold one token
     same &= (roles == query_role)[:, :, None] & (roles == key_role)[:, None, :]
@@ -107,9 +89,8 @@ STANDS_OUT = 3.0  # a head "stands out" when it puts this many times an even spr
 
 
 def twin_reading(twins: torch.Tensor, even: float) -> str:
-    """A sentence on `same_token_attention`'s (L, heads) table: the strongest head, its weight on
-    the twins against an even spread (`even`, the same function on `uniform_attention`) and against
-    the median head; it says the head stands out only at STANDS_OUT times the even spread or more."""
+    """A sentence on `same_token_attention`'s (L, A) table: the strongest head against an even
+    spread (`even`) and the median head; it stands out at STANDS_OUT times the even spread."""
     if twins.dim() != 2 or twins.numel() == 0:
         raise ValueError(f"twins must be a non-empty (layers, heads) table, got shape {tuple(twins.shape)}")
     if not even > 0:

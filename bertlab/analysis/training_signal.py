@@ -1,13 +1,9 @@
-"""Where a pretraining objective puts its loss, counted on a batch (chapter 18).
-
-BERT's masked LM computes a loss at the ~15% of the tokens it chose, and shows `[MASK]` in the
-input at most of them; ELECTRA's discriminator (Clark et al., 2020) decides at every token whether
-it is the original or a generator's replacement, and its input holds no `[MASK]`. `signal` sums
-what a batch gives each objective, as shares of its real tokens (special tokens and padding left
-out), and `signal_table` sets objectives side by side:
+"""Where a pretraining objective puts its loss, counted on a batch (chapter 18): BERT's masked LM
+at ~15% of the tokens, most of them `[MASK]` in the input; ELECTRA's discriminator (Clark et al.,
+2020) at every token, with no `[MASK]`. Shares are of the real tokens (specials, padding left out).
 
     bert = signal("BERT masked LM", n_real, loss_at, masks, changed)   # each (B,): counts per sequence
-    bert.per_sequence, bert.loss_share, bert.mask_share, bert.changed_share
+    signal_table([bert, electra])
 """
 
 from __future__ import annotations
@@ -20,10 +16,8 @@ import torch
 
 @dataclass(frozen=True)
 class Signal:
-    """One objective on one batch: the mean number of positions with a loss per sequence, and
-    over the whole batch, as shares of the real tokens: the positions with a loss, the `[MASK]`s
-    in the input, and the input tokens that differ from the text. `positions` is the total number
-    of positions with a loss."""
+    """One objective on one batch: positions with a loss per sequence and in all (`positions`),
+    and as shares of the real tokens: the positions with a loss, the `[MASK]`s, the changed tokens."""
 
     name: str
     per_sequence: float
@@ -41,9 +35,8 @@ def share(counts: torch.Tensor, n_real: torch.Tensor) -> float:
 def signal(
     name: str, n_real: torch.Tensor, loss_at: torch.Tensor, masks: torch.Tensor, changed: torch.Tensor
 ) -> Signal:
-    """What a batch gives an objective: `n_real` real tokens per sequence (B,), and per sequence
-    (B,) the positions with a loss, the `[MASK]` tokens in the input and the input tokens that
-    differ from the text."""
+    """What a batch gives an objective, from counts per sequence (B,): real tokens, positions with
+    a loss, `[MASK]`s in the input, input tokens that differ from the text."""
     if not n_real.sum() > 0:
         raise ValueError("the batch has no real token")
     return Signal(
