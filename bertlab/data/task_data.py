@@ -1,10 +1,8 @@
 """Reading the fine-tuning datasets into plain records: SST-2, MRPC, RTE, QNLI, SQuAD, CoNLL-2003.
 
-``read_sst2``, ``read_mrpc``, ``read_rte``, ``read_qnli``, ``read_squad``, ``read_conll2003``
-take a split name ("dev", fetched checked by `bertlab.data.download.fetch`) or a path, and return
-``(examples, report)``: a list of small dataclasses and a `LoadReport` that lists every row that
-was skipped, with file, line (or example id) and reason.  ``strict=True`` raises
-`DataFormatError` on the first bad row instead.
+Each `read_*` takes a split name ("dev", fetched and checked by `bertlab.data.download.fetch`) or a
+path, and returns (examples, report): small dataclasses, and a `LoadReport` naming every row
+skipped, where and why. `strict=True` raises `DataFormatError` on the first bad row instead.
 """
 
 from __future__ import annotations
@@ -18,13 +16,11 @@ from typing import Iterator, Sequence
 
 from bertlab.data.download import DataError, fetch
 
-# ----------------------------------------------------------------------------------------------
-# Reading helpers
-# ----------------------------------------------------------------------------------------------
+# --- Reading helpers ---
 
 
 class DataFormatError(DataError):
-    """A data file has a row that cannot be read (raised by the readers with ``strict=True``)."""
+    """A data file has a row that cannot be read (raised by the readers with strict=True)."""
 
 
 @dataclass
@@ -46,7 +42,7 @@ class Skipped:
 
 @dataclass
 class LoadReport:
-    """What a reader read: how many records, and every item it skipped or found suspicious."""
+    """How many records a reader read, and every item it skipped or found suspicious."""
 
     file: str
     loaded: int = 0
@@ -105,11 +101,8 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
         try:
             yield number, raw.decode("utf-8").rstrip("\r"), ""
         except UnicodeDecodeError as err:
-            yield (
-                number,
-                None,
-                (f"undecodable bytes (not UTF-8) at byte {err.start}: {raw.decode('utf-8', 'replace')[:120]!r}"),
-            )
+            excerpt = raw.decode("utf-8", "replace")[:120]
+            yield number, None, f"undecodable bytes (not UTF-8) at byte {err.start}: {excerpt!r}"
 
 
 def _tsv_rows(path: Path, expected_header: Sequence[str], rec: _Recorder) -> Iterator[tuple[int, list[str]]]:
@@ -135,9 +128,7 @@ def _tsv_rows(path: Path, expected_header: Sequence[str], rec: _Recorder) -> Ite
         yield number, row
 
 
-# ----------------------------------------------------------------------------------------------
-# GLUE: SST-2, MRPC, RTE, QNLI
-# ----------------------------------------------------------------------------------------------
+# --- GLUE: SST-2, MRPC, RTE, QNLI ---
 
 SST2_LABELS = ("negative", "positive")
 MRPC_LABELS = ("not_equivalent", "equivalent")
@@ -147,7 +138,7 @@ QNLI_LABELS = ("entailment", "not_entailment")
 
 @dataclass
 class SentenceExample:
-    """A single-sentence classification example (SST-2). ``label`` is None on the unlabelled test split."""
+    """A single-sentence classification example (SST-2). `label` is None on the unlabelled test split."""
 
     id: str
     sentence: str
@@ -156,7 +147,7 @@ class SentenceExample:
 
 @dataclass
 class PairExample:
-    """A sentence-pair classification example (MRPC, RTE, QNLI). ``label`` is None on test."""
+    """A sentence-pair classification example (MRPC, RTE, QNLI). `label` is None on test."""
 
     id: str
     text_a: str
@@ -174,11 +165,11 @@ def _label(value: str, names: Sequence[str], numeric: bool) -> int:
 
 
 def read_sst2(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[SentenceExample], LoadReport]:
-    """SST-2 (Socher et al. 2013, as in GLUE): ``sentence\\tlabel``, label 0 = negative, 1 = positive."""
+    """SST-2 (Socher et al. 2013, as in GLUE): sentence<TAB>label, 0 = negative, 1 = positive."""
     path = _resolve(split_or_path, "glue/SST-2/{split}.tsv")
     report = LoadReport(str(path))
     rec = _Recorder(report, strict)
-    test = _first_field(path) == "index"
+    test = _header_of(path)[0].strip() == "index"
     header = ("index", "sentence") if test else ("sentence", "label")
     out = []
     for number, row in _tsv_rows(path, header, rec):
@@ -199,14 +190,8 @@ def read_sst2(split_or_path: str | Path = "dev", *, strict: bool = False) -> tup
     return out, report
 
 
-def _first_field(path: Path) -> str:
-    with open(path, "rb") as f:
-        head = f.readline().decode("utf-8", "replace").lstrip("\ufeff")
-    return head.split("\t")[0].strip()
-
-
 def _read_pairs(path: Path, names: Sequence[str], columns: dict, strict: bool) -> tuple[list[PairExample], LoadReport]:
-    """Shared reader of GLUE pair TSVs; `columns` maps header -> (id, a, b, label) column names."""
+    """A GLUE pair TSV; `columns` names the headers and the id, a, b and label columns."""
     report = LoadReport(str(path))
     rec = _Recorder(report, strict)
     test = columns["label"] not in _header_of(path)
@@ -293,14 +278,12 @@ def read_qnli(split_or_path: str | Path = "dev", *, strict: bool = False) -> tup
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# SQuAD v1.1
-# ----------------------------------------------------------------------------------------------
+# --- SQuAD v1.1 ---
 
 
 @dataclass
 class SquadExample:
-    """One SQuAD v1.1 question. ``answers`` are (text, answer_start) with ``context[start:start+len(text)] == text``."""
+    """One SQuAD v1.1 question; `answers` are (text, start) with context[start:start + len(text)] == text."""
 
     id: str
     title: str
@@ -310,11 +293,8 @@ class SquadExample:
 
 
 def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[SquadExample], LoadReport]:
-    """SQuAD v1.1 (Rajpurkar et al. 2016).
-
-    An answer whose text is not at ``answer_start`` in its context is dropped and reported; a
-    question left with no valid answer is skipped and reported.
-    """
+    """SQuAD v1.1 (Rajpurkar et al. 2016). An answer not at its answer_start is dropped, and a
+    question left without a valid answer skipped; both are reported."""
     path = _resolve(split_or_path, "squad-v1.1/{split}-v1.1.json")
     report = LoadReport(str(path))
     rec = _Recorder(report, strict)
@@ -369,9 +349,7 @@ def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tu
     return out, report
 
 
-# ----------------------------------------------------------------------------------------------
-# CoNLL-2003 NER
-# ----------------------------------------------------------------------------------------------
+# --- CoNLL-2003 NER ---
 
 CONLL_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
@@ -392,13 +370,10 @@ class NerSentence:
 def read_conll2003(
     split_or_path: str | Path = "train", *, strict: bool = False
 ) -> tuple[list[NerSentence], LoadReport]:
-    """CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003) in IOB2: ``word POS chunk NER``.
-
-    Blank lines end sentences and ``-DOCSTART-`` lines start documents.  A sentence with a line
-    that is not four columns or carries an unknown tag is skipped and reported as a whole (its
-    tags would be misaligned otherwise); an ``I-X`` tag that does not continue an ``X`` entity
-    (invalid IOB2) is kept and reported as a warning.
-    """
+    """CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003) in IOB2: "word POS chunk NER"
+    lines, a blank line after each sentence, -DOCSTART- before each document. A sentence with a bad
+    line is skipped whole (its tags would be misaligned); an I-X that continues no X entity is kept,
+    with a warning."""
     path = _resolve(split_or_path, "conll2003/{split}.txt")
     report = LoadReport(str(path))
     rec = _Recorder(report, strict)
