@@ -196,7 +196,7 @@ def mask_tokens(
 
 
 def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-    """A batch as a dict of tensors: a list of examples is stacked, a dict of batched arrays taken as it is."""
+    """A batch as a dict of tensors: a list of examples stacked, or a dict of batched arrays as it is."""
     if isinstance(examples, Mapping):
         return {k: torch.as_tensor(v) for k, v in examples.items()}
     if len(examples) == 0:

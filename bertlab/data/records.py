@@ -1,36 +1,21 @@
 """Where the book's recorded runs live, and how a reader without a checkout gets them.
 
-The records are the small files under the repository's `data/` folder: the book's own BERT
-(`reference_run/`: weights, tokenizer, config, results), the pilots' and ablations' results, the
-SQuAD 2.0 model. Chapters read them through
+The records are the small files under the repository's data/ folder (the book's BERT in
+reference_run/, the studies' results). `records_dir(*parts)` finds them, in this order:
 
-    records_dir()                  # the folder
-    records_dir("reference_run")   # a part of it, or one file: records_dir("pilots", "x.json")
+1. the folder named by $BERTLAB_RECORDS;
+2. the data/ folder of a checkout: beside the imported package, or in the working directory or
+   its parent (a notebook run from book/);
+3. the published records, fetched with their sha256 into the download cache: how a reader on
+   Colab, with bertlab from pip, gets the book's BERT.
 
-which answers, in this order:
-
-1. the folder named by $BERTLAB_RECORDS, used as it is (a run in progress, a lab's own records);
-2. the `data/` folder of a checkout: beside the imported `bertlab` package (an editable install, the
-   chapters of a clone), or in the working directory or its parent (a notebook run from `book/`);
-3. the published records, fetched with their sha256 into the download cache. This is how a
-   reader on Colab, who installed bertlab with pip and has no `data/` folder, gets the book's BERT.
-
-Where the records are published (one place, documented here): the raw files of the repository
-named in `_config.yml` (`repository: url:`), at the commit that last changed `data/`:
-
-    https://raw.githubusercontent.com/OWNER/NAME/COMMIT/data/PATH
-
-The manifest `published_records.json`, shipped inside the package, lists every published file
-with its size and sha256, that repository and that commit; a commit never changes, so an installed
-bertlab always fetches the bytes its manifest names. $BERTLAB_RECORDS_URL overrides the base: a URL
-that serves the same layout, or a local folder written by `python -m bertlab publish-records --out
-DIR` (offline readers, CI). After changing `data/`, commit it, then run `python -m bertlab
-publish-records --manifest` and commit the manifest (tests/test_records.py fails until then).
-
-Fetching goes through `bertlab.data.download.fetch_published` (the local folder, then the cache,
-then the URL; every byte checked). A record that cannot be fetched (offline, say) is reported once
-as a warning and left absent, so each page says in one line that it is missing and carries on; a
-file whose bytes do not match the manifest raises `ChecksumMismatchError`.
+Published means the raw files of the repository in `_config.yml` at the commit that last changed
+data/ (https://raw.githubusercontent.com/OWNER/NAME/COMMIT/data/PATH), listed with sizes and
+sha256 in the package's `published_records.json`; $BERTLAB_RECORDS_URL overrides the base (a URL,
+or a folder written by `python -m bertlab publish-records --out DIR`). After changing data/,
+commit it, then run `python -m bertlab publish-records --manifest` and commit the manifest.
+A record that cannot be fetched is warned about once and left absent (the page says so in one
+line); one whose bytes differ from the manifest raises `ChecksumMismatchError`.
 """
 
 from __future__ import annotations
@@ -78,8 +63,7 @@ def manifest() -> dict[str, Any]:
 
 
 def base_url(m: dict[str, Any] | None = None) -> str:
-    """Where the records are fetched from: $BERTLAB_RECORDS_URL, else the raw files of the
-    manifest's repository at its commit (see the module docstring)."""
+    """Where records are fetched from: $BERTLAB_RECORDS_URL, else the manifest's repository at its commit."""
     override = os.environ.get(URL_ENV)
     if override:
         return override
@@ -99,8 +83,7 @@ def published_files(prefix: str = "", m: dict[str, Any] | None = None) -> dict[s
 
 
 def published_root() -> Path:
-    """The local folder that holds fetched records: a local $BERTLAB_RECORDS_URL itself, else a
-    folder of the download cache named after the manifest's commit."""
+    """The folder of fetched records: a local $BERTLAB_RECORDS_URL, else the cache's folder of the commit."""
     source = os.environ.get(URL_ENV)
     if source and "://" not in source:
         return Path(source).expanduser()
@@ -108,9 +91,8 @@ def published_root() -> Path:
 
 
 def fetch_records(*parts: str) -> Path:
-    """Fetch every published record at or under `parts` and return its local path. Raises
-    `DataUnavailableError` (naming the file, where it was looked for and how to get it) or
-    `ChecksumMismatchError`; nothing unchecked is left in the cache."""
+    """Fetch every published record at or under `parts` and return its local path; raises
+    `DataUnavailableError` or `ChecksumMismatchError`."""
     prefix = "/".join(parts)
     root = published_root()
     source = os.environ.get(URL_ENV) or base_url()
@@ -120,7 +102,7 @@ def fetch_records(*parts: str) -> Path:
 
 
 def records_dir(*parts: str) -> Path:
-    """The records folder (or `parts` inside it); see the module docstring for where it is looked for."""
+    """The records folder, or `parts` inside it (see the module docstring)."""
     explicit = os.environ.get(ENV_VAR)
     if explicit:
         root = Path(explicit)
@@ -153,9 +135,7 @@ def missing_note(what: str, prefix: str) -> str:
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# Publishing (from a checkout): the manifest, and a folder that serves every chapter offline
-# ----------------------------------------------------------------------------------------------
+# --- Publishing (from a checkout): the manifest, and a folder that serves every chapter offline ---
 
 
 def _git(checkout: Path, *args: str) -> str:
@@ -179,9 +159,8 @@ def repository_url(checkout: Path) -> str:
 
 
 def build_manifest(checkout: Path) -> dict[str, Any]:
-    """The manifest of a checkout: every file git tracks under data/ but its READMEs (no page reads
-    them), at the commit that last changed one of those files. Refuses while one has changes that
-    are not committed (they would not be at that commit's URLs)."""
+    """The manifest of a checkout: every file git tracks under data/ but its READMEs, at the commit
+    that last changed one; refuses uncommitted changes (they would not be at that commit's URLs)."""
     checkout = Path(checkout)
     tracked = [p for p in sorted(_git(checkout, "ls-files", "-z", "--", "data").split("\0")) if p]
     published = [p for p in tracked if not p.endswith(".md")]
@@ -207,9 +186,8 @@ def write_manifest(checkout: Path) -> Path:
 
 
 def publish(out: Path, source: Path | None = None) -> list[Path]:
-    """Copy exactly what is published (the manifest's files, checked) into `out`, laid out as the
-    base URL serves it, with the manifest beside them; `source` is a records folder (default: the
-    checkout's data/). Serves every chapter offline with BERTLAB_RECORDS_URL=out."""
+    """Copy the manifest's files, checked, and the manifest into `out`, laid out as the base URL serves
+    them (default `source`: the checkout's data/): BERTLAB_RECORDS_URL=out serves every chapter offline."""
     import shutil
 
     source = Path(source) if source is not None else checkout_records()

@@ -1,18 +1,12 @@
 """The dataset registry: every data file bertlab reads, where it comes from, and its sha256.
 
-The facts are data, in ``registry.json`` beside this module (shipped as package data; they come
-from the mirror's MANIFEST.md and SHA256SUMS). Its ``"files"`` maps each file's path in the layout
-of the project's offline mirror (``wikitext-2-raw/``, ``glue/``, ``squad-v1.1/``, ``conll2003/``,
-``books/``, ``wiki/``) to the fields of a `DataFile` (its ``"sources"`` a list of `Source` fields),
-plus, for books and wiki, an ``"info"`` object (title, author, raw_bytes, words). ``"licences"``
-names the licence texts that entries repeat in full. The pinned ``sha256``, not a URL, *is* the
-dataset: a source that now serves other bytes is a checksum mismatch (data/README.md, "Checksum
-policy"). Books and wiki are gzipped in the mirror (``sha256`` of the ``.gz``) while their sources
-serve raw text (``raw_sha256``).
-
-To add a file, add an entry to registry.json: ``dataset, split, sha256, size, in_mirror, licence,
-url`` are required (``sha256``/``size`` may be null, explained in ``note``); leave out the optional
-fields that keep their default. tests/test_registry.py checks every entry.
+The facts are data, in `registry.json` beside this module (package data, from the mirror's
+MANIFEST.md and SHA256SUMS): "files" maps each file's path in the mirror's layout to the fields of
+a `DataFile` (books and wiki add an "info" object), and "licences" holds the licence texts. The
+pinned sha256, not a URL, is the dataset: a source that now serves other bytes is a mismatch
+(data/README.md, "Checksum policy"). Books and wiki are gzipped in the mirror (`sha256` of the
+.gz) while their sources serve the raw text (`raw_sha256`). To add a file, add an entry; fields
+that keep their default are left out, and tests/test_registry.py checks every entry.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The lab's results as data: what a chapter shows of the book's studies, read from a small file.
 
-The studies themselves (the pilots, the reruns, the fine-tuning seeds and rates) live in the lab,
-beside the package and not installed. What a chapter shows of them, its tables, the data behind a
-figure and the sentences that state a result, the lab publishes as `data/results/<name>.json`
-(`python -m lab.publish`), and a chapter reads it here, through the records folder like every
-other record, so a reader on Colab without a checkout gets the same file, checked by sha256:
+The lab (beside the package, not installed) publishes the tables, figure data and sentences of its
+studies as `data/results/<name>.json` (`python -m lab.publish`); a chapter reads them through the
+records folder, so a reader without a checkout gets the same file, checked by sha256:
 
     res = results.load("finetune_seeds")     # None where this copy has no such file
-    res.text("sst2_2000")                     # a sentence, as the lab wrote it
-    res.table("rates")                        # a Markdown table
-    res.value("gain"), res.series("curve")    # a number or a dict; the lists behind a figure
+    res.text("sst2_2000"), res.table("rates"), res.value("gain"), res.series("curve")
 
-A file holds one dict per kind ("table", "text", "value", "series"), each keyed by name, and
-"from": the sha256 of every record it was computed from, so a stale file can be found.
+A file holds one dict per kind ("table", "text", "value", "series"), keyed by name, and "from":
+the sha256 of every record it was computed from, so a stale file can be found.
 """
 
 from __future__ import annotations
@@ -70,8 +66,7 @@ def path(name: str) -> Path:
 
 
 def load(name: str) -> Results | None:
-    """The published results `name`, or None where this copy has no such file (then a page says
-    so in one line: `missing`)."""
+    """The published results `name`, or None where this copy has no such file (see `missing`)."""
     where = path(name)
     if not where.is_file():
         return None
@@ -79,8 +74,7 @@ def load(name: str) -> Results | None:
 
 
 def missing(what: str, name: str) -> str:
-    """The one line (Markdown) a page shows where `name`'s results would be: why they are missing
-    here (published, but they could not be fetched) or that this copy has none."""
+    """The Markdown line a page shows where `name`'s results would be: why they are missing here."""
     if records.published_files(f"results/{name}.json"):
         return records.missing_note(what, "results")
     return (

@@ -188,7 +188,7 @@ class WordPieceTokenizer:
             self.backend.no_padding()
 
     @staticmethod
-    def _encoding(encs: list, batch: bool, max_length: int | None, truncation: bool, return_tensors: Any) -> Encoding:
+    def _encoding(encs, batch: bool, max_length: int | None, truncation: bool, return_tensors) -> Encoding:
         """The backend's encodings as one Encoding: B rows (batch), or the one sequence."""
         longest = max((len(e.ids) for e in encs), default=0)
         if max_length is not None and not truncation and longest > max_length:
