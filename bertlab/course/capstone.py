@@ -1,44 +1,17 @@
 """The capstone's grader: it measures the submitted mini-BERT again, from its weights.
 
-    python -m bertlab.course.capstone submissions/alice_capstone/              # one submission
-    python -m bertlab.course.capstone submissions/*/ --out capstone_grades.csv  # several: .csv and .json
+    python -m bertlab.course.capstone submissions/*/ --out capstone_grades   # .csv and .json
 
-or, from Python, `grade_capstone("submissions/alice_capstone")`, a dict.
-
-A submission is one folder holding the pretrained model exactly as bertlab writes it
-(`pretrain` writes <out>/final/, and `bertlab.checkpoint.save_model` any model folder):
-
-    config.json          the model's size (a bertlab BertConfig)
-    model.safetensors    the weights of a BertForPreTraining, masked-LM head included
-    tokenizer.json       the WordPiece vocabulary the model was pretrained with
-    09_capstone.ipynb    the student's notebook: its answer cell is the write-up (graded by hand)
-
-The grader never reads a number the student reports. It
-  1. checks the folder (`validate_submission`): the three model files present and readable, the
-     weights read with safetensors only (a pickle such as pytorch_model.bin is refused, never
-     opened), the weights finite and of the shapes config.json says, the vocabulary of the size
-     config.json says, a bidirectional model within the size limit. A broken folder scores 0 with
-     a message naming the file and the fix;
-  2. measures the held-out masked-LM accuracy with `bertlab.training.heldout.evaluate_checkpoint`, the
-     function that scores every pretraining checkpoint: the corpus's held-out documents (never in
-     the training split), sequences of 128, the fixed masks of EVAL_SEED, MLM only;
-  3. fine-tunes on a fixed slice of CoNLL-2003 named-entity recognition (the first 2,000 training
-     sentences) with a fixed recipe (`bertlab.training.finetune`: lr 5e-4, batch 32, 5 epochs, warm-up
-     10%), from the submitted weights and from scratch (the same architecture and vocabulary,
-     random weights), seed by seed, the two arms paired; both are scored by entity F1 on the whole
-     CoNLL-2003 validation set;
-  4. gives points by thresholds (`Grading`): for a valid folder, for each level of held-out MLM
-     accuracy reached, and for each level of gain over scratch (the median over the seeds of the
-     pretrained arm minus that of the scratch arm, in F1 points).
-Why NER and not SST-2: at a laptop budget, pretraining does not pay on 2,000 SST-2 sentences. A
-bag of words trained from scratch reaches about 70% there, and the capstone's model solution
-(tiny, 12 minutes, 26.9% held-out MLM) fine-tuned to a median 3.3 points *below* its control.
-Naming entities needs the context of a word, which is what the masked LM learns first: the same
-model solution gained 10.5 F1 points there, every seed of it above every seed of the control
-(data/capstone/model_solution.json, printed in the capstone notebook beside the book's record).
-Grading.task may be set back to "sst2" (the metric is then accuracy).
-Steps 2 and 3 run in a child process with a time limit (`Grading.timeout`): when it runs out the
-child is stopped, and what it measured before counts (the seeds both arms finished).
+A submission is a folder holding config.json, model.safetensors (a BertForPreTraining, masked-LM
+head included) and tokenizer.json as `pretrain` writes them in <out>/final, and the student's
+09_capstone.ipynb (its write-up is graded by hand). The grader never reads a number the student
+reports. It checks the folder (`validate_submission`: safetensors only, never a pickle; shapes,
+vocabulary and size), measures the held-out masked-LM accuracy
+(bertlab.training.heldout.evaluate_checkpoint), fine-tunes CoNLL-2003 NER with a fixed recipe
+from the submitted weights and from scratch, seed by seed, and gives points by thresholds
+(`Grading`). NER rather than SST-2: naming entities needs a word's context, which a small masked
+LM learns first, so pretraining pays there at a laptop budget. The measurements run in a child
+process with a time limit (`Grading.timeout`); what it finished before counts.
 """
 
 from __future__ import annotations
@@ -64,7 +37,6 @@ from bertlab.model import BertForPreTraining
 from bertlab.training.heldout import PLATEAU_EXIT_ACC
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
-# what the model solution scored, graded by this module (scripts/record_capstone_solution.py)
 SOLUTION_RECORD = records_dir("capstone", "model_solution.json")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 FIX = (
@@ -79,8 +51,7 @@ class SubmissionError(ValueError):
 
 @dataclass(frozen=True)
 class Grading:
-    """How the grader measures and scores a submission. The defaults are the capstone's; the
-    small settings the tests use come from overriding them."""
+    """How the grader measures and scores a submission (the defaults are the capstone's)."""
 
     # held-out masked LM (bertlab.training.heldout.evaluate_checkpoint)
     corpus: str = "books+wiki"
@@ -100,11 +71,10 @@ class Grading:
     max_parameters: int = 8_000_000  # BertForPreTraining's parameters: BERT-Mini with 16,384 pieces fits
     timeout: float = 1800.0  # seconds for the measurements (steps 2 and 3)
     threads: int | None = None  # torch threads in the child (None: torch's default)
-    # points: (threshold, points); a level is reached when the measurement is >= (MLM) or > (gain) it
+    # (threshold, points): reached when the MLM accuracy is >= it, or the gain over scratch (in
+    # points of the task's metric) > it; the top gain level asks more than the model solution's
     valid_points: int = 10
     mlm_levels: tuple[tuple[float, int], ...] = ((0.15, 5), (PLATEAU_EXIT_ACC, 5), (0.25, 5), (0.30, 5))
-    # gain in points of the task's metric (entity F1): the model solution (tiny, 12 minutes) gained
-    # 10.5 (data/capstone/model_solution.json), so the top level asks for more than it
     gain_levels: tuple[tuple[float, int], ...] = ((0.0, 10), (5.0, 5), (12.0, 5))
 
     @property
@@ -130,9 +100,8 @@ GRADING = Grading()
 # 1. The folder
 # ------------------------------------------------------------------------------------------------
 def validate_submission(folder: str | Path, max_parameters: int | None = GRADING.max_parameters) -> dict[str, Any]:
-    """Check a submission folder without running the model; raise SubmissionError naming the
-    problem and its fix. Returns the model's size and notes (a missing notebook, ignored files).
-    The weights are read with safetensors only: nothing in the folder is unpickled or executed."""
+    """Check a submission folder without running the model (nothing is unpickled or executed);
+    SubmissionError names the problem and its fix. Returns the model's size and notes."""
     from safetensors.torch import load_file
 
     folder = Path(folder)
@@ -239,11 +208,10 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
 # ------------------------------------------------------------------------------------------------
 def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | None = None) -> dict[str, Any]:
     """Held-out MLM scores, then settings.task fine-tuned from the submitted weights and from
-    scratch, seed by seed (pretrained then scratch for each seed). With `out`, the results so far are written there
-    (JSON) after every stage, so a run stopped by the time limit leaves what it finished."""
+    scratch, seed by seed. With `out`, the results so far are written there after every stage."""
     import torch
 
-    # local: the training stack is imported by the child process that measures, not by the grader's own
+    # local: only the child process that measures imports the training stack
     from bertlab.training.finetune import FinetuneConfig, finetune
     from bertlab.training.heldout import evaluate_checkpoint
 
@@ -346,33 +314,24 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
 # ------------------------------------------------------------------------------------------------
 # 4. Points
 # ------------------------------------------------------------------------------------------------
+def _part(name: str, of: int, passed: bool) -> dict[str, Any]:
+    return {"name": name, "of": of, "passed": passed, "points": of if passed else 0}
+
+
 def score(measured: dict[str, Any], settings: Grading = GRADING, valid: bool = True) -> dict[str, Any]:
-    """Points from measurements (as `measure` returns them) by the thresholds of `settings`:
-    one part per level, each passed or not."""
-    parts = [{"name": "a valid submission folder", "of": settings.valid_points, "passed": valid}]
+    """Points from `measure`'s results by the thresholds of `settings`, one part per level."""
+    parts = [_part("a valid submission folder", settings.valid_points, valid)]
     mlm = (measured.get("mlm") or {}).get("mlm_acc") if valid else None
     for threshold, points in settings.mlm_levels:
-        parts.append(
-            {
-                "name": f"held-out MLM accuracy >= {threshold:.0%}",
-                "of": points,
-                "passed": mlm is not None and mlm >= threshold,
-            }
-        )
+        passed = mlm is not None and mlm >= threshold
+        parts.append(_part(f"held-out MLM accuracy >= {threshold:.0%}", points, passed))
     ft = measured.get("finetune") or {}
     pre, scr = ft.get("pretrained") or [], ft.get("scratch") or []
     n = min(len(pre), len(scr))
     gain = statistics.median(pre[:n]) - statistics.median(scr[:n]) if valid and n else None
     for threshold, points in settings.gain_levels:
-        parts.append(
-            {
-                "name": f"gain over scratch > {threshold:g} points",
-                "of": points,
-                "passed": gain is not None and gain > threshold,
-            }
-        )
-    for p in parts:
-        p["points"] = p["of"] if p["passed"] else 0
+        passed = gain is not None and gain > threshold
+        parts.append(_part(f"gain over scratch > {threshold:g} points", points, passed))
     return {
         "points": sum(p["points"] for p in parts),
         "of": sum(p["of"] for p in parts),
@@ -387,11 +346,9 @@ def score(measured: dict[str, Any], settings: Grading = GRADING, valid: bool = T
 def grade_capstone(
     submission_dir: str | Path, settings: Grading | None = None, *, isolate: bool = True, **overrides: Any
 ) -> dict[str, Any]:
-    """Grade one submission folder (see the module docstring). Keyword arguments override fields
-    of `settings` (`grade_capstone(folder, seeds=(0,), timeout=600)`). isolate=False measures in
-    this process, without the time limit (for debugging). Returns a dict: points, of, parts (one
-    per threshold), the measurements, the model's size, error (why a part could not be measured)
-    and notes."""
+    """Grade one submission folder: a dict of points, of, parts, the measurements, the model's
+    size, error and notes. Keyword arguments override fields of `settings`; isolate=False
+    measures in this process, without the time limit."""
     settings = dataclasses.replace(settings or GRADING, **overrides)
     folder = Path(submission_dir)
     t0 = time.monotonic()
@@ -423,8 +380,8 @@ def grade_capstone(
 
 
 def model_solution(path: str | Path = SOLUTION_RECORD) -> dict[str, Any] | None:
-    """The recorded grades of the capstone's model solution ({"pretraining": ..., "grades": {task:
-    grade}}), or None where the record is absent (an installed package without the data folder)."""
+    """The recorded grades of the capstone's model solution ({"pretraining", "grades"}), or None
+    where the file is absent."""
     path = Path(path)
     if not path.is_file():
         return None

@@ -1,39 +1,17 @@
 """Grade submitted exercise notebooks: the checks run again, in a fresh kernel, on the code.
 
-    python -m bertlab.exercises grade submissions/            # grades.csv, grades.json, gradescope/ there
-    python -m bertlab.exercises grade submissions/ --timeout 60
+    python -m bertlab.exercises grade submissions/    # grades.csv, grades.json, gradescope/ there
 
-For each notebook the grader
-  1. finds its assignment (the notebook's `bertlab.assignment` metadata, else its file name, else
-     the checks it calls) and so the exercises, their functions, points and time limits
-     (`bertlab.exercises.EXERCISES`);
-  2. starts a fresh Jupyter kernel in an empty temporary folder and runs the notebook's code
-     cells there, except the cells that only call checks (a cell that fails does not stop it);
-  3. for each exercise, runs one cell of its own in that kernel: it loads a private copy of the
-     whole bertlab.exercises package (its modules import each other relatively, so a notebook
-     that redefines `check` or patches any check module changes nothing) and runs the check on
-     the functions the notebook defined, hidden cases included, under the exercise's time and
-     memory limits. The kernel *records* every call of the student's functions: a fingerprint of
-     its inputs and what it returned (bertlab.exercises.replay: tensors with safetensors, the
-     rest as JSON, nothing pickled). Nothing the notebook prints is read.
-  4. judges the recorded answers in a fresh Python process that never ran the student's code
-     (`python -m bertlab.exercises replay`): the check builds every input itself, takes each
-     answer from the record by its inputs' fingerprint, and compares with untouched libraries.
-     Patching torch, numpy, builtins or bertlab in the notebook then changes only the student's
-     own answers. Where the student's code works on objects that are not data (the encoder
-     layer is a class; the training step and loop update a model), the check drives them in the
-     kernel and records what it observes as data (outputs, gradients, parameters before and
-     after, losses, learning rates), and the replay compares those with bertlab's own modules
-     run in the clean process. The kernel's own verdict never gives points: an exercise whose
-     answers could not be recorded scores 0, and the report says why (`verdict`).
-     An exercise that runs past its time limit (an infinite loop) scores 0, the kernel is
-     replaced by a fresh one with the notebook's cells run again, and the remaining exercises
-     are graded there. The kernel dying counts the same way.
-  5. scores each exercise as its points times the share of the check's parts that passed.
-The open questions are graded by hand (book/instructor.md has their rubrics and points).
-
-As with any autograder, this runs the students' code on your machine: use a container or a
-throw-away account (book/instructor.md has a recipe).
+For each notebook the grader finds its assignment (metadata, file name, or the checks it calls),
+runs its code cells in a fresh Jupyter kernel (not the cells that only call checks), then, for
+each exercise, runs the check in that kernel from a private copy of bertlab.exercises (so a
+notebook that patches `check` changes nothing), under the exercise's time and memory limits. The
+kernel only *records* the student's answers as data (bertlab.exercises.replay: no pickles); a
+fresh Python process that never ran the student's code judges them (`python -m bertlab.exercises
+replay`), so patching torch or bertlab in the notebook changes only the student's own answers.
+An exercise past its time limit, or one that kills the kernel, scores 0, and the rest are graded
+in a fresh kernel. Each exercise scores its points times the share of parts passed. This runs
+students' code: use a container or a throw-away account (book/instructor.md has a recipe).
 """
 
 from __future__ import annotations
@@ -67,10 +45,9 @@ class ExerciseGrade:
     points: float
     of: int
     parts: list[dict[str, Any]] = field(default_factory=list)
-    error: str = ""  # "timeout after 60 s", "functions not defined: ...", a crash of the check
-    # where the parts were judged: "grader" (a clean process, from the kernel's recorded answers)
-    # or "kernel" (nothing the grader could judge: the check failed in the student's kernel (not
-    # defined, a crash, a timeout, the memory limit) or its answers could not be recorded; 0 points)
+    error: str = ""  # a timeout, functions not defined, a crash of the check
+    # "grader": judged in a clean process from the recorded answers; "kernel": nothing the grader
+    # could judge (the check failed in the student's kernel, or nothing was recorded): 0 points
     verdict: str = "kernel"
 
     @property
@@ -107,9 +84,8 @@ class NotebookGrade:
         return sum(e.of for e in self.exercises)
 
     def gradescope(self) -> dict[str, Any]:
-        """This grade in Gradescope's autograder format (its results.json): the total score, one
-        test per exercise (name, score, max_score, output: what failed, visibility) and the
-        notebook's own cell errors as the top-level output."""
+        """This grade as Gradescope's results.json: one test per exercise, the notebook's own cell
+        errors as the top-level output."""
         tests = []
         for e in self.exercises:
             failed = [p for p in e.parts if not p["passed"]]
@@ -173,8 +149,7 @@ def assignments() -> dict[str, list[Exercise]]:
 
 
 def checks_file() -> str:
-    """The path of bertlab/exercises/__init__.py, found without importing it (the kernel loads a private
-    copy of the whole package from its folder: its modules import each other relatively)."""
+    """The path of bertlab/exercises/__init__.py, found without importing it."""
     import importlib.util
 
     spec = importlib.util.find_spec("bertlab.exercises")
@@ -185,7 +160,7 @@ def checks_file() -> str:
 
 def find_assignment(nb: nbformat.NotebookNode, filename: str) -> str | None:
     """The notebook's assignment: its metadata, else the longest assignment name in the file
-    name, else the assignment whose checks the notebook calls."""
+    name, else the one whose checks it calls most."""
     known = assignments()
     meta = nb.metadata.get("bertlab", {}).get("assignment")
     if meta in known:
@@ -193,19 +168,15 @@ def find_assignment(nb: nbformat.NotebookNode, filename: str) -> str | None:
     in_name = [a for a in known if a in filename]
     if in_name:
         return max(in_name, key=len)
-    called = {a or b for a, b in CALLED.findall(code_text(nb))}
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    called = {a or b for a, b in CALLED.findall(code)}
     scores = {a: len(called & {e.name for e in exs}) for a, exs in known.items()}
     best = max(scores, key=scores.get) if scores else None
     return best if best and scores[best] else None
 
 
-def code_text(nb: nbformat.NotebookNode) -> str:
-    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-
-
 def is_check_cell(cell: nbformat.NotebookNode) -> bool:
-    """A cell that only calls checks (the grader calls them itself), or nbgrader's locked
-    "autograder tests" cell."""
+    """A cell that only calls checks, or nbgrader's locked "autograder tests" cell."""
     nbg = cell.metadata.get("nbgrader", {})
     if nbg.get("grade") and not nbg.get("solution"):
         return True
@@ -232,8 +203,8 @@ def _grader_cell(ex: Exercise, module_name: str, out: Path, memory_mb: int | Non
 # Running a notebook
 # ------------------------------------------------------------------------------------------------
 class _Kernel:
-    """A fresh kernel for one notebook; execute(source, timeout) -> (status, message), status
-    one of "ok", "error", "timeout", "dead"."""
+    """A fresh kernel; execute(source, timeout) -> (status, message), status "ok", "error",
+    "timeout" or "dead"."""
 
     def __init__(self, workdir: Path, kernel_name: str):
         from nbclient import NotebookClient
@@ -281,9 +252,8 @@ def grade_notebook(
     kernel_name: str = "python3",
     memory_mb: int | None = None,
 ) -> NotebookGrade:
-    """Grade one submitted notebook (see the module docstring). `timeout` overrides every
-    exercise's own time limit (seconds), `memory_mb` its memory limit; `cell_timeout` limits each
-    of the notebook's cells."""
+    """Grade one notebook; `timeout` (s) and `memory_mb` override every exercise's own limits,
+    `cell_timeout` limits each of the notebook's cells."""
     path = Path(path)
     t0 = time.monotonic()
     nb = nbformat.read(path, as_version=4)
@@ -345,8 +315,7 @@ def grade_notebook(
 
 
 def replay(ex: Exercise, record: str, timeout: int) -> dict[str, Any]:
-    """Judge exercise `ex` from the kernel's record in a fresh Python process that never ran the
-    student's code (`python -m bertlab.exercises replay`; bertlab.exercises.replay)."""
+    """Judge `ex` from the kernel's record in a fresh Python process (bertlab.exercises.replay)."""
     with tempfile.TemporaryDirectory(prefix="bertlab-replay-") as tmp:
         out = Path(tmp) / "verdict.json"
         cmd = [sys.executable, "-m", "bertlab.exercises", "replay", ex.name, record, str(out), *ex.functions]
@@ -401,12 +370,9 @@ def grade_folder(
     verbose: bool = True,
     memory_mb: int | None = None,
 ) -> list[NotebookGrade]:
-    """Grade every .ipynb in `folder`; write grades.csv (one row per notebook: points per
-    exercise, total, errors, feedback) and grades.json (every check's parts) there, or at `out`.
-
-    Every submission is read before the first one runs, and graded from a private copy: a
-    notebook that deletes files (its own, the other submissions, the folder) takes nothing from
-    another's grade, and the grades are written even if the folder is gone by then."""
+    """Grade every .ipynb in `folder`; write grades.csv (a row per notebook), grades.json (every
+    check's parts) and gradescope/ there, or at `out`. Each notebook is graded from a private
+    copy read beforehand, so one that deletes files takes nothing from another's grade."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder: give the folder of submitted notebooks")

@@ -199,6 +199,7 @@ def evaluate_ner(token_predictions: Any, features: Features) -> dict[str, float]
     """Entity-level precision, recall, F1 (percentages) of the per-token predictions."""
     predicted = word_predictions(token_predictions, features)
     names = features.meta["label_names"]
-    gold = [[t if isinstance(t, str) else names[t] for t in example_field(ex, "tags")] for ex in features.examples]
+    tags = [example_field(ex, "tags") for ex in features.examples]
+    gold = [[t if isinstance(t, str) else names[t] for t in sentence] for sentence in tags]
     scores = entity_f1(gold, predicted)
     return {"f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}

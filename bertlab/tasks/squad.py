@@ -450,7 +450,10 @@ def null_and_best_span(
         )
     masks = []
     for name, ok in (("start_ok", start_ok), ("end_ok", end_ok)):
-        m = torch.ones(len(s), dtype=torch.bool) if ok is None else torch.as_tensor(ok, dtype=torch.bool).clone()
+        if ok is None:
+            m = torch.ones(len(s), dtype=torch.bool)
+        else:
+            m = torch.as_tensor(ok, dtype=torch.bool).clone()
         if m.shape != s.shape:
             raise ValueError(f"{name} has shape {tuple(m.shape)}, the logits {tuple(s.shape)}")
         m[0] = False  # [CLS] is the null answer, never part of a span
