@@ -26,9 +26,7 @@ from bertlab.prose import count, number
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
 
-# ------------------------------------------------------------------------------------------------
 # Getting the maps
-# ------------------------------------------------------------------------------------------------
 def load_encoder(folder: str | Path):
     """A BertModel (eval mode, CPU) from a Hugging Face folder or a bertlab one, whatever head
     class it was saved with."""
@@ -83,9 +81,7 @@ def attention_maps(
             yield att[b, :, :, :n, :n]
 
 
-# ------------------------------------------------------------------------------------------------
 # Measures of one sequence: one value per query
-# ------------------------------------------------------------------------------------------------
 def is_punctuation(token: str) -> bool:
     """A token made only of punctuation characters ('.', ',', '"', '--'), not a special token."""
     return bool(token) and token not in SPECIAL_TOKENS and all(unicodedata.category(ch).startswith("P") for ch in token)
@@ -158,22 +154,21 @@ def top_heads(scores: torch.Tensor, k: int = 5, largest: bool = True) -> list[tu
     return [(int(i) // A, int(i) % A, float(v)) for v, i in zip(values, flat)]
 
 
-def sink_heads(
-    share: torch.Tensor, expected: float, factor: float = 3.0, floor: float = 0.1
-) -> list[tuple[int, int, float]]:
-    """The heads whose attention on a token (`share`, (L, A)) is at least `factor` times its share
-    of the tokens (`expected`) and at least `floor`, heaviest first: (layer, head, share)."""
-    bar = max(factor * expected, floor)
+SINK_FACTOR, SINK_FLOOR = 3, 0.1  # a sink head: three times a token's share of the tokens, and 10%
+
+
+def sink_heads(share: torch.Tensor, expected: float) -> list[tuple[int, int, float]]:
+    """The heads whose attention on a token (`share`, (L, A)) reaches SINK_FACTOR times its share of
+    the tokens (`expected`) and SINK_FLOOR, heaviest first: (layer, head, share)."""
+    bar = max(SINK_FACTOR * expected, SINK_FLOOR)
     return [t for t in top_heads(share, share.numel()) if t[2] >= bar]
 
 
-def sink_reading(
-    shares: dict[str, torch.Tensor], expected: dict[str, float], factor: float = 3.0, floor: float = 0.1
-) -> str:
+def sink_reading(shares: dict[str, torch.Tensor], expected: dict[str, float]) -> str:
     """A sentence or two on which always-present tokens (the keys of `shares`) some heads use as
     a sink (`sink_heads`), and how many heads do."""
-    found = {label: sink_heads(share, expected[label], factor, floor) for label, share in shares.items()}
-    times = number(int(factor)) if float(factor).is_integer() else f"{factor:g}"  # "three times"
+    found = {label: sink_heads(share, expected[label]) for label, share in shares.items()}
+    times = number(SINK_FACTOR)  # "three times"
     used = {label: heads for label, heads in found.items() if heads}
     if not used:
         heaviest = max(((label, top_heads(s, 1)[0][2]) for label, s in shares.items()), key=lambda x: x[1])
@@ -195,9 +190,7 @@ def sink_reading(
     )
 
 
-# ------------------------------------------------------------------------------------------------
 # From word pieces to words
-# ------------------------------------------------------------------------------------------------
 def word_groups(word_ids: Sequence[int | None]) -> list[list[int]]:
     """Token positions grouped into words, each special token (word id None) on its own:
     [None, 0, 0, 1, None] -> [[0], [1, 2], [3], [4]]. Only neighbours join, so a pair's second
@@ -223,9 +216,7 @@ def word_level_attention(att: torch.Tensor, groups: Sequence[Sequence[int]]) -> 
     return mean_rows @ to_words  # (..., W, W)
 
 
-# ------------------------------------------------------------------------------------------------
 # Syntax from CoNLL-2003 chunks: which word should a word attend to?
-# ------------------------------------------------------------------------------------------------
 def chunk_spans(chunk_tags: Sequence[str], kind: str = "NP") -> list[tuple[int, int]]:
     """(start, end) spans, end exclusive, of the `kind` chunks in IOB1 tags (a chunk starts at
     B-X, or at I-X after another type)."""

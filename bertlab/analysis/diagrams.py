@@ -46,7 +46,6 @@ PARAMETER_GROUP_COLOURS = {
 HEAD_COLOURS = [plt.cm.tab10(i)[:3] for i in range(10)] + [(0.0, 0.0, 0.0), (0.6, 0.45, 0.0)]
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapter 1: the paper's Figure 3 (three pre-training architectures) and Figure 1 (the recipe)
 
 
@@ -208,7 +207,6 @@ def finetuning_setups(axes=None):
     return axes[0].figure
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapter 2: what BERT reads
 
 
@@ -233,7 +231,6 @@ def packed_sequence(enc, ax=None):
     return ax
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapters 4 and 5: one head's numbers, and every head's lines
 
 
@@ -296,7 +293,6 @@ def head_view_lines(att, tokens: Sequence[str], title: str, ncols: int = 6):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapter 6: which axis LayerNorm and BatchNorm normalise
 
 
@@ -347,7 +343,6 @@ def normalisation_axes(panels: Mapping[str, torch.Tensor], axes=None):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapter 6b: the whole Transformer, encoder beside decoder (Figure 1 of Vaswani et al. 2017)
 
 # the fills of the Transformer diagram's boxes, by kind of box
@@ -467,7 +462,6 @@ def transformer_diagram(ax=None):
     return ax
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapter 7: where the parameters sit
 
 
@@ -520,7 +514,6 @@ def parameter_breakdown(sizes: Mapping[str, Mapping[str, int]], config: BertConf
     return fig
 
 
-# ---------------------------------------------------------------------------------------------
 # Chapter 8: the masked LM's draws and its measured rates
 
 

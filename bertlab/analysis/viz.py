@@ -84,15 +84,8 @@ def attention_heatmap(
         top = vmax if vmax is not None else float(w.max())
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
-                ax.text(
-                    j,
-                    i,
-                    f"{w[i, j]:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="white" if w[i, j] > 0.6 * top else "black",
-                )
+                colour = "white" if w[i, j] > 0.6 * top else "black"
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8, color=colour)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     if title:
@@ -100,14 +93,7 @@ def attention_heatmap(
     return ax
 
 
-def mask_matrix_plot(
-    mask,
-    tokens: Sequence[str] | None = None,
-    ax=None,
-    title: str | None = None,
-    allowed_color: str = "#3b75af",
-    blocked_color: str = "#f2f2f2",
-):
+def mask_matrix_plot(mask, tokens: Sequence[str] | None = None, ax=None, title: str | None = None):
     """A (T, T) attention mask (True = allowed): cell (i, j) is filled when query i may attend
     to key j. A causal mask is `torch.ones(T, T, dtype=torch.bool).tril()`."""
     from matplotlib.colors import ListedColormap
@@ -116,7 +102,7 @@ def mask_matrix_plot(
     if m.ndim != 2:
         raise ValueError(f"mask_matrix_plot draws one (T, T) mask, got shape {m.shape}")
     ax = _square_axes(ax, 0.4, max(m.shape))
-    ax.imshow(m, cmap=ListedColormap([blocked_color, allowed_color]), vmin=0, vmax=1, aspect="equal")
+    ax.imshow(m, cmap=ListedColormap(["#f2f2f2", "#3b75af"]), vmin=0, vmax=1, aspect="equal")
     # thin white lines between cells, so single cells can be counted
     ax.set_xticks(np.arange(-0.5, m.shape[1], 1), minor=True)
     ax.set_yticks(np.arange(-0.5, m.shape[0], 1), minor=True)
@@ -128,24 +114,13 @@ def mask_matrix_plot(
     return ax
 
 
-def attention_grid(
-    attentions,
-    tokens: Sequence[str],
-    layer: int,
-    heads: Sequence[int] | None = None,
-    batch: int = 0,
-    ncols: int = 4,
-    size: float = 2.6,
-):
-    """All (or some) heads of one layer as small heatmaps; returns the figure.
-
-    attentions: `out.attentions` (L tensors (B, A, T, T)), or one (A, T, T) tensor.
-    """
+def attention_grid(attentions, tokens: Sequence[str], layer: int, ncols: int = 4, size: float = 2.6):
+    """Every head of one layer as small heatmaps, for the first sequence of `out.attentions` (L
+    tensors (B, A, T, T)) or one (A, T, T) tensor; returns the figure."""
     import matplotlib.pyplot as plt
 
-    a = attentions[layer][batch] if isinstance(attentions, (tuple, list)) else attentions
-    a = as_numpy(a)  # (A, T, T)
-    heads = list(range(a.shape[0])) if heads is None else list(heads)
+    a = as_numpy(attentions[layer][0] if isinstance(attentions, (tuple, list)) else attentions)  # (A, T, T)
+    heads = range(a.shape[0])
     nrows = -(-len(heads) // ncols)
     ncols = min(ncols, len(heads))
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + 0.4), squeeze=False)
@@ -162,60 +137,41 @@ def attention_grid(
     return fig
 
 
-def head_view(
-    attentions, tokens: Sequence[str], batch: int = 0, layer: int | None = None, heads: Sequence[int] | None = None
-):
-    """bertviz's interactive head view (Vig, 2019) of `out.attentions` (L tensors (B, A, T, T));
-    `batch` picks the sequence. The built book serves the view's JavaScript from book/_vendor."""
+def head_view(attentions, tokens: Sequence[str], layer: int | None = None):
+    """bertviz's interactive head view (Vig, 2019) of the first sequence of `out.attentions` (L
+    tensors (B, A, T, T)). The built book serves the view's JavaScript from book/_vendor."""
     from bertviz import head_view as _bertviz_head_view
 
     if not isinstance(attentions, (tuple, list)) or not attentions:
         raise ValueError("head_view expects the tuple out.attentions of a model called with output_attentions=True")
-    att = [a[batch : batch + 1].detach().float().cpu() for a in attentions]  # bertviz wants (1, A, T, T)
+    att = [a[:1].detach().float().cpu() for a in attentions]  # bertviz wants (1, A, T, T)
     if att[0].shape[-1] != len(tokens):
         raise ValueError(
             f"the attention maps cover {att[0].shape[-1]} positions but {len(tokens)} "
             f"tokens were given (include [CLS] and [SEP], drop padding)"
         )
-    return _bertviz_head_view(att, list(tokens), layer=layer, heads=list(heads) if heads is not None else None)
+    return _bertviz_head_view(att, list(tokens), layer=layer)
 
 
-def layer_head_heatmap(
-    scores,
-    ax=None,
-    title: str | None = None,
-    vmin: float = 0.0,
-    vmax: float | None = 1.0,
-    cmap: str = "Blues",
-    annotate: bool = True,
-    fmt: str = "{:.2f}",
-    label: str | None = None,
-    colorbar: bool = True,
-):
-    """One number per head, an (L, A) table, as a grid (layer 0 at the top), as Clark et al.
-    (2019) show "what each head does". vmax None: the largest score; label: the colour bar's."""
+def layer_head_heatmap(scores, ax=None, title: str | None = None, label: str | None = None):
+    """One number in [0, 1] per head, an (L, A) table, as a grid (layer 0 at the top), as Clark
+    et al. (2019) show "what each head does"; `label` is the colour bar's."""
     s = as_numpy(scores)
     if s.ndim != 2:
         raise ValueError(f"layer_head_heatmap draws an (L, A) table, got shape {s.shape}")
     L, A = s.shape
     ax = new_axes(ax, (0.5 * A + 1.5, 0.45 * L + 1.0))
-    top = float(s.max()) if vmax is None else vmax
-    im = ax.imshow(s, cmap=cmap, vmin=vmin, vmax=top, aspect="auto")
+    im = ax.imshow(s, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(A))
     ax.set_yticks(range(L))
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.tick_params(length=0)
-    if annotate:
-        span = top - vmin if top > vmin else 1.0
-        for i in range(L):
-            for j in range(A):
-                dark = (s[i, j] - vmin) / span > 0.6
-                ax.text(
-                    j, i, fmt.format(s[i, j]), ha="center", va="center", fontsize=7, color="white" if dark else "black"
-                )
-    if colorbar:
-        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label=label)
+    for i in range(L):
+        for j in range(A):
+            colour = "white" if s[i, j] > 0.6 else "black"
+            ax.text(j, i, f"{s[i, j]:.2f}", ha="center", va="center", fontsize=7, color=colour)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label=label)
     if title:
         ax.set_title(title)
     return ax
@@ -297,14 +253,8 @@ def lever_chart(levers, ax=None, title: str | None = None, limit: float | None =
     ax.axvline(0, color="black", lw=0.8)
     span = limit if limit is not None else max((abs(p) for p in points), default=1.0) * 1.25
     for yi, p in zip(y, points):
-        ax.text(
-            p + (0.015 if p >= 0 else -0.015) * span,
-            yi,
-            f"{p:+.1f}",
-            va="center",
-            ha="left" if p >= 0 else "right",
-            fontsize=8,
-        )
+        side = "left" if p >= 0 else "right"
+        ax.text(p + (0.015 if p >= 0 else -0.015) * span, yi, f"{p:+.1f}", va="center", ha=side, fontsize=8)
     ax.set_xlim(-span, span)
     ax.set_xlabel("held-out MLM accuracy against the baseline (points)")
     if title:
