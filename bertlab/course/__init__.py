@@ -1,13 +1,8 @@
-"""The course around the book: its assignments, their exercises and open questions, with the
-points, difficulty, expected student time and hardware of each.
+"""The course around the book: its assignments, their exercises, open questions and project, with
+the points, difficulty, expected student time and hardware of each.
 
-One table feeds the grader (bertlab.course.grading: which functions each check takes, the points, the
-time limit), the tables at the top of the exercise notebooks and the instructor page (tests
-check that they agree with it), and the student edition.
-
-    from bertlab.course import EXERCISES, QUESTIONS, ASSIGNMENTS, PROJECTS
-    EXERCISES["attention"].points      # 10
-    PROJECTS["capstone"].points        # the capstone's measured points (bertlab.course.capstone grades it)
+This one table feeds the grader (bertlab.course.grading), the tables at the top of the exercise
+notebooks and the instructor page (tests check that they agree with it), and the student edition.
 """
 
 from __future__ import annotations
@@ -86,177 +81,43 @@ class Project:
         return f"{lo / 60:g}-{hi / 60:g} h"
 
 
+# Each exercise on two lines: number, check name, title, the functions the student writes (in check
+# order); its assignment (book/exercises/), the chapters it follows, points, difficulty, minutes.
 _E = Exercise
-EXERCISES: dict[str, Exercise] = {
-    e.name: e
-    for e in [
-        _E(
-            1,
-            "wordpiece",
-            "WordPiece, greedy longest-match-first",
-            ("wordpiece",),
-            "01_tokens_and_positions",
-            ("02_wordpiece",),
-            10,
-            "medium",
-            (30, 45),
-        ),
-        _E(
-            2,
-            "sinusoids",
-            "Sinusoidal position encodings",
-            ("sinusoidal_positions",),
-            "01_tokens_and_positions",
-            ("03_embeddings",),
-            5,
-            "easy",
-            (20, 30),
-        ),
-        _E(
-            3,
-            "attention",
-            "Scaled dot-product attention with a padding mask",
-            ("attention",),
-            "02_attention",
-            ("04_self_attention",),
-            10,
-            "medium",
-            (30, 45),
-        ),
-        _E(
-            4,
-            "heads",
-            "Splitting and merging heads",
-            ("split_heads", "merge_heads"),
-            "02_attention",
-            ("05_multi_head",),
-            5,
-            "easy",
-            (20, 30),
-        ),
-        _E(
-            5,
-            "masking",
-            "MLM masking: 15% and 80/10/10",
-            ("mask_batch",),
-            "03_pretraining_data",
-            ("08_masked_lm",),
-            15,
-            "hard",
-            (45, 60),
-        ),
-        _E(
-            6,
-            "nsp",
-            "Next-sentence pairs from documents",
-            ("make_nsp_pairs",),
-            "03_pretraining_data",
-            ("09_next_sentence",),
-            10,
-            "medium",
-            (30, 45),
-        ),
-        _E(
-            7,
-            "span",
-            "SQuAD answer-span decoding",
-            ("best_span",),
-            "04_using_bert",
-            ("13_question_answering",),
-            10,
-            "medium",
-            (30, 45),
-        ),
-        _E(
-            8,
-            "features",
-            "The feature-based layer combinations",
-            ("combine_layers",),
-            "04_using_bert",
-            ("15_features",),
-            5,
-            "easy",
-            (20, 30),
-        ),
-        _E(
-            9,
-            "encoder_layer",
-            "A post-LN encoder layer",
-            ("EncoderLayer",),
-            "05_encoder_layer",
-            ("06_encoder_block",),
-            15,
-            "hard",
-            (45, 75),
-        ),
-        _E(
-            10,
-            "param_count",
-            "BERT's parameter count in closed form",
-            ("bert_parameters",),
-            "05_encoder_layer",
-            ("07_whole_model",),
-            10,
-            "medium",
-            (30, 45),
-        ),
-        _E(
-            11,
-            "pretraining_step",
-            "One pretraining step",
-            ("pretraining_step",),
-            "06_training",
-            ("10_pretraining",),
-            10,
-            "medium",
-            (30, 45),
-        ),
-        _E(
-            12,
-            "finetune_loop",
-            "A fine-tuning loop and its evaluation",
-            ("finetune", "accuracy"),
-            "06_training",
-            ("11_finetuning_sst2",),
-            15,
-            "medium",
-            (45, 60),
-        ),
-        _E(
-            13,
-            "ner_labels",
-            "NER: word labels onto word pieces and back",
-            ("align_labels", "word_predictions"),
-            "07_tasks_and_heads",
-            ("14_named_entities",),
-            10,
-            "easy",
-            (20, 40),
-        ),
-        _E(
-            14,
-            "head_probe",
-            "A head probe: find heads by measurement",
-            ("head_scores", "best_head"),
-            "07_tasks_and_heads",
-            ("16_attention_heads",),
-            15,
-            "medium",
-            (45, 60),
-        ),
-        _E(
-            15,
-            "ablation_plan",
-            "Designing an ablation",
-            ("ablation_plan",),
-            "08_ablation",
-            ("17_ablations",),
-            10,
-            "medium",
-            (45, 75),
-        ),
-    ]
-}
+# fmt: off
+EXERCISES: dict[str, Exercise] = {e.name: e for e in [
+    _E(1, "wordpiece", "WordPiece, greedy longest-match-first", ("wordpiece",),
+       "01_tokens_and_positions", ("02_wordpiece",), 10, "medium", (30, 45)),
+    _E(2, "sinusoids", "Sinusoidal position encodings", ("sinusoidal_positions",),
+       "01_tokens_and_positions", ("03_embeddings",), 5, "easy", (20, 30)),
+    _E(3, "attention", "Scaled dot-product attention with a padding mask", ("attention",),
+       "02_attention", ("04_self_attention",), 10, "medium", (30, 45)),
+    _E(4, "heads", "Splitting and merging heads", ("split_heads", "merge_heads"),
+       "02_attention", ("05_multi_head",), 5, "easy", (20, 30)),
+    _E(5, "masking", "MLM masking: 15% and 80/10/10", ("mask_batch",),
+       "03_pretraining_data", ("08_masked_lm",), 15, "hard", (45, 60)),
+    _E(6, "nsp", "Next-sentence pairs from documents", ("make_nsp_pairs",),
+       "03_pretraining_data", ("09_next_sentence",), 10, "medium", (30, 45)),
+    _E(7, "span", "SQuAD answer-span decoding", ("best_span",),
+       "04_using_bert", ("13_question_answering",), 10, "medium", (30, 45)),
+    _E(8, "features", "The feature-based layer combinations", ("combine_layers",),
+       "04_using_bert", ("15_features",), 5, "easy", (20, 30)),
+    _E(9, "encoder_layer", "A post-LN encoder layer", ("EncoderLayer",),
+       "05_encoder_layer", ("06_encoder_block",), 15, "hard", (45, 75)),
+    _E(10, "param_count", "BERT's parameter count in closed form", ("bert_parameters",),
+       "05_encoder_layer", ("07_whole_model",), 10, "medium", (30, 45)),
+    _E(11, "pretraining_step", "One pretraining step", ("pretraining_step",),
+       "06_training", ("10_pretraining",), 10, "medium", (30, 45)),
+    _E(12, "finetune_loop", "A fine-tuning loop and its evaluation", ("finetune", "accuracy"),
+       "06_training", ("11_finetuning_sst2",), 15, "medium", (45, 60)),
+    _E(13, "ner_labels", "NER: word labels onto word pieces and back", ("align_labels", "word_predictions"),
+       "07_tasks_and_heads", ("14_named_entities",), 10, "easy", (20, 40)),
+    _E(14, "head_probe", "A head probe: find heads by measurement", ("head_scores", "best_head"),
+       "07_tasks_and_heads", ("16_attention_heads",), 15, "medium", (45, 60)),
+    _E(15, "ablation_plan", "Designing an ablation", ("ablation_plan",),
+       "08_ablation", ("17_ablations",), 10, "medium", (45, 75)),
+]}
+# fmt: on
 
 _Q = Question
 QUESTIONS: dict[str, Question] = {
@@ -312,23 +173,23 @@ ASSIGNMENTS: dict[str, str] = {
 }
 
 
-def exercises_of(notebook: str) -> list[Exercise]:
-    """The exercises of one assignment, in order."""
+def _of(notebook: str, table: dict) -> list:
     if notebook not in ASSIGNMENTS:
         raise ValueError(f"unknown assignment {notebook!r}; the assignments are: {', '.join(ASSIGNMENTS)}")
-    return sorted((e for e in EXERCISES.values() if e.notebook == notebook), key=lambda e: e.number)
+    return [x for x in table.values() if x.notebook == notebook]
+
+
+def exercises_of(notebook: str) -> list[Exercise]:
+    """The exercises of one assignment, in order."""
+    return sorted(_of(notebook, EXERCISES), key=lambda e: e.number)
 
 
 def questions_of(notebook: str) -> list[Question]:
-    if notebook not in ASSIGNMENTS:
-        raise ValueError(f"unknown assignment {notebook!r}; the assignments are: {', '.join(ASSIGNMENTS)}")
-    return [q for q in QUESTIONS.values() if q.notebook == notebook]
+    return _of(notebook, QUESTIONS)
 
 
 def projects_of(notebook: str) -> list[Project]:
-    if notebook not in ASSIGNMENTS:
-        raise ValueError(f"unknown assignment {notebook!r}; the assignments are: {', '.join(ASSIGNMENTS)}")
-    return [p for p in PROJECTS.values() if p.notebook == notebook]
+    return _of(notebook, PROJECTS)
 
 
 def metadata_table(notebook: str) -> str:
