@@ -96,9 +96,7 @@ class Grading:
 GRADING = Grading()
 
 
-# ------------------------------------------------------------------------------------------------
-# 1. The folder
-# ------------------------------------------------------------------------------------------------
+# --- 1. The folder ---
 def validate_submission(folder: str | Path, max_parameters: int | None = GRADING.max_parameters) -> dict[str, Any]:
     """Check a submission folder without running the model (nothing is unpickled or executed);
     SubmissionError names the problem and its fix. Returns the model's size and notes."""
@@ -203,9 +201,7 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
     }
 
 
-# ------------------------------------------------------------------------------------------------
-# 2-3. The measurements (in a child process)
-# ------------------------------------------------------------------------------------------------
+# --- 2-3. The measurements (in a child process) ---
 def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | None = None) -> dict[str, Any]:
     """Held-out MLM scores, then settings.task fine-tuned from the submitted weights and from
     scratch, seed by seed. With `out`, the results so far are written there after every stage."""
@@ -311,9 +307,7 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
         return measured, error
 
 
-# ------------------------------------------------------------------------------------------------
-# 4. Points
-# ------------------------------------------------------------------------------------------------
+# --- 4. Points ---
 def _part(name: str, of: int, passed: bool) -> dict[str, Any]:
     return {"name": name, "of": of, "passed": passed, "points": of if passed else 0}
 

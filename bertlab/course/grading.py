@@ -141,9 +141,7 @@ class NotebookGrade:
         }
 
 
-# ------------------------------------------------------------------------------------------------
-# Which assignment, which cells
-# ------------------------------------------------------------------------------------------------
+# --- Which assignment, which cells ---
 def assignments() -> dict[str, list[Exercise]]:
     return {a: exercises_of(a) for a in ASSIGNMENTS}
 
@@ -199,9 +197,7 @@ def _grader_cell(ex: Exercise, module_name: str, out: Path, memory_mb: int | Non
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# Running a notebook
-# ------------------------------------------------------------------------------------------------
+# --- Running a notebook ---
 class _Kernel:
     """A fresh kernel; execute(source, timeout) -> (status, message), status "ok", "error",
     "timeout" or "dead"."""

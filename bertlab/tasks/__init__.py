@@ -49,9 +49,7 @@ from bertlab.tasks.ner import evaluate_ner, featurize_ner
 from bertlab.tasks.squad import evaluate_squad, featurize_squad, gather_span_logits, stack_span_logits
 
 
-# ------------------------------------------------------------------------------------------------
-# Sequence classification: one sentence (SST-2) or a pair (MRPC, RTE)
-# ------------------------------------------------------------------------------------------------
+# --- Sequence classification: one sentence (SST-2) or a pair (MRPC, RTE) ---
 def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int, int]:
     """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens: one token at a
     time from the end of the longer text (from B on a tie), as BERT's released code does."""
@@ -150,9 +148,7 @@ def featurize_classification(
     return Features(task, items, examples, report, meta={"pad_id": special.pad})
 
 
-# ------------------------------------------------------------------------------------------------
-# The task table
-# ------------------------------------------------------------------------------------------------
+# --- The task table ---
 @dataclass
 class Task:
     """One fine-tuning task, with a uniform interface for training loops."""

@@ -30,42 +30,15 @@ from bertlab.tasks.inputs import Features, collate, length_grouped_batches
 from bertlab.tasks.metrics import entity_f1, get_entities
 from bertlab.verdict import Reading
 
-
-# ------------------------------------------------------------------------------------------------
-# The six combinations of Table 7
-# ------------------------------------------------------------------------------------------------
+# --- The six combinations of Table 7 ---
 # Each takes the L + 1 hidden states (..., H), embeddings first, and returns (..., H) or (..., 4H).
-def first_layer(hs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return hs[0]
-
-
-def last_hidden(hs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return hs[-1]
-
-
-def sum_all(hs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return torch.stack(tuple(hs[1:])).sum(0)  # the L layers; the embedding output is left out
-
-
-def second_to_last(hs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return hs[-2]
-
-
-def sum_last_four(hs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return torch.stack(tuple(hs[-4:])).sum(0)
-
-
-def concat_last_four(hs: Sequence[torch.Tensor]) -> torch.Tensor:
-    return torch.cat(tuple(hs[-4:]), dim=-1)  # layer L-3 first
-
-
 COMBINATIONS: dict[str, Callable[[Sequence[torch.Tensor]], torch.Tensor]] = {
-    "first_layer": first_layer,
-    "last_hidden": last_hidden,
-    "sum_all": sum_all,
-    "second_to_last": second_to_last,
-    "sum_last_four": sum_last_four,
-    "concat_last_four": concat_last_four,
+    "first_layer": lambda hs: hs[0],
+    "last_hidden": lambda hs: hs[-1],
+    "sum_all": lambda hs: torch.stack(tuple(hs[1:])).sum(0),  # the L layers; not the embedding output
+    "second_to_last": lambda hs: hs[-2],
+    "sum_last_four": lambda hs: torch.stack(tuple(hs[-4:])).sum(0),
+    "concat_last_four": lambda hs: torch.cat(tuple(hs[-4:]), dim=-1),  # layer L-3 first
 }
 
 # Quoted from the paper, Table 7: CoNLL-2003 dev F1 of BERT-Base features feeding a two-layer
@@ -158,9 +131,7 @@ def compare_with_table7(
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# Extracting the hidden states once: one vector per word and per layer
-# ------------------------------------------------------------------------------------------------
+# --- Extracting the hidden states once: one vector per word and per layer ---
 @dataclass
 class WordStates:
     """Every word's hidden states at every layer, read at its first WordPiece."""
@@ -243,9 +214,7 @@ def extract_word_states(
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# The small task model on top of the frozen features
-# ------------------------------------------------------------------------------------------------
+# --- The small task model on top of the frozen features ---
 class Tagger(nn.Module):
     """The trained part: an optional BiLSTM over a sentence's words, then a linear layer over the
     K labels. num_layers=2, hidden=768 (per direction) is the paper's; 0 is a linear probe."""
@@ -387,9 +356,7 @@ def train_tagger(
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# The noise of an entity F1 on one dev set: a bootstrap over its sentences
-# ------------------------------------------------------------------------------------------------
+# --- The noise of an entity F1 on one dev set: a bootstrap over its sentences ---
 # Entity F1 is 2 correct / (predicted + gold), summed over sentences: resampling the sentences shows
 # how much another dev set would move a score, or (paired) a difference between two systems.
 
@@ -459,9 +426,7 @@ def f1_difference(
     return Reading.from_noise(gain, se, f"two bootstrap standard errors over {count(len(gold), 'dev sentence')}")
 
 
-# ------------------------------------------------------------------------------------------------
-# The whole study: extraction, six taggers and a fine-tuning, for one encoder
-# ------------------------------------------------------------------------------------------------
+# --- The whole study: extraction, six taggers and a fine-tuning, for one encoder ---
 FINETUNED = "fine-tuned"  # the name FeatureStudy's readings give fine-tuning the whole encoder
 
 

@@ -23,9 +23,7 @@ from bertlab.model import IGNORE_INDEX
 LABEL_KEYS = ("labels", "start_positions", "end_positions")
 
 
-# ------------------------------------------------------------------------------------------------
-# The tokenizer interface
-# ------------------------------------------------------------------------------------------------
+# --- The tokenizer interface ---
 def fast_tokenizer(tokenizer: Any) -> Tokenizer:
     """The `tokenizers.Tokenizer` behind a WordPieceTokenizer, a transformers fast tokenizer or a
     tokenizer.json path, with no truncation and no padding (on a copy where it had them): the
@@ -83,9 +81,7 @@ def example_field(example: Any, name: str, default: Any = _MISSING) -> Any:
     return getattr(example, name) if default is _MISSING else getattr(example, name, default)
 
 
-# ------------------------------------------------------------------------------------------------
-# Features: a dataset with a report, and its batches
-# ------------------------------------------------------------------------------------------------
+# --- Features: a dataset with a report, and its batches ---
 class Features(torch.utils.data.Dataset):
     """Featurized examples, one dict of numpy arrays / ints per model input (`items`).
 
@@ -212,9 +208,7 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
             yield batch.tolist()
 
 
-# ------------------------------------------------------------------------------------------------
-# Model outputs
-# ------------------------------------------------------------------------------------------------
+# --- Model outputs ---
 @torch.no_grad()
 def predict_batches(
     model: torch.nn.Module, features: Features, gather: Callable[[Any], Any], batch_size: int = 128, rt: Any = None

@@ -35,9 +35,7 @@ def _pair(predictions: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return p, y
 
 
-# ------------------------------------------------------------------------------------------------
-# Classification
-# ------------------------------------------------------------------------------------------------
+# --- Classification ---
 def accuracy(predictions: Any, labels: Any) -> float:
     """Percentage of predictions equal to the label."""
     p, y = _pair(predictions, labels)
@@ -106,9 +104,7 @@ def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
     return {"precision": 100.0 * precision, "recall": 100.0 * recall, "f1": 100.0 * f1}
 
 
-# ------------------------------------------------------------------------------------------------
-# CoLA and STS-B: correlations (times 100)
-# ------------------------------------------------------------------------------------------------
+# --- CoLA and STS-B: correlations (times 100) ---
 def confusion_matrix(predictions: Any, labels: Any, num_labels: int) -> list[list[int]]:
     """Counts of (gold i, predicted j) at row i, column j: [[TN, FP], [FN, TP]] for two classes."""
     p, y = _pair(predictions, labels)
@@ -205,9 +201,7 @@ def spearman(predictions: Any, labels: Any) -> float:
     return pearson(average_ranks(x), average_ranks(y))
 
 
-# ------------------------------------------------------------------------------------------------
-# SQuAD v1.1: exact match and F1 over normalised answers
-# ------------------------------------------------------------------------------------------------
+# --- SQuAD v1.1: exact match and F1 over normalised answers ---
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
@@ -257,9 +251,7 @@ def squad_scores(predictions: dict[str, str], gold_answers: dict[str, Sequence[s
     return {"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n, "questions": n, "missing": missing}
 
 
-# ------------------------------------------------------------------------------------------------
-# Entity-level F1 for IOB2 tags (CoNLL-2003)
-# ------------------------------------------------------------------------------------------------
+# --- Entity-level F1 for IOB2 tags (CoNLL-2003) ---
 def _split_tag(tag: str) -> tuple[str, str]:
     """'B-PER' -> ('B', 'PER'); 'O' -> ('O', '')."""
     if tag == "O":

@@ -156,7 +156,7 @@ def featurize_squad(
         if len(locations[key]) < 20:
             locations[key].append(qid)
 
-    items, example_index, char_rows, maxctx_rows = [], [], [], []
+    items, example_index, context_rows = [], [], []  # context_rows: (c0, offsets, max-context flags)
     for e, ex in enumerate(examples):
         qid, context = example_field(ex, "id"), contexts[e]
         q_ids = q_enc[e].ids
@@ -212,19 +212,14 @@ def featurize_squad(
             item["start_positions"], item["end_positions"] = start_pos, end_pos
             items.append(item)
             example_index.append(e)
-            chars = np.full((len(input_ids), 2), -1, dtype=np.int32)
-            chars[c0 : c0 + L] = offsets[s : s + L]
-            char_rows.append(chars)
-            maxctx = np.zeros(len(input_ids), dtype=bool)
-            maxctx[c0 : c0 + L] = owner[s : s + L] == w
-            maxctx_rows.append(maxctx)
+            context_rows.append((c0, offsets[s : s + L], owner[s : s + L] == w))
 
     N, T = len(items), max((len(it["input_ids"]) for it in items), default=0)
     token_to_char = np.full((N, T, 2), -1, dtype=np.int32)
     max_context = np.zeros((N, T), dtype=bool)
-    for n, (chars, maxctx) in enumerate(zip(char_rows, maxctx_rows)):
-        token_to_char[n, : len(chars)] = chars
-        max_context[n, : len(maxctx)] = maxctx
+    for n, (c0, chars, owned) in enumerate(context_rows):
+        token_to_char[n, c0 : c0 + len(chars)] = chars
+        max_context[n, c0 : c0 + len(owned)] = owned
     full_report = {
         "examples": len(examples),
         "max_len": max_len,
@@ -254,9 +249,7 @@ def featurize_squad(
     return Features("squad", items, examples, full_report, meta)
 
 
-# ------------------------------------------------------------------------------------------------
-# Held-out articles
-# ------------------------------------------------------------------------------------------------
+# --- Held-out articles ---
 def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: int = 0) -> tuple[list[Any], list[Any]]:
     """(train, held_out): the questions of a random eval_fraction of the articles (titles) are
     held out, so that no paragraph is read on both sides. Examples keep their order; at least one
@@ -274,9 +267,7 @@ def split_by_article(examples: Sequence[Any], eval_fraction: float = 0.2, seed: 
     return train, held_out
 
 
-# ------------------------------------------------------------------------------------------------
-# Decoding: best span per question
-# ------------------------------------------------------------------------------------------------
+# --- Decoding: best span per question ---
 def best_spans(
     start_logits: torch.Tensor,
     end_logits: torch.Tensor,
@@ -429,9 +420,7 @@ def oracle_logits(features: Features) -> tuple[torch.Tensor, torch.Tensor]:
     return start, end
 
 
-# ------------------------------------------------------------------------------------------------
-# SQuAD 2.0: answer, or say there is no answer
-# ------------------------------------------------------------------------------------------------
+# --- SQuAD 2.0: answer, or say there is no answer ---
 # Section 4.3: no answer points at [CLS]; a span is answered only when its score s_hat beats the
 # null score s_null = S.C + E.C by more than tau, tau chosen on dev to maximise F1.
 def null_and_best_span(
