@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses as dc
 import re
 from typing import Callable
 
@@ -30,22 +31,9 @@ METRICS = (
     "SQuAD dev F1",
 )
 CPU_HOURS = 4  # the budget an ablation plan may spend, both arms and every seed together
-DIRECTION_WORDS = (
-    "higher",
-    "lower",
-    "better",
-    "worse",
-    "faster",
-    "slower",
-    "more",
-    "less",
-    "increase",
-    "decrease",
-    "improve",
-    "hurt",
-    "raise",
-    "reduce",
-    "same",
+DIRECTION_WORDS = (  # a hypothesis must use one: which way it expects the metric to move
+    *"higher lower better worse faster slower more less increase decrease".split(),
+    *"improve hurt raise reduce same".split(),
     "no difference",
     "unchanged",
 )
@@ -58,8 +46,6 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
     its threshold, that says which result supports the hypothesis)."""
     __tracebackhide__ = True
     name = "ablation_plan"
-    import dataclasses as dc
-
     knobs = {f.name for f in dc.fields(Recipe)} - {"name", "notes", "steps"} | {"preset"}
     parts = Parts(name)
     plan: dict = {}

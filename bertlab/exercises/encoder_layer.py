@@ -15,30 +15,14 @@ import torch
 from bertlab.model import BertConfig, BertModel, attention_mask_for
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
 
-from .framework import (
-    Parts,
-    call_student,
-    expect_same,
-    expect_tensor,
-    fail_check,
-    gradients_of,
-    observe_student,
-)
+from .framework import Parts, call_student, expect_same, expect_tensor, fail_check, gradients_of, observe_student
 
 LAYER_PARTS = ("q", "k", "v", "o", "norm1", "ffn1", "ffn2", "norm2")  # the attributes the notebook fixes
 
 
-def _small_config(H: int, A: int, I: int, **kw):
-    return BertConfig(
-        vocab_size=100,
-        num_layers=1,
-        hidden_size=H,
-        num_heads=A,
-        intermediate_size=I,
-        hidden_dropout=0.0,
-        attention_dropout=0.0,
-        **kw,
-    )
+def _small_config(H: int, A: int, I: int) -> BertConfig:
+    no_dropout = dict(hidden_dropout=0.0, attention_dropout=0.0)
+    return BertConfig(vocab_size=100, num_layers=1, hidden_size=H, num_heads=A, intermediate_size=I, **no_dropout)
 
 
 def _copy_into_student(student, ref) -> None:

@@ -140,51 +140,24 @@ def recording(recorder: Recorder | None = None, replayer: Replayer | None = None
         ACTIVE.update(before)
 
 
-def replayed(name: str, replayer: Replayer, fname: str, key: str, args: tuple, what: str) -> Any:
-    """The result recorded under `key`, or its failure raised again; a missing key fails too."""
-    __tracebackhide__ = True
-    entry = replayer.answer(key, args)
-    if entry is None:
-        raise ExerciseFailure(
-            name,
-            f"{fname}: the notebook's run holds no answer for {what} (the inputs it was given there "
-            "differ from the check's)",
-        )
-    if "raised" in entry:
-        raise ExerciseFailure(name, entry["raised"])
-    return entry["result"]
-
-
 def call_student(name: str, fn: Callable, *args, **kwargs):
     """Call the student's function; a stub or a crash becomes an ExerciseFailure. While the grader
     records or replays, the call is written down, or answered from the record."""
     __tracebackhide__ = True
-    replayer = ACTIVE["replayer"]
-    if replayer is not None:
-        fname = student_fn_name(fn)
-        return replayed(name, replayer, fname, call_key(fname, args, kwargs), args, "this call")
-    recorder = ACTIVE["recorder"]
-    key = recorder.key(fn, args, kwargs) if recorder is not None else None  # before the call changes args
-    try:
-        result = fn(*args, **kwargs)
-    except NotImplementedError:
-        fname = student_fn_name(fn)
-        message = f"not implemented yet: replace the `raise NotImplementedError` in {fname} with your code"
-        if recorder is not None:
-            recorder.add(key, args, raised=message)
-        raise ExerciseFailure(name, message) from None
-    except ExerciseFailure as err:
-        if recorder is not None:
-            recorder.add(key, args, raised=err.detail)
-        raise
-    except Exception as err:
-        message = f"{student_fn_name(fn)} raised {type(err).__name__}: {err}"
-        if recorder is not None:
-            recorder.add(key, args, raised=message)
-        raise ExerciseFailure(name, message) from err
-    if recorder is not None:
-        recorder.add(key, args, result=result)
-    return result
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError:
+            fname = student_fn_name(fn)
+            message = f"not implemented yet: replace the `raise NotImplementedError` in {fname} with your code"
+            raise ExerciseFailure(name, message) from None
+        except ExerciseFailure:
+            raise
+        except Exception as err:
+            raise ExerciseFailure(name, f"{student_fn_name(fn)} raised {type(err).__name__}: {err}") from err
+
+    return _answer(name, fn, args, kwargs, args, "this call", call)
 
 
 OBSERVED = "observed by the check"  # what tells observe_student's records from call_student's
@@ -196,28 +169,46 @@ def observe_student(name: str, fn: Callable, inputs: Any, drive: Callable[[], An
     trains); `inputs`, everything the run depends on as data, keys the record. In a replay `drive`
     does not run: the observation comes from the record. A failure inside it is an ExerciseFailure."""
     __tracebackhide__ = True
+
+    def observe():
+        try:
+            with recording():  # the calls inside are the drive's own: recorded as its observation only
+                return as_data(drive())
+        except ExerciseFailure:
+            raise
+        except Exception as err:  # the check could not work with what the student's code made
+            raise ExerciseFailure(name, f"using {student_fn_name(fn)}: {type(err).__name__}: {err}"[:500]) from err
+
+    return _answer(name, fn, (OBSERVED, inputs), {}, (), "this run of the check", observe)
+
+
+def _answer(name: str, fn: Callable, key_args: tuple, kwargs: dict, args: tuple, what: str, run: Callable) -> Any:
+    """`run()`, the answer of the student's `fn`, keyed by `key_args` and `kwargs`: written down while the
+    grader records (with `args` as the call left them); while it replays, read from the record instead."""
+    __tracebackhide__ = True
     fname = student_fn_name(fn)
-    replayer = ACTIVE["replayer"]
+    replayer, recorder = ACTIVE["replayer"], ACTIVE["recorder"]
     if replayer is not None:
-        key = call_key(fname, (OBSERVED, inputs), {})
-        return replayed(name, replayer, fname, key, (), "this run of the check")
-    recorder = ACTIVE["recorder"]
-    key = recorder.key(fn, (OBSERVED, inputs), {}) if recorder is not None else None
+        entry = replayer.answer(call_key(fname, key_args, kwargs), args)
+        if entry is None:  # the check's inputs differ from those the notebook's run was given
+            raise ExerciseFailure(
+                name,
+                f"{fname}: the notebook's run holds no answer for {what} (the inputs it was given there "
+                "differ from the check's)",
+            )
+        if "raised" in entry:
+            raise ExerciseFailure(name, entry["raised"])
+        return entry["result"]
+    key = recorder.key(fn, key_args, kwargs) if recorder is not None else None  # before the call changes args
     try:
-        with recording():  # the calls inside are the drive's own: recorded as its observation only
-            observed = as_data(drive())
+        result = run()
     except ExerciseFailure as err:
         if recorder is not None:
-            recorder.add(key, (), raised=err.detail)
+            recorder.add(key, args, raised=err.detail)
         raise
-    except Exception as err:  # the check could not work with what the student's code made
-        message = f"using {fname}: {type(err).__name__}: {err}"[:500]
-        if recorder is not None:
-            recorder.add(key, (), raised=message)
-        raise ExerciseFailure(name, message) from err
     if recorder is not None:
-        recorder.add(key, (), result=observed)
-    return observed
+        recorder.add(key, args, result=result)
+    return result
 
 
 def attempt(name: str, fn: Callable, *args, **kwargs) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The checks of assignment 01_tokens_and_positions: check_sinusoids (chapter 3), check_wordpiece (chapter 2)."""
+"""The checks of assignment 01_tokens_and_positions: check_sinusoids (chapter 3), check_wordpiece
+(chapter 2)."""
 
 from __future__ import annotations
 
@@ -67,21 +68,9 @@ def check_wordpiece(wordpiece: Callable) -> None:
     name = "wordpiece"
     tok = bert_tokenizer()
     vocab = set(tok.get_vocab())
-    model = tok.backend.model
-    pre = tok.backend.pre_tokenizer
-    normalizer = tok.backend.normalizer
-    words = [
-        "unaffable",
-        "playing",
-        "tokenization",
-        "the",
-        "a",
-        "bertlab",
-        "x\u2603y",
-        "\u2603",
-        "supercalifragilisticexpialidocious",
-        "a" * 101,
-    ]
+    model, pre, normalizer = tok.backend.model, tok.backend.pre_tokenizer, tok.backend.normalizer
+    words = ["unaffable", "playing", "tokenization", "the", "a", "bertlab", "x\u2603y", "\u2603"]
+    words += ["supercalifragilisticexpialidocious", "a" * 101]
     for ex in squad_dev_examples()[:40:4]:
         words += [w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(ex.context))][:25]
     words = list(dict.fromkeys(words))
