@@ -14,9 +14,8 @@ Google's create_pretraining_data:
 3. Cut the longer segment one token at a time until the pair fits ("longest first"): A loses
    tokens from its start, B from its end, so the seam between them stays intact.
 
-Without NSP an example is one segment of whole sentences packed up to max_len. With `pairs=True`
-it is still [CLS] A [SEP] B [SEP], B always the text that follows A (no labels), so the masked LM
-alone trains both segment embeddings, which fine-tuning on pairs needs.
+Without NSP an example is one segment of whole sentences up to max_len; with `pairs=True` it is
+[CLS] A [SEP] B [SEP], B always the text after A, so both segment embeddings are trained.
 
 Storage (numpy .npy opened with mmap_mode="r": a batch is one fancy-indexing read):
 
@@ -31,10 +30,9 @@ Storage (numpy .npy opened with mmap_mode="r": a batch is one fancy-indexing rea
         nsp_labels.npy          (N,)    0 IsNext, 1 NotNext (NSP only)
         spans.npy               (N, 4)  sentence ids of A's and B's first/last (-1: none), uncut
 
-Each folder's meta.json, written last, records the tokenizer, the corpus checksum, the settings
-and counts. Masks are drawn anew for every batch (`bertlab.data.masking`), but the pairings are
-fixed when the arrays are built (`dupe_factor` > 1 builds several differently-cut copies), so a
-resumed run sees exactly the data it saw before.
+Each folder's meta.json records the tokenizer, the corpus checksum, the settings and counts. Masks
+are drawn anew for every batch (`bertlab.data.masking`); the pairings are fixed when the arrays are
+built (`dupe_factor` copies, each cut differently), so a resumed run sees the data it saw before.
 """
 
 from __future__ import annotations
@@ -72,20 +70,14 @@ def corpus_checksum(documents: Sequence[DocumentLike]) -> str:
     return h.hexdigest()
 
 
-def _write_meta(path: Path, meta: dict) -> None:
-    write_json(path, meta, indent=1, fsync=False)  # meta.json appears last: a folder with one is complete
-
-
 def _read_meta(directory: Path) -> dict | None:
     path = directory / "meta.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
 def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Path) -> None:
-    if tokenizer is None:
-        return
     want = meta["tokenizer"]
-    if want["fingerprint"] != tokenizer.fingerprint:
+    if tokenizer is not None and want["fingerprint"] != tokenizer.fingerprint:
         raise ValueError(
             f"vocabulary mismatch: the data in {where} was tokenized with a vocabulary of "
             f"{want['vocab_size']} tokens (fingerprint {want['fingerprint'][:12]}), but the tokenizer "
@@ -187,7 +179,7 @@ def tokenize_corpus(
         "dtype": dtype.name,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    _write_meta(directory / "meta.json", meta)
+    write_json(directory / "meta.json", meta, indent=1, fsync=False)  # last: a folder with one is complete
     return TokenizedCorpus.load(directory)
 
 
@@ -330,8 +322,7 @@ def build_examples(
         (_truncate_pair(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
         for x, y, b in zip(a_len, b_len, has_b)
     ]
-    a_keep = np.array([c[0] for c in cut], dtype=np.int64)
-    b_keep = np.array([c[1] for c in cut], dtype=np.int64)
+    a_keep, b_keep = np.array(cut, dtype=np.int64).T
     a_from = np.where(has_b, a_end - a_keep, st[spans_arr[:, 0]])
     length = 2 + a_keep + np.where(has_b, 1 + b_keep, 0)
     b_start = np.where(has_b, 2 + a_keep, length)
@@ -362,7 +353,6 @@ def build_examples(
     labels = spans_arr[:, 4]
     if nsp:
         np.save(directory / "nsp_labels.npy", labels.astype(np.int8))
-    seconds = time.perf_counter() - t0
     meta = {
         "format_version": FORMAT_VERSION,
         "kind": "pretraining_examples",
@@ -388,9 +378,9 @@ def build_examples(
             "truncated_examples": int(((a_keep < a_len) | (b_keep < b_len)).sum()),
             "dropped_last_sentences": len(dropped),
         },
-        "seconds": round(seconds, 2),
+        "seconds": round(time.perf_counter() - t0, 2),
     }
-    _write_meta(directory / "meta.json", meta)
+    write_json(directory / "meta.json", meta, indent=1, fsync=False)  # last: a folder with one is complete
     return PretrainingDataset(directory)
 
 
@@ -616,24 +606,23 @@ def prepare_pretraining_data(
     directory = Path(directory)
     documents = list(documents)
     checksum = corpus_checksum(documents)
+
+    def same_source(meta: dict) -> bool:  # the same text, tokenized with the same vocabulary
+        return (meta["corpus"]["checksum"], meta["tokenizer"]["fingerprint"]) == (checksum, tokenizer.fingerprint)
+
     tok_dir = directory / "tokens"
     meta = _read_meta(tok_dir)
-    if (
-        meta is None
-        or meta["corpus"]["checksum"] != checksum
-        or meta["tokenizer"]["fingerprint"] != tokenizer.fingerprint
-    ):
-        corpus = tokenize_corpus(documents, tokenizer, tok_dir)
-    else:
+    if meta is not None and same_source(meta):
         corpus = TokenizedCorpus.load(tok_dir, tokenizer)
+    else:
+        corpus = tokenize_corpus(documents, tokenizer, tok_dir)
     kind = "nsp" if nsp else "pairs" if pairs else "nonsp"
     ex_dir = directory / f"examples_T{max_len}_{kind}_s{seed}_d{dupe_factor}"
     meta = _read_meta(ex_dir)
     if (
         meta is not None
         and meta.get("format_version") == FORMAT_VERSION
-        and meta["corpus"]["checksum"] == checksum
-        and meta["tokenizer"]["fingerprint"] == tokenizer.fingerprint
+        and same_source(meta)
         and meta["short_seq_prob"] == short_seq_prob
     ):
         return PretrainingDataset(ex_dir, tokenizer)

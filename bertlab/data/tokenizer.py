@@ -91,25 +91,12 @@ class WordPieceTokenizer:
     def vocab_size(self) -> int:
         return self.backend.get_vocab_size(with_added_tokens=True)
 
-    @property
-    def pad_id(self) -> int:
-        return self.backend.token_to_id(PAD)
-
-    @property
-    def unk_id(self) -> int:
-        return self.backend.token_to_id(UNK)
-
-    @property
-    def cls_id(self) -> int:
-        return self.backend.token_to_id(CLS)
-
-    @property
-    def sep_id(self) -> int:
-        return self.backend.token_to_id(SEP)
-
-    @property
-    def mask_id(self) -> int:
-        return self.backend.token_to_id(MASK)
+    # the special tokens' ids
+    pad_id = property(lambda self: self.backend.token_to_id(PAD))
+    unk_id = property(lambda self: self.backend.token_to_id(UNK))
+    cls_id = property(lambda self: self.backend.token_to_id(CLS))
+    sep_id = property(lambda self: self.backend.token_to_id(SEP))
+    mask_id = property(lambda self: self.backend.token_to_id(MASK))
 
     @property
     def special_ids(self) -> list[int]:
@@ -136,9 +123,7 @@ class WordPieceTokenizer:
         tokens that continue a word, for whole-word masking."""
         if self._is_continuation is None:
             flags = torch.zeros(self.vocab_size, dtype=torch.bool)
-            for token, i in self.get_vocab().items():
-                if token.startswith("##"):
-                    flags[i] = True
+            flags[[i for token, i in self.get_vocab().items() if token.startswith("##")]] = True
             self._is_continuation = flags
         return self._is_continuation
 
@@ -167,14 +152,13 @@ class WordPieceTokenizer:
             raise ValueError(f"padding must be False, 'longest' or 'max_length', got {padding!r}")
         if padding == "max_length" and max_length is None:
             raise ValueError("padding='max_length' needs max_length (the length to pad to)")
-        if max_length is not None:
-            n_special = 3 if pair else 2
-            if max_length <= n_special and truncation:
-                raise ValueError(
-                    f"max_length={max_length} leaves no room for text: "
-                    f"{'[CLS] A [SEP] B [SEP]' if pair else '[CLS] A [SEP]'} has "
-                    f"{n_special} special tokens; use max_length > {n_special}"
-                )
+        n_special = 3 if pair else 2
+        if max_length is not None and max_length <= n_special and truncation:
+            raise ValueError(
+                f"max_length={max_length} leaves no room for text: "
+                f"{'[CLS] A [SEP] B [SEP]' if pair else '[CLS] A [SEP]'} has "
+                f"{n_special} special tokens; use max_length > {n_special}"
+            )
         try:
             if truncation and max_length is not None:
                 self.backend.enable_truncation(max_length, strategy="longest_first")
@@ -297,12 +281,10 @@ class WordPieceTokenizer:
         only matters for a vocab.txt, which does not record it."""
         path = Path(path)
         if path.is_dir():
-            if (path / "tokenizer.json").exists():
-                path = path / "tokenizer.json"
-            elif (path / "vocab.txt").exists():
-                path = path / "vocab.txt"
-            else:
+            found = [path / name for name in ("tokenizer.json", "vocab.txt") if (path / name).exists()]
+            if not found:
                 raise FileNotFoundError(f"{path} holds neither tokenizer.json nor vocab.txt")
+            path = found[0]
         if not path.exists():
             raise FileNotFoundError(f"no tokenizer file at {path}")
         if path.suffix == ".json":
