@@ -16,9 +16,8 @@ from typing import Iterator, Sequence
 
 from bertlab.data.download import DataError, fetch
 
+
 # --- Reading helpers ---
-
-
 class DataFormatError(DataError):
     """A data file has a row that cannot be read (raised by the readers with strict=True)."""
 
@@ -48,10 +47,20 @@ class LoadReport:
     loaded: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[Skipped] = field(default_factory=list)  # kept, but worth knowing (e.g. IOB2 repairs)
+    strict: bool = field(default=False, repr=False, compare=False)  # raise on the first item skipped
 
     @property
     def ok(self) -> bool:
         return not self.skipped
+
+    def skip(self, line: int | None, reason: str, excerpt: str = "", item: str | None = None) -> None:
+        s = Skipped(self.file, line, item, reason, excerpt[:120])
+        if self.strict:
+            raise DataFormatError(f"{s} (strict=True; pass strict=False to skip and report such rows)")
+        self.skipped.append(s)
+
+    def warn(self, line: int | None, reason: str, excerpt: str = "", item: str | None = None) -> None:
+        self.warnings.append(Skipped(self.file, line, item, reason, excerpt[:120]))
 
     def __str__(self) -> str:
         lines = [f"{self.file}: {self.loaded} loaded, {len(self.skipped)} skipped, {len(self.warnings)} warnings"]
@@ -61,22 +70,6 @@ class LoadReport:
         if more > 0:
             lines.append(f"  ... and {more} more")
         return "\n".join(lines)
-
-
-class _Recorder:
-    """Collects skipped items into a report, or raises on the first one when strict."""
-
-    def __init__(self, report: LoadReport, strict: bool):
-        self.report, self.strict = report, strict
-
-    def skip(self, line: int | None, reason: str, excerpt: str = "", item: str | None = None) -> None:
-        s = Skipped(self.report.file, line, item, reason, excerpt[:120])
-        if self.strict:
-            raise DataFormatError(f"{s} (strict=True; pass strict=False to skip and report such rows)")
-        self.report.skipped.append(s)
-
-    def warn(self, line: int | None, reason: str, excerpt: str = "", item: str | None = None) -> None:
-        self.report.warnings.append(Skipped(self.report.file, line, item, reason, excerpt[:120]))
 
 
 def _resolve(split_or_path: str | Path, template: str) -> Path:
@@ -105,7 +98,7 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
             yield number, None, f"undecodable bytes (not UTF-8) at byte {err.start}: {excerpt!r}"
 
 
-def _tsv_rows(path: Path, expected_header: Sequence[str], rec: _Recorder) -> Iterator[tuple[int, list[str]]]:
+def _tsv_rows(path: Path, expected_header: Sequence[str], report: LoadReport) -> Iterator[tuple[int, list[str]]]:
     """Rows of a GLUE TSV (tab-separated, QUOTE_NONE, UTF-8 with optional BOM), header checked."""
     lines = _decoded_lines(path)
     first = next(lines, None)
@@ -116,20 +109,19 @@ def _tsv_rows(path: Path, expected_header: Sequence[str], rec: _Recorder) -> Ite
         raise DataFormatError(f"{path}:1: header {header} is not {list(expected_header)}: is this the right file?")
     for number, text, problem in lines:
         if text is None:
-            rec.skip(number, problem)
+            report.skip(number, problem)
             continue
         if not text.strip():
-            rec.skip(number, "empty line")
+            report.skip(number, "empty line")
             continue
         row = next(csv.reader([text], delimiter="\t", quoting=csv.QUOTE_NONE))
         if len(row) != len(header):
-            rec.skip(number, f"{len(row)} tab-separated fields, expected {len(header)}", text)
+            report.skip(number, f"{len(row)} tab-separated fields, expected {len(header)}", text)
             continue
         yield number, row
 
 
 # --- GLUE: SST-2, MRPC, RTE, QNLI ---
-
 SST2_LABELS = ("negative", "positive")
 MRPC_LABELS = ("not_equivalent", "equivalent")
 RTE_LABELS = ("entailment", "not_entailment")
@@ -167,51 +159,61 @@ def _label(value: str, names: Sequence[str], numeric: bool) -> int:
 def read_sst2(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[SentenceExample], LoadReport]:
     """SST-2 (Socher et al. 2013, as in GLUE): sentence<TAB>label, 0 = negative, 1 = positive."""
     path = _resolve(split_or_path, "glue/SST-2/{split}.tsv")
-    report = LoadReport(str(path))
-    rec = _Recorder(report, strict)
+    report = LoadReport(str(path), strict=strict)
     test = _header_of(path)[0].strip() == "index"
     header = ("index", "sentence") if test else ("sentence", "label")
     out = []
-    for number, row in _tsv_rows(path, header, rec):
+    for number, row in _tsv_rows(path, header, report):
         if test:
             out.append(SentenceExample(row[0], row[1].strip(), None))
             continue
         sentence = row[0].strip()
         if not sentence:
-            rec.skip(number, "empty sentence", "\t".join(row))
+            report.skip(number, "empty sentence", "\t".join(row))
             continue
         try:
             label = _label(row[1], SST2_LABELS, numeric=True)
         except ValueError:
-            rec.skip(number, f"label {row[1]!r} is not 0 or 1", "\t".join(row))
+            report.skip(number, f"label {row[1]!r} is not 0 or 1", "\t".join(row))
             continue
         out.append(SentenceExample(f"{Path(path).stem}-{number - 1}", sentence, label))
     report.loaded = len(out)
     return out, report
 
 
-def _read_pairs(path: Path, names: Sequence[str], columns: dict, strict: bool) -> tuple[list[PairExample], LoadReport]:
-    """A GLUE pair TSV; `columns` names the headers and the id, a, b and label columns."""
-    report = LoadReport(str(path))
-    rec = _Recorder(report, strict)
-    test = columns["label"] not in _header_of(path)
-    header = columns["test_header"] if test else columns["header"]
-    idx = {name: header.index(name) for name in header}
+def _read_pairs(
+    path: Path,
+    names: Sequence[str],
+    strict: bool,
+    *,
+    header: list[str],
+    test_header: list[str],
+    ids: list[str],
+    texts: tuple[str, str],
+    label: str,
+    numeric: bool,
+) -> tuple[list[PairExample], LoadReport]:
+    """A GLUE pair TSV: `ids` are joined into the example's id, `texts` are A and B, and labels are
+    0/1 (`numeric`) or one of `names`; the test split has `test_header`, without the label."""
+    report = LoadReport(str(path), strict=strict)
+    test = label not in _header_of(path)
+    columns = test_header if test else header
     out = []
-    for number, row in _tsv_rows(path, header, rec):
-        id_ = "-".join(row[idx[c]] for c in columns["id"])
-        a, b = row[idx[columns["a"]]].strip(), row[idx[columns["b"]]].strip()
+    for number, row in _tsv_rows(path, columns, report):
+        cell = dict(zip(columns, row))
+        id_ = "-".join(cell[c] for c in ids)
+        a, b = cell[texts[0]].strip(), cell[texts[1]].strip()
         if not a or not b:
-            rec.skip(number, "empty text", "\t".join(row), item=id_)
+            report.skip(number, "empty text", "\t".join(row), item=id_)
             continue
-        label = None
+        value = None
         if not test:
             try:
-                label = _label(row[idx[columns["label"]]], names, numeric=columns["numeric"])
+                value = _label(cell[label], names, numeric=numeric)
             except ValueError:
-                rec.skip(number, f"label {row[idx[columns['label']]]!r} not in {list(names)}", "\t".join(row), item=id_)
+                report.skip(number, f"label {cell[label]!r} not in {list(names)}", "\t".join(row), item=id_)
                 continue
-        out.append(PairExample(id_, a, b, label))
+        out.append(PairExample(id_, a, b, value))
     report.loaded = len(out)
     return out, report
 
@@ -223,64 +225,53 @@ def _header_of(path: Path) -> list[str]:
 
 def read_mrpc(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """MRPC (Dolan & Brockett 2005, GLUE split). id = "<#1 ID>-<#2 ID>"; label 1 = paraphrase."""
-    path = _resolve(split_or_path, "glue/MRPC/{split}.tsv")
+    columns = ["#1 ID", "#2 ID", "#1 String", "#2 String"]
     return _read_pairs(
-        path,
+        _resolve(split_or_path, "glue/MRPC/{split}.tsv"),
         MRPC_LABELS,
-        {
-            "header": ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
-            "test_header": ["index", "#1 ID", "#2 ID", "#1 String", "#2 String"],
-            "id": ["#1 ID", "#2 ID"],
-            "a": "#1 String",
-            "b": "#2 String",
-            "label": "Quality",
-            "numeric": True,
-        },
         strict,
+        header=["Quality", *columns],
+        test_header=["index", *columns],
+        ids=["#1 ID", "#2 ID"],
+        texts=("#1 String", "#2 String"),
+        label="Quality",
+        numeric=True,
     )
 
 
 def read_rte(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """RTE (GLUE): label 0 = entailment, 1 = not_entailment (GLUE's order)."""
-    path = _resolve(split_or_path, "glue/RTE/{split}.tsv")
+    columns = ["index", "sentence1", "sentence2"]
     return _read_pairs(
-        path,
+        _resolve(split_or_path, "glue/RTE/{split}.tsv"),
         RTE_LABELS,
-        {
-            "header": ["index", "sentence1", "sentence2", "label"],
-            "test_header": ["index", "sentence1", "sentence2"],
-            "id": ["index"],
-            "a": "sentence1",
-            "b": "sentence2",
-            "label": "label",
-            "numeric": False,
-        },
         strict,
+        header=[*columns, "label"],
+        test_header=columns,
+        ids=["index"],
+        texts=("sentence1", "sentence2"),
+        label="label",
+        numeric=False,
     )
 
 
 def read_qnli(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """QNLI (GLUE v2): text_a = question, text_b = sentence; 0 = entailment, 1 = not_entailment."""
-    path = _resolve(split_or_path, "glue/QNLI/{split}.tsv")
+    columns = ["index", "question", "sentence"]
     return _read_pairs(
-        path,
+        _resolve(split_or_path, "glue/QNLI/{split}.tsv"),
         QNLI_LABELS,
-        {
-            "header": ["index", "question", "sentence", "label"],
-            "test_header": ["index", "question", "sentence"],
-            "id": ["index"],
-            "a": "question",
-            "b": "sentence",
-            "label": "label",
-            "numeric": False,
-        },
         strict,
+        header=[*columns, "label"],
+        test_header=columns,
+        ids=["index"],
+        texts=("question", "sentence"),
+        label="label",
+        numeric=False,
     )
 
 
 # --- SQuAD v1.1 ---
-
-
 @dataclass
 class SquadExample:
     """One SQuAD v1.1 question; `answers` are (text, start) with context[start:start + len(text)] == text."""
@@ -296,8 +287,7 @@ def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tu
     """SQuAD v1.1 (Rajpurkar et al. 2016). An answer not at its answer_start is dropped, and a
     question left without a valid answer skipped; both are reported."""
     path = _resolve(split_or_path, "squad-v1.1/{split}-v1.1.json")
-    report = LoadReport(str(path))
-    rec = _Recorder(report, strict)
+    report = LoadReport(str(path), strict=strict)
     try:
         data = json.loads(Path(path).read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:
@@ -307,31 +297,31 @@ def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tu
     if not isinstance(data, dict) or "data" not in data:
         raise DataFormatError(f"{path}: expected a JSON object with a 'data' list (SQuAD format)")
     if data.get("version") not in (None, "1.1"):
-        rec.warn(None, f"version is {data.get('version')!r}, expected '1.1'")
+        report.warn(None, f"version is {data.get('version')!r}, expected '1.1'")
     out, seen = [], set()
     for a, article in enumerate(data["data"]):
         title = article.get("title", "")
         for p, paragraph in enumerate(article.get("paragraphs", [])):
             context = paragraph.get("context")
             if not isinstance(context, str) or not context.strip():
-                rec.skip(None, f"article {a} paragraph {p}: missing or empty context", item=title)
+                report.skip(None, f"article {a} paragraph {p}: missing or empty context", item=title)
                 continue
             for qa in paragraph.get("qas", []):
                 qid = str(qa.get("id", f"article{a}-paragraph{p}-?"))
                 question = qa.get("question")
                 if not isinstance(question, str) or not question.strip():
-                    rec.skip(None, "missing or empty question", item=qid)
+                    report.skip(None, "missing or empty question", item=qid)
                     continue
                 if qid in seen:
-                    rec.skip(None, "duplicate question id", question, item=qid)
+                    report.skip(None, "duplicate question id", question, item=qid)
                     continue
                 answers = []
                 for k, ans in enumerate(qa.get("answers", [])):
                     text, start = ans.get("text"), ans.get("answer_start")
                     if not isinstance(text, str) or not isinstance(start, int):
-                        rec.skip(None, f"answer {k}: missing text or answer_start", str(ans), item=qid)
+                        report.skip(None, f"answer {k}: missing text or answer_start", str(ans), item=qid)
                     elif context[start : start + len(text)] != text:
-                        rec.skip(
+                        report.skip(
                             None,
                             f"answer {k}: {text!r} is not at answer_start {start} "
                             f"(context there: {context[start : start + len(text)]!r})",
@@ -341,7 +331,7 @@ def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tu
                     else:
                         answers.append((text, start))
                 if not answers:
-                    rec.skip(None, "no valid answer", question, item=qid)
+                    report.skip(None, "no valid answer", question, item=qid)
                     continue
                 seen.add(qid)
                 out.append(SquadExample(qid, title, question, context, answers))
@@ -350,7 +340,6 @@ def read_squad(split_or_path: str | Path = "dev", *, strict: bool = False) -> tu
 
 
 # --- CoNLL-2003 NER ---
-
 CONLL_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
 
@@ -375,8 +364,7 @@ def read_conll2003(
     line is skipped whole (its tags would be misaligned); an I-X that continues no X entity is kept,
     with a warning."""
     path = _resolve(split_or_path, "conll2003/{split}.txt")
-    report = LoadReport(str(path))
-    rec = _Recorder(report, strict)
+    report = LoadReport(str(path), strict=strict)
     stem = Path(path).stem
     out: list[NerSentence] = []
     document = -1
@@ -386,14 +374,14 @@ def read_conll2003(
     def flush() -> None:
         nonlocal rows, bad
         if bad is not None:
-            rec.skip(bad[0], f"sentence starting at line {rows[0][0] if rows else bad[0]} skipped: {bad[1]}", bad[2])
+            report.skip(bad[0], f"sentence starting at line {rows[0][0] if rows else bad[0]} skipped: {bad[1]}", bad[2])
         elif rows:
             words, pos, chunks, tags = (list(col) for col in zip(*(r for _, r in rows)))
             sentence = NerSentence(f"{stem}-{len(out)}", words, tags, pos, chunks, max(document, 0), rows[0][0])
             for i, tag in enumerate(tags):
                 prev = tags[i - 1] if i else "O"
                 if tag.startswith("I-") and prev[2:] != tag[2:]:
-                    rec.warn(rows[i][0], f"invalid IOB2: {tag} after {prev}", words[i], item=sentence.id)
+                    report.warn(rows[i][0], f"invalid IOB2: {tag} after {prev}", words[i], item=sentence.id)
             out.append(sentence)
         rows, bad = [], None
 
