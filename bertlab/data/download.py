@@ -32,8 +32,6 @@ DOWNLOAD_TIMEOUT_S = 60
 
 
 # --- Errors ---
-
-
 class DataError(Exception):
     """Base class of every error bertlab.data.download and bertlab.data.task_data raise on purpose."""
 
@@ -51,8 +49,6 @@ class ChecksumMismatchError(DataError):
 
 
 # --- Locations ---
-
-
 def cache_dir() -> Path:
     """The download/derived-data cache: ``$BERTLAB_CACHE`` or ``~/.cache/bertlab``."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bertlab").expanduser()
@@ -94,8 +90,6 @@ def files_of(dataset: str) -> list[DataFile]:
 
 
 # --- Checksums, with a record of files already verified (keyed by size and mtime) ---
-
-
 def _load_stamps() -> dict:
     try:
         return json.loads((cache_dir() / "verified.json").read_text())
@@ -141,8 +135,6 @@ def verify(path: Path, expected: str | None, what: str) -> None:
 
 
 # --- fetch ---
-
-
 def available_splits(dataset: str) -> list[str]:
     """Splits of `dataset` usable offline (in the mirror or the cache), so a caller can fall back early."""
     mirror = mirror_dir()
@@ -182,8 +174,7 @@ def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
     else:
         for source in f.sources:
             try:
-                path = _download(f, source, cached, progress=progress)
-                return path
+                return _download(f, source, cached, progress=progress)
             except ChecksumMismatchError as err:
                 problems.append(f"{source.url}: {err}")
             except Exception as err:  # network errors come in many classes (requests, OSError, ...)
@@ -244,24 +235,19 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
     target.parent.mkdir(parents=True, exist_ok=True)
     downloader = pooch.HTTPDownloader(progressbar=progress, timeout=DOWNLOAD_TIMEOUT_S)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.part")  # two processes may fetch one file at once
+    zipped = source.member is not None  # a member of a zip archive, kept in the cache's archives/ folder
     try:
-        if source.member is None:
-            got = Path(
-                pooch.retrieve(
-                    source.url, known_hash=source.known_hash, fname=tmp.name, path=tmp.parent, downloader=downloader
-                )
-            )
-        else:  # a member of a zip archive: keep the archive in the cache's archives/ folder
-            archive = pooch.retrieve(
-                source.url,
-                known_hash=source.known_hash,
-                fname=source.url.rstrip("/").split("/")[-1],
-                path=cache_dir() / "archives",
-                downloader=downloader,
-            )
-            with zipfile.ZipFile(archive) as z, z.open(source.member) as src, open(tmp, "wb") as dst:
+        got = pooch.retrieve(
+            source.url,
+            known_hash=source.known_hash,
+            fname=source.url.rstrip("/").split("/")[-1] if zipped else tmp.name,
+            path=cache_dir() / "archives" if zipped else tmp.parent,
+            downloader=downloader,
+        )
+        if zipped:
+            with zipfile.ZipFile(got) as z, z.open(source.member) as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst)
-            got = tmp
+        got = tmp
     except ValueError as err:  # pooch reports a hash mismatch as ValueError
         tmp.unlink(missing_ok=True)
         raise ChecksumMismatchError(f"sha256 mismatch: {err}") from None
@@ -278,8 +264,6 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
 
 
 # --- Files the repository publishes (bertlab.data.records): the same checks ---
-
-
 def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progress: bool = False) -> Path:
     """Local copy of the published record `path` ("reference_run/config.json"), checked against
     `sha256`. `source`: a base URL (the file is kept at `cache / path`) or a local folder (used in
@@ -321,8 +305,6 @@ def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progres
 
 
 # --- Files rebuilt by a recipe: GLUE's MRPC split ---
-
-
 def _derive(f: DataFile, *, progress: bool) -> Path:
     if f.derive != "glue-mrpc":
         raise DataUnavailableError(f"{f.name}: unknown derive recipe {f.derive!r}")

@@ -1,29 +1,26 @@
 """Where the book's recorded runs live, and how a reader without a checkout gets them.
 
 The records are the small files under the repository's data/ folder (the book's BERT in
-reference_run/, the studies' results). `records_dir(*parts)` finds them, in this order:
-
-1. the folder named by $BERTLAB_RECORDS;
-2. the data/ folder of a checkout: beside the imported package, or in the working directory or
-   its parent (a notebook run from book/);
-3. the published records, fetched with their sha256 into the download cache: how a reader on
-   Colab, with bertlab from pip, gets the book's BERT.
+reference_run/, the studies' results). `records_dir(*parts)` looks for them in $BERTLAB_RECORDS,
+then in the data/ folder of a checkout (beside the package, or in the working directory or its
+parent), then fetches the published copy into the download cache: how a reader on Colab, with
+bertlab from pip, gets the book's BERT.
 
 Published means the raw files of the repository in `_config.yml` at the commit that last changed
-data/ (https://raw.githubusercontent.com/OWNER/NAME/COMMIT/data/PATH), listed with sizes and
-sha256 in the package's `published_records.json`; $BERTLAB_RECORDS_URL overrides the base (a URL,
-or a folder written by `python -m bertlab publish-records --out DIR`). After changing data/,
-commit it, then run `python -m bertlab publish-records --manifest` and commit the manifest.
-A record that cannot be fetched is warned about once and left absent (the page says so in one
-line); one whose bytes differ from the manifest raises `ChecksumMismatchError`.
+data/, listed with their sha256 in the package's `published_records.json` (after changing data/,
+commit it, then `python -m bertlab publish-records --manifest` and commit the manifest).
+$BERTLAB_RECORDS_URL overrides the base: a URL, or a folder written by `publish-records --out`.
+A record that cannot be fetched is warned about once and left absent, so a page says so in one
+line; one whose bytes differ from the manifest raises `ChecksumMismatchError`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
+import shutil
+import subprocess
 import warnings
 from functools import cache
 from importlib import resources
@@ -32,8 +29,6 @@ from typing import Any
 
 from bertlab.data.download import DataUnavailableError, cache_dir, fetch_published
 from bertlab.files import atomic_path, sha256_file, write_json
-
-log = logging.getLogger(__name__)
 
 ENV_VAR = "BERTLAB_RECORDS"
 URL_ENV = "BERTLAB_RECORDS_URL"
@@ -136,11 +131,7 @@ def missing_note(what: str, prefix: str) -> str:
 
 
 # --- Publishing (from a checkout): the manifest, and a folder that serves every chapter offline ---
-
-
 def _git(checkout: Path, *args: str) -> str:
-    import subprocess
-
     done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed in {checkout}: {done.stderr.strip()}")
@@ -188,8 +179,6 @@ def write_manifest(checkout: Path) -> Path:
 def publish(out: Path, source: Path | None = None) -> list[Path]:
     """Copy the manifest's files, checked, and the manifest into `out`, laid out as the base URL serves
     them (default `source`: the checkout's data/): BERTLAB_RECORDS_URL=out serves every chapter offline."""
-    import shutil
-
     source = Path(source) if source is not None else checkout_records()
     if source is None:
         raise FileNotFoundError("publish-records copies the records of a checkout: run it in a clone of the repository")
