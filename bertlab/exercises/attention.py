@@ -7,7 +7,7 @@ from typing import Callable
 
 import torch
 
-from .framework import Parts, call_student, expect_same, expect_tensor, fail_check
+from .framework import Parts, call_student, expect_same, expect_tensor, fail_check, padding_mask
 
 
 def _reference_attention(q, k, v, mask=None, scale=True, mask_queries=False):
@@ -45,13 +45,7 @@ def check_attention(attention: Callable) -> None:
             torch.randn(B, Tk, d, generator=g),
             torch.randn(B, Tk, dv, generator=g),
         )
-        mask = None
-        if pads is not None:
-            mask = torch.ones(B, Tk, dtype=torch.bool)
-            for b, p in enumerate(pads):
-                if p:
-                    mask[b, Tk - p :] = False
-        cases.append((q, k, v, mask))
+        cases.append((q, k, v, padding_mask(B, Tk, pads)))
     for n, (q, k, v, mask) in enumerate(cases):
         with parts(f"case {n}", hidden=n >= HIDDEN_FROM) as run:
             if not run:

@@ -15,7 +15,16 @@ import torch
 from bertlab.model import BertConfig, BertModel, attention_mask_for
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
 
-from .framework import Parts, call_student, expect_same, expect_tensor, fail_check, gradients_of, observe_student
+from .framework import (
+    Parts,
+    call_student,
+    expect_same,
+    expect_tensor,
+    fail_check,
+    gradients_of,
+    observe_student,
+    padding_mask,
+)
 
 LAYER_PARTS = ("q", "k", "v", "o", "norm1", "ffn1", "ffn2", "norm2")  # the attributes the notebook fixes
 
@@ -156,12 +165,7 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
                     norm.weight.normal_(1.0, 0.2)
                     norm.bias.normal_(0.0, 0.2)
             x = torch.randn(B, T, H, generator=g)
-            mask = None
-            if pads is not None:
-                mask = torch.ones(B, T, dtype=torch.bool)
-                for b, p in enumerate(pads):
-                    if p:
-                        mask[b, T - p :] = False
+            mask = padding_mask(B, T, pads)
             got = observe_student(
                 name,
                 EncoderLayer,

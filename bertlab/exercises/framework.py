@@ -263,6 +263,17 @@ def shape_hint(expected: tuple, got: tuple) -> str:
     return ""
 
 
+def padding_mask(B: int, T: int, pads: Sequence[int] | None) -> torch.Tensor | None:
+    """(B, T) bool, True = real token, with the last pads[b] positions of row b padding; None for None."""
+    if pads is None:
+        return None
+    mask = torch.ones(B, T, dtype=torch.bool)
+    for b, p in enumerate(pads):
+        if p:
+            mask[b, T - p :] = False
+    return mask
+
+
 def expect_tensor(name: str, value: Any, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         fail_check(name, f"{what}: expected a torch.Tensor, got {type(value).__name__}")

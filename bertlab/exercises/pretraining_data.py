@@ -13,14 +13,6 @@ from bertlab.model import IGNORE_INDEX
 from .framework import Parts, bert_tokenizer, call_student, expect_tensor, fail_check, sentence_documents
 
 
-def _real_batch(n_rows: int = 8, max_len: int = 64) -> torch.Tensor:
-    tok = bert_tokenizer()
-    texts = [s for d in sentence_documents()[:4] for s in d][:n_rows]
-    return tok.encode_batch(
-        texts, max_length=max_len, truncation=True, padding="longest", return_tensors="pt"
-    ).input_ids
-
-
 def check_masking(mask_batch: Callable) -> None:
     """mask_batch(input_ids (B, T), special_ids, mask_id, vocab_size, generator) -> (corrupted, labels),
     both (B, T): in each row select n = max(1, round(0.15 * n_candidates)) of the non-special tokens;
@@ -29,7 +21,8 @@ def check_masking(mask_batch: Callable) -> None:
     __tracebackhide__ = True
     name = "masking"
     tok = bert_tokenizer()
-    ids = _real_batch()
+    texts = [s for d in sentence_documents()[:4] for s in d][:8]  # real sentences, padded
+    ids = tok.encode_batch(texts, max_length=64, truncation=True, padding="longest", return_tensors="pt").input_ids
     special = sorted(set(tok.special_ids))
     mask_id, V = tok.mask_id, tok.vocab_size
     is_special = torch.isin(ids, torch.tensor(special))
@@ -136,12 +129,8 @@ def check_masking(mask_batch: Callable) -> None:
     with parts("reproducible: every random number from `generator`"):
         again = call_student(name, mask_batch, ids.clone(), special, mask_id, V, torch.Generator().manual_seed(0))
         first = next(each_draw())
-        if not (
-            isinstance(again, tuple)
-            and len(again) == 2
-            and torch.equal(again[0], first[1])
-            and torch.equal(again[1], first[2])
-        ):
+        same = isinstance(again, tuple) and len(again) == 2 and all(map(torch.equal, again, first[1:3]))
+        if not same:
             fail_check(
                 name,
                 "two calls with generators seeded alike gave different results: draw every random "

@@ -73,13 +73,7 @@ def _tiny(model_class, seed: int, dropout: float = 0.0):
 
 
 def _reference_pretraining_step(model, batch, optimizer, max_grad_norm, variant: str = "") -> float:
-    out = model(
-        batch["input_ids"],
-        batch["token_type_ids"],
-        batch["attention_mask"],
-        mlm_labels=batch["mlm_labels"],
-        nsp_labels=batch["nsp_labels"],
-    )
+    out = model(**batch)  # input_ids, token_type_ids, attention_mask, mlm_labels, nsp_labels
     loss = {"mlm_only": out.mlm_loss, "nsp_only": out.nsp_loss}.get(variant, out.loss)
     loss.backward()
     if variant == "clip_value":
@@ -289,14 +283,7 @@ def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str
             enc = tok.encode_batch(
                 [e.sentence for e in chunk], max_length=40, truncation=True, padding="longest", return_tensors="pt"
             )
-            out.append(
-                {
-                    "input_ids": enc.input_ids,
-                    "token_type_ids": enc.token_type_ids,
-                    "attention_mask": enc.attention_mask,
-                    "labels": torch.tensor([e.label for e in chunk]),
-                }
-            )
+            out.append({**enc.model_inputs(), "labels": torch.tensor([e.label for e in chunk])})
         return tuple(out)
 
     return batches(task.load("train")[:48], 8), batches(task.load("dev")[:64], 16)
@@ -316,9 +303,9 @@ def _reference_finetune(model, batches, optimizer, epochs, lr_at, max_grad_norm=
     losses, step = [], 0
     for _ in range(epochs):
         for batch in batches:
-            out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], labels=batch["labels"])
+            out = model(**batch)  # input_ids, token_type_ids, attention_mask, labels
             out.loss.backward()
-            lr = {"constant": optimizer.defaults["lr"], "off_by_one": lr_at(step + 1)}.get(variant, lr_at(step))
+            lr = optimizer.defaults["lr"] if variant == "constant" else lr_at(step)
             optimizer_step(
                 optimizer,
                 torch.amp.GradScaler("cpu", enabled=False),

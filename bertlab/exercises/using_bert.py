@@ -126,17 +126,15 @@ def check_features(combine_layers: Callable) -> None:
     n = len(hs) - 1
     # Results of the usual mistakes, named by what they actually compute.
     wrong = {f"hidden_states[{k}]": hs[k] for k in range(len(hs))}
-    wrong.update(
-        {
-            "the sum of ALL L+1 entries (embedding output included)": torch.stack(hs).sum(0),
-            "the sum of hidden_states[-5:-1] (off by one)": torch.stack(hs[-5:-1]).sum(0),
-            "the sum of the FIRST four entries": torch.stack(hs[:4]).sum(0),
-            "the sum of hidden_states[-3:] (three layers)": torch.stack(hs[-3:]).sum(0),
-            "the MEAN of the last four": torch.stack(hs[-4:]).mean(0),
-            "the concatenation of the last four in reverse order": torch.cat(hs[-4:][::-1], dim=-1),
-            "the concatenation of hidden_states[-5:-1]": torch.cat(hs[-5:-1], dim=-1),
-        }
-    )
+    wrong |= {
+        "the sum of ALL L+1 entries (embedding output included)": torch.stack(hs).sum(0),
+        "the sum of hidden_states[-5:-1] (off by one)": torch.stack(hs[-5:-1]).sum(0),
+        "the sum of the FIRST four entries": torch.stack(hs[:4]).sum(0),
+        "the sum of hidden_states[-3:] (three layers)": torch.stack(hs[-3:]).sum(0),
+        "the MEAN of the last four": torch.stack(hs[-4:]).mean(0),
+        "the concatenation of the last four in reverse order": torch.cat(hs[-4:][::-1], dim=-1),
+        "the concatenation of hidden_states[-5:-1]": torch.cat(hs[-5:-1], dim=-1),
+    }
     parts = Parts(name)
     for strategy in STRATEGIES:
         what = f"strategy {strategy!r} on a real all-MiniLM-L6-v2 forward pass ({n} layers + embeddings)"
