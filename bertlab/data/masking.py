@@ -7,16 +7,11 @@ and asks the model to recover them. Of the chosen tokens,
     10% by a random token               my dog is hairy -> my dog is apple
     10% are left unchanged              my dog is hairy -> my dog is hairy
 
-because fine-tuning never shows [MASK]; the loss is computed at the chosen positions only, and
-[CLS], [SEP] and [PAD] are never chosen. Here the draw is new for every batch, vectorised and
-seeded by a `torch.Generator`. Exactly round(0.15 * n) of a row's n real tokens are chosen, and
-their positions come as a (B, P) array with a fixed P = `max_predictions` (unused slots: position
-0, label -100), as in the released BERT code: the MLM head runs on P positions, with shapes that
-never change (what `torch.compile` needs). Whole-word masking chooses a "##" piece together with
-the word it continues.
-
-The paper's ablation "LTR & No NSP" (section 5.1) trains a left-to-right LM instead: every position
-predicts the next token (`next_token_labels`, `NextTokenCollator`).
+because fine-tuning never shows [MASK]; special tokens are never chosen. The draw is new for every
+batch and seeded by a `torch.Generator`. Exactly round(0.15 * n) of a row's n real tokens are
+chosen, their positions given in P = `max_predictions` slots (unused: position 0, label -100), as
+in the released BERT code, so the MLM head's shapes never change (what `torch.compile` needs).
+The ablation "LTR & No NSP" (section 5.1) predicts the next token instead (`NextTokenCollator`).
 """
 
 from __future__ import annotations
@@ -134,8 +129,7 @@ def mask_tokens(
     if whole_word and is_continuation is None:
         raise ValueError("whole_word=True needs is_continuation (tokenizer.is_continuation())")
     device, (B, T) = input_ids.device, input_ids.shape
-    P = max_predictions
-    g = generator
+    P, g = max_predictions, generator
     ids = input_ids.long()
     special = torch.as_tensor(special_ids, dtype=torch.long, device=device)
     candidate = ~torch.isin(ids, special)  # (B, T) tokens that may be chosen
@@ -145,18 +139,12 @@ def mask_tokens(
     n_target = torch.round(n_real * mlm_probability).long().clamp(min=1, max=P)
     n_target = torch.minimum(n_target, n_real)
 
-    # Units of choice. Token-level: every candidate token is its own unit. Whole-word: a unit
-    # starts at a candidate that is not a "##" piece continuing a candidate before it.
-    if whole_word:
-        start = word_starts(ids, candidate, is_continuation)
-    else:
-        start = candidate
-    unit = torch.cumsum(start.long(), 1) - 1  # (B, T) unit index of each token (valid on candidates)
-    unit = unit.clamp(min=0)
+    # Units of choice: every candidate token, or with whole_word every word.
+    start = word_starts(ids, candidate, is_continuation) if whole_word else candidate
+    unit = (torch.cumsum(start.long(), 1) - 1).clamp(min=0)  # (B, T) unit of each token (on candidates)
 
-    # Visit the units in a random order: a random permutation of unit slots per row; every token
-    # gets its unit's rank, then candidates are sorted by (rank, position) so a unit's tokens
-    # stay together. Walking that order, cumulative counts say how many tokens are taken.
+    # Visit the units in a random order: candidates sorted by (their unit's random rank, position),
+    # so a unit's tokens stay together; places in that order count the tokens taken.
     perm = torch.rand(B, T, generator=g, device=device).argsort(1)  # distinct ranks per row
     rank = perm.gather(1, unit)
     key = torch.where(candidate, rank * T + torch.arange(T, device=device), torch.full_like(rank, T * T + T))
