@@ -1,17 +1,16 @@
-"""Counting a pretraining step's model FLOPs, and MFU (model FLOPs utilisation).
+"""Model FLOPs and MFU (model FLOPs utilisation), and the chapters' T4 time estimates.
 
-Model FLOPs (the numerator of MFU, model FLOPs utilisation) for one training step of BertForPreTraining
-with batch B, sequence length T, P predicted (masked) positions per sequence, L layers, hidden H,
-feed-forward size I, vocabulary V -- counting a multiply-add as 2 FLOPs and the backward pass as
-twice the forward (so training = 3 x forward = the familiar "6 x parameters x tokens"):
+One training step of BertForPreTraining with batch B, length T, P predicted positions per
+sequence, L layers, hidden H, feed-forward size I, vocabulary V; a multiply-add is 2 FLOPs and
+the backward pass twice the forward (so training = the familiar "6 x parameters x tokens"):
 
     encoder matmuls    6 * B*T * L * (4*H*H + 2*H*I)     Q,K,V,O projections + the two FFN matrices
     attention          6 * B*T * L * 2*T*H               Q K^T and (weights) V: 2*T*H per token
     MLM head           6 * B*P * (H*H + H*V)             transform + tied decoder, masked positions only
     pooler + NSP       6 * B * (H*H + 2*H)
 
-Embedding lookups, LayerNorm, softmax, GELU and biases are left out (they are memory-bound and small).
-MFU = model FLOPs per second / the GPU's dense bf16 peak (runtime.PEAK_FLOPS); None on a CPU.
+Embeddings, LayerNorm, softmax, GELU and biases are left out (memory-bound and small). MFU = model
+FLOPs per second / the GPU's dense bf16 peak (runtime.PEAK_FLOPS); None on a CPU.
 """
 
 from __future__ import annotations
@@ -42,41 +41,18 @@ def mfu(flops_per_s: float, peak: float | None) -> float | None:
     return None if not peak else flops_per_s / peak
 
 
-# ------------------------------------------------------------------------------------------------
-# How long a chapter's GPU branch takes on a free Colab T4
-# ------------------------------------------------------------------------------------------------
-# A training run's time is modelled as FLOPs / an achieved rate + optimizer steps x a fixed cost per
-# step. Both numbers come from the runs measured on one H200 (data/gpu_runs/h200-2026-11-26/):
-#
-# * achieved rate: pretrain_run.json pretrained BERT-Medium (8/512/8, vocabulary 16,384, batch
-#   256 x 128, 15% masked: about 20 predicted slots a sequence; bf16, compiled) for 3,334 steps in
-#   90 s of training (log.txt): 3,334 x pretraining_flops(...) / 90 s = 20.3% of the H200's 989
-#   TFLOP/s (tests/test_gpu_branch.py recomputes it from the record). The T4 is taken to reach
-#   the same fraction of its own fp16 peak (65 TFLOP/s): 13.2 TFLOP/s. Its memory bandwidth is in
-#   the same ratio to the H200's as its peak (320 GB/s against 4.8 TB/s, both about 1:15), so
-#   the share of time spent waiting on memory is about the same on both.
-# * cost per step: finetune_pretrained.json fine-tuned that BERT-Medium on CoNLL-2003 for one epoch
-#   (14,041 sentences, batch 32: 439 steps) and scored the dev set once in 24.1 s, eager, bf16.
-#   Its model FLOPs take well under a second at the rate above, so the run is bound by what
-#   every step costs whatever its size (kernel launches, the host's Python, copies): 24.1 / 439 =
-#   54.8 ms a step, evaluation included. The T4's host is taken to cost the same (Colab's two
-#   vCPUs are slower than the H200 machine's: a lower bound there); scripts/gpu_chapters.sh
-#   records each chapter's wall time so that these two numbers can be checked and refitted.
+# How long a chapter's GPU branch takes on a free Colab T4: FLOPs / an achieved rate + optimizer
+# steps x a fixed cost per step, both fitted to GPU runs (lab/README.md, "The T4 estimate").
 T4_PEAK_FLOPS = 65e12  # dense fp16 tensor-core peak (runtime.PEAK_FLOPS["T4"])
 T4_FP32_FLOPS = 8.1e12  # fp32 peak, for work that autocast leaves in fp32 (the taggers' LSTMs)
-H200_PRETRAIN_STEPS, H200_PRETRAIN_SECONDS, H200_PEAK = 3334, 90.0, 989e12
-H200_FINETUNE_STEPS, H200_FINETUNE_SECONDS = 439, 24.06
-ACHIEVED_FRACTION = 0.203  # of peak, from the H200 pretraining record (above)
-STEP_OVERHEAD_S = H200_FINETUNE_SECONDS / H200_FINETUNE_STEPS  # 54.8 ms a step (above)
+ACHIEVED_FRACTION = 0.203  # of peak, by a compiled bf16 BERT-Medium pretraining step
+STEP_OVERHEAD_S = 24.06 / 439  # 54.8 ms: what every step costs whatever its size (launches, host)
 
 
 def training_flops(config: BertConfig, tokens: float, predictions_per_token: float = 0.0, passes: float = 3.0) -> float:
-    """Model FLOPs of pushing `tokens` token positions through an encoder of `config`: forward
-    (passes=1, evaluation) or forward and backward (passes=3, training). The encoder's matmuls and
-    attention as in `pretraining_flops` (sequences of `tokens` counted at the mean length the
-    attention term needs: pass the length through `finetune_flops`), plus a head of H x V on a
-    share `predictions_per_token` of the positions (pretraining's MLM); a task layer of K outputs
-    is too small to count."""
+    """Model FLOPs of `tokens` token positions through an encoder of `config`, forward (passes=1)
+    or forward and backward (passes=3): the encoder's matmuls (attention needs the length: see
+    `finetune_flops`), plus an H x V head on a share `predictions_per_token` of the positions."""
     L, H, I, V = config.num_layers, config.hidden_size, config.intermediate_size, config.vocab_size
     return 2.0 * passes * tokens * (L * (4 * H * H + 2 * H * I) + predictions_per_token * (H * H + H * V))
 
@@ -91,9 +67,7 @@ def finetune_flops(
     evals: int = 1,
 ) -> float:
     """Model FLOPs of a fine-tuning run: `seeds` x `epochs` passes over `examples` sequences of
-    `mean_len` tokens (dynamic padding: about their mean length), forward and backward, plus
-    `evals` forward passes over `eval_examples` per seed. Attention (2 x T x H a token and layer)
-    is counted at mean_len."""
+    `mean_len` tokens (dynamic padding), plus `evals` forward passes over `eval_examples` per seed."""
     L, H = config.num_layers, config.hidden_size
     attention_per_token = L * 2 * mean_len * H
 
@@ -106,9 +80,8 @@ def finetune_flops(
 
 
 def t4_seconds(flops: float, steps: int = 0, fp32_flops: float = 0.0) -> float:
-    """Expected seconds on a T4: `flops` under fp16 autocast at ACHIEVED_FRACTION of its peak,
-    `fp32_flops` (work autocast leaves in fp32) at that fraction of its fp32 peak, and `steps`
-    optimizer steps at STEP_OVERHEAD_S each. See the comment above for where both numbers come from."""
+    """Expected seconds on a T4: `flops` (fp16 autocast) and `fp32_flops` at ACHIEVED_FRACTION of
+    the matching peak, plus `steps` optimizer steps at STEP_OVERHEAD_S each."""
     return (
         flops / (ACHIEVED_FRACTION * T4_PEAK_FLOPS)
         + fp32_flops / (ACHIEVED_FRACTION * T4_FP32_FLOPS)
@@ -144,9 +117,9 @@ def t4_line(what: str, seconds: float, limit_s: float = 15 * 60) -> str:
 
 
 def tagger_flops(words: int, in_dim: int, hidden: int, num_layers: int, epochs: int, dev_words: int = 0) -> float:
-    """Model FLOPs of training a bidirectional LSTM tagger (bertlab.tasks.feature_based.Tagger) on
-    `words` words for `epochs` epochs and tagging `dev_words` after each: four gates of
-    hidden x (input + hidden) per direction and layer, forward and backward (3x) when training."""
+    """Model FLOPs of training a bidirectional LSTM tagger (feature_based.Tagger) on `words` words
+    for `epochs` epochs, tagging `dev_words` after each: four gates of hidden x (input + hidden) per
+    direction and layer."""
     per_word = 0.0
     width = in_dim
     for _ in range(num_layers):
