@@ -1,12 +1,8 @@
-"""Chapter 15's experiment, whole, for one pre-trained encoder: the paper's feature-based approach
-(Table 7) beside fine-tuning the same encoder on the same sentences.
+"""Chapter 15's experiment for one pre-trained encoder: the paper's feature-based approach
+(Table 7, from bertlab.tasks.feature_based) beside fine-tuning the same encoder on the same sentences.
 
     study = feature_study(encoder, get_task("conll2003"), train, dev, tagger=..., finetune=..., out=...)
     study.ranking(); study.reading("second_to_last", FINETUNED)
-
-The parts are the tasks layer's (bertlab.tasks.feature_based: extraction, the six combinations,
-the tagger, the bootstrap); this module joins them to a fine-tuning run, which is why it sits
-above the training layer.
 """
 
 from __future__ import annotations
@@ -39,12 +35,10 @@ def feature_study(
     out: str | None = None,
     max_len: int = 128,
 ) -> FeatureStudy:
-    """Chapter 15's study for one pre-trained encoder (`encoder`: a reference.PretrainedEncoder,
-    with .name, .folder and .tokenizer()) on CoNLL-2003 `train` and `dev` sentences: freeze it,
-    extract every word's hidden states once (`extract_word_states`, windows of `max_len`, stored
-    in `store`), train one tagger per combination of Table 7 (`train_tagger(**tagger)`), and
-    fine-tune the same encoder on the same sentences (bertlab.training.finetune with
-    `**finetune`; its model is kept under `out` and its dev tags read back for the readings)."""
+    """Freeze `encoder` (a reference.PretrainedEncoder), extract every word's hidden states of
+    `train` and `dev` once (stored in `store`), train one tagger per combination of Table 7
+    (`train_tagger(**tagger)`), and fine-tune the same encoder on the same sentences
+    (`**finetune`; its model is kept under `out` and its dev tags read back)."""
     seconds = {}
     t0 = time.perf_counter()
     model, _ = build_task_model(task, FinetuneConfig(task=task.name, init=str(encoder.folder)))
@@ -65,8 +59,7 @@ def feature_study(
     median_run = sorted(tuned.runs, key=lambda r: r.metrics[tuned.main_metric])[len(tuned.runs) // 2]
     if median_run.model_dir is None:
         raise ValueError("feature_study needs `out`, a folder for the fine-tuned model it reads back")
-    # its dev tags, read back as fine-tuning's own evaluation read them (the same windows,
-    # batches and autocast, so the same scores: bf16 on some CPUs and GPUs rounds a near tie)
+    # its dev tags, read as fine-tuning's evaluation read them (same windows, batches and autocast)
     rt = make_runtime(cfg.device, cfg.precision, distributed=False)
     ft_model = ckpt.load_model(median_run.model_dir, task.model_class, **task.model_kwargs).to(rt.device)
     feats = task.featurize(dev, tok, max_len=cfg.max_len or task.max_len)

@@ -1,14 +1,9 @@
-"""The sentence a Part II chapter opens with, where it rests on what the page measures, so that
-the first screen states a result with the numbers the page shows later.
+"""The sentences chapters 15 and 16 open with, from what the page itself measures, so that the
+first screen states a result with the numbers shown later.
 
-    features_finding(study, who)             # chapter 15, from its own experiments.feature_study
+    features_finding(study, who)             # chapter 15, from its experiments.feature_study
     features_reading(study, who)             # chapter 15, Table 7's usual comparisons in words
     heads_finding(heads, expected, n, who)   # chapter 16, from the heads it measures first
-
-Each takes what the chapter has already measured (a feature study, head tables), so the same
-numbers feed the opening and the tables below it. The openings that rest on the book's record or
-the lab's studies (chapters 10 to 14 and 17) the lab writes and publishes (lab/findings.py,
-data/results/); the chapters read them as data.
 """
 
 from __future__ import annotations
@@ -26,11 +21,9 @@ from bertlab.verdict import BELOW, CLEAR, WITHIN, Reading
 def heads_finding(
     heads: dict[str, torch.Tensor], expected: dict[str, float], segments: int, who: str = "the book's own BERT"
 ) -> str:
-    """Chapter 16: what the measured heads do (`heads`: attention_analysis's (L, A) tables, "cls",
-    "sep", "punct", "prev", "self", "next", "entropy", "uniform_entropy"; `expected`: the share of
-    the tokens that are `[CLS]` and `[SEP]`, what a head blind to token types gives them), over
-    `segments` held-out segments of the encoder `who`: the sinks (`attention.sink_reading`), the heads
-    fixed on one neighbour, and the spread of the heads' entropy against a uniform head's."""
+    """Chapter 16: the sinks, the heads fixed on one neighbour and the spread of the heads' entropy,
+    from attention_analysis's (L, A) tables `heads` over `segments` held-out segments of `who`;
+    `expected`: the shares of `[CLS]` and `[SEP]` among the tokens, what a blind head gives them."""
     L, A = heads["entropy"].shape
     shares = {"`[CLS]`": heads["cls"], "`[SEP]`": heads["sep"]}
     sinks = aa.sink_reading(shares, {"`[CLS]`": expected["cls"], "`[SEP]`": expected["sep"]})
@@ -52,8 +45,8 @@ def _epochs(n: float, noun: str = "pass") -> str:
 
 
 def _budget(study: Any, frozen_vs_tuned: Reading) -> str:
-    """Where fine-tuning had fewer passes over the sentences than each tagger and still did not
-    come out ahead: a sentence saying that the comparison is one of budgets."""
+    """A sentence saying the comparison is one of budgets, where fine-tuning had fewer passes than
+    each tagger and did not come out ahead."""
     ft, tg = study.settings["finetune"].get("epochs", 1), study.settings["tagger"].get("epochs", 4)
     if frozen_vs_tuned.words == BELOW or ft >= tg:
         return ""
@@ -65,10 +58,8 @@ def _budget(study: Any, frozen_vs_tuned: Reading) -> str:
 
 
 def features_finding(study: Any, who: str) -> str:
-    """Chapter 15: what its own study (`experiments.feature_study` of the encoder `who`) found:
-    the best and the worst of Table 7's six combinations, the best read against the runner-up and
-    against fine-tuning the same encoder on the same sentences, each by bertlab.verdict over the
-    dev sentences' bootstrap noise; the paper's gap, quoted."""
+    """Chapter 15: the best and worst of Table 7's combinations in `study`, the best read against
+    the runner-up and against fine-tuning (bertlab.verdict); the paper's gap, quoted."""
     rank, f = study.ranking(), study.f1
     best, runner, worst = rank[0], rank[1], rank[-1]
     top, tuned = study.reading(best, runner), study.reading(best, fb.FINETUNED)
@@ -87,10 +78,8 @@ def features_finding(study: Any, who: str) -> str:
 
 
 def features_reading(study: Any, who: str) -> str:
-    """Chapter 15: Table 7's usual comparisons for one study, in words: the best and the worst
-    combination beside the paper's, how the combinations that mix several layers and the
-    second-to-last layer stand against the last layer alone, and the best frozen combination
-    against fine-tuning; every verdict by bertlab.verdict over the dev sentences' noise."""
+    """Chapter 15: Table 7's usual comparisons in words: best and worst beside the paper's, the
+    mixed combinations and the second-to-last layer against the last, the best against fine-tuning."""
     f, P = study.f1, fb.PAPER_DEV_F1
     r = fb.compare_with_table7(f, study.finetuned)
     mixed = {n: study.reading(n, "last_hidden").words for n in r.mixed}

@@ -1,6 +1,5 @@
-"""Reading a live fine-tuning comparison: the same architecture fine-tuned from pre-trained
-weights and from random ones (chapter 11's experiment), in words generated from the scores, with
-how far one dev set's luck can move them. The chapter keeps only the sentence."""
+"""A fine-tuning comparison in words: the same architecture from pre-trained and from random weights
+(chapters 11 and 12), with how far one dev set's luck can move the scores."""
 
 from __future__ import annotations
 
@@ -37,14 +36,12 @@ def loss_words(result: FinetuneResult) -> str:
 
 
 def live_gain(pretrained: FinetuneResult, scratch: FinetuneResult, n_dev: int) -> Reading:
-    """Pre-training's gain in a live run (medians), read against two standard errors of a difference
-    of two accuracies on `n_dev` sentences (bertlab.verdict)."""
+    """Pre-training's gain (medians) against two standard errors of a difference of accuracies."""
     return against_each_other(pretrained.median, scratch.median, n_dev)
 
 
 def gap_words(pretrained: FinetuneResult, scratch: FinetuneResult, n_dev: int) -> str:
-    """Pre-training's gain (medians) set against the standard error of a difference of two
-    accuracies on `n_dev` sentences, and what that lets one conclude."""
+    """Pre-training's gain (medians) against its standard error, and what that lets one conclude."""
     r = live_gain(pretrained, scratch, n_dev)
     se = (r.high - r.gain) / 2
     seeds = len(pretrained.runs)
@@ -74,10 +71,9 @@ def reading(
     comparison_name: str = "MiniLM, pre-trained far longer,",
     pretrained_name: str = "the book's BERT",
 ) -> str:
-    """The paragraph under chapter 11's live comparison: steps and sentences, each arm against the
-    majority class and ln 2, pre-training's gain against the noise, and the comparison line
-    (`comparison`, named by `comparison_name`, if given). `pretrained_name` names the pre-trained
-    arm, so a page that had to fall back to another encoder never credits the book's BERT."""
+    """The paragraph under chapter 11's live comparison: each arm against the majority class and
+    ln 2, the gain against the noise, and `comparison` if given. `pretrained_name` names the
+    pre-trained arm, so a page that fell back to another encoder never credits the book's BERT."""
     steps = len(pretrained.runs[0].step_losses)
     text = (
         f"{steps} optimizer steps on {n_train:,} labelled sentences. The pre-trained encoder reaches "
@@ -97,10 +93,9 @@ def reading(
 
 
 def record_readings(row: dict, baseline: float, n_dev: int) -> tuple[Reading, Reading]:
-    """A recorded task's two readings (bertlab.verdict), from a row of ReferenceRun.gains(): the
-    pre-trained arm against its twin from scratch (the seeds' range), and against the majority
-    label's `baseline` (two standard errors of an accuracy on `n_dev` examples; for another
-    metric, such as MRPC's F1, the pre-trained seeds' range above that floor)."""
+    """A ReferenceRun.gains() row's two readings: the pre-trained arm against its twin from scratch
+    (the seeds' range), and against the majority `baseline` (two standard errors of an accuracy on
+    `n_dev` examples; for another metric, the seeds' range)."""
     twin = Reading.from_seeds(row["pretrained_scores"], row["scratch_scores"], gain=row["gain"])
     if row["metric"] == "accuracy":
         floor = against_baseline(row["pretrained"], baseline, n_dev)
@@ -110,9 +105,8 @@ def record_readings(row: dict, baseline: float, n_dev: int) -> tuple[Reading, Re
 
 
 def record_reading(row: dict, baseline: float, n_dev: int, n_train: int, title: str) -> str:
-    """The sentences on a recorded pair task (chapter 12): the score, pre-training's gain over the
-    twin from scratch and the distance from the majority label, each with its reading
-    (`record_readings`), and what they allow one to say; "lifts" only when both are clear."""
+    """Chapter 12's sentences on a recorded pair task: the score and its two readings
+    (`record_readings`), and what they allow one to say."""
     twin, floor = record_readings(row, baseline, n_dev)
     text = (
         f"On {title} the book's own BERT scores {row['pretrained']:.1f} ({row['metric']}): "
@@ -132,8 +126,7 @@ def record_reading(row: dict, baseline: float, n_dev: int, n_train: int, title: 
 
 
 def record_summary(readings: dict[str, tuple[Reading, Reading]]) -> str:
-    """One summary bullet over recorded tasks ({title: `record_readings`}): each task's gain over
-    its twin from scratch and its distance from the majority label, in the readings' own words."""
+    """One summary bullet over recorded tasks ({title: `record_readings`}), in the readings' words."""
     parts = [
         f"{title} {twin.gain:+.1f} from scratch ({twin.words} it) and {floor.gain:+.1f} from the majority "
         f"label ({floor.words} it)"
@@ -143,9 +136,8 @@ def record_summary(readings: dict[str, tuple[Reading, Reading]]) -> str:
 
 
 def curve_table(rows: list[dict], epochs: dict[int, int]) -> str:
-    """Markdown: the record's SST-2 learning curve (ReferenceRun.gains() rows of SST-2), the medians
-    of the pipeline's seeds at each number of labelled sentences (with its `epochs`), the gain, and
-    the gain read against the seeds' range (bertlab.verdict)."""
+    """Markdown: the record's SST-2 learning curve (gains() rows), the medians at each number of
+    labelled sentences (with its `epochs`), and each gain read against the seeds' range."""
     lines = [
         f"Medians of the pipeline's {count(len(rows[0]['pretrained_scores']), 'seed')}, each gain read "
         "against their range:",

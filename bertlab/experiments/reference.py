@@ -1,30 +1,17 @@
 """The book's recorded reference run: find it, describe it, load its model.
 
-`scripts/reference_run.sh` pre-trains the book's own BERT and fine-tunes it on SST-2 (on two CPU
-cores: an hour of pretraining; on a GPU: minutes), then writes a small, self-describing record
-into data/reference_run/:
-
-    metrics.jsonl            the pretraining log (loss, MLM / NSP accuracy, lr, tokens/s, MFU)
-    config.json              the model's size (a bertlab BertConfig)
-    tokenizer.json, vocab.txt the WordPiece vocabulary it was trained with
-    model.fp16.safetensors   the pretrained weights in fp16
-    finetune_results.json    SST-2 dev scores, pre-trained and from scratch, every seed (the run
-                             with the most labelled sentences)
-    sst2_curve.json          the same for each number of labelled sentences (a learning curve)
-    fill_mask.json           the paper's fill-mask examples and held-out sentences, at every checkpoint
-    provenance.json          command, git commit, CPU or GPU, wall times, corpus checksums, weights sha256
-
-The part II chapters run a CPU-sized version of their experiment at book-build time and show
-the recorded run beside it. They call
+`scripts/reference_run.sh` (the lab's lab/reference_run.py) pre-trains the book's own BERT and
+fine-tunes it, and writes a self-describing record into data/reference_run/: metrics.jsonl,
+config.json, tokenizer.json, model.fp16.safetensors, finetune_results.json, sst2_curve.json,
+fill_mask.json and provenance.json (command, commit, machine, wall times, checksums). The part II
+chapters show it beside what they compute while the book is built:
 
     run = reference.find()          # a ReferenceRun, or None before the run is recorded
     print(run.label())              # "RECORDED run on a 2-core CPU (...), commit ..., ..."
     model = run.load(BertForPreTraining)
     enc = reference.pretrained_encoder()  # the reference model if recorded, else a stand-in
 
-When the record is absent, `pending()` is the notice the chapters print instead: no number is
-shown for a run that has not happened. The record is made by the lab (lab/reference_run.py, beside
-the package in a checkout, with the settings it uses on a CPU, a GPU and as a smoke test).
+Without a record, `pending()` is the notice the chapters print instead of its numbers.
 """
 
 from __future__ import annotations
@@ -53,9 +40,8 @@ REQUIRED = ("config.json", WEIGHTS, "tokenizer.json", "provenance.json")
 REPRODUCE = "scripts/reference_run.sh"
 
 
-# How finetune_results.json stores a task's two arms: "<task>_pretrained" / "<task>_scratch", except
-# for the tasks named here, whose pair sits under the task's name ({"pretrained", "scratch"}), as
-# chapter 14 reads CoNLL-2003's (the lab's pipeline writes them so: lab.reference_run.stored_arms).
+# finetune_results.json stores a task's arms as "<task>_pretrained" / "<task>_scratch", except for
+# these tasks, whose pair sits under the task's name ({"pretrained", "scratch"})
 PAIRED_TASKS = ("conll2003",)
 ARMS = ("pretrained", "scratch")
 
@@ -91,8 +77,8 @@ class ReferenceRun:
         return bool(self.provenance.get("smoke", False))
 
     def label(self) -> str:
-        """One line saying what this record is: hardware, commit, time; never mistaken for a
-        number computed while the page was built."""
+        """One line saying what this record is (hardware, commit, time), never mistaken for a number
+        computed while the page was built."""
         p = self.provenance
         kind = "SMOKE-TEST run (CPU size, not the real record)" if self.smoke else "RECORDED run"
         commit = str(p.get("git_commit") or "unknown")[:10]
@@ -114,16 +100,14 @@ class ReferenceRun:
         return device
 
     def short_label(self) -> str:
-        """The banner after its first appearance (chapter 10 shows `label()`): a short reminder
-        that these numbers were recorded, not computed while the page was built."""
+        """The short banner after chapter 10's `label()`: these numbers were recorded, not computed."""
         kind = "a smoke-test record (CPU size, not the real record)" if self.smoke else "the book's recorded run"
         return f"(read from {kind}, chapter 10; not computed while this page was built)"
 
     def describe(self) -> str:
-        """What was trained, on what, where and for how long, in one sentence for the chapters'
-        prose, every figure read from the record: "BERT-Mini (L=4, H=256, A=4; 7.4M parameters)
-        with a WordPiece vocabulary of 8,192 pieces, pretrained with the `cpu` recipe for 50
-        minutes (...) on a 2-core CPU (...) in bf16, compiled; held-out MLM accuracy ..."."""
+        """What was trained, on what, where and for how long, in one sentence read from the record:
+        "BERT-Mini (L=4, H=256, A=4; 7.4M parameters) with a WordPiece vocabulary of 8,192 pieces,
+        pretrained with the `cpu` recipe (...) for 50 minutes (...) on a 2-core CPU (...) in bf16"."""
         p, c = self.provenance, self.config()
         names = {size: f"BERT-{name.capitalize()}" for name, size in PRESETS.items()}
         name = names.get((c.num_layers, c.hidden_size, c.num_heads), "a BERT")
@@ -132,10 +116,8 @@ class ReferenceRun:
         held = (pre.get("final_heldout") or {}).get("mlm_acc")
         n = BertForPreTraining(c).num_parameters()
         recipe = st.get("recipe", "?")
-        # the masking rate: the run's own setting, else its recipe's (a record made before the setting)
+        # the masking rate: the run's own setting, else (an older record) its recipe's
         rate = st.get("mlm_probability") or (RECIPES[recipe].mlm_probability if recipe in RECIPES else None)
-        # the layers' LayerNorm position, the masking rate, then how the text was cut (two segments
-        # without NSP, length phases)
         notes = [f"{c.norm_position}-LN layers"] + ([f"{rate:.0%} of the pieces masked"] if rate else [])
         if st.get("segment_pairs"):
             notes.append("two segments per sequence, without NSP")
@@ -152,32 +134,31 @@ class ReferenceRun:
         )
 
     def phase_plan(self) -> str:
-        """What the fractions of the recorded run's sequence-length phases divided: "time" under a
-        time budget, "steps" otherwise and for records made before the pretraining logged it."""
+        """What the recorded run's phase fractions divided: "time" or "steps" (also for older records)."""
         return self.provenance.get("pretraining", {}).get("phase_plan", "steps")
 
     def trained_nsp(self) -> bool:
-        """Whether the recorded pretraining had next-sentence prediction (its recipe's setting; an
-        older record without settings is taken to have had it)."""
+        """Whether the recorded pretraining had NSP (its recipe's; an older record without settings did)."""
         recipe = self.provenance.get("settings", {}).get("recipe")
         return RECIPES[recipe].nsp if recipe in RECIPES else True
 
     def trained_pairs(self) -> bool:
-        """Whether the recorded pretraining read pairs of texts with A/B segment ids, so that both
-        rows of the segment embedding trained: with NSP, or with two segments per sequence
-        without it (the `segment_pairs` setting)."""
+        """Whether the recorded pretraining read pairs of texts (NSP, or `segment_pairs`), so that both
+        rows of the segment embedding trained."""
         return self.trained_nsp() or bool(self.provenance.get("settings", {}).get("segment_pairs"))
+
+    def _json(self, name: str) -> Any:
+        f = self.path / name
+        return json.loads(f.read_text()) if f.exists() else None
 
     def sst2_curve(self) -> list[dict[str, Any]] | None:
         """SST-2 dev accuracy for each number of labelled training sentences: [{"train_examples": n,
         "epochs": e, "pretrained": results, "scratch": results}], or None if absent."""
-        f = self.path / "sst2_curve.json"
-        return json.loads(f.read_text()) if f.exists() else None
+        return self._json("sst2_curve.json")
 
     def fill_mask(self) -> dict[str, Any] | None:
         """The fill-mask probes asked of every checkpoint (texts, answers, steps, along), or None."""
-        f = self.path / "fill_mask.json"
-        return json.loads(f.read_text()) if f.exists() else None
+        return self._json("fill_mask.json")
 
     def metrics(self) -> list[dict[str, Any]]:
         """The pretraining log, one dict per line of metrics.jsonl (empty if absent)."""
@@ -187,17 +168,13 @@ class ReferenceRun:
         return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
 
     def finetune_results(self) -> dict[str, Any] | None:
-        """SST-2 results by initialisation ("pretrained", "scratch"), or None if absent."""
-        f = self.path / "finetune_results.json"
-        return json.loads(f.read_text()) if f.exists() else None
+        """The fine-tuning results by task and arm (see PAIRED_TASKS), or None if absent."""
+        return self._json("finetune_results.json")
 
     def gains(self) -> list[dict[str, Any]]:
-        """What pretraining bought, one row per fine-tuning the record holds: task, metric, the
-        number of labelled training examples (None: the whole training set), the medians over
-        seeds from the pretrained weights and from scratch, every seed's score, and `gain`
-        (pretrained minus scratch, in points), and each arm's seeds in the order of its scores
-        ("pretrained_seeds", "scratch_seeds"; None for a result that does not list its runs).
-        SST-2's learning curve first, then the other tasks."""
+        """What pretraining bought, one row per fine-tuning in the record (SST-2's curve first): task,
+        metric, train_examples (None: the whole set), each arm's median, scores and seeds, and
+        `gain` (pretrained minus scratch, in points)."""
 
         def seeds(arm):
             runs = arm.get("runs")
@@ -230,10 +207,8 @@ class ReferenceRun:
         return rows
 
     def confusions(self, task: str) -> dict[str, dict[str, Any]] | None:
-        """The confusion matrices the record holds for a classification task, by arm ("pretrained",
-        "scratch"): {"seed", "score", "matrix"} of the median seed (rows gold, columns predicted,
-        in the task's label order). None when the record has no counts for the task (fine-tuned
-        before fine-tuning kept them)."""
+        """A classification task's confusion matrices by arm: {"seed", "score", "matrix"} of the
+        median seed (rows gold, columns predicted), or None when the record has no counts."""
         results = self.finetune_results() or {}
         out = {}
         for arm in ("pretrained", "scratch"):
@@ -252,9 +227,8 @@ class ReferenceRun:
         return out
 
     def floors(self) -> dict[tuple[str, int | None], float]:
-        """The trivial floor of each of `gains()`'s rows, in its metric's points, keyed by (task,
-        train_examples): what a model that ignores its input scores there
-        (bertlab.tasks.trivial_baseline; SQuAD has none)."""
+        """What a model that ignores its input scores on each of `gains()`'s rows, keyed by (task,
+        train_examples) (bertlab.tasks.trivial_baseline; SQuAD has none)."""
         # local: the task table reads datasets; reading the record alone should not
         from bertlab.tasks import trivial_baseline
 
@@ -273,8 +247,7 @@ class ReferenceRun:
         return WordPieceTokenizer.load(self.path / "tokenizer.json")
 
     def verify(self) -> None:
-        """Check the weights against the sha256 in provenance.json (a corrupt or truncated copy
-        raises ValueError naming the file)."""
+        """Check the weights against the sha256 in provenance.json (ValueError naming the file)."""
         want = (self.provenance.get("weights") or {}).get("sha256")
         if want is None:
             return
@@ -287,9 +260,8 @@ class ReferenceRun:
             )
 
     def model_folder(self, cache: str | Path | None = None) -> Path:
-        """A bertlab model folder (fp32 model.safetensors, config.json, tokenizer.json) holding
-        the reference weights, so that everything taking a folder accepts it:
-        `finetune(init=str(run.model_folder()))`. Written once per weights file, atomically."""
+        """A bertlab model folder (fp32 weights, config.json, tokenizer.json) of the reference model,
+        for everything taking a folder; written once per weights file, atomically."""
         from safetensors.torch import load_file, save_file
 
         self.verify()
@@ -311,8 +283,8 @@ class ReferenceRun:
         return folder
 
     def load(self, model_cls: type | None = None, **head_kwargs: Any):
-        """The pretrained model in fp32 (BertForPreTraining by default; a fine-tuning class gets
-        the encoder and a fresh task layer), on the CPU, in eval mode."""
+        """The pretrained model in fp32 on the CPU, in eval mode (a fine-tuning class gets the encoder
+        and a fresh task layer)."""
         return ckpt.load_model(self.model_folder(), model_cls or BertForPreTraining, **head_kwargs).eval()
 
 
@@ -320,8 +292,8 @@ ARM_TITLES = {"pretrained": "pre-trained", "scratch": "from scratch"}
 
 
 def confusion_table(confusions: dict[str, dict[str, Any]], label_names: list[str]) -> str:
-    """`ReferenceRun.confusions(task)` as a Markdown table: one row per arm and gold label, one
-    column per predicted label, and the answer that always gives the majority label last."""
+    """`ReferenceRun.confusions(task)` as a Markdown table: a row per arm and gold label, a column
+    per predicted label, and the majority answer last."""
     head = "| model (median seed) | gold label | " + " | ".join(f"predicted {x}" for x in label_names) + " |"
     lines = [head, "|---|---|" + "---:|" * len(label_names)]
     for arm, c in confusions.items():
@@ -338,9 +310,8 @@ def confusion_table(confusions: dict[str, dict[str, Any]], label_names: list[str
 
 
 def confusion_reading(confusions: dict[str, dict[str, Any]], label_names: list[str]) -> str:
-    """What the confusion matrices say that a score hides: for each arm, how many examples of each
-    gold label it got right, beside the majority answer, which gets every example of one label and
-    none of the other."""
+    """What the confusion matrices say that a score hides: each arm's right answers per gold label,
+    beside the majority answer's."""
     totals = [sum(row) for row in next(iter(confusions.values()))["matrix"]]
     majority = max(range(len(totals)), key=totals.__getitem__)
     minority = [k for k in range(len(totals)) if k != majority]
@@ -373,9 +344,8 @@ def confusion_reading(confusions: dict[str, dict[str, Any]], label_names: list[s
 
 
 def find(path: str | Path | None = None) -> ReferenceRun | None:
-    """The recorded reference run: `path`, else $BERTLAB_REFERENCE_RUN, else data/reference_run in
-    the checkout (or beside the chapters). None when no record exists. A folder that exists but
-    lacks some of the files raises IncompleteReferenceRun naming them."""
+    """The recorded reference run: `path`, else $BERTLAB_REFERENCE_RUN, else data/reference_run;
+    None without a record, IncompleteReferenceRun for a folder that lacks some of the files."""
     explicit = path or os.environ.get(ENV_VAR)
     places = [Path(explicit)] if explicit else _default_places()
     for place in places:
@@ -400,8 +370,7 @@ def find(path: str | Path | None = None) -> ReferenceRun | None:
 
 
 def pending(what: str = "its results") -> str:
-    """The one line (Markdown) a chapter shows where the recorded run would be: why it is missing
-    here (the repository publishes it, but it could not be fetched) or that this copy has none."""
+    """The Markdown line a chapter shows where the recorded run would be: why it is missing here."""
     if records.published_files("reference_run"):
         return records.missing_note(what, "reference_run")
     return (
@@ -432,11 +401,9 @@ MINILM = (
 def pretrained_encoder(
     prefer_reference: bool = True, min_layers: int = 0, needed_for: str = "this analysis", needs_pairs: bool = False
 ) -> PretrainedEncoder:
-    """The book's own pre-trained model when the reference run is recorded and suits the page
-    (at least `min_layers` layers; with `needs_pairs`, pre-trained on pairs of texts, i.e. with
-    NSP), else all-MiniLM-L6-v2 (a real 6-layer BERT encoder, distilled rather than pre-trained
-    with the masked LM; see chapter 11). `description` says which one and why, naming
-    `needed_for`. `folder` works as `finetune(init=...)`."""
+    """The book's own pre-trained model when it is recorded and suits the page (at least
+    `min_layers` layers; with `needs_pairs`, pre-trained on pairs of texts), else all-MiniLM-L6-v2.
+    `description` says which one and why, naming `needed_for`."""
     run = find() if prefer_reference else None
     if run is not None and not run.smoke:
         c = run.config()
@@ -458,26 +425,13 @@ def pretrained_encoder(
                 f"vocabulary {c.vocab_size:,}), pretrained in chapter 10:\nthe book's recorded run, "
                 "not trained while this page was built",
             )
-        return PretrainedEncoder(
-            "all-MiniLM-L6-v2",
-            Path(minilm_path()),
-            False,
-            f"{MINILM}. {why}, so this page uses this larger, much longer-trained encoder instead",
-        )
-    return PretrainedEncoder(
-        "all-MiniLM-L6-v2",
-        Path(minilm_path()),
-        False,
-        f"{MINILM}; the book's own BERT "
-        + (
-            "could not be fetched here, so this page uses this encoder instead"
-            if records.published_files("reference_run")
-            else "is not recorded in this copy of the book, so this page uses this encoder instead"
-        ),
-    )
+        return stand_in(f"{why}, so this page uses this larger, much longer-trained encoder instead")
+    fetched = records.published_files("reference_run")
+    absent = "could not be fetched here" if fetched else "is not recorded in this copy of the book"
+    description = f"{MINILM}; the book's own BERT {absent}, so this page uses this encoder instead"
+    return PretrainedEncoder("all-MiniLM-L6-v2", Path(minilm_path()), False, description)
 
 
 def stand_in(why: str) -> PretrainedEncoder:
-    """all-MiniLM-L6-v2, an encoder trained far longer than the book's own, as a comparison line
-    beside it (chapters 11, 15, 16), with `why` in its description."""
+    """all-MiniLM-L6-v2, trained far longer than the book's own BERT, as a comparison beside it."""
     return PretrainedEncoder("all-MiniLM-L6-v2", Path(minilm_path()), False, f"{MINILM}. {why}")

@@ -1,18 +1,10 @@
-"""SQuAD 2.0's answer-or-abstain rule on the book's own BERT: its record (data/squad2/) and fine-tuned
-model, which chapter 13b's demo loads, and the sentences under that demo. The record is made and
-read by the lab (lab/squad2.py; scripts/record_squad2.py runs it), which publishes what the chapter
-shows of it as data/results/squad2.json.
+"""SQuAD 2.0's answer-or-abstain rule on the book's own BERT: the recorded study and fine-tuned
+model (data/squad2/) that chapter 13b's demo loads, and the sentences under that demo.
 
-SQuAD 2.0 (Rajpurkar et al. 2018) is not in the book's offline mirror, but its idea can be built
-from v1.1: a question becomes *unanswerable* when it is set beside another paragraph of the same
-article, one that holds none of its gold answers. The paragraph is on the same topic, so the
-question still looks answerable there, which is the property SQuAD 2.0's crowd workers wrote their
-questions for (theirs are harder: written against the very paragraph). BERT's recipe for such
-questions needs no new parameters (the paper's section 4.3): they are trained to point at [CLS],
-and at prediction time a span is answered only when its score beats the null score by a threshold
-tau chosen on held-out questions (bertlab.tasks.squad: null_and_best_span, best_null_threshold).
-
-    from bertlab.experiments import squad2; squad2.load()   # the record, as chapter 13b reads it
+The questions are built from SQuAD v1.1: one becomes unanswerable beside another paragraph of the
+same article that holds none of its answers. As in the paper (section 4.3), such questions point
+at [CLS], and a span is answered only when its score beats the null score by a threshold tau
+chosen on held-out questions (bertlab.tasks.squad).
 """
 
 from __future__ import annotations
@@ -43,10 +35,9 @@ def model_folder(folder: str | Path = SQUAD2_DIR) -> Path:
 
 
 def demo_reading(margins: dict[str, float], record_: dict[str, Any] | None, n_spans: int, cut_word: bool) -> str:
-    """Chapter 13b's sentences under its two-question demo: `margins` {"answerable": m, "no answer":
-    m} of the model it ran, `record_` the SQuAD 2.0 record when that model was the fine-tuned one
-    (None: an untrained span layer), `n_spans` how many spans the last question's s_hat was the
-    best of, `cut_word` whether its best span cut a word in two."""
+    """Chapter 13b's sentences under its demo: `margins` {"answerable": m, "no answer": m} of the
+    model it ran, `record_` the record when that was the fine-tuned model (None: an untrained span
+    layer), `n_spans` the spans s_hat was the best of, `cut_word` whether its best span cut a word."""
     text = (
         "For each question the decision flips at $\\tau = \\hat s - s_{\\text{null}}$: just below it the "
         "model answers, just above it abstains. "

@@ -1,11 +1,7 @@
-"""How batches reach the pretraining loop: the source it draws from, each process's share of a
-batch, and a background thread that prepares the next batches while the model trains on this one.
-
-A source yields GLOBAL batches (every process draws the same one) and can save and restore its
-position; `shard_rows` gives each process its own rows, split into gradient-accumulation
-micro-batches; `Prefetcher` draws them ahead of the loop and prepares them there (sharded and, for
-a GPU, pinned: the loop says how), and hands each out with the source's state right after it,
-which is what a checkpoint must store to resume at the next unconsumed batch.
+"""How batches reach the pretraining loop. A source yields GLOBAL batches (every process draws
+the same one) and saves and restores its position; `shard_rows` gives each process its rows, in
+gradient-accumulation micro-batches; `Prefetcher` prepares the next batches in a background thread
+while the model trains.
 """
 
 from __future__ import annotations
@@ -19,8 +15,7 @@ import torch
 
 
 class BatchSource(Protocol):
-    """What the loop consumes: the next GLOBAL batch (a dict of CPU tensors in the agreed format,
-    batch_size rows), and a state_dict that restores the position exactly."""
+    """The next GLOBAL batch (a dict of CPU tensors), and a state_dict that restores the position."""
 
     def __next__(self) -> dict[str, torch.Tensor]: ...
     def state_dict(self) -> dict[str, Any]: ...
@@ -28,8 +23,8 @@ class BatchSource(Protocol):
 
 
 def shard_rows(batch: dict[str, torch.Tensor], rank: int, world: int, accum: int) -> list[dict[str, torch.Tensor]]:
-    """This process's rows of a global batch, split into `accum` micro-batches. Rank r of W takes
-    the r-th contiguous block of B/W rows, so the W processes together see the global batch."""
+    """This process's rows of a global batch (rank r of W: the r-th block of B/W rows), split into
+    `accum` micro-batches."""
     B = next(iter(batch.values())).shape[0]
     if B % (world * accum):
         raise ValueError(
@@ -43,9 +38,9 @@ def shard_rows(batch: dict[str, torch.Tensor], rank: int, world: int, accum: int
 
 
 class Prefetcher:
-    """Draws batches from a BatchSource in a background thread (so collating, masking and pinning
-    overlap with the model's step) and hands them out in order, each with the source's state
-    right after it was drawn: checkpointing that state resumes at the next unconsumed batch."""
+    """Draws and prepares batches in a background thread (collating, masking and pinning overlap
+    the model's step) and hands each out with the source's state right after it: what a checkpoint
+    stores to resume at the next unconsumed batch."""
 
     def __init__(self, source: BatchSource, prepare: Callable[[dict], Any], depth: int = 3):
         self.source, self.prepare = source, prepare

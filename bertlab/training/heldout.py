@@ -1,8 +1,6 @@
-"""Held-out evaluation of pretraining: the fixed held-out batches every run is scored on (the
-same documents, order and masks, drawn by EVAL_SEED, masked at the paper's 15% whatever rate a
-run trains at), the scores on them (`evaluate_pretraining`: MLM accuracy over every chosen
-position and at [MASK] only, NSP accuracy, or next-token accuracy for a left-to-right model), and
-the same for a saved model folder (`evaluate_checkpoint`).
+"""Held-out evaluation of pretraining: the fixed batches every run is scored on (the same
+documents, order and masks, drawn by EVAL_SEED at the paper's 15% whatever rate a run trains at),
+the scores on them (`evaluate_pretraining`) and the same for a saved model (`evaluate_checkpoint`).
 """
 
 from __future__ import annotations
@@ -28,20 +26,16 @@ from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_
 PLATEAU_EXIT_ACC = 0.20
 
 EVAL_SEED = 1234  # the held-out batches' masks: the same in every run, so runs compare
-HELDOUT_MLM_PROBABILITY = 0.15  # the paper's rate: held-out accuracy is measured at it whatever rate a run
-# trains at, so that a run masking 30% compares with one masking 15%
+HELDOUT_MLM_PROBABILITY = 0.15  # the paper's rate, whatever rate a run trains at
 
 
 @torch.no_grad()
 def evaluate_pretraining(
     model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], rt: Runtime, mask_id: int | None = None
 ) -> dict[str, float]:
-    """Held-out MLM loss / accuracy and NSP loss / accuracy (over all pairs) on fixed,
-    already-masked batches. `mlm_acc` counts every chosen position: those replaced by [MASK] (80%),
-    by a random piece (10%) and those left unchanged (10%), where the answer is in plain sight.
-    Given the tokenizer's `mask_id`, `mlm_acc_mask` is the accuracy at the [MASK] positions only,
-    the harder and more telling number. For left-to-right batches (lm_labels): ltr_loss and
-    next_token_acc over every next-token prediction."""
+    """Held-out MLM and NSP loss and accuracy on fixed, already-masked batches (ltr_loss and
+    next_token_acc for left-to-right batches). `mlm_acc` counts every chosen position, the 10% left
+    unchanged included; given `mask_id`, `mlm_acc_mask` counts the [MASK] positions only."""
     loss_key, acc_key = OBJECTIVES["ltr" if batches and "lm_labels" in batches[0] else "mlm"]
     was_training = model.training
     model.eval()
@@ -53,10 +47,9 @@ def evaluate_pretraining(
         with rt.autocast():
             lm_sum, nsp_loss, lm_correct, nsp_correct = objective(**b)
             if mask_id is not None and "mlm_positions" in b:
-                with torch.no_grad():
-                    logits = model(
-                        b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_positions=b["mlm_positions"]
-                    ).mlm_logits  # (b, P, V)
+                logits = model(
+                    b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_positions=b["mlm_positions"]
+                ).mlm_logits  # (b, P, V)
                 shown = b["input_ids"].gather(1, b["mlm_positions"])  # what the model saw there
                 masked = (shown == mask_id) & (b["mlm_labels"] != IGNORE_INDEX)
                 right = (logits.argmax(-1) == b["mlm_labels"]) & masked
@@ -94,9 +87,8 @@ def heldout_batches(
     mlm_probability: float = HELDOUT_MLM_PROBABILITY,
     whole_word: bool = False,
 ) -> list[dict[str, torch.Tensor]]:
-    """The fixed held-out batches a model is evaluated on: the first `batches` batches (at most) of
-    `batch_size` sequences (at most the dataset's size) of a held-out dataset, in the order and with
-    the masks that EVAL_SEED draws, so that every run and every later evaluation sees the same ones."""
+    """The first `batches` batches of `batch_size` sequences of a held-out dataset, in the order and
+    with the masks EVAL_SEED draws: every run and every later evaluation sees the same ones."""
     collator = make_collator(objective, tokenizer, mlm_probability, whole_word, seed=EVAL_SEED)
     stream = PretrainingBatches(dataset, min(batch_size, len(dataset)), collator, seed=EVAL_SEED)
     return [next(stream) for _ in range(min(batches, len(stream)))]
@@ -115,13 +107,9 @@ def evaluate_checkpoint(
     max_documents: int | None = None,
     work_dir: str | Path | None = None,
 ) -> dict[str, float]:
-    """Held-out MLM (and NSP) loss and accuracy of a pretrained model folder on `corpus`'s held-out
-    documents, with the same fixed masks as the evaluation during pretraining (EVAL_SEED). The
-    held-out text is cut as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its
-    run.json): into NSP pairs, into two segments without NSP (segment_pairs), or into single
-    windows; pass them to choose (e.g. pairs=False scores a segment-pairs model on single windows).
-    A left-to-right model (causal config) is scored on next-token prediction instead (ltr_loss,
-    next_token_acc)."""
+    """`evaluate_pretraining` of a pretrained model folder on `corpus`'s held-out documents, with
+    the pretraining's fixed masks. The text is cut into NSP pairs, two segments or single windows
+    as the run that wrote `folder` cut its own (`nsp` / `pairs` None: from its run.json)."""
     model = ckpt.load_model(folder, BertForPreTraining)
     tokenizer = load_tokenizer_for(folder)
     objective = "ltr" if model.config.causal else "mlm"
@@ -141,8 +129,7 @@ def evaluate_checkpoint(
 
 
 def run_recipe(folder: str | Path) -> dict[str, Any]:
-    """The resolved recipe of the run that wrote `folder` (from its run.json; {} when there is
-    none, e.g. a model folder copied elsewhere)."""
+    """The resolved recipe in the run.json of the run that wrote `folder` ({} without one)."""
     for cand in (Path(folder).parent / "run.json", Path(folder).parent.parent / "run.json"):
         if cand.exists():
             return json.loads(cand.read_text())["recipe"]

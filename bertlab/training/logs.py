@@ -1,15 +1,12 @@
 """What a run reports: JSON-lines metrics, a progress bar and the book's plots.
 
-Every `log_every` optimiser steps the training loop writes one JSON object per line to
-`<run>/metrics.jsonl`:
+Every `log_every` steps the training loop appends one JSON object to `<run>/metrics.jsonl`:
 
     {"step": 200, "split": "train", "loss": 5.1, "mlm_loss": 4.5, "nsp_loss": 0.6, "mlm_acc": 0.21,
      "nsp_acc": 0.71, "lr": 0.0007, "tokens_per_s": 91000.0, "mfu": 0.31, "elapsed_s": 12.3, ...}
 
-and every `eval_every` steps a line with "split": "eval" (held-out loss and accuracies). JSON
-lines survive a crash (each line is flushed), are appended to on resume, and read back with
-`read_metrics`. `plot_metrics` draws the curves the book shows.
-FLOP counts and MFU are in `bertlab.training.flops`.
+and every `eval_every` steps a line with "split": "eval". Each line is flushed, so the file
+survives a crash; `read_metrics` reads it back and `plot_metrics` draws the book's curves.
 """
 
 from __future__ import annotations
@@ -24,9 +21,6 @@ from typing import Any, Iterable
 from bertlab.files import write_text
 
 
-# ------------------------------------------------------------------------------------------------
-# JSON lines
-# ------------------------------------------------------------------------------------------------
 def _clean(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)  # "nan" / "inf": valid JSON, and visible
@@ -61,9 +55,8 @@ class MetricsLogger:
 
 
 def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, Any]]:
-    """The records of a metrics.jsonl (optionally only "train" or "eval" lines). A run that was
-    resumed may have logged a step twice (after its last checkpoint, before it stopped); the
-    later line wins."""
+    """The records of a metrics.jsonl (optionally only "train" or "eval" lines); where a resumed run
+    logged a step twice, the later line wins."""
     by_key: dict[tuple, dict[str, Any]] = {}
     for line in Path(path).read_text().splitlines():
         if not line.strip():
@@ -76,10 +69,9 @@ def read_metrics(path: str | Path, split: str | None = None) -> list[dict[str, A
 
 
 def heldout_by_phase(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The held-out evaluations grouped by the training sequence length in force when each was made
-    (a run with length phases): one dict per phase, in order, with its `seq_len`, the `steps` it was
-    evaluated at and the held-out `mlm_acc` of its first and last evaluation. Evaluations made before
-    any training line, or in a run that logs no `seq_len`, are left out."""
+    """The held-out evaluations grouped by the training sequence length in force (a run with length
+    phases): per phase, its `seq_len`, the `steps` evaluated and the `mlm_acc` of its first and last
+    evaluation. Evaluations before any training line with a `seq_len` are left out."""
     records = sorted(records, key=lambda r: r.get("step", 0))
     phases: list[dict[str, Any]] = []
     seq_len = None
@@ -105,12 +97,9 @@ def truncate_metrics(path: str | Path, after_step: int) -> None:
     write_text(path, "".join(line + "\n" for line in keep), fsync=False)
 
 
-# ------------------------------------------------------------------------------------------------
-# Progress
-# ------------------------------------------------------------------------------------------------
 def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str = "step", initial: int = 0):
-    """A tqdm bar that renders as a widget in Jupyter and as text in a terminal (tqdm.auto).
-    Off on non-zero ranks, or when BERTLAB_PROGRESS=0."""
+    """A tqdm.auto bar (a widget in Jupyter, text in a terminal); off when not enabled, or when
+    BERTLAB_PROGRESS=0."""
     from tqdm.auto import tqdm
 
     disable = (not enabled) or os.environ.get("BERTLAB_PROGRESS", "1") == "0"
@@ -139,14 +128,10 @@ def format_postfix(record: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------
-# Plots for the book
-# ------------------------------------------------------------------------------------------------
 def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title: str | None = None, x: str = "step"):
-    """Draw the loss, the language model's accuracy (MLM, or next-token for a left-to-right run),
-    NSP accuracy (only when NSP was trained) and tokens/s, training (thin) and held-out (markers)
-    side by side, against `x` ("step" or "tokens"). `source` is a metrics.jsonl path or a list of
-    records (e.g. `result.history`). Axes beyond the panels drawn are hidden. Returns the Figure."""
+    """Draw the loss, the LM's accuracy, NSP accuracy (when trained) and tokens/s, training (lines)
+    and held-out (markers), against `x` ("step" or "tokens"), from a metrics.jsonl path or a list
+    of records. Axes beyond the panels drawn are hidden. Returns the Figure."""
     import matplotlib.pyplot as plt
 
     records = read_metrics(source) if isinstance(source, (str, Path)) else list(source)

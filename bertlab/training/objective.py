@@ -1,7 +1,6 @@
 """The pretraining objective: BertForPreTraining and its losses as sums and counts, so that
-several processes (or accumulated micro-batches) add up to exactly the gradient of one batch
-(the reasoning is in bertlab.training.pretrain's docstring). The training loop compiles and wraps
-`PretrainingObjective`; the held-out evaluation (bertlab.training.heldout) runs the same module.
+several processes (or micro-batches) add up to exactly the gradient of one batch. The training
+loop compiles and wraps it; the held-out evaluation runs the same module.
 """
 
 from __future__ import annotations
@@ -20,18 +19,14 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
 
 
 def target_labels(batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The labels of a batch's language-model loss: the masked tokens' mlm_labels (B, P), or the
-    left-to-right LM's lm_labels (B, T), the next token at every position. IGNORE_INDEX = none."""
+    """The labels of a batch's LM loss: mlm_labels (B, P), or the left-to-right LM's lm_labels (B, T)."""
     return batch["lm_labels"] if "lm_labels" in batch else batch["mlm_labels"]
 
 
 class PretrainingObjective(nn.Module):
-    """BertForPreTraining plus its two losses, as sums and counts (see the module docstring).
-    This module is what gets compiled and wrapped in DistributedDataParallel.
-
-    Masked LM: the head runs at the P chosen positions and scores the original tokens there.
-    Left-to-right LM (lm_labels given, a causal model): the same head runs at every position t
-    and scores token t+1; the LM "sum" and "correct" below are then over next-token predictions."""
+    """BertForPreTraining plus its two losses: (LM loss sum, NSP mean loss, LM correct, NSP correct).
+    The masked LM scores the P chosen positions; with lm_labels (a causal model) every position t
+    scores token t+1."""
 
     def __init__(self, model: BertForPreTraining):
         super().__init__()

@@ -1,13 +1,11 @@
-"""The optimiser BERT trains with, and one update step: shared by pretraining, fine-tuning and the
-throughput benchmark, so that all three update the weights the same way.
+"""The optimiser BERT trains with and one update step, shared by pretraining and fine-tuning.
 
     opt = adamw(model, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
     ... loss.backward() ...
     grad_norm = optimizer_step(opt, scaler, lr=lr_now, grad_clip=1.0)
 
-As in Google's released BERT code: Adam with weight decay decoupled from the gradient update
-(AdamW, Loshchilov & Hutter), the decay applied to weight matrices and embeddings but not to
-biases and LayerNorm parameters, and the gradients' global norm clipped to 1.0 before the update.
+As in Google's released BERT code: AdamW (weight decay decoupled from the update, Loshchilov &
+Hutter), no decay on biases and LayerNorm parameters, the gradients' global norm clipped to 1.0.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from bertlab.runtime import FUSED_ADAMW_DEVICES
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW groups: weight decay on the weight matrices and embeddings, none on biases and
-    LayerNorm parameters (as in the released BERT code). Frozen parameters are left out."""
+    """AdamW groups: decay on weight matrices and embeddings, none on biases and LayerNorm
+    parameters; frozen parameters left out."""
     no_decay = set()
     for module in model.modules():
         if isinstance(module, nn.LayerNorm):
@@ -43,10 +41,9 @@ def adamw(
     weight_decay: float = 0.01,
     fused: bool | None = None,
 ) -> torch.optim.AdamW:
-    """AdamW over `model`'s trainable parameters, in the two groups of `parameter_groups`.
-    fused: PyTorch's fused kernel, one pass over the weights and both moments per update (the
-    same numbers as the default implementation to within rounding, several times faster on a CPU).
-    None (the default) takes it wherever PyTorch has it (bertlab.runtime.FUSED_ADAMW_DEVICES)."""
+    """AdamW over `model`'s trainable parameters, in the groups of `parameter_groups`. fused:
+    PyTorch's one-pass kernel (the same numbers to within rounding, several times faster on a
+    CPU); None takes it wherever PyTorch has it."""
     if fused is None:
         fused = all(p.device.type in FUSED_ADAMW_DEVICES for p in model.parameters())
     return torch.optim.AdamW(
@@ -57,10 +54,9 @@ def adamw(
 def optimizer_step(
     optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler, lr: float, grad_clip: float | None = 1.0
 ) -> torch.Tensor:
-    """One update from the gradients already accumulated: unscale them (fp16 loss scaling; a no-op
-    otherwise), clip their global norm to `grad_clip` (None: no clipping), set the learning rate,
-    step, and clear the gradients. Returns the global gradient norm before clipping (a tensor on
-    the device: reading it is left to the caller, so a GPU is not made to wait)."""
+    """One update from the accumulated gradients: unscale (fp16), clip the global norm to
+    `grad_clip` (None: no clipping), set the lr, step, clear. Returns the norm before clipping, a
+    tensor on the device (not read here, so a GPU is not made to wait)."""
     scaler.unscale_(optimizer)
     params = [p for g in optimizer.param_groups for p in g["params"]]
     if grad_clip:

@@ -4,45 +4,21 @@
     result.history            # every logged metric (also in runs/mini/metrics.jsonl)
     result.model              # the trained BertForPreTraining
 
-or from a shell: `python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini`, and on
-several GPUs the same command after `torchrun --nproc_per_node N`. The settings and the result are
-in bertlab.training.pretrain_config, the data a run builds from its corpus in
-bertlab.training.pretrain_data; all of them can be imported from here too.
+or `python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini` (on several GPUs, after
+`torchrun --nproc_per_node N`). One optimiser step, as in the paper (section 3.1, appendix A.2):
 
-One optimiser step, as the paper describes it (section 3.1 and appendix A.2):
-
-    1. take the next batch of sequences, already masked (bertlab.data.masking: 15% of the tokens chosen,
-       80% [MASK] / 10% random / 10% unchanged) and move it to the device;
-    2. run BertForPreTraining on it; the MLM head only at the P chosen positions (mlm_positions);
+    1. the next batch, already masked (bertlab.data.masking: 15% chosen, 80/10/10);
+    2. BertForPreTraining on it, the MLM head only at the P chosen positions;
     3. loss = mean cross-entropy over the chosen tokens + mean NSP cross-entropy (when NSP is on);
-    4. backpropagate, clip the gradient norm, set the learning rate from the schedule, AdamW update.
+    4. backward, clip the gradient norm, set the scheduled learning rate, AdamW update.
 
-The paper's ablation of the pre-training task (section 5.1, Table 5) is the same loop with
-objective="ltr": a left-to-right LM ("LTR & No NSP", like OpenAI GPT). The model is built with
-causal attention (BertConfig.causal, kept at fine-tuning); batches are unmasked
-(bertlab.data.masking.NextTokenCollator); every position t predicts token t+1 with the MLM head's
-tied decoder; loss = mean next-token cross-entropy over the real tokens; no NSP. Its accuracy is
-logged as next_token_acc (and its loss as ltr_loss), never under the MLM's names.
-
-The rest of this file makes that loop fast and safe:
-  - precision, compilation, fused AdamW, device placement: bertlab.runtime;
-  - batches come from a background thread (bertlab.training.batch_feed: collated and pinned while
-    the GPU works), and the GPU is never waited for inside a step: metrics are accumulated on the
-    device and read (one sync) every `log_every` steps;
-  - checkpoints (bertlab.checkpoint) every `checkpoint_every` steps, at the end, and when the
-    process receives SIGTERM or Ctrl-C (SIGINT, bertlab.training.stop_signals); `resume=True`
-    continues exactly where it stopped (on a CPU the resumed run is bit-identical to an
-    uninterrupted one);
-  - a loss or gradient that turns NaN/inf stops the run with the step where it happened, before
-    any checkpoint of the damaged weights is written;
-  - several processes (torchrun): DistributedDataParallel; every process draws the same global
-    batch and keeps its own rows; only rank 0 logs, evaluates and saves.
-
-Why the loss is computed here rather than by BertForPreTraining's own `loss`: with several
-processes (or gradient accumulation) each one sees a different number of masked tokens, and the
-mean over all of them is not the mean of the per-process means. The loop sums the cross-entropy,
-counts the masked tokens over all processes, and divides once, so N processes compute exactly
-the gradient of one process with the whole batch.
+objective="ltr" is the paper's "LTR & No NSP" ablation (section 5.1): a causal model, unmasked
+batches, every position predicting the next token with the MLM head's decoder (logged as ltr_loss
+and next_token_acc). Batches come from a background thread; the device is read only every
+`log_every` steps; checkpoints are written atomically every `checkpoint_every` steps, at the end
+and on SIGTERM / Ctrl-C, and `resume=True` continues exactly where a run stopped; a NaN/inf loss
+stops the run before any damaged weights are saved. The loss is a sum over masked tokens divided
+by their count over all processes, so that N processes compute the gradient of one whole batch.
 """
 
 from __future__ import annotations
@@ -72,11 +48,10 @@ from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_
 from bertlab.training.optim import adamw, optimizer_step
 from bertlab.training.pretrain_config import NonFiniteLossError, PretrainConfig, PretrainResult
 from bertlab.training.pretrain_data import PretrainingData, prepare_data
-from bertlab.training.recipes import Recipe, lr_multiplier, phase_ends, phase_ends_by_time
+from bertlab.training.recipes import phase_ends, phase_ends_by_time
 from bertlab.training.stop_signals import StopSignals
 
-# What `from bertlab.training.pretrain import ...` offers: the loop's own names and those of the
-# modules the run is assembled from, which chapters, scripts and the lab import from here.
+# the loop's names and those of the modules it is assembled from, which callers import from here
 __all__ = [
     "EVAL_SEED",
     "BatchSource",
@@ -93,7 +68,6 @@ __all__ = [
     "build_model",
     "ckpt_root_barrier",
     "evaluate_checkpoint",
-    "make_optimizer",
     "prepare_data",
     "pretrain",
     "run_fingerprint",
@@ -102,19 +76,10 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------------------------------------
-# The optimiser
-# ------------------------------------------------------------------------------------------------
-def make_optimizer(model: nn.Module, recipe: Recipe, rt: Runtime) -> torch.optim.AdamW:
-    return adamw(model, recipe.lr, recipe.betas, recipe.eps, recipe.weight_decay, fused=rt.fused_adamw)
-
-
-# ------------------------------------------------------------------------------------------------
-# The loop
-# ------------------------------------------------------------------------------------------------
 def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerprint: str | None) -> dict[str, Any]:
     """The settings a checkpoint must share with the run that resumes it."""
     recipe = dataclasses.asdict(cfg.resolved_recipe())
+    del recipe["notes"]  # prose, not a setting
     for key, off in (("segment_pairs", False), ("phases", [])):  # settings added later: a run without
         if recipe[key] == off:  # them resumes checkpoints written before they existed
             del recipe[key]
@@ -134,16 +99,16 @@ def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerp
 
 
 class Stat(enum.IntEnum):
-    """The slots of the running statistics: one float64 tensor on the device, summed there at every
-    micro-batch without a sync, read (and agreed across processes) once per log line."""
+    """The slots of the running statistics: one float64 tensor summed on the device without a
+    sync, read once per log line."""
 
-    LM_LOSS_SUM = 0  # the LM's summed loss over its predictions (masked tokens, or next tokens)
-    LM_PREDICTIONS = 1  # how many predictions: masked tokens (MLM) or next tokens (LTR)
-    LM_CORRECT = 2  # predictions that were right
+    LM_LOSS_SUM = 0  # summed over the LM's predictions (masked tokens, or next tokens)
+    LM_PREDICTIONS = 1
+    LM_CORRECT = 2
     NSP_LOSS_SUM = 3  # the NSP loss times the rows it averaged over
-    NSP_CORRECT = 4  # NSP answers that were right
-    NSP_ROWS = 5  # rows (sequence pairs) with an NSP label
-    GRAD_NORM_SUM = 6  # the gradient norm, summed over steps (and processes)
+    NSP_CORRECT = 4
+    NSP_ROWS = 5
+    GRAD_NORM_SUM = 6  # summed over steps and processes
 
 
 def zero_stats(device: torch.device | str) -> torch.Tensor:
@@ -156,8 +121,8 @@ class Session:
     """What one call of `Trainer.run` keeps between steps for its log lines and time budget."""
 
     start_step: int  # the step this session started (or resumed) from
-    window: tuple[int, float, int]  # (step, elapsed s, tokens) at the last log line: tokens/s since
-    budget_from: tuple[int, float] | None = None  # (step, elapsed s) after the first step: the budget's speed
+    window: tuple[int, float, int]  # (step, elapsed s, tokens) at the last log line
+    budget_from: tuple[int, float] | None = None  # (step, elapsed s) after the first step
     first_step_s: float | None = None  # the first step's time (one-off costs), logged once
     steady_from: tuple[float, int] | None = None  # (elapsed s, tokens) after the first step
 
@@ -204,12 +169,11 @@ class Trainer:
         self.model = model.to(rt.device)
         if rt.device.type == "cpu":
             keep_freed_memory()  # the same shapes every step: the next step reuses this one's memory
-        if not self.recipe.nsp:
-            # Without NSP the pooler and the NSP classifier get no gradient: freeze them (DDP needs
-            # every trainable parameter to receive one; AdamW would otherwise decay them for nothing).
+        if not self.recipe.nsp:  # no gradient reaches the pooler and NSP layer: DDP needs them frozen
             for p in list(model.nsp.parameters()) + list(model.bert.pooler.parameters()):
                 p.requires_grad_(False)
-        self.optimizer = make_optimizer(model, self.recipe, rt)
+        r = self.recipe
+        self.optimizer = adamw(model, r.lr, r.betas, r.eps, r.weight_decay, fused=rt.fused_adamw)
         self.scaler = rt.grad_scaler()
         self.fingerprint = run_fingerprint(cfg, model.config, vocab_fingerprint)
         objective: nn.Module = PretrainingObjective(model)
@@ -217,8 +181,7 @@ class Trainer:
             ids = [rt.device.index] if rt.device.type == "cuda" else None
             objective = nn.parallel.DistributedDataParallel(objective, device_ids=ids)
         self.ddp = objective if rt.dist.enabled else None
-        if rt.compile:
-            # several sequence lengths: one static graph each (not one dynamic-shape graph for all)
+        if rt.compile:  # several sequence lengths: one static graph each
             dynamic = False if len(self.recipe.training_phases()) > 1 else None
             objective = torch.compile(objective, backend=cfg.compile_backend, dynamic=dynamic)
         self.objective = objective
@@ -233,7 +196,6 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.final_eval: dict[str, Any] | None = None
 
-    # --- checkpoints ----------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         return {
             "optimizer": self.optimizer.state_dict(),
@@ -264,6 +226,7 @@ class Trainer:
 
     def restore(self, path: Path) -> None:
         c = ckpt.load_checkpoint(path)
+        c.state["run"]["recipe"].pop("notes", None)  # prose, not a setting (older checkpoints hold it)
         ckpt.check_compatible(c.state["run"], self.fingerprint, path)
         self.model.load_state_dict(c.model_state)
         self.optimizer.load_state_dict(c.state["optimizer"])
@@ -278,12 +241,10 @@ class Trainer:
         ckpt.set_rng_state(c.state["rng"])
         self.last_checkpoint = path
 
-    # --- bookkeeping ----------------------------------------------------------------------------
     def plan_phases(self, elapsed: float | None = None) -> None:
-        """Tell a phased batch source (bertlab.data.pretraining_data.PhasedBatches) at which steps its
-        phases end, once the run's length is known. A time budget places them by the clock
-        (`elapsed` seconds, re-estimated as it goes); until it has read the clock, a resumed run
-        keeps the boundaries its checkpoint saved."""
+        """Tell a phased batch source (PhasedBatches) at which steps its phases end, once the run's
+        length is known; under a time budget by the clock (`elapsed`; until then a resumed run keeps
+        its checkpoint's boundaries)."""
         if self.total_steps is None or not hasattr(self.source, "set_ends"):
             return
         phases = self.recipe.training_phases()
@@ -300,23 +261,19 @@ class Trainer:
     def lr_now(self) -> float:
         if self.total_steps is None:  # a time budget before the first speed measurement
             return 0.0
-        w = self.recipe.warmup_fraction(self.total_steps)
-        return self.recipe.lr * lr_multiplier(
-            min(self.step, self.total_steps - 1), self.total_steps, w, self.recipe.schedule
-        )
+        return self.recipe.lr_at(min(self.step, self.total_steps - 1), self.total_steps)
 
     def _all_reduce(self, t: torch.Tensor, op=None) -> torch.Tensor:
         if self.rt.dist.enabled:
             dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
         return t
 
-    # --- one optimiser step ---------------------------------------------------------------------
     def train_step(
         self, micro_batches: list[dict[str, torch.Tensor]], stats: torch.Tensor, first_bad: torch.Tensor
     ) -> None:
-        """One optimiser step over the micro-batches of a global batch. Adds to `stats` (see `Stat`)
-        and records in `first_bad` the first step whose loss (or gradient) was not finite, both on
-        the device: nothing here waits for the device."""
+        """One optimiser step over the micro-batches of a global batch. Adds to `stats` and records in
+        `first_bad` the first step whose loss (or gradient) was not finite, without waiting for the
+        device."""
         rt = self.rt
         world = rt.dist.world_size
         # the LM's predictions in the whole global batch: masked tokens (MLM) or next tokens (LTR)
@@ -334,7 +291,7 @@ class Trainer:
                 self.scaler.scale(loss).backward()
             rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
             step_loss += (lm_sum.detach().double() / n_lm) * world + nsp_loss.detach().double() / k
-            # running sums on the device (Python numbers go in as kernel arguments: no copy, no sync)
+            # running sums on the device (Python numbers are kernel arguments: no sync)
             stats[Stat.LM_LOSS_SUM] += lm_sum.detach()
             stats[Stat.LM_PREDICTIONS] += (target_labels(b) != IGNORE_INDEX).sum()
             stats[Stat.LM_CORRECT] += lm_correct
@@ -348,12 +305,9 @@ class Trainer:
             bad = bad | ~torch.isfinite(gnorm)
         first_bad.copy_(torch.where(bad & (first_bad < 0), self.step + 1, first_bad))  # 1-based, as logged
 
-    # --- the loop -------------------------------------------------------------------------------
     def run(self) -> PretrainResult:
         """Train until the step count (or the time budget) is reached, a stop signal arrives or
-        cfg.stop_after steps of this session are done; log, evaluate and checkpoint on the way. The
-        device is read only at sync points (`needs_sync`): every step on a CPU, else at log lines,
-        evaluations, checkpoints, the first step and stop requests."""
+        cfg.stop_after steps of this session are done; log, evaluate and checkpoint on the way."""
         cfg = self.cfg
         self.resume_if_asked()
         logger = self.open_metrics()
@@ -391,8 +345,7 @@ class Trainer:
                         bar.set_postfix(logs.format_postfix(rec), refresh=False)
                         stats.zero_()
                         session.window = (self.step, elapsed, self.tokens)
-                    # a session stopped by --stop-after is scored where it stops (a pilot's last point);
-                    # one stopped by a signal saves and leaves at once
+                    # --stop-after is scored where it stops; a signal saves and leaves at once
                     scored_stop = stop_now and signals.received is None
                     if (due.eval or due.last or scored_stop) and self.eval_batches and self.is_main:
                         self.evaluate(logger, due.last)
@@ -427,7 +380,6 @@ class Trainer:
             tokens=self.tokens,
         )
 
-    # --- the steps of the loop ------------------------------------------------------------------
     def resume_if_asked(self) -> None:
         """With cfg.resume: continue from the newest checkpoint, if there is one."""
         if not self.cfg.resume:
@@ -441,8 +393,7 @@ class Trainer:
             print(f"--resume: no checkpoint in {self.ckpt_root}; starting from step 0", flush=True)
 
     def open_metrics(self) -> logs.MetricsLogger:
-        """The metrics.jsonl logger, cut back to this step (a resumed run drops the lines of steps
-        it is about to redo) and holding the earlier lines."""
+        """The metrics.jsonl logger, cut back to this step (a resumed run redoes the later ones)."""
         metrics = self.out / "metrics.jsonl"
         if self.is_main:
             logs.truncate_metrics(metrics, self.step)
@@ -452,8 +403,8 @@ class Trainer:
         return logger
 
     def prepare_batch(self, batch: dict[str, torch.Tensor]) -> list[dict[str, torch.Tensor]]:
-        """This process's micro-batches of a global batch: on the device (CPU), or in pinned memory
-        for a fast copy to the GPU (run in the prefetching thread)."""
+        """This process's micro-batches of a global batch: on the CPU device, or pinned for a fast copy
+        to the GPU (run in the prefetching thread)."""
         rt = self.rt
         micro = shard_rows(batch, rt.dist.rank, rt.dist.world_size, self.cfg.grad_accum)
         if rt.device.type == "cpu":
@@ -461,8 +412,8 @@ class Trainer:
         return [{k: v.pin_memory() for k, v in mb.items()} for mb in micro]
 
     def time_first_step(self, session: Session) -> None:
-        """The first step of a session carries one-off costs (torch.compile's compilation,
-        allocator warm-up): timed apart, and left out of tokens/s."""
+        """The first step's one-off costs (compilation, allocator warm-up): timed apart, left out of
+        tokens/s."""
         if self.rt.device.type == "cuda":
             torch.cuda.synchronize(self.rt.device)
         session.first_step_s = time.perf_counter() - self._t0
@@ -498,9 +449,8 @@ class Trainer:
         )
 
     def sync(self, first_bad: torch.Tensor, wants_stop: bool) -> tuple[bool, float]:
-        """Read the device's numbers and agree across processes: raise NonFiniteLossError if any
-        process saw a loss (or gradient) that is not finite; (stop now, elapsed seconds as rank 0
-        measured them)."""
+        """Read the device and agree across processes: NonFiniteLossError if any process saw a
+        non-finite loss or gradient; else (stop now, elapsed seconds as rank 0 measured them)."""
         rt = self.rt
         flags = torch.tensor([first_bad.item() if first_bad.item() >= 0 else 2**62], device=rt.device)
         self._all_reduce(flags, dist.ReduceOp.MIN if rt.dist.enabled else None)
@@ -513,11 +463,9 @@ class Trainer:
         return agree[0].item() > 0, agree[1].item()
 
     def fit_time_budget(self, session: Session, elapsed: float, bar) -> bool:
-        """Re-estimate the number of steps that fit cfg.minutes from the measured speed (the length
-        the learning-rate schedule decays over) and place the phase boundaries by the clock
-        (plan_phases); whether this step is the last. The speed is the mean since the session's
-        first step (its one-off compilation left out), evaluations and checkpoints included, since
-        they recur: read over the few steps since a pause, it would take the pause for a slow run."""
+        """Re-estimate the steps that fit cfg.minutes (what the lr schedule decays over) and place
+        the phase boundaries; whether this step is the last. The speed is the mean since the
+        session's first step, evaluations and checkpoints included, since they recur."""
         s, budget = self.step, self.cfg.minutes * 60
         start = session.budget_from
         if start is not None and s > start[0] and elapsed > start[1]:
@@ -530,8 +478,8 @@ class Trainer:
         return s >= self.total_steps
 
     def train_record(self, stats: torch.Tensor, session: Session, elapsed: float) -> dict[str, Any]:
-        """The metrics line of the steps since the last one: the statistics summed over processes
-        (one read of the device), tokens/s, MFU, learning rate."""
+        """The metrics line of the steps since the last one: the statistics summed over processes,
+        tokens/s, MFU, learning rate."""
         got = self._all_reduce(stats.clone()).tolist()
         lm_sum, n, correct = got[Stat.LM_LOSS_SUM], got[Stat.LM_PREDICTIONS], got[Stat.LM_CORRECT]
         rows = got[Stat.NSP_ROWS]
@@ -577,12 +525,8 @@ def ckpt_root_barrier(rt: Runtime) -> None:
         dist.barrier()
 
 
-# ------------------------------------------------------------------------------------------------
-# The whole run: data, model, loop, final weights
-# ------------------------------------------------------------------------------------------------
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
-    """The model a run trains: the preset's size (or its L/H/A overrides); causal (left-to-right)
-    attention for the "ltr" objective."""
+    """The model a run trains: the preset's size (or its L/H/A overrides), causal for "ltr"."""
     r = cfg.resolved_recipe()
     L, H, A = cfg.model_size()
     config = BertConfig(
@@ -606,9 +550,9 @@ def pretrain(
     tokenizer: Any = None,
     runtime: Runtime | None = None,
 ) -> PretrainResult:
-    """Pretrain a BERT as `cfg` says and return the result (metrics history, final held-out
-    scores, the model). By default the data is built from `cfg.corpus` (bertlab.data.pretraining_data);
-    pass `source` (and `tokenizer`, `eval_batches`) to train on batches of your own."""
+    """Pretrain a BERT as `cfg` says and return the result (history, final held-out scores, model).
+    The data is built from `cfg.corpus`, unless `source` (and `tokenizer`, `eval_batches`) gives
+    batches of your own."""
     cfg.validate()
     rt = runtime or make_runtime(cfg.device, cfg.precision, cfg.compile)
     out = Path(cfg.out)
@@ -643,9 +587,7 @@ def pretrain(
     # Dropout draws: different in every process (otherwise all would drop the same units).
     torch.manual_seed(cfg.seed + 1 + rt.dist.rank)
     fingerprint = getattr(tokenizer, "fingerprint", None)
-    if rt.dist.is_main:
-        # A resumed run keeps the code, runtime and torch it started with (its pretraining's), and
-        # lists each later session's under "resumed_with".
+    if rt.dist.is_main:  # a resumed run keeps its first session's code and runtime, lists the others'
         run_file = out / "run.json"
         first = json.loads(run_file.read_text()) if cfg.resume and run_file.exists() else None
         this = {"runtime": rt.describe(), "torch": torch.__version__, "git_commit": git_commit()}

@@ -1,12 +1,6 @@
-"""What a pretraining run is asked to do, and what it hands back.
-
-    cfg = PretrainConfig(preset="mini", corpus="books+wiki", steps=2000, out="runs/mini")
-    cfg.validate()                  # every impossible combination refused before any work starts
-    cfg.resolved_recipe()           # the recipe with this run's overrides applied
-
-`PretrainConfig` is also the command line: every option of `python -m bertlab pretrain` is one of
-its fields. The loop that uses it is `bertlab.training.pretrain`; it returns a `PretrainResult`, or
-raises `NonFiniteLossError` when the loss or gradient turns NaN/inf.
+"""What a pretraining run is asked to do (`PretrainConfig`, whose fields are the options of
+`python -m bertlab pretrain`), and what it hands back (`PretrainResult`, or `NonFiniteLossError`).
+`validate()` refuses every impossible combination before any work starts.
 """
 
 from __future__ import annotations
@@ -28,8 +22,8 @@ class PretrainConfig:
 
     # the model
     preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
-    layers: int | None = None  # L, H, A: override the preset's (a size between the named ones,
-    hidden: int | None = None  # as in the paper's model-size study, Table 6); the FFN stays 4H
+    layers: int | None = None  # L, H, A: override the preset's (sizes between the named ones, as in
+    hidden: int | None = None  # the paper's Table 6); the FFN stays 4H
     heads: int | None = None
     # the data
     corpus: str = "books+wiki"  # a corpus name understood by bertlab.data.corpus.load_corpus
@@ -51,9 +45,7 @@ class PretrainConfig:
     dropout: float | None = None
     nsp: bool | None = None
     segment_pairs: bool | None = None  # without NSP: two segments per sequence anyway (both segment rows train)
-    # sequence-length phases, "FRACTION:SEQ_LEN:BATCH,..." (e.g. "0.9:64:128,0.1:128:64"): fractions of
-    # the steps, or of the time under a time budget (phase_plan)
-    phases: str | None = None
+    phases: str | None = None  # "FRACTION:SEQ_LEN:BATCH,...": of the steps, or of the time with minutes
     objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
     whole_word: bool = False
     mlm_probability: float | None = None
@@ -73,8 +65,7 @@ class PretrainConfig:
     eval_every: int = 500
     eval_batches: int = 20
     checkpoint_every: int = 1000
-    stop_after: int | None = None  # stop (with a checkpoint and a held-out score) after this many
-    #                                steps of THIS session; continue later with resume=True
+    stop_after: int | None = None  # stop after this many steps of THIS session (resume=True continues)
     progress: bool = True
 
     def model_size(self) -> tuple[int, int, int]:
@@ -86,8 +77,7 @@ class PretrainConfig:
 
     @property
     def phase_plan(self) -> str:
-        """What the fractions of the recipe's sequence-length phases divide: the steps of a run of
-        fixed length, the time of a run limited by time (see recipes.Phase)."""
+        """What the phases' fractions divide: "steps", or "time" for a run limited by time."""
         return "steps" if self.minutes is None else "time"
 
     def resolved_recipe(self) -> Recipe:

@@ -1,11 +1,7 @@
-"""The data of one pretraining run, built from its config: corpus, vocabulary, examples, batches.
-
-`bertlab.data` holds the pieces (the corpus readers, the WordPiece trainer, the example builder
-of bertlab.data.pretraining_data, the masking collators); this module assembles them the way a
-run asks: which vocabulary (trained, given, or the one a resumed checkpoint was trained with),
-one set of examples per sequence-length phase, the fixed held-out batches every run is scored on,
-and the unigram prior for the MLM bias. With several processes, rank 0 builds and caches each
-piece first and the others read it.
+"""The data of one pretraining run, assembled from bertlab.data's pieces as its config asks: the
+vocabulary (trained, given, or a resumed checkpoint's), one set of examples per sequence-length
+phase, the fixed held-out batches and the unigram prior for the MLM bias. With several processes,
+rank 0 builds and caches each piece first and the others read it.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from bertlab.data.pretraining_data import PhasedBatches, PretrainingBatches, pre
 from bertlab.data.tokenizer import WordPieceTokenizer, train_wordpiece
 from bertlab.runtime import Runtime
 from bertlab.training.batch_feed import BatchSource
-from bertlab.training.heldout import EVAL_SEED, HELDOUT_MLM_PROBABILITY, heldout_batches
+from bertlab.training.heldout import EVAL_SEED, heldout_batches
 from bertlab.training.pretrain_config import PretrainConfig
 
 
@@ -49,14 +45,10 @@ def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
 
 
 def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
-    """Corpus -> WordPiece vocabulary -> memory-mapped examples -> masked batches.
-
-    Documents of `cfg.corpus` (bertlab.data.corpus: "train" split for training, "heldout" for
-    evaluation, whole documents never on both sides); the vocabulary trained on the training
-    documents only (or read from `cfg.tokenizer`); examples cut and stored under <out>/data
-    (bertlab.data.pretraining_data, reused when the text and vocabulary are unchanged); batches masked
-    on the fly (bertlab.data.masking), 15% of the tokens, 80/10/10; or, for objective="ltr", left
-    unmasked with next-token labels (bertlab.data.masking.NextTokenCollator)."""
+    """Corpus -> WordPiece vocabulary -> memory-mapped examples -> masked batches. The vocabulary
+    is trained on the "train" documents only; examples are stored under <out>/data (reused when
+    text and vocabulary are unchanged); batches are masked on the fly (unmasked, with next-token
+    labels, for objective="ltr")."""
     r = cfg.resolved_recipe()
     out = Path(cfg.out)
     docs = load_corpus(cfg.corpus, "train")
@@ -126,11 +118,8 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         streams.append(PretrainingBatches(train_sets[ph.seq_len], ph.batch_size, collator, seed=cfg.seed + k))
     source = streams[0] if len(streams) == 1 else PhasedBatches(streams)
     eval_bs = min(r.batch_size, 64, len(held_ds))
-    # held-out: single pieces masked at the paper's rate, whatever the run trains with (whole words,
-    # 30%), so that every run is scored the same way
-    eval_batches = heldout_batches(
-        held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches, HELDOUT_MLM_PROBABILITY
-    )
+    # held-out: single pieces at the paper's rate, whatever the run trains with: every run scored alike
+    eval_batches = heldout_batches(held_ds, tokenizer, cfg.objective, eval_bs, cfg.eval_batches)
     train_ds = train_sets[phases[0].seq_len]
     if rt.dist.is_main:
         shapes = "; ".join(
@@ -145,8 +134,7 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         )
     prior = None
     if r.mlm_bias == "unigram":
-        # pieces never predicted get -1e4; a left-to-right LM does predict [SEP] (after the last
-        # piece of a segment), so it keeps [SEP]'s frequency
+        # pieces never predicted get -1e4; a left-to-right LM does predict [SEP]
         never = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.mask_id]
         if cfg.objective != "ltr":
             never.append(tokenizer.sep_id)

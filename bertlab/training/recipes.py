@@ -1,34 +1,16 @@
 """Pretraining recipes: the optimiser, learning-rate schedule and batch shape, as named presets.
 
-Three recipes, side by side so the book can compare them:
+`paper` -- Devlin et al. (2018), section A.2: Adam with lr 1e-4, betas (0.9, 0.999), weight decay
+    0.01, warm-up over 10,000 steps then linear decay, dropout 0.1, batch 256, 1M steps: 90% at 128
+    tokens, then 10% at 512 (the recipe's `phases`). From Google's released code: epsilon 1e-6,
+    weight decay decoupled (AdamW) and skipping biases and LayerNorm, gradient norm clipped to 1.0.
+`budget` -- minutes on one GPU: a higher peak lr (7e-4) to leave the "frequent words" plateau
+    sooner, warm-up as 6% of the run, beta2 0.98 (RoBERTa), no NSP (--nsp switches it on).
+`cpu` -- an hour on two CPU cores: pre-LN layers (Xiong et al. 2020), stable at lr 2e-3; the MLM
+    output bias started at the log unigram frequencies; no dropout; warm-up 3%, batch 64. Cramming
+    (Geiping & Goldstein 2022) makes the same choices for a day on one GPU.
 
-`paper` -- what Devlin et al. (2018) report (section A.2): Adam with lr 1e-4, beta1 0.9,
-    beta2 0.999, L2 weight decay 0.01, learning-rate warm-up over the first 10,000 steps then
-    linear decay to 0; dropout 0.1 on all layers; batch 256 sequences; 1,000,000 steps. The paper
-    trains 90% of the steps with sequences of 128 tokens and the last 10% with 512 (attention is
-    quadratic in length, and long sequences are needed mainly to learn the position embeddings
-    past 128): the recipe's `phases`, which one `pretrain` run follows (see `Phase`).
-    Details taken from Google's released BERT code rather than the paper: epsilon 1e-6; the weight
-    decay is decoupled from the Adam update (AdamW, Loshchilov & Hutter) and skips biases and
-    LayerNorm parameters; gradients clipped to global norm 1.0.
-
-`budget` -- for runs of minutes on one GPU, where 1M steps are out of reach: the same model and
-    objective, but a much higher peak lr (7e-4) so the loss leaves the early "predict the frequent
-    words" plateau sooner, warm-up as a fraction (6%) of the run (10,000 steps would be the whole
-    run), beta2 0.98 (which the RoBERTa paper sets for stability with large batches), and no NSP
-    (RoBERTa found it unnecessary; the book still teaches and tests it: pass --nsp to switch it on).
-
-`cpu` -- an hour on a CPU of two cores (the book's own model): what lets a small model leave the
-    frequent-word plateau on that budget. Pre-LN layers (x + F(LN(x)), Xiong et al. 2020), which
-    stay stable at a high peak lr (2e-3) from the first steps; the MLM output bias started at the log
-    frequencies of the training pieces, so step 0 already predicts like a unigram model instead of
-    spending minutes learning to; no dropout (an hour sees each sequence only a few times); warm-up
-    3%, beta2 0.98, batch 64 sequences of 128, no NSP. Cramming (Geiping & Goldstein 2022) makes the
-    same choices for a day on one GPU.
-
-What each setting is backed by (the pilot runs, the records, and what was never run here) is the
-lab's record, in lab/README.md ("What the recipes rest on"), with the measured peak-lr study
-(data/pilots/cpu_lr_study.json, read by lab.pilots.cpu_lr_study).
+What each setting rests on is in lab/README.md ("What the recipes rest on").
 """
 
 from __future__ import annotations
@@ -41,11 +23,9 @@ from typing import Any, Sequence
 
 @dataclass(frozen=True)
 class Phase:
-    """One part of a run at one sequence length: the `fraction` of the run spent on sequences of
-    `seq_len` tokens, `batch_size` of them per step. A run's phases follow each other in order and
-    their fractions add up to 1 (the paper: 90% of the steps at 128 tokens, then 10% at 512). A run
-    of a fixed number of steps divides its steps (`phase_ends`); a run limited by time divides its
-    time (`phase_ends_by_time`), since how many steps it will take is only an estimate."""
+    """The `fraction` of a run spent on `batch_size` sequences of `seq_len` tokens per step. A run's
+    phases follow each other and their fractions add up to 1; they divide its steps (`phase_ends`),
+    or its time under a time budget (`phase_ends_by_time`)."""
 
     fraction: float
     seq_len: int
@@ -84,8 +64,8 @@ PHASE_PLANS = ("steps", "time")  # what a run's phase fractions divide (see Phas
 
 
 def phases_text(phases: Sequence[Phase], plan: str = "steps") -> str:
-    """The phases in words, for prose: "80% of the steps on 128 sequences of 64 tokens, then 10% on
-    64 of 128 and 10% on 32 of 256" (plan "time": "80% of the time on ...")."""
+    """The phases in words: "80% of the steps on 128 sequences of 64 tokens, then 10% on 64 of 128
+    and 10% on 32 of 256" (plan "time": "80% of the time on ...")."""
     if plan not in PHASE_PLANS:
         raise ValueError(f"a phase plan divides {' or '.join(PHASE_PLANS)}, got {plan!r}")
     phases = [p if isinstance(p, Phase) else Phase(**p) for p in phases]
@@ -100,8 +80,8 @@ def phases_text(phases: Sequence[Phase], plan: str = "steps") -> str:
 
 
 def phase_ends(phases: Sequence[Phase], total_steps: int) -> list[int]:
-    """The optimiser step at which each phase ends (the last one at `total_steps`): the running sum
-    of the fractions, rounded to whole steps. A phase may get no step in a very short run."""
+    """The optimiser step at which each phase ends: the running sum of the fractions, rounded to
+    whole steps (a phase may get no step in a very short run)."""
     ends, acc = [], 0.0
     for ph in phases:
         acc += ph.fraction
@@ -118,17 +98,12 @@ def phase_ends_by_time(
     total_steps: int,
     ends_before: Sequence[int] | None = None,
 ) -> list[int]:
-    """The optimiser step at which each phase ends, for a run limited to `budget_s` seconds that has
-    done `step` steps in `elapsed_s` and is expected to end after `total_steps`: phase k ends when
-    the run's clock passes the running sum of the fractions times the budget.
-
-    A boundary the clock has passed stays where the run crossed it: at this step, or where
-    `ends_before` (the boundaries planned so far) already put it behind the run. A boundary still
-    ahead is placed at the same share of the steps left as of the seconds left (at least one step
-    on); the last phase ends with the run. Within one session this agrees with fractions of the
-    estimated steps (`phase_ends`), since the estimate is the mean speed so far; across a resume it
-    does not: a session on a faster machine makes the run look longer than it was, and the last
-    phases would get less than their share of the time."""
+    """The step at which each phase ends in a run limited to `budget_s` seconds, now at `step` after
+    `elapsed_s` and expected to end after `total_steps`: phase k ends when the clock passes the
+    running sum of the fractions times the budget. A boundary already passed stays where the run
+    crossed it (or where `ends_before`, the boundaries planned so far, put it); one still ahead gets
+    the same share of the steps left as of the seconds left. By the clock rather than by steps, so
+    that a resume on a faster machine does not shorten the last phases."""
     if ends_before is not None and len(ends_before) != len(phases):
         raise ValueError(f"need one earlier end per phase ({len(phases)}), got {list(ends_before)}")
     left_s, left_steps = budget_s - elapsed_s, max(total_steps - step, 0)
@@ -149,6 +124,8 @@ def phase_ends_by_time(
 
 @dataclass(frozen=True)
 class Recipe:
+    """A pretraining recipe; the defaults are the paper's."""
+
     name: str
     lr: float  # peak learning rate
     betas: tuple[float, float] = (0.9, 0.999)
@@ -165,12 +142,8 @@ class Recipe:
     grad_clip: float | None = 1.0  # global gradient-norm clipping, None = off
     norm_position: str = "post"  # "post" (BERT) or "pre" (pre-LN: stable at high learning rates)
     mlm_bias: str = "zeros"  # the MLM output bias at step 0: "zeros" (BERT) or "unigram" (log frequencies)
-    # without NSP: still two segments per sequence ([CLS] A [SEP] B [SEP], B the text after A), so
-    # that the masked LM trains both rows of the segment embedding
-    segment_pairs: bool = False
-    # sequence-length phases (empty: the whole run at seq_len, batch_size). With phases, seq_len is
-    # the length of the held-out evaluation only
-    phases: tuple[Phase, ...] = ()
+    segment_pairs: bool = False  # without NSP, still [CLS] A [SEP] B [SEP]: both segment rows train
+    phases: tuple[Phase, ...] = ()  # empty: one phase; with phases, seq_len is the held-out length
     notes: str = ""
 
     def __post_init__(self):
@@ -223,10 +196,9 @@ MLM_BIAS_INITS = ("zeros", "unigram")
 
 
 def lr_multiplier(step: int, total_steps: int, warmup_fraction: float, schedule: str = "linear") -> float:
-    """Warm-up then decay, as a multiplier of the peak lr. Update `step` (0-based) of `total_steps`:
-    warm-up rises linearly, reaching 1 after warmup_fraction * total_steps updates; then
-    linear: falls linearly to 0 at the end; cosine: half a cosine to 0; constant: stays at 1.
-    The first update already has a non-zero lr, and the last a small one (not a wasted step)."""
+    """The multiplier of the peak lr at update `step` (0-based) of `total_steps`: a linear warm-up
+    over warmup_fraction of the run, then a linear or cosine decay to 0, or constant. The first
+    and last updates get a small non-zero lr (no wasted step)."""
     if total_steps < 1:
         raise ValueError(f"total_steps must be at least 1, got {total_steps}")
     w = warmup_fraction * total_steps  # warm-up length in updates (may be fractional)
@@ -246,16 +218,7 @@ RECIPES: dict[str, Recipe] = {
     "paper": Recipe(
         name="paper",
         lr=1e-4,
-        betas=(0.9, 0.999),
-        eps=1e-6,
-        weight_decay=0.01,
-        warmup=10_000,
-        schedule="linear",
-        batch_size=256,
-        seq_len=128,
         steps=1_000_000,
-        nsp=True,
-        dropout=0.1,
         phases=(Phase(0.9, 128, 256), Phase(0.1, 512, 256)),
         notes="Devlin et al. 2018, A.2: 90% of the steps at 128 tokens, then 10% at 512 (the recipe's "
         "phases). eps, decoupled decay, exclusions and clipping from the released code.",
@@ -264,46 +227,30 @@ RECIPES: dict[str, Recipe] = {
         name="budget",
         lr=7e-4,
         betas=(0.9, 0.98),
-        eps=1e-6,
-        weight_decay=0.01,
         warmup=0.06,
-        schedule="linear",
-        batch_size=256,
-        seq_len=128,
-        steps=None,
         nsp=False,
-        dropout=0.1,
-        notes="Short single-GPU runs. lr/warm-up/batch/seq/MLM-only backed by a calibration run of a "
-        "similar model on one H100; beta2 0.98 from RoBERTa; not yet run at GPU scale with this code.",
+        notes="Short single-GPU runs: a high peak lr and a warm-up of 6% of the run, beta2 0.98 from "
+        "RoBERTa, MLM only.",
     ),
     "cpu": Recipe(
         name="cpu",
         lr=2e-3,
         betas=(0.9, 0.98),
-        eps=1e-6,
-        weight_decay=0.01,
         warmup=0.03,
-        schedule="linear",
         batch_size=64,
-        seq_len=128,
-        steps=None,
         nsp=False,
         dropout=0.0,
         norm_position="pre",
         mlm_bias="unigram",
-        notes="An hour on a 2-core CPU. Pre-LN, the MLM bias started at log unigram frequencies and "
-        "no dropout let a small model leave the frequent-word plateau within minutes; the pilots "
-        "that chose it are in data/pilots/ and the book's appendix.",
+        notes="An hour on a 2-core CPU: pre-LN, the MLM bias started at log unigram frequencies and "
+        "no dropout let a small model leave the frequent-word plateau within minutes.",
     ),
 }
 
 
 def token_positions(recipe: Recipe, steps: int | None = None) -> float:
     """Token positions a run of `recipe` reads (padding included): steps x batch x length, summed
-    over its phases. For the paper's recipe, 1M steps of 256 sequences, 90% at 128 tokens and 10%
-    at 512: 42.6 billion. (The paper also calls its run "approximately 40 epochs over the 3.3
-    billion word corpus", which would be over 130 billion words: the two statements disagree, and
-    the book uses the schedule's count.)"""
+    over its phases (the paper's recipe: 42.6 billion)."""
     steps = steps if steps is not None else recipe.steps
     if steps is None:
         raise ValueError(f"the {recipe.name!r} recipe has no default length: give steps")
@@ -316,6 +263,5 @@ def get_recipe(name: str, **overrides: Any) -> Recipe:
     return RECIPES[name].replace(**overrides)
 
 
-# Fine-tuning: the paper's grid (section A.3): batch 16 or 32, lr 5e-5 / 3e-5 / 2e-5, 2-4 epochs,
-# dropout 0.1, warm-up over the first 10% of steps then linear decay.
+# Fine-tuning, inside the paper's grid (section A.3): batch 16 or 32, lr 5e-5 / 3e-5 / 2e-5, 2-4 epochs.
 FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "epochs": 3, "warmup": 0.1, "weight_decay": 0.01}

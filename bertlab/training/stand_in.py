@@ -1,7 +1,6 @@
-"""Chapter 8's stand-in for a recorded model: a tiny BERT trained with the masked LM alone for a
-few steps on the CPU, written out as a plain loop (the training engine, `training.pretrain`, does
-the same with checkpoints and time budgets). The chapter uses it only when no reference run is
-recorded; `analysis.fill_mask.unigram_comparison` then scores it against word frequencies.
+"""Chapter 8's stand-in when no reference run is recorded: a tiny BERT trained with the masked LM
+alone for a few steps on the CPU, as a plain loop (`training.pretrain` adds checkpoints and
+time budgets).
 """
 
 from __future__ import annotations
@@ -36,12 +35,10 @@ class TinyMaskedLM:
 def tiny_masked_lm(
     heldout_docs: Sequence, workdir: str | Path, steps: int = 150, lr: float = 2e-3, words: int = 200_000
 ) -> TinyMaskedLM:
-    """Chapter 8's stand-in for a recorded model: the first `words` words of the books corpus, a
-    2,000-piece WordPiece vocabulary trained on them, sequences of 64 tokens, and a tiny BERT
-    (L=2, H=128, A=2, no dropout) trained for `steps` steps of 32 sequences with the MLM loss at
-    the chosen positions (AdamW, warm-up over 10% of the steps then linear decay, gradients clipped
-    at norm 1), on one CPU thread. Five masked batches of 64 sequences from two held-out documents
-    are kept to score it. Seeded: the same model every time."""
+    """A tiny BERT (L=2, H=128, A=2, no dropout) trained for `steps` steps of 32 sequences of 64
+    tokens on the first `words` words of the books corpus, with a 2,000-piece vocabulary (AdamW,
+    10% warm-up then linear decay, clipping at 1), on one CPU thread; five masked batches from two
+    held-out documents kept to score it. Seeded: the same model every time."""
     start = time.perf_counter()
     workdir = Path(workdir)
     train_docs, n_words = [], 0

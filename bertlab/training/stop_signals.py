@@ -1,6 +1,5 @@
-"""Stopping a run cleanly: SIGTERM (a scheduler pre-empting the job) and SIGINT (Ctrl-C, a
-notebook's "interrupt") become a flag the pretraining loop reads at the end of a step, so it can
-save a checkpoint before it leaves instead of dying mid-step."""
+"""Stopping a run cleanly: SIGTERM (a scheduler pre-empting the job) and SIGINT (Ctrl-C) become a
+flag the loop reads at the end of a step, so that it saves a checkpoint before it leaves."""
 
 from __future__ import annotations
 
