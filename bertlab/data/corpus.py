@@ -1,16 +1,15 @@
 """Pre-training corpora as documents of sentences: books, Wikipedia, WikiText.
 
-The paper (section 3.1) stresses that "it is critical to use a document-level corpus rather than
-a shuffled sentence-level corpus": next sentence prediction needs consecutive sentences. So the
-unit here is a `Document` (id, title, sentences), and `load_corpus(name, split)` returns a list:
+"It is critical to use a document-level corpus rather than a shuffled sentence-level corpus"
+(section 3.1): next sentence prediction needs consecutive sentences. So `load_corpus(name, split)`
+returns `Document`s (id, title, sentences):
 
 * "books": 153 Project Gutenberg books, our stand-in for BooksCorpus (no longer distributed);
 * "wiki": 987 English Wikipedia articles (WikiExtractor output, 2015); "books+wiki": both;
 * "wikitext-2" / "wikitext-103": WikiText raw (Merity et al. 2016), one document per article.
 
-Books and wiki split into "train" and "heldout" by a stable hash of each document's id (3%), so
-no document is on both sides. The cleaned corpus is cached as jsonl.gz in $BERTLAB_CACHE/corpus,
-keyed by its source files and this module's code.
+Books and wiki split into "train" and "heldout" (3%) by a hash of each document's id. The cleaned
+corpus is cached in $BERTLAB_CACHE/corpus, keyed by its source files and this module's code.
 """
 
 from __future__ import annotations
@@ -66,7 +65,6 @@ class Document:
 
 
 # --- Sentence splitting ---
-
 # Words that end in a period without ending a sentence (lower-cased, no final period).
 ABBREVIATIONS = frozenset(
     """
@@ -121,7 +119,6 @@ def split_sentences(text: str) -> list[str]:
 
 
 # --- Project Gutenberg books ---
-
 _PG_START = re.compile(r"^\*\*\* ?START OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M | re.I)
 _PG_END = re.compile(r"^\*\*\* ?END OF (?:THIS|THE) PROJECT GUTENBERG.*$", re.M | re.I)
 _PG_END_LINE = re.compile(r"^[ \t]*End of (?:the )?Project Gutenberg.*$", re.M | re.I)
@@ -203,7 +200,6 @@ def clean_gutenberg(text: str, id: str, title: str) -> Document:
 
 
 # --- Wikipedia (WikiExtractor output) ---
-
 _WIKI_DOC = re.compile(r'<doc id="(\d+)" url="[^"]*" title="([^"]*)">\n(.*?)\n</doc>', re.S)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>")
 # remnants of tables and timelines that WikiExtractor left as text: CSS ("height:2em;"), "[5]"
@@ -263,7 +259,6 @@ def wiki_documents(text: str, name: str = "<text>") -> list[Document]:
 
 
 # --- WikiText (raw) ---
-
 _WT_TITLE = re.compile(r"^ = ([^=].*) = $")
 _WT_HEADING = re.compile(r"^ (= )+.*( =)+ $")
 _WT_MARKERS = re.compile(r" @([-,.])@ ")
@@ -296,8 +291,6 @@ def wikitext_documents(text: str, source: str) -> list[Document]:
 
 
 # --- Splits ---
-
-
 def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
     """Held out when sha256("bertlab-heldout:" + id), as a number in [0, 1), is below `fraction`."""
     h = hashlib.sha256(f"bertlab-heldout:{doc_id}".encode()).digest()
@@ -305,7 +298,6 @@ def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
 
 
 # --- Loading, with a cache of the cleaned documents ---
-
 _CODE_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # any change to the cleaners renews the cache
 
 

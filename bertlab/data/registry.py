@@ -1,12 +1,10 @@
 """The dataset registry: every data file bertlab reads, where it comes from, and its sha256.
 
-The facts are data, in `registry.json` beside this module (package data, from the mirror's
-MANIFEST.md and SHA256SUMS): "files" maps each file's path in the mirror's layout to the fields of
-a `DataFile` (books and wiki add an "info" object), and "licences" holds the licence texts. The
-pinned sha256, not a URL, is the dataset: a source that now serves other bytes is a mismatch
-(data/README.md, "Checksum policy"). Books and wiki are gzipped in the mirror (`sha256` of the
-.gz) while their sources serve the raw text (`raw_sha256`). To add a file, add an entry; fields
-that keep their default are left out, and tests/test_registry.py checks every entry.
+The facts are package data, in `registry.json`: "files" maps each file's path in the mirror's layout
+to the fields of a `DataFile` (books and wiki add "info"), "licences" holds the licence texts. The
+pinned sha256, not a URL, is the dataset (data/README.md, "Checksum policy"). Books and wiki are
+gzipped in the mirror (`sha256`) while their sources serve raw text (`raw_sha256`). To add a file,
+add an entry (fields left at their default are left out); tests/test_registry.py checks each.
 """
 
 from __future__ import annotations

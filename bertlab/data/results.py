@@ -1,8 +1,7 @@
 """The lab's results as data: what a chapter shows of the book's studies, read from a small file.
 
-The lab (beside the package, not installed) publishes the tables, figure data and sentences of its
-studies as `data/results/<name>.json` (`python -m lab.publish`); a chapter reads them through the
-records folder, so a reader without a checkout gets the same file, checked by sha256:
+The lab publishes the tables, figure data and sentences of its studies as data/results/<name>.json
+(`python -m lab.publish`); a chapter reads them through the records folder, checked by sha256:
 
     res = results.load("finetune_seeds")     # None where this copy has no such file
     res.text("sst2_2000"), res.table("rates"), res.value("gain"), res.series("curve")

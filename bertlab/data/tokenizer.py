@@ -1,9 +1,8 @@
 """WordPiece: how BERT turns text into token ids.
 
-BERT reads a fixed vocabulary of about 30,000 word pieces (Wu et al., 2016): frequent words ("the")
-and pieces of rarer ones ("token", "##izer"), "##" marking a piece that continues a word, so any
-word can be spelled. The pipeline's four stages are components of the Hugging Face `tokenizers`
-library, configured here:
+BERT reads a vocabulary of about 30,000 word pieces (Wu et al., 2016): frequent words ("the") and
+pieces of rarer ones ("token", "##izer"; "##" continues a word), so any word can be spelled. The
+four stages are components of the Hugging Face `tokenizers` library, configured here:
 
 1. normalise  -- clean control characters, space out CJK ideographs; for the uncased model,
                  lowercase and strip accents ("Café" -> "cafe");
@@ -11,9 +10,8 @@ library, configured here:
 3. WordPiece  -- greedy longest-match-first over the vocabulary ("unaffable" -> "una ##ffa ##ble");
 4. template   -- [CLS] A [SEP] (B [SEP]), segment ids 0 up to the first [SEP] and 1 after it.
 
-`WordPieceTokenizer` wraps a `tokenizers.Tokenizer` with per-call truncation and padding, offsets,
-tensors and the special ids; `train_wordpiece` learns a vocabulary; `bert_uncased_tokenizer` loads
-bert-base-uncased's offline.
+`WordPieceTokenizer` wraps a `tokenizers.Tokenizer`; `train_wordpiece` learns a vocabulary, and
+`bert_uncased_tokenizer` loads bert-base-uncased's.
 """
 
 from __future__ import annotations
@@ -69,11 +67,8 @@ class Encoding:
 
 
 class WordPieceTokenizer:
-    """A BERT WordPiece tokenizer around a `tokenizers.Tokenizer` (`.backend`).
-
-    Every call to `encode`/`encode_batch` sets its own truncation and padding and resets them
-    after, so one tokenizer serves pretraining and fine-tuning; do not share one between threads.
-    """
+    """A BERT WordPiece tokenizer around a `tokenizers.Tokenizer` (`.backend`). Each `encode` call
+    sets its own truncation and padding, then resets them: do not share one between threads."""
 
     def __init__(self, backend: Tokenizer):
         backend.no_truncation()
@@ -361,12 +356,9 @@ def train_wordpiece(
     min_frequency: int = 2,
     bert_layout: bool | None = None,
 ) -> WordPieceTokenizer:
-    """Learn a WordPiece vocabulary of exactly `vocab_size` entries (if the text has enough
-    distinct pieces) from strings. The trainer merges pairs by frequency, as BPE does.
-
-    bert_layout: the special tokens at bert-base-uncased's ids (`BERT_SPECIAL_IDS`); None (default)
-    when vocab_size >= 1000, else they take ids 0-4.
-    """
+    """Learn a WordPiece vocabulary of exactly `vocab_size` entries (if the text has enough distinct
+    pieces), merging pairs by frequency as BPE does. bert_layout: the special tokens at
+    bert-base-uncased's ids (`BERT_SPECIAL_IDS`); by default when vocab_size >= 1000, else at 0-4."""
     if bert_layout is None:
         bert_layout = vocab_size >= 1000
     if bert_layout:
@@ -399,18 +391,10 @@ def train_wordpiece(
 WORD_START = "\u2581"  # "▁", SentencePiece's mark of a piece that starts a word
 
 
-def train_unigram(
-    texts: Iterable[str],
-    vocab_size: int = 8000,
-    lowercase: bool = True,
-) -> Tokenizer:
-    """Learn a Unigram-LM vocabulary as SentencePiece does (Kudo, 2018), to set beside WordPiece.
-
-    Spaces are part of the pieces (WORD_START "▁" starts a word, where WordPiece marks the
-    continuation with "##"), training prunes candidates by likelihood, and encoding picks the most
-    likely segmentation. BERT's normaliser, so a comparison differs in the vocabulary alone; a plain
-    `tokenizers.Tokenizer`, without the [CLS]/[SEP] template.
-    """
+def train_unigram(texts: Iterable[str], vocab_size: int = 8000, lowercase: bool = True) -> Tokenizer:
+    """Learn a Unigram-LM vocabulary as SentencePiece does (Kudo, 2018), to set beside WordPiece:
+    spaces are part of the pieces (WORD_START starts a word, where WordPiece marks continuations),
+    and a word's most likely segmentation wins. BERT's normaliser; no [CLS]/[SEP] template."""
     tok = Tokenizer(models.Unigram())
     tok.normalizer = bert_normalizer(lowercase)
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
