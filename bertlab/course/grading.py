@@ -128,14 +128,7 @@ class NotebookGrade:
             "seconds": round(self.seconds, 1),
             "cell_errors": self.cell_errors,
             "exercises": [
-                {
-                    "exercise": e.exercise,
-                    "points": e.points,
-                    "of": e.of,
-                    "error": e.error,
-                    "verdict": e.verdict,
-                    "parts": e.parts,
-                }
+                {k: getattr(e, k) for k in ("exercise", "points", "of", "error", "verdict", "parts")}
                 for e in self.exercises
             ],
         }
@@ -392,14 +385,8 @@ def grade_folder(
             g = grade_notebook(p, assignment=assignment, timeout=timeout, memory_mb=memory_mb)
         except (ValueError, OSError, UnicodeDecodeError, nbformat.ValidationError) as err:
             # not JSON, not a notebook, unreadable: reported in its own row; the others are graded
-            g = NotebookGrade(
-                name,
-                None,
-                cell_errors=[
-                    f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
-                    f"as saved by Jupyter"
-                ],
-            )
+            why = f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
+            g = NotebookGrade(name, None, cell_errors=[why + "as saved by Jupyter"])
         grades.append(g)
         if verbose:
             print(

@@ -290,59 +290,26 @@ _FILE_SPLITS = {"conll2003": {"dev": "valid"}}  # CoNLL's dev file is valid.txt
 
 CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
-TASKS: dict[str, Task] = {
-    "sst2": Task(
-        "sst2",
-        "classification",
-        ("negative", "positive"),
-        ("accuracy",),
-        128,
-        ("train", "dev", "test"),
-        "Stanford Sentiment Treebank: is a movie-review sentence positive or negative? One sentence.",
-        ("sentence",),
-    ),
-    "mrpc": Task(
-        "mrpc",
-        "classification",
-        ("not_equivalent", "equivalent"),
-        ("f1", "accuracy"),
-        128,
-        ("train", "dev", "test"),
-        "Microsoft Research Paraphrase Corpus: do two news sentences say the same thing? A pair.",
-        ("text_a", "text_b"),
-    ),
-    "rte": Task(
-        "rte",
-        "classification",
-        ("entailment", "not_entailment"),
-        ("accuracy",),
-        128,
-        ("train", "dev", "test"),
-        "Recognizing Textual Entailment: does the first text entail the second? A pair.",
-        ("text_a", "text_b"),
-    ),
-    "squad": Task(
-        "squad",
-        "span",
-        (),
-        ("f1", "exact_match"),
-        384,
-        ("dev",),
-        "SQuAD v1.1: find the answer to a question as a span of a Wikipedia paragraph. "
-        "Only the dev split is in the local mirror.",
-        (),
-    ),
-    "conll2003": Task(
-        "conll2003",
-        "token",
-        CONLL_LABELS,
-        ("f1", "precision", "recall"),
-        128,
-        ("train", "dev", "test"),
-        "CoNLL-2003 English named entities (PER, ORG, LOC, MISC), IOB2 tags, scored by entity-level F1.",
-        (),
-    ),
-}
+_SPLITS = ("train", "dev", "test")
+# Per task: name, kind, label names, metrics, max_len, splits in the mirror, description, text fields.
+# fmt: off
+TASKS: dict[str, Task] = {t.name: t for t in [
+    Task("sst2", "classification", ("negative", "positive"), ("accuracy",), 128, _SPLITS,
+         "Stanford Sentiment Treebank: is a movie-review sentence positive or negative? One sentence.",
+         ("sentence",)),
+    Task("mrpc", "classification", ("not_equivalent", "equivalent"), ("f1", "accuracy"), 128, _SPLITS,
+         "Microsoft Research Paraphrase Corpus: do two news sentences say the same thing? A pair.",
+         ("text_a", "text_b")),
+    Task("rte", "classification", ("entailment", "not_entailment"), ("accuracy",), 128, _SPLITS,
+         "Recognizing Textual Entailment: does the first text entail the second? A pair.",
+         ("text_a", "text_b")),
+    Task("squad", "span", (), ("f1", "exact_match"), 384, ("dev",),
+         "SQuAD v1.1: find the answer to a question as a span of a Wikipedia paragraph. "
+         "Only the dev split is in the local mirror."),
+    Task("conll2003", "token", CONLL_LABELS, ("f1", "precision", "recall"), 128, _SPLITS,
+         "CoNLL-2003 English named entities (PER, ORG, LOC, MISC), IOB2 tags, scored by entity-level F1."),
+]}
+# fmt: on
 
 
 def get_task(name: str) -> Task:
