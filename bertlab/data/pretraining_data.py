@@ -220,18 +220,15 @@ def _cut_document(
 
     goal = target()
     start, length, i = s0, 0, s0
-    while i < s1:
-        if not nsp and not pairs:
-            # whole sentences while they fit; a lone over-long sentence is cut later
+    if not nsp and not pairs:  # whole sentences while they fit; a lone over-long sentence is cut later
+        for i in range(s0, s1):
             if length > 0 and length + lengths[i] > goal:
                 out.append((start, i - 1, -1, -1, -1))
                 start, length, goal = i, 0, target()
-                continue
             length += lengths[i]
-            if i == s1 - 1:
-                out.append((start, i, -1, -1, -1))
-            i += 1
-            continue
+        out.append((start, s1 - 1, -1, -1, -1))
+        return
+    while i < s1:
         length += lengths[i]
         if i == s1 - 1 or length >= goal:
             is_next = rng.random() < 0.5 if nsp else True
