@@ -9,15 +9,12 @@ A checkpoint is a folder, `<run>/checkpoints/step-0001234/`:
     state.json           every other value: step, elapsed time, learning-rate schedule position,
                          Python / NumPy RNG states, the data position, the run's settings
 
-Nothing is pickled. Python objects are turned into JSON plus a flat dict of tensors by
-`encode_state` and rebuilt by `decode_state`; tensors are read with safetensors only, so loading
-a checkpoint can never execute code (unlike `torch.load` of a pickle).
+Nothing is pickled (`encode_state` turns Python objects into JSON plus a flat dict of tensors),
+so loading a checkpoint can never execute code, unlike `torch.load` of a pickle.
 
-Writes are atomic: the folder is written under a temporary name in the same directory, every file
-is fsync'ed, then the folder is renamed into place (`os.replace`). A crash mid-write leaves a
-`.tmp-*` folder that is ignored (and cleaned up), never a half-written `step-*` folder. After each
-save, only the newest `keep_last` checkpoints are kept; an old one is renamed out of the listing
-(`.del-*`) before it is deleted, so a crash mid-delete never leaves a half-deleted `step-*` folder.
+Writes are atomic: the folder is written under a temporary name, fsync'ed, then renamed into
+place, so a crash leaves an ignored `.tmp-*` folder, never a half-written `step-*` one. Pruning
+renames an old checkpoint out of the listing (`.del-*`) before deleting it.
 """
 
 from __future__ import annotations
@@ -43,9 +40,7 @@ from bertlab.files import fsync_dir, fsync_file, remove_debris, remove_dir, repl
 STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
-# ------------------------------------------------------------------------------------------------
-# Python objects <-> (JSON, tensors), without pickle
-# ------------------------------------------------------------------------------------------------
+# --- Python objects <-> (JSON, tensors), without pickle -------------------------------------------
 def encode_state(
     obj: Any, tensors: dict[str, torch.Tensor] | None = None, path: str = "s"
 ) -> tuple[Any, dict[str, torch.Tensor]]:
@@ -98,9 +93,7 @@ def decode_state(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
     return value
 
 
-# ------------------------------------------------------------------------------------------------
-# Random number generators
-# ------------------------------------------------------------------------------------------------
+# --- Random number generators ---------------------------------------------------------------------
 def rng_state() -> dict[str, Any]:
     """The state of every random generator a training step touches."""
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
@@ -118,9 +111,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-# ------------------------------------------------------------------------------------------------
-# Models as folders (weights + config)
-# ------------------------------------------------------------------------------------------------
+# --- Models as folders (weights + config) ---------------------------------------------------------
 def unwrap(model: nn.Module) -> nn.Module:
     """The bare bertlab model inside DistributedDataParallel and/or torch.compile wrappers."""
     while True:
@@ -132,7 +123,12 @@ def unwrap(model: nn.Module) -> nn.Module:
             return model
 
 
-def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None = None) -> None:
+def _write_model_files(
+    folder: Path, model: nn.Module, dtype: torch.dtype | None = None, tokenizer_file: str | Path | None = None
+) -> None:
+    """A fresh `folder` holding the model's weights, config.json and (when given) tokenizer.json."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
     model = unwrap(model)
     sd = {
         k: v.detach().to("cpu", dtype=dtype if (dtype and v.is_floating_point()) else v.dtype).contiguous()
@@ -142,6 +138,9 @@ def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None
     fsync_file(folder / "model.safetensors")
     (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
     fsync_file(folder / "config.json")
+    if tokenizer_file is not None:
+        shutil.copyfile(tokenizer_file, folder / "tokenizer.json")
+        fsync_file(folder / "tokenizer.json")
 
 
 def save_model(
@@ -152,28 +151,22 @@ def save_model(
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.with_name(f".tmp-{folder.name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    _write_model_files(tmp, model, dtype)
-    if tokenizer_file is not None:
-        shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
-        fsync_file(tmp / "tokenizer.json")
+    _write_model_files(tmp, model, dtype, tokenizer_file)
     replace_dir(tmp, folder)
     remove_debris(folder.parent, re.escape(folder.name))
     return folder
 
 
-# Keys that a checkpoint of one model class legitimately lacks or adds relative to another.
-# The pooler belongs to the sentence-level heads (NSP, sequence classification); token-level
-# models (NER, span QA) are built without it.
+# Keys a checkpoint of one model class may lack or add relative to another (token-level heads
+# have no pooler).
 _PRETRAINING_HEADS = ("mlm.", "nsp.", "bert.pooler.")
 _TASK_HEADS = ("classifier.", "qa.")
 
 
 def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **head_kwargs: Any) -> nn.Module:
-    """Build `model_cls` from a folder written by save_model / a checkpoint. Loading a pretraining
-    checkpoint into a fine-tuning class drops the MLM/NSP heads and leaves the new task head at
-    its initialisation; any other missing or unexpected weight is an error."""
+    """Build `model_cls` (default: the class that saved it) from a model folder or checkpoint. A
+    pretraining checkpoint loaded into a fine-tuning class drops the MLM/NSP heads and leaves the
+    new task head at its initialisation; any other missing or unexpected weight is an error."""
     folder = Path(folder)
     if not (folder / "model.safetensors").exists() or not (folder / "config.json").exists():
         raise FileNotFoundError(
@@ -203,9 +196,7 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     return model
 
 
-# ------------------------------------------------------------------------------------------------
-# Training checkpoints
-# ------------------------------------------------------------------------------------------------
+# --- Training checkpoints -------------------------------------------------------------------------
 @dataclass
 class Checkpoint:
     """What load_checkpoint returns: the folder, the model weights and every piece of state."""
@@ -225,19 +216,13 @@ def save_checkpoint(
     tokenizer_file: str | Path | None = None,
     keep_last: int | None = None,
 ) -> Path:
-    """Write `<ckpt_root>/step-<step>/` atomically and prune to the newest `keep_last`.
-    `state` is any nested structure of tensors / arrays / scalars (optimizer.state_dict(),
-    rng_state(), the data iterator's state_dict(), counters, the run's settings)."""
+    """Write `<ckpt_root>/step-<step>/` atomically and prune to the newest `keep_last`. `state` is
+    any nested structure of tensors, arrays and scalars (optimizer, RNGs, data position, settings)."""
     root = Path(ckpt_root)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:07d}"
     tmp = root / f".tmp-step-{step:07d}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    _write_model_files(tmp, model)
-    if tokenizer_file is not None:
-        shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
-        fsync_file(tmp / "tokenizer.json")
+    _write_model_files(tmp, model, tokenizer_file=tokenizer_file)
     value, tensors = encode_state(state)
     save_file(tensors, str(tmp / "state.safetensors"))
     fsync_file(tmp / "state.safetensors")
@@ -290,8 +275,7 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
 
 
 def check_compatible(saved: dict[str, Any], current: dict[str, Any], where: str | Path) -> None:
-    """Raise a clear error if a checkpoint was written by a run with different settings (a
-    different model, vocabulary, sequence length, ...) than the one trying to resume it."""
+    """Raise a clear error if a checkpoint was written by a run with other settings than this one."""
     diffs = [
         f"  {k}: checkpoint has {saved.get(k)!r}, this run has {current.get(k)!r}"
         for k in sorted(set(saved) | set(current))

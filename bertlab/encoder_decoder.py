@@ -49,9 +49,7 @@ def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:
     return pe
 
 
-# ------------------------------------------------------------------------------------------------
-# The decoder
-# ------------------------------------------------------------------------------------------------
+# --- The decoder ----------------------------------------------------------------------------------
 class CrossAttention(nn.Module):
     """Multi-head encoder-decoder attention, softmax(Q K^T / sqrt(d)) V, with Q = y W^Q from the
     decoder and K = m W^K, V = m W^V from the encoder output m. W^K and W^V are stacked in `kv`."""
@@ -123,9 +121,7 @@ class DecoderLayer(nn.Module):
         return y, self_weights, cross_weights
 
 
-# ------------------------------------------------------------------------------------------------
-# The whole model
-# ------------------------------------------------------------------------------------------------
+# --- The whole model ------------------------------------------------------------------------------
 @dataclass
 class EncoderDecoderOutput:
     logits: torch.Tensor  # (B, T, V): at position t, the scores of the target token t+1
@@ -267,9 +263,7 @@ class EncoderDecoder(nn.Module):
         return out
 
 
-# ------------------------------------------------------------------------------------------------
-# A toy parallel corpus
-# ------------------------------------------------------------------------------------------------
+# --- A toy parallel corpus ------------------------------------------------------------------------
 TOY_PAIRS: list[tuple[str, str]] = [  # (French, English), lower case, one space between words
     ("je suis étudiant", "i am a student"),
     ("je suis professeur", "i am a teacher"),

@@ -1,7 +1,5 @@
 """The error a user can act on: its message says what went wrong and what to do.
 
-    raise ActionableError("device 'cuda' was requested but no CUDA GPU is available; use --device cpu")
-
 The command line prints an ActionableError in one line, without a traceback; any other
 RuntimeError is a fault in bertlab and keeps its traceback. Catch the class, never the wording.
 """

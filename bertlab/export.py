@@ -1,21 +1,11 @@
 """A bertlab model as a folder that Hugging Face `transformers` loads: the book's BERT leaves the book.
 
     python -m bertlab export-hf --model data/reference_run/model --out my-bert
-    # then, anywhere transformers is installed:
-    #   AutoModelForMaskedLM.from_pretrained("my-bert"); AutoTokenizer.from_pretrained("my-bert")
-    #   pipeline("fill-mask", model="my-bert")
+    # then: AutoModelForMaskedLM.from_pretrained("my-bert"), pipeline("fill-mask", model="my-bert")
 
-The folder holds what `from_pretrained` reads: `config.json` (transformers' names for the same
-hyperparameters, `architectures: ["BertForMaskedLM"]`), `model.safetensors` (the encoder and the
-masked-LM head under transformers' names, `bertlab.hf`), and the WordPiece vocabulary as both
-`tokenizer.json` (the fast tokenizer) and `vocab.txt`, with `tokenizer_config.json` naming the
-special tokens and the lowercasing.
-
-What cannot be exported is refused with the reason: transformers' BERT is post-LN (LayerNorm
-after each residual sum, the paper's layer), so a pre-LN model has no equivalent there; and it
-attends in both directions, so a left-to-right model (causal attention) would silently become a
-different model. The next-sentence head and the pooler are left out: the masked-LM classes have
-neither.
+The folder holds config.json (`BertForMaskedLM`), model.safetensors (the encoder and the masked-LM
+head under transformers' names), the vocabulary and the tokenizer's settings. A pre-LN or a
+left-to-right model is refused with the reason: transformers' BERT would compute something else.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Files written so that a crash never leaves half of one, and their sha256.
 
-Every file bertlab writes for later (checkpoints, model folders, tokenizers, run records,
-pre-tokenized data, the download cache's records) is written under a temporary name in the same
-folder, flushed to disk, then renamed into place (`os.replace`, atomic on POSIX and Windows). A
-crash mid-write leaves a hidden `.tmp-*` file or folder, never a truncated file under the real
-name. Folders go the same way: built under a temporary name, then `replace_dir`.
+Every file bertlab keeps is written under a temporary name in the same folder, flushed to disk,
+then renamed into place (`os.replace`, atomic): a crash leaves a hidden `.tmp-*` file or folder,
+never a truncated file under the real name. Folders are built the same way, then `replace_dir`.
 """
 
 from __future__ import annotations
@@ -49,12 +47,8 @@ def fsync_dir(path: str | Path) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path, fsync: bool = True) -> Iterator[Path]:
-    """A temporary path beside `path` to write to; when the block ends without an error the file
-    is flushed (`fsync`) and renamed to `path`, else it is deleted.
-
-        with atomic_path(directory / "tokenizer.json") as tmp:
-            backend.save(str(tmp))
-    """
+    """A temporary path beside `path` to write to: renamed to `path` (after an fsync) when the
+    block ends without an error, else deleted."""
     path = Path(path)
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}-{threading.get_ident()}")
     try:
@@ -86,8 +80,7 @@ def write_json(path: str | Path, obj: Any, indent: int | None = 2, fsync: bool =
 
 
 def replace_dir(tmp: Path, final: Path) -> None:
-    """Move a finished temporary folder into place. A folder already there (a checkpoint of the
-    same step from an earlier attempt) is moved aside first and deleted after."""
+    """Move a finished temporary folder into place; one already there is moved aside, then deleted."""
     old = None
     if final.exists():
         old = final.with_name(f".old-{final.name}-{os.getpid()}")
@@ -99,9 +92,8 @@ def replace_dir(tmp: Path, final: Path) -> None:
 
 
 def remove_dir(path: Path) -> None:
-    """Delete a folder so that it leaves listings at once: rename it to a hidden `.del-*` name
-    (atomic), then delete that. A crash mid-delete leaves debris that no listing shows, never a
-    half-deleted folder under its own name."""
+    """Delete a folder so that it leaves listings at once: rename it to a hidden `.del-*` name, then
+    delete that, so a crash mid-delete never leaves a half-deleted folder under its own name."""
     trash = path.with_name(f".del-{path.name}-{os.getpid()}")
     shutil.rmtree(trash, ignore_errors=True)
     try:
@@ -112,8 +104,8 @@ def remove_dir(path: Path) -> None:
 
 
 def remove_debris(parent: Path, name_pattern: str) -> None:
-    """Leftovers of writes / deletes interrupted in other processes: the `.tmp-` / `.old-` /
-    `.del-<name>-<pid>` folders whose name matches `name_pattern` (a regex) and whose pid is not ours."""
+    """Delete the leftovers of other processes' interrupted writes and deletes: `.tmp-`, `.old-` and
+    `.del-<name>-<pid>` folders whose name matches `name_pattern` (a regex)."""
     debris = re.compile(rf"^\.(?:tmp|old|del)-{name_pattern}-(\d+)$")
     for p in parent.iterdir() if parent.is_dir() else []:
         m = debris.match(p.name)

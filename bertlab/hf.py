@@ -23,9 +23,7 @@ import torch
 from bertlab.config import BertConfig
 from bertlab.prose import count
 
-# ------------------------------------------------------------------------------------------------
-# The name tables: bertlab name -> transformers name
-# ------------------------------------------------------------------------------------------------
+# --- The name tables: bertlab name -> transformers name -------------------------------------------
 _EMBEDDINGS = {
     "embeddings.token.weight": "embeddings.word_embeddings.weight",
     "embeddings.segment.weight": "embeddings.token_type_embeddings.weight",
@@ -81,9 +79,7 @@ def encoder_key_map(config: BertConfig, pooler: bool = True) -> dict[str, str]:
     return m
 
 
-# ------------------------------------------------------------------------------------------------
-# transformers -> bertlab
-# ------------------------------------------------------------------------------------------------
+# --- transformers -> bertlab ----------------------------------------------------------------------
 class StateDictMismatch(ValueError):
     """The weights do not fit the model: missing keys, unexpected keys or wrong shapes."""
 
@@ -264,9 +260,7 @@ def _download_from_hub(name: str) -> Path:
         ) from None
 
 
-# ------------------------------------------------------------------------------------------------
-# bertlab -> transformers
-# ------------------------------------------------------------------------------------------------
+# --- bertlab -> transformers ----------------------------------------------------------------------
 def to_hf_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """bertlab weights under transformers' names, for the transformers class of the same name."""
     name = type(model).__name__

@@ -45,9 +45,7 @@ def at_positions(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return x.gather(1, positions[:, :, None].expand(-1, -1, x.size(-1)))
 
 
-# ------------------------------------------------------------------------------------------------
-# Outputs
-# ------------------------------------------------------------------------------------------------
+# --- Outputs --------------------------------------------------------------------------------------
 @dataclass
 class BertOutput:
     last_hidden_state: torch.Tensor  # (B, T, H): T_i, the final vector of every token
@@ -85,9 +83,7 @@ class SpanOutput:
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-# ------------------------------------------------------------------------------------------------
-# The encoder
-# ------------------------------------------------------------------------------------------------
+# --- The encoder ----------------------------------------------------------------------------------
 @torch.library.custom_op("bertlab::random_bits", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
 def random_bits(like: torch.Tensor) -> torch.Tensor:
     """16 random bits (int16) for each element of `like`, four per 64-bit draw of the default
@@ -402,10 +398,8 @@ class BertModel(_BertBase):
         pooled = None
         if self.pooler is not None:
             if self.config.causal:  # the last real token: the only one that has seen everything
-                if attention_mask is None:
-                    last = torch.full((x.size(0),), T - 1, dtype=torch.long, device=x.device)
-                else:
-                    last = (attention_mask.long() * torch.arange(T, device=x.device)).argmax(1)  # (B,)
+                real = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
+                last = (real.long() * torch.arange(T, device=x.device)).argmax(1)  # (B,)
                 summary = x[torch.arange(x.size(0), device=x.device), last]  # (B, H)
             else:
                 summary = x[:, 0]  # (B, H): C, the final vector of [CLS]
@@ -418,9 +412,7 @@ class BertModel(_BertBase):
         )
 
 
-# ------------------------------------------------------------------------------------------------
-# Pretraining heads: masked LM and next sentence prediction
-# ------------------------------------------------------------------------------------------------
+# --- Pretraining heads: masked LM and next sentence prediction ------------------------------------
 class MaskedLMHead(nn.Module):
     """Transform each chosen T_i (dense, GELU, LayerNorm), then score it against every token
     embedding: the output matrix is the input embedding matrix (weight tying), plus a bias."""
@@ -506,17 +498,7 @@ class BertForPreTraining(_BertBase):
         return PreTrainingOutput(mlm_logits, nsp_logits, loss, mlm_loss, nsp_loss, out.hidden_states, out.attentions)
 
 
-# ------------------------------------------------------------------------------------------------
-# Fine-tuning heads (the paper's Figure 4)
-# ------------------------------------------------------------------------------------------------
-def cls_only(model: nn.Module, input_ids: torch.Tensor, wants_every_layer: bool) -> torch.Tensor | None:
-    """BertModel's last_layer_at for a head that reads only the pooled [CLS] vector: (B, 0), the
-    last layer at [CLS] alone, when `model.last_layer_at_cls` allows it; else None (everywhere)."""
-    if not model.last_layer_at_cls or wants_every_layer or model.config.causal:
-        return None
-    return input_ids.new_zeros(input_ids.size(0), 0)  # (B, 0)
-
-
+# --- Fine-tuning heads (the paper's Figure 4) -----------------------------------------------------
 class BertForSequenceClassification(_BertBase):
     """One sentence or a pair -> one of K labels: P = softmax(C W^T), W in R^{K x H}, where C is
     the pooled [CLS] vector. `last_layer_at_cls` (default True) runs the last layer at [CLS]
@@ -544,13 +526,14 @@ class BertForSequenceClassification(_BertBase):
         output_hidden_states=False,
         labels: torch.Tensor | None = None,
     ) -> ClassifierOutput:
+        at_cls = self.last_layer_at_cls and not (output_attentions or output_hidden_states or self.config.causal)
         out = self.bert(
             input_ids,
             token_type_ids,
             attention_mask,
             output_attentions,
             output_hidden_states,
-            last_layer_at=cls_only(self, input_ids, output_attentions or output_hidden_states),
+            last_layer_at=input_ids.new_zeros(input_ids.size(0), 0) if at_cls else None,  # (B, 0): [CLS] alone
         )
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, K)
         loss = None
@@ -625,24 +608,15 @@ class BertForQuestionAnswering(_BertBase):
         return SpanOutput(start_logits, end_logits, loss, out.hidden_states, out.attentions)
 
 
-class BertForMultipleChoice(_BertBase):
+class BertForMultipleChoice(BertForSequenceClassification):
     """Pick one of N choices (SWAG, the paper's section 4.4). Each (context, ending_i) pair is
-    encoded as its own sequence, [CLS] context [SEP] ending_i [SEP], as in Figure 4 (a); one
-    learned vector V in R^H scores its pooled C_i, and P(choice i) = softmax_i(V . C_i).
-
-    Inputs are (B, N, T): B examples of N choices; logits (B, N); labels (B,) the right choice.
-    hidden_states and attentions are those of the B * N pairs. `last_layer_at_cls` as in
-    BertForSequenceClassification."""
-
-    last_layer_at_cls: bool = True
+    encoded as its own sequence, [CLS] context [SEP] ending_i [SEP], as in Figure 4 (a): a sequence
+    classifier with one output, a learned vector V in R^H scoring each pooled C_i, and
+    P(choice i) = softmax_i(V . C_i). Inputs are (B, N, T); logits (B, N); labels (B,) the right
+    choice; hidden_states and attentions are those of the B * N pairs."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config)
-        self.dropout = Dropout(config.hidden_dropout)
-        self.classifier = nn.Linear(config.hidden_size, 1)  # V (and a bias)
-        self.classifier.apply(self._init_weights)
+        super().__init__(config, num_labels=1)  # classifier: V (and a bias)
 
     def forward(
         self,
@@ -669,17 +643,9 @@ class BertForMultipleChoice(_BertBase):
         def pairs(t):  # (B, N, T) -> (B * N, T): every (context, ending) pair is one sequence
             return None if t is None else t.reshape(B * N, T)
 
-        ids = pairs(input_ids)
-        out = self.bert(
-            ids,
-            pairs(token_type_ids),
-            pairs(attention_mask),
-            output_attentions,
-            output_hidden_states,
-            last_layer_at=cls_only(self, ids, output_attentions or output_hidden_states),
-        )
-        scores = self.classifier(self.dropout(out.pooler_output))  # (B * N, 1): V . C_i + b
-        logits = scores.view(B, N)  # (B, N)
+        ids, types, mask = pairs(input_ids), pairs(token_type_ids), pairs(attention_mask)
+        out = super().forward(ids, types, mask, output_attentions, output_hidden_states)  # (B * N, 1): V . C_i + b
+        logits = out.logits.view(B, N)  # (B, N)
         loss = None
         if labels is not None:  # (B,): the index of the right choice
             loss = F.cross_entropy(logits.float(), labels)

