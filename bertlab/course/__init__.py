@@ -143,22 +143,14 @@ QUESTIONS: dict[str, Question] = {
     ]
 }
 
-PROJECTS: dict[str, Project] = {
-    p.name: p
-    for p in [
-        Project(
-            "capstone",
-            "Your own BERT: pretrain, fine-tune, beat the control",
-            "09_capstone",
-            ("10_pretraining", "14_named_entities", "17_ablations"),
-            50,
-            "hard",
-            (240, 360),
+# fmt: off
+PROJECTS: dict[str, Project] = {p.name: p for p in [
+    Project("capstone", "Your own BERT: pretrain, fine-tune, beat the control", "09_capstone",
+            ("10_pretraining", "14_named_entities", "17_ablations"), 50, "hard", (240, 360),
             "CPU, under 30 min: 8-15 min of pretraining, about 10 min of fine-tuning",
-            "python -m bertlab.course.capstone SUBMISSION",
-        ),
-    ]
-}
+            "python -m bertlab.course.capstone SUBMISSION"),
+]}
+# fmt: on
 
 ASSIGNMENTS: dict[str, str] = {
     "01_tokens_and_positions": "Tokens and positions",

@@ -426,18 +426,9 @@ def write_grades(grades: list[dict[str, Any]], out: str | Path) -> Path:
         w = csv.writer(fh)
         w.writerow(["submission", "points", "of", "mlm_acc", "pretrained_median", "scratch_median", "gain", "error"])
         for g in grades:
-            w.writerow(
-                [
-                    g["submission"],
-                    g["points"],
-                    g["of"],
-                    _round(g.get("mlm_acc"), 4),
-                    _round(g.get("pretrained_median"), 2),
-                    _round(g.get("scratch_median"), 2),
-                    _round(g.get("gain"), 2),
-                    g.get("error", "")[:500],
-                ]
-            )
+            row = [g["submission"], g["points"], g["of"], _round(g.get("mlm_acc"), 4)]
+            row += [_round(g.get(k), 2) for k in ("pretrained_median", "scratch_median", "gain")]
+            w.writerow([*row, g.get("error", "")[:500]])
     out.with_suffix(".json").write_text(json.dumps(grades, indent=1) + "\n")
     return out
 

@@ -385,8 +385,8 @@ def grade_folder(
             g = grade_notebook(p, assignment=assignment, timeout=timeout, memory_mb=memory_mb)
         except (ValueError, OSError, UnicodeDecodeError, nbformat.ValidationError) as err:
             # not JSON, not a notebook, unreadable: reported in its own row; the others are graded
-            why = f"not a readable notebook ({type(err).__name__}: {str(err)[:200]}); ask for the .ipynb file "
-            g = NotebookGrade(name, None, cell_errors=[why + "as saved by Jupyter"])
+            why = f"not a readable notebook ({type(err).__name__}: {str(err)[:200]})"
+            g = NotebookGrade(name, None, cell_errors=[f"{why}; ask for the .ipynb file as saved by Jupyter"])
         grades.append(g)
         if verbose:
             print(

@@ -184,12 +184,8 @@ def extract_word_states(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         batch = collate([features[int(i)] for i in idx], pad_id=pad_id)
-        hs = bert(
-            batch["input_ids"].to(device),
-            batch["token_type_ids"].to(device),
-            batch["attention_mask"].to(device),
-            output_hidden_states=True,
-        ).hidden_states
+        inputs = [batch[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")]
+        hs = bert(*inputs, output_hidden_states=True).hidden_states
         hs = torch.stack(hs).to("cpu", torch.float32)  # (L+1, B, T, H)
         for b, n in enumerate(idx):
             out[:, offsets[n] : offsets[n + 1]] = hs[:, b, torch.as_tensor(firsts[n])].to(dtype)
@@ -225,14 +221,8 @@ class Tagger(nn.Module):
         self.lstm = None
         width = in_dim
         if num_layers > 0:
-            self.lstm = nn.LSTM(
-                in_dim,
-                hidden,
-                num_layers,
-                batch_first=True,
-                bidirectional=True,
-                dropout=dropout if num_layers > 1 else 0.0,
-            )
+            drop = dropout if num_layers > 1 else 0.0  # between stacked LSTM layers
+            self.lstm = nn.LSTM(in_dim, hidden, num_layers, batch_first=True, bidirectional=True, dropout=drop)
             width = 2 * hidden  # forward and backward states side by side
         self.classifier = nn.Linear(width, num_labels)
 
