@@ -2,16 +2,13 @@
 
     python -m bertlab.course.capstone submissions/*/ --out capstone_grades   # .csv and .json
 
-A submission is a folder holding config.json, model.safetensors (a BertForPreTraining, masked-LM
-head included) and tokenizer.json as `pretrain` writes them in <out>/final, and the student's
-09_capstone.ipynb (its write-up is graded by hand). The grader never reads a number the student
-reports. It checks the folder (`validate_submission`: safetensors only, never a pickle; shapes,
-vocabulary and size), measures the held-out masked-LM accuracy
-(bertlab.training.heldout.evaluate_checkpoint), fine-tunes CoNLL-2003 NER with a fixed recipe
-from the submitted weights and from scratch, seed by seed, and gives points by thresholds
-(`Grading`). NER rather than SST-2: naming entities needs a word's context, which a small masked
-LM learns first, so pretraining pays there at a laptop budget. The measurements run in a child
-process with a time limit (`Grading.timeout`); what it finished before counts.
+A submission folder holds config.json, model.safetensors (a BertForPreTraining) and tokenizer.json
+as `pretrain` writes them in <out>/final, and the student's notebook. The grader never reads a
+number the student reports: it checks the folder (safetensors only, never a pickle), measures the
+held-out masked-LM accuracy, fine-tunes CoNLL-2003 NER from the weights and from scratch, seed by
+seed, and gives points by thresholds (`Grading`). NER, not SST-2: naming entities needs a word's
+context, which a small masked LM learns first. The measurements run in a child process with a
+time limit; what it finished before counts.
 """
 
 from __future__ import annotations

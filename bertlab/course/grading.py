@@ -199,12 +199,9 @@ class _Kernel:
         from nbclient import NotebookClient
 
         self.nb = nbformat.v4.new_notebook()
+        resources = {"metadata": {"path": str(workdir)}}
         self.client = NotebookClient(
-            self.nb,
-            timeout=60,
-            allow_errors=True,
-            kernel_name=kernel_name,
-            resources={"metadata": {"path": str(workdir)}},
+            self.nb, timeout=60, allow_errors=True, kernel_name=kernel_name, resources=resources
         )
         self._ctx = self.client.setup_kernel()
         self._ctx.__enter__()

@@ -221,8 +221,14 @@ class Tagger(nn.Module):
         self.lstm = None
         width = in_dim
         if num_layers > 0:
-            drop = dropout if num_layers > 1 else 0.0  # between stacked LSTM layers
-            self.lstm = nn.LSTM(in_dim, hidden, num_layers, batch_first=True, bidirectional=True, dropout=drop)
+            self.lstm = nn.LSTM(
+                in_dim,
+                hidden,
+                num_layers,
+                batch_first=True,
+                bidirectional=True,
+                dropout=dropout if num_layers > 1 else 0.0,
+            )
             width = 2 * hidden  # forward and backward states side by side
         self.classifier = nn.Linear(width, num_labels)
 

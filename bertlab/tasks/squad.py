@@ -1,20 +1,13 @@
 """Span question answering (SQuAD v1.1): questions and paragraphs in, answer spans out.
 
-BERT answers by pointing into the paragraph (Devlin et al., 2018, section 4.2): the question is
-sentence A, the paragraph B, and two learned vectors S and E score every paragraph token T_i as
-the answer's start (S . T_i) and end (E . T_j); the answer is the span with the highest
-S . T_i + E . T_j, i <= j. Around this:
-
-1. Windows. A long paragraph is read through windows [CLS] question [SEP] window [SEP], each
-   starting doc_stride tokens after the previous; a token is scored only in the window where it
-   has the most context (its "max-context" window), as in BERT's released code.
-2. Labels. The gold answer, given in characters, becomes its first and last token through the
-   tokenizer's offsets; a window without the whole answer points at [CLS] (start = end = 0).
-3. Decoding. The best span over all windows of a question, at most max_answer_length tokens,
-   mapped back to the paragraph's characters.
-
-SQuAD 2.0 (section 4.3) adds unanswerable questions: `answer_or_null` compares the best span's
-score with the null score at [CLS], and `best_null_threshold` picks the margin tau on dev.
+BERT points into the paragraph (Devlin et al., 2018, section 4.2): with the question as sentence
+A and the paragraph as B, learned vectors S and E score each paragraph token T_i as the answer's
+start (S . T_i) and end (E . T_j), and the answer is the span maximising S . T_i + E . T_j, i <= j.
+A long paragraph is read through overlapping windows [CLS] question [SEP] window [SEP], a token
+being scored only in its "max-context" window, as in BERT's released code. The gold answer, given
+in characters, becomes tokens through the tokenizer's offsets; a window without it points at [CLS].
+SQuAD 2.0 (section 4.3): `answer_or_null` compares the best span with the null score at [CLS],
+and `best_null_threshold` picks the margin tau on dev.
 """
 
 from __future__ import annotations
