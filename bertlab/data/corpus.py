@@ -159,11 +159,9 @@ def gutenberg_body(text: str, name: str = "<text>") -> str:
             f"is this a Project Gutenberg plain-text file?"
         )
     body = text[start.end() : end.start()]
-    last = None
-    for last in _PG_END_LINE.finditer(body):
-        pass
-    if last is not None and last.start() > len(body) * 0.5:
-        body = body[: last.start()]
+    end_lines = list(_PG_END_LINE.finditer(body))
+    if end_lines and end_lines[-1].start() > len(body) * 0.5:
+        body = body[: end_lines[-1].start()]
     return body
 
 
@@ -290,7 +288,6 @@ def wikitext_documents(text: str, source: str) -> list[Document]:
     return docs
 
 
-# --- Splits ---
 def is_heldout(doc_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
     """Held out when sha256("bertlab-heldout:" + id), as a number in [0, 1), is below `fraction`."""
     h = hashlib.sha256(f"bertlab-heldout:{doc_id}".encode()).digest()

@@ -31,7 +31,6 @@ OFFLINE_ENV = "BERTLAB_OFFLINE"  # "1": never touch the network
 DOWNLOAD_TIMEOUT_S = 60
 
 
-# --- Errors ---
 class DataError(Exception):
     """Base class of every error bertlab.data.download and bertlab.data.task_data raise on purpose."""
 
@@ -48,7 +47,6 @@ class ChecksumMismatchError(DataError):
     """Bytes on disk or from a URL differ from the registry's pinned sha256."""
 
 
-# --- Locations ---
 def cache_dir() -> Path:
     """The download/derived-data cache: ``$BERTLAB_CACHE`` or ``~/.cache/bertlab``."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bertlab").expanduser()
@@ -134,7 +132,6 @@ def verify(path: Path, expected: str | None, what: str) -> None:
         )
 
 
-# --- fetch ---
 def available_splits(dataset: str) -> list[str]:
     """Splits of `dataset` usable offline (in the mirror or the cache), so a caller can fall back early."""
     mirror = mirror_dir()

@@ -17,7 +17,6 @@ from typing import Iterator, Sequence
 from bertlab.data.download import DataError, fetch
 
 
-# --- Reading helpers ---
 class DataFormatError(DataError):
     """A data file has a row that cannot be read (raised by the readers with strict=True)."""
 
