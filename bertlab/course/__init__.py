@@ -57,8 +57,7 @@ class Question:
 
 @dataclass(frozen=True)
 class Project:
-    """A project graded from what it hands in (a model folder), not from functions in its
-    notebook: its grader measures the artefacts again (`grader` is the command)."""
+    """A project graded by measuring what it hands in again (`grader` is the command)."""
 
     name: str
     title: str

@@ -371,8 +371,7 @@ def grade_capstone(
 
 
 def model_solution(path: str | Path = SOLUTION_RECORD) -> dict[str, Any] | None:
-    """The recorded grades of the capstone's model solution ({"pretraining", "grades"}), or None
-    where the file is absent."""
+    """The recorded grades of the capstone's model solution, or None where the file is absent."""
     path = Path(path)
     if not path.is_file():
         return None

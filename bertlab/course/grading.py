@@ -84,8 +84,7 @@ class NotebookGrade:
         return sum(e.of for e in self.exercises)
 
     def gradescope(self) -> dict[str, Any]:
-        """This grade as Gradescope's results.json: one test per exercise, the notebook's own cell
-        errors as the top-level output."""
+        """This grade as Gradescope's results.json: one test per exercise."""
         tests = []
         for e in self.exercises:
             failed = [p for p in e.parts if not p["passed"]]

@@ -227,13 +227,11 @@ class Task:
 
     # --- evaluation ---------------------------------------------------------------------------
     def predict(self, model: torch.nn.Module, features: Features, batch_size: int = 128, rt: Any = None) -> list:
-        """The `gather` of every batch, in order, in eval mode: what `evaluate` takes (see
-        bertlab.tasks.inputs.predict_batches)."""
+        """The `gather` of every batch, in order, in eval mode: what `evaluate` takes."""
         return predict_batches(model, features, self.gather, batch_size, rt)
 
     def gather(self, output: Any) -> Any:
-        """What evaluation needs of one batch's output, on the CPU: the logits, or (start_logits,
-        end_logits) for spans."""
+        """One batch's logits (spans: start and end logits) on the CPU, for `evaluate`."""
         if self.kind == "span":
             return gather_span_logits(output)
         return detach_cpu(output.logits)
@@ -313,8 +311,7 @@ TASKS: dict[str, Task] = {t.name: t for t in [
 
 
 def get_task(name: str) -> Task:
-    """The task called `name` ("sst2", "mrpc", "rte", "squad", "conll2003"; "sst-2", "SST-2",
-    "conll" work too)."""
+    """The task called `name` ("sst2", "mrpc", "rte", "squad", "conll2003"; "SST-2", "conll"...)."""
     key = name.lower().replace("-", "").replace("_", "")
     key = {"conll": "conll2003", "squadv1": "squad", "squad11": "squad", "squadv11": "squad"}.get(key, key)
     if key not in TASKS:

@@ -298,8 +298,7 @@ def train_tagger(
     seed: int = 0,
     device: str | torch.device = "cpu",
 ) -> TaggerResult:
-    """Train a Tagger on one combination of the frozen states (Adam, constant lr, length-grouped
-    batches of sentences) and score it on dev after every epoch (entity F1)."""
+    """Train a Tagger on one combination of the frozen states; entity F1 on dev every epoch."""
     torch.manual_seed(seed)
     device = torch.device(device)
     x_train = train.features(combination).to(device)  # (N, D)
@@ -428,8 +427,7 @@ FINETUNED = "fine-tuned"  # the name FeatureStudy's readings give fine-tuning th
 
 @dataclass
 class FeatureStudy:
-    """Table 7 for one encoder: six taggers on its frozen features and fine-tuning it, on the same
-    training and dev sentences."""
+    """Table 7 for one encoder: six taggers on its frozen features, and fine-tuning it."""
 
     name: str  # the encoder's name
     encoder: nn.Module  # the frozen BertModel whose states the taggers read

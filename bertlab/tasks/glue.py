@@ -49,8 +49,7 @@ class GlueTask:
 
 @dataclass(frozen=True)
 class Coverage:
-    """The nine tasks, those with a training set in the mirror, those the data registry does not
-    list, and whether it lists SWAG and SQuAD 2.0."""
+    """The nine tasks, which are runnable or unlisted, and whether SWAG and SQuAD 2.0 are listed."""
 
     rows: list[GlueTask]
     runnable: list[str]
@@ -74,8 +73,7 @@ def split_size(dataset: str, split: str) -> int | None:
 
 
 def coverage(count: bool = True) -> Coverage:
-    """The paper's Table 1 beside the book's chapters and the mirror's files (count=False leaves
-    the number of examples of each split None)."""
+    """The paper's Table 1 beside the book's chapters and the mirror's files (and their sizes)."""
     rows = []
     for task, (base, large) in PAPER_TABLE_1.items():
         key = REGISTRY_NAME.get(task)

@@ -62,16 +62,14 @@ def difference_standard_error(a: float, b: float, n: int) -> float:
 
 
 def against_baseline(score: float, baseline: float, n: int, sigmas: float = 2.0) -> Reading:
-    """`score` - `baseline` (accuracies in % on `n` examples) against `sigmas` standard errors of
-    the baseline (bertlab.verdict)."""
+    """`score` - `baseline` (% on `n` examples) against `sigmas` standard errors of the baseline."""
     se = standard_error(baseline, n)
     how = f"{_sigmas_words(sigmas)} of {se:.1f} points on {n:,} examples"
     return Reading.from_noise(score - baseline, se, how, sigmas)
 
 
 def against_each_other(a: float, b: float, n: int, sigmas: float = 2.0) -> Reading:
-    """`a` - `b` (accuracies in % on the same `n` examples) against `sigmas` standard errors of
-    the difference (bertlab.verdict)."""
+    """`a` - `b` (% on the same `n` examples) against `sigmas` standard errors of the difference."""
     se = difference_standard_error(a, b, n)
     how = f"{_sigmas_words(sigmas)} of a difference on {n:,} examples, {se:.1f} points each"
     return Reading.from_noise(a - b, se, how, sigmas)
@@ -88,8 +86,7 @@ def clears(score: float, baseline: float, n: int, sigmas: float = 2.0) -> bool:
 
 
 def binary_f1(predictions: Any, labels: Any, positive: int = 1) -> dict[str, float]:
-    """Precision, recall and F1 = 2PR / (P + R) of the `positive` class (percentages; 0 without
-    true positives)."""
+    """Precision, recall and F1 = 2PR / (P + R) of the `positive` class (percentages)."""
     p, y = _pair(predictions, labels)
     tp = ((p == positive) & (y == positive)).sum().item()
     fp = ((p == positive) & (y != positive)).sum().item()

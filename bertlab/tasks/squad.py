@@ -364,8 +364,7 @@ def gather_span_logits(output: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def stack_span_logits(outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """All windows' start and end logits, (N, T) each (padded with -inf), from per-batch pairs
-    or model outputs, or from a pair already concatenated."""
+    """All windows' start and end logits, (N, T) each, -inf padded, from per-batch outputs."""
     if isinstance(outputs, tuple) and len(outputs) == 2 and isinstance(outputs[0], (torch.Tensor, np.ndarray)):
         return detach_cpu(torch.as_tensor(outputs[0])), detach_cpu(torch.as_tensor(outputs[1]))
     pairs = [
