@@ -8,9 +8,7 @@ Examples:
     python -m bertlab pretrain --preset medium --minutes 9 --out runs/medium --resume
     torchrun --nproc_per_node 4 -m bertlab pretrain --preset base --recipe paper --steps 100000
     python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2
-    python -m bertlab finetune --task rte --init scratch --like runs/mini/final
     python -m bertlab evaluate --task sst2 --model runs/ft/seed-0
-    python -m bertlab evaluate --task mlm --model runs/mini/final --corpus books+wiki
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
     python -m bertlab publish-records --out /tmp/records                # then BERTLAB_RECORDS_URL=/tmp/records
@@ -67,9 +65,8 @@ HELP = {
     "dropout": "dropout on every layer",
     "nsp": "next-sentence prediction on/off",
     "segment_pairs": "without NSP, still two segments per sequence, so the masked LM trains both segment embeddings",
-    "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH separated by commas (e.g. 0.9:64:128,0.1:128:64: "
-    "90%% of the steps at 64 tokens, then 128; with --minutes, 90%% of the time); --seq-len is then the "
-    "held-out length",
+    "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH,... (e.g. 0.9:64:128,0.1:128:64: 90%% of the "
+    "steps, or of --minutes, at 64 tokens, then 128); --seq-len is then the held-out length",
     "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM, the paper's 'LTR & No NSP'; needs NSP off)",
     "whole_word": "mask whole words instead of single word pieces",
     "mlm_probability": "fraction of tokens chosen for the MLM",

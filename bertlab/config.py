@@ -42,14 +42,11 @@ class BertConfig:
     hidden_act: str = "gelu"  # "gelu" (exact, erf) as in BERT, or "relu" as in the Transformer
     initializer_range: float = 0.02
     pad_token_id: int = 0
-    # False: BERT, every token attends to every other (bidirectional). True: a left-to-right
-    # model, each token attends to itself and the tokens on its left only (the paper's "LTR"
-    # ablation, section 5.1, like OpenAI GPT); kept at fine-tuning time, as in the paper.
+    # True: a left-to-right model, each token attends to itself and the tokens on its left only
+    # (the paper's "LTR" ablation, section 5.1, like OpenAI GPT), at fine-tuning time too.
     causal: bool = False
-    # Where each sub-layer's LayerNorm sits. "post" (BERT, the Transformer): x = LN(x + F(x)).
-    # "pre" (Xiong et al. 2020; GPT-2; Cramming): x = x + F(LN(x)), with one more LayerNorm after
-    # the last layer. Pre-LN trains stably at higher learning rates, which short runs need; the
-    # paper's BERT and every Hugging Face BERT checkpoint are post-LN.
+    # "post" (BERT): x = LN(x + F(x)). "pre" (Xiong et al. 2020; GPT-2): x = x + F(LN(x)), and one
+    # LayerNorm after the last layer; it trains stably at the high learning rates short runs need.
     norm_position: str = "post"
 
     def __post_init__(self):

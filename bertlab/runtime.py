@@ -3,15 +3,13 @@
 Training code asks one object, a `Runtime`, every hardware question:
 
     device       cpu, or cuda:<local rank>
-    precision    fp32 everywhere; bf16 autocast on GPUs that support it (Ampere and newer) and on
-                 CPUs with native bf16 instructions (AVX512-BF16 or AMX); fp16 autocast with a
-                 gradient scaler on older GPUs (a T4, a V100)
+    precision    fp32; bf16 autocast where it is native (Ampere+ GPUs, CPUs with AVX512-BF16 or
+                 AMX); fp16 autocast with a gradient scaler on older GPUs (a T4)
     compile      torch.compile on or off
     distributed  rank / world size when launched by `torchrun` (DistributedDataParallel)
 
-`precision="auto"` picks bf16 where it is native, else fp16 on a GPU, else fp32; asking for bf16 on a
-CPU that would emulate it slowly, or for fp16 on a CPU, is an error rather than a silent change.
-AdamW runs as PyTorch's fused kernel on CPUs and GPUs (one pass over the weights per update).
+`precision="auto"` picks the fastest of these; asking for bf16 on a CPU that would emulate it, or
+for fp16 on a CPU, is an error rather than a silent change.
 
 On a CPU, pretraining keeps freed memory on the heap for the next step (`keep_freed_memory`):
 glibc would otherwise return every block of 32 MiB or more to the system, and the next step would
