@@ -137,18 +137,9 @@ def featurize_ner(
             sentence_index.append(s)
             word_start.append(lo)
             first_piece.append(np.array(firsts, dtype=np.int64))
-    full_report = {
-        "sentences": len(examples),
-        "words": 0,
-        "windows": len(items),
-        "max_len": max_len,
-        "sentences_split": 0,
-        "words_truncated": 0,
-        "words_without_pieces": 0,
-        "empty_sentences": 0,
-    }
-    full_report.update(report)
-    full_report["locations"] = dict(locations)
+    counted = ("sentences_split", "words_truncated", "words_without_pieces", "empty_sentences")
+    full_report = {"sentences": len(examples), "words": 0, "windows": len(items), "max_len": max_len}
+    full_report.update(dict.fromkeys(counted, 0), **report, locations=dict(locations))
     meta = {
         "sentence_index": np.array(sentence_index, dtype=np.int64),
         "word_start": np.array(word_start, dtype=np.int64),
