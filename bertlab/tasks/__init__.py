@@ -110,14 +110,8 @@ def featurize_classification(
                 raise TypeError(f"{task} example {i}: field {f!r} is {type(t).__name__}, expected str")
     encoded = [encode_texts(backend, column) for column in texts]
 
-    report = {
-        "examples": len(examples),
-        "truncated": 0,
-        "tokens_cut": 0,
-        "empty_texts": 0,
-        "unlabelled": 0,
-        "max_len": max_len,
-    }
+    counted = ("truncated", "tokens_cut", "empty_texts", "unlabelled")
+    report = {"examples": len(examples), **dict.fromkeys(counted, 0), "max_len": max_len}
     locations: dict[str, list] = {"empty_texts": [], "truncated": []}  # the first 20 example ids
     items = []
     for i, ex in enumerate(examples):

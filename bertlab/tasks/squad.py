@@ -213,26 +213,22 @@ def featurize_squad(
     for n, (c0, chars, owned) in enumerate(context_rows):
         token_to_char[n, c0 : c0 + len(chars)] = chars
         max_context[n, c0 : c0 + len(owned)] = owned
-    full_report = {
-        "examples": len(examples),
-        "max_len": max_len,
-        "doc_stride": doc_stride,
-        "max_query_len": max_query_len,
-        "windows": 0,
-        "windows_without_answer": 0,
-        "examples_with_several_windows": 0,
-        "questions_truncated": 0,
-        "empty_questions": 0,
-        "empty_contexts": 0,
-        "answers_moved": 0,
-        "answers_not_found": 0,
-        "answers_inside_tokens": 0,
-        "answers_in_no_window": 0,
-        "answers_start_outside_max_context": 0,
-        "unanswered": 0,
-    }
-    full_report.update(report)
-    full_report["locations"] = dict(locations)
+    full_report = dict(examples=len(examples), max_len=max_len, doc_stride=doc_stride, max_query_len=max_query_len)
+    counted = (
+        "windows",
+        "windows_without_answer",
+        "examples_with_several_windows",
+        "questions_truncated",
+        "empty_questions",
+        "empty_contexts",
+        "answers_moved",
+        "answers_not_found",
+        "answers_inside_tokens",
+        "answers_in_no_window",
+        "answers_start_outside_max_context",
+        "unanswered",
+    )
+    full_report.update(dict.fromkeys(counted, 0), **report, locations=dict(locations))
     meta = {
         "example_index": np.array(example_index, dtype=np.int64),
         "token_to_char": token_to_char,
