@@ -200,8 +200,8 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
 
 # --- 2-3. The measurements (in a child process) ---
 def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | None = None) -> dict[str, Any]:
-    """Held-out MLM scores, then settings.task fine-tuned from the submitted weights and from
-    scratch, seed by seed. With `out`, the results so far are written there after every stage."""
+    """Held-out MLM scores, then fine-tuning from the weights and from scratch, seed by seed;
+    written to `out` (JSON) after every stage."""
     import torch
 
     # local: only the child process that measures imports the training stack

@@ -191,8 +191,7 @@ def _grader_cell(ex: Exercise, module_name: str, out: Path, memory_mb: int | Non
 
 # --- Running a notebook ---
 class _Kernel:
-    """A fresh kernel; execute(source, timeout) -> (status, message), status "ok", "error",
-    "timeout" or "dead"."""
+    """A fresh kernel: execute(source, timeout) -> ("ok" | "error" | "timeout" | "dead", message)."""
 
     def __init__(self, workdir: Path, kernel_name: str):
         from nbclient import NotebookClient

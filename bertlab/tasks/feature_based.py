@@ -88,8 +88,7 @@ MIXED = ("sum_all", "sum_last_four", "concat_last_four")
 
 @dataclass(frozen=True)
 class Table7Comparison:
-    """A run's F1 per combination against Table 7's usual comparisons; each `paper_*` field is the
-    same quantity on the paper's numbers. Differences in F1 points."""
+    """Table 7's usual comparisons on a run's F1 and (`paper_*`) on the paper's, in F1 points."""
 
     best: str  # the combination with the highest F1 (the first of a tie, in the given order)
     worst: str

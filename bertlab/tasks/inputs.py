@@ -20,8 +20,6 @@ from tokenizers import Tokenizer
 
 from bertlab.model import IGNORE_INDEX
 
-LABEL_KEYS = ("labels", "start_positions", "end_positions")
-
 
 # --- The tokenizer interface ---
 def fast_tokenizer(tokenizer: Any) -> Tokenizer:
@@ -140,7 +138,7 @@ def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | No
     if token_labels:
         out["labels"] = labels
     else:
-        for key in LABEL_KEYS:
+        for key in ("labels", "start_positions", "end_positions"):
             values = [it.get(key) for it in batch]
             if all(v is not None for v in values):
                 out[key] = torch.tensor(values, dtype=torch.long)
@@ -213,8 +211,8 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
 def predict_batches(
     model: torch.nn.Module, features: Features, gather: Callable[[Any], Any], batch_size: int = 128, rt: Any = None
 ) -> list:
-    """`gather(output)` of every batch of `features`, in order, in eval mode (the model's mode is
-    restored). With `rt` (a bertlab Runtime) batches run on its device under its autocast."""
+    """`gather(output)` of every batch, in order, in eval mode; with `rt` (a bertlab Runtime), on
+    its device under its autocast."""
     was = model.training
     model.eval()
     device = next(model.parameters()).device
