@@ -66,7 +66,7 @@ class Grading:
     batch_size: int = 32
     # limits
     max_parameters: int = 8_000_000  # BertForPreTraining's parameters: BERT-Mini with 16,384 pieces fits
-    timeout: float = 1800.0  # seconds for the measurements (steps 2 and 3)
+    timeout: float = 1800.0  # seconds for the measurements
     threads: int | None = None  # torch threads in the child (None: torch's default)
     # (threshold, points): reached when the MLM accuracy is >= it, or the gain over scratch (in
     # points of the task's metric) > it; the top gain level asks more than the model solution's
@@ -93,7 +93,7 @@ class Grading:
 GRADING = Grading()
 
 
-# --- 1. The folder ---
+# --- The folder ---
 def validate_submission(folder: str | Path, max_parameters: int | None = GRADING.max_parameters) -> dict[str, Any]:
     """Check a submission folder without running the model (nothing is unpickled or executed);
     SubmissionError names the problem and its fix. Returns the model's size and notes."""
@@ -198,7 +198,7 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
     }
 
 
-# --- 2-3. The measurements (in a child process) ---
+# --- The measurements (in a child process) ---
 def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | None = None) -> dict[str, Any]:
     """Held-out MLM scores, then fine-tuning from the weights and from scratch, seed by seed;
     written to `out` (JSON) after every stage."""
@@ -304,7 +304,7 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
         return measured, error
 
 
-# --- 4. Points ---
+# --- Points ---
 def _part(name: str, of: int, passed: bool) -> dict[str, Any]:
     return {"name": name, "of": of, "passed": passed, "points": of if passed else 0}
 
