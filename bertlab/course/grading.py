@@ -60,12 +60,6 @@ class ExerciseGrade:
         hidden = " (a hidden case: the notebook's own check does not run it)" if failed[0].get("hidden") else ""
         return f"[{self.exercise}] {failed[0]['message']}{hidden}"
 
-    @property
-    def hidden_parts(self) -> tuple[int, int]:
-        """(passed, of) among the hidden cases, which only the grader runs."""
-        hidden = [p for p in self.parts if p.get("hidden")]
-        return sum(bool(p["passed"]) for p in hidden), len(hidden)
-
 
 @dataclass
 class NotebookGrade:
@@ -97,9 +91,10 @@ class NotebookGrade:
                 if e.verdict == "grader"
                 else "scored 0 in your notebook's kernel: the check failed there before the grader could judge it"
             )
-            h_passed, h_of = e.hidden_parts
-            if h_of:
-                lines.append(f"of them hidden cases, run by the grader only: {h_passed} of {h_of} passed")
+            hidden = [bool(p["passed"]) for p in e.parts if p.get("hidden")]
+            if hidden:
+                note = f"of them hidden cases, run by the grader only: {sum(hidden)} of {len(hidden)} passed"
+                lines.append(note)
             tests.append(
                 {
                     "name": e.exercise,
