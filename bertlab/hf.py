@@ -135,19 +135,6 @@ def hf_to_bertlab(
     return out, unexpected
 
 
-def _check_shapes(model: torch.nn.Module, sd: dict[str, torch.Tensor]) -> None:
-    own = model.state_dict()
-    bad = [
-        f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}"
-        for k, v in sd.items()
-        if k in own and own[k].shape != v.shape
-    ]
-    if bad:
-        raise StateDictMismatch(
-            "weights with mismatched shapes (does the config match the checkpoint?): " + "; ".join(bad)
-        )
-
-
 def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, **head_kwargs: Any):
     """Build a bertlab model of class `cls` from Hugging Face weights (see the module docstring).
     strict=True: every weight must come from the checkpoint, except a new task's head (it starts
@@ -164,8 +151,17 @@ def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, *
             f"unexpected weights in the checkpoint (not part of BERT): "
             f"{', '.join(unexpected)}; pass strict=False to ignore them"
         )
-    _check_shapes(model, ours)
-    missing = [k for k in model.state_dict() if k not in ours]
+    own = model.state_dict()
+    bad = [
+        f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}"
+        for k, v in ours.items()
+        if k in own and own[k].shape != v.shape
+    ]
+    if bad:
+        raise StateDictMismatch(
+            "weights with mismatched shapes (does the config match the checkpoint?): " + "; ".join(bad)
+        )
+    missing = [k for k in own if k not in ours]
     new_head = [k for k in missing if k in _HEADS[name] and name != "BertForPreTraining"]
     if strict and len(missing) > len(new_head):
         absent = [_HEADS[name].get(k, k) for k in missing if k not in new_head]

@@ -49,8 +49,7 @@ def at_positions(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
 @dataclass
 class BertOutput:
     last_hidden_state: torch.Tensor  # (B, T, H): T_i, the final vector of every token
-    pooler_output: torch.Tensor | None  # (B, H): tanh(W C + b), C = final vector of [CLS] (of the
-    #                                      last real token when causal); None without pooler
+    pooler_output: torch.Tensor | None  # (B, H): tanh(W C + b), C of [CLS] (last token if causal), or None
     hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 tensors (B, T, H), embeddings first
     attentions: tuple[torch.Tensor, ...] | None = None  # L tensors (B, A, T, T)
 
