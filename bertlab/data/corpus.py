@@ -331,8 +331,9 @@ def _read_text(path: Path) -> str:
 
 
 def _clean_source(kind: str, files: list) -> list[Document]:
-    if kind == "books":
-        return [clean_gutenberg(_read_text(download.fetch(f)), f.split, BOOK_INFO[f.split]["title"]) for f in files]
+    if kind == "books":  # a book's id is its split name ("pg11")
+        texts = ((f.split, _read_text(download.fetch(f))) for f in files)
+        return [clean_gutenberg(text, name, BOOK_INFO[name]["title"]) for name, text in texts]
     if kind == "wiki":
         return [d for f in files for d in wiki_documents(_read_text(download.fetch(f)), f.path)]
     (f,) = files  # WikiText: one split

@@ -602,10 +602,10 @@ def prepare_pretraining_data(
     when its meta.json says it was built from the same text with the same tokenizer."""
     directory = Path(directory)
     documents = list(documents)
-    checksum = corpus_checksum(documents)
+    checksum, fingerprint = corpus_checksum(documents), tokenizer.fingerprint
 
     def same_source(meta: dict) -> bool:  # the same text, tokenized with the same vocabulary
-        return (meta["corpus"]["checksum"], meta["tokenizer"]["fingerprint"]) == (checksum, tokenizer.fingerprint)
+        return (meta["corpus"]["checksum"], meta["tokenizer"]["fingerprint"]) == (checksum, fingerprint)
 
     tok_dir = directory / "tokens"
     meta = _read_meta(tok_dir)

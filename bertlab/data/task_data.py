@@ -97,15 +97,15 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
             yield number, None, f"undecodable bytes (not UTF-8) at byte {err.start}: {excerpt!r}"
 
 
-def _tsv_rows(path: Path, expected_header: Sequence[str], report: LoadReport) -> Iterator[tuple[int, list[str]]]:
+def _tsv_rows(path: Path, expected: Sequence[str], report: LoadReport) -> Iterator[tuple[int, list[str]]]:
     """Rows of a GLUE TSV (tab-separated, QUOTE_NONE, UTF-8 with optional BOM), header checked."""
     lines = _decoded_lines(path)
     first = next(lines, None)
     if first is None or first[1] is None:
-        raise DataFormatError(f"{path}:1: empty or undecodable header, expected {list(expected_header)}")
+        raise DataFormatError(f"{path}:1: empty or undecodable header, expected {list(expected)}")
     header = next(csv.reader([first[1]], delimiter="\t", quoting=csv.QUOTE_NONE))
-    if header != list(expected_header):
-        raise DataFormatError(f"{path}:1: header {header} is not {list(expected_header)}: is this the right file?")
+    if header != list(expected):
+        raise DataFormatError(f"{path}:1: header {header} is not {list(expected)}: is this the right file?")
     for number, text, problem in lines:
         if text is None:
             report.skip(number, problem)
@@ -373,7 +373,8 @@ def read_conll2003(
     def flush() -> None:
         nonlocal rows, bad
         if bad is not None:
-            report.skip(bad[0], f"sentence starting at line {rows[0][0] if rows else bad[0]} skipped: {bad[1]}", bad[2])
+            first = rows[0][0] if rows else bad[0]
+            report.skip(bad[0], f"sentence starting at line {first} skipped: {bad[1]}", bad[2])
         elif rows:
             words, pos, chunks, tags = (list(col) for col in zip(*(r for _, r in rows)))
             sentence = NerSentence(f"{stem}-{len(out)}", words, tags, pos, chunks, max(document, 0), rows[0][0])
