@@ -3,14 +3,14 @@
 The paper (section 3.1, appendix A.2) cuts sequences of up to 512 tokens from whole documents:
 [CLS] A [SEP] B [SEP], where B is half of the time the text that follows A (IsNext = 0) and
 otherwise text from another document (NotNext = 1). With probability 0.1 the target length is
-shorter, so the model also sees short inputs like those of fine-tuning. An example is cut as in
-Google's create_pretraining_data:
+shorter, so the model also sees short inputs like those of fine-tuning. An example is cut after
+the logic of Google's create_pretraining_data:
 
 1. Collect a document's sentences into a chunk until it reaches the target length.
 2. Split the chunk at a random sentence boundary: A before, B after (IsNext). With probability 1/2
    B is replaced by sentences from another document (NotNext) and the chunk's unused sentences
-   are read again. A lone sentence takes the next one as B; a document's last sentence, alone with
-   an IsNext draw, is dropped (relabelling it NotNext would unbalance the classes).
+   are read again. A lone sentence drawn IsNext takes the next one as B; a document's last
+   sentence has none and is dropped (relabelling it NotNext would unbalance the classes).
 3. Cut the longer segment one token at a time until the pair fits ("longest first"): A loses
    tokens from its start, B from its end, so the seam between them stays intact.
 
