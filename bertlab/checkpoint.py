@@ -41,39 +41,38 @@ STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
 # --- Python objects <-> (JSON, tensors), without pickle -------------------------------------------
-def encode_state(
-    obj: Any, tensors: dict[str, torch.Tensor] | None = None, path: str = "s"
-) -> tuple[Any, dict[str, torch.Tensor]]:
+def encode_state(obj: Any) -> tuple[Any, dict[str, torch.Tensor]]:
     """Split a nested structure of dicts / lists / tuples / tensors / arrays / scalars into a JSON
     value and a flat {name: tensor} dict. Tensors are replaced by {"__tensor__": name}."""
-    if tensors is None:
-        tensors = {}
-    if isinstance(obj, torch.Tensor):
-        tensors[path] = obj.detach().to("cpu", copy=True).contiguous()
-        return {"__tensor__": path}, tensors
-    if isinstance(obj, np.ndarray):
-        return {"__ndarray__": obj.tolist(), "dtype": str(obj.dtype)}, tensors
-    if isinstance(obj, np.generic):
-        return obj.item(), tensors
-    if isinstance(obj, dict):
-        if obj and all(isinstance(k, int) for k in obj):  # optimizer state is keyed by int
-            return {
-                "__intkeys__": {str(k): encode_state(v, tensors, f"{path}.{k}")[0] for k, v in obj.items()}
-            }, tensors
-        for k in obj:
-            if not isinstance(k, str):
-                raise TypeError(f"cannot store a dict key of type {type(k).__name__} at {path}")
-        return {k: encode_state(v, tensors, f"{path}.{k}")[0] for k, v in obj.items()}, tensors
-    if isinstance(obj, tuple):
-        return {"__tuple__": [encode_state(v, tensors, f"{path}.{i}")[0] for i, v in enumerate(obj)]}, tensors
-    if isinstance(obj, list):
-        return [encode_state(v, tensors, f"{path}.{i}")[0] for i, v in enumerate(obj)], tensors
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj, tensors
-    raise TypeError(
-        f"cannot store a {type(obj).__name__} in a checkpoint (at {path}); "
-        f"only tensors, arrays, numbers, strings, lists, tuples and dicts"
-    )
+    tensors: dict[str, torch.Tensor] = {}
+
+    def encode(obj: Any, path: str) -> Any:
+        if isinstance(obj, torch.Tensor):
+            tensors[path] = obj.detach().to("cpu", copy=True).contiguous()
+            return {"__tensor__": path}
+        if isinstance(obj, np.ndarray):
+            return {"__ndarray__": obj.tolist(), "dtype": str(obj.dtype)}
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, dict):
+            if obj and all(isinstance(k, int) for k in obj):  # optimizer state is keyed by int
+                return {"__intkeys__": {str(k): encode(v, f"{path}.{k}") for k, v in obj.items()}}
+            for k in obj:
+                if not isinstance(k, str):
+                    raise TypeError(f"cannot store a dict key of type {type(k).__name__} at {path}")
+            return {k: encode(v, f"{path}.{k}") for k, v in obj.items()}
+        if isinstance(obj, tuple):
+            return {"__tuple__": [encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
+        if isinstance(obj, list):
+            return [encode(v, f"{path}.{i}") for i, v in enumerate(obj)]
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        raise TypeError(
+            f"cannot store a {type(obj).__name__} in a checkpoint (at {path}); "
+            f"only tensors, arrays, numbers, strings, lists, tuples and dicts"
+        )
+
+    return encode(obj, "s"), tensors
 
 
 def decode_state(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
