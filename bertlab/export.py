@@ -61,10 +61,10 @@ def export_hf(model_folder: str | Path, out: str | Path) -> Path:
         remove_dir(tmp)
     tmp.mkdir(parents=True)
     save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    write_json(tmp / "config.json", {"architectures": ["BertForMaskedLM"], **model.config.to_hf_dict()}, indent=2)
+    write_json(tmp / "config.json", {"architectures": ["BertForMaskedLM"], **model.config.to_hf_dict()})
     tokenizer.save(tmp)
     specials = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
-    write_json(tmp / "special_tokens_map.json", specials, indent=2)
+    write_json(tmp / "special_tokens_map.json", specials)
     write_json(
         tmp / "tokenizer_config.json",
         {
@@ -75,7 +75,6 @@ def export_hf(model_folder: str | Path, out: str | Path) -> Path:
             "model_max_length": model.config.max_position_embeddings,
             **specials,
         },
-        indent=2,
     )
     replace_dir(tmp, out)
     return out

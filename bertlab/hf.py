@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file
 
 from bertlab.config import BertConfig
 from bertlab.prose import count
@@ -209,8 +210,6 @@ def _read_folder(folder: Path, config: Any) -> tuple[dict[str, torch.Tensor], Be
             raise FileNotFoundError(f"{folder} has no config.json; pass config=")
         config = json.loads(cfg_file.read_text())
     if (folder / "model.safetensors").exists():
-        from safetensors.torch import load_file
-
         sd = load_file(folder / "model.safetensors")
     elif (folder / "pytorch_model.bin").exists():
         sd = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
@@ -270,8 +269,8 @@ def to_hf_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     H = cfg.hidden_size
     for i in range(cfg.num_layers):
         for p in ("weight", "bias"):
-            q, k, v = sd[f"{prefix}layers.{i}.attention.qkv.{p}"].split(H, dim=0)
-            for n, t in zip(("query", "key", "value"), (q, k, v)):
+            qkv = sd[f"{prefix}layers.{i}.attention.qkv.{p}"].split(H, dim=0)
+            for n, t in zip(("query", "key", "value"), qkv):
                 out[f"{prefix}encoder.layer.{i}.attention.self.{n}.{p}"] = t
     for ours, theirs in _HEADS[name].items():
         out[theirs] = sd[ours]

@@ -145,8 +145,5 @@ def minilm_path() -> Path:
         )
     from huggingface_hub import snapshot_download
 
-    return Path(
-        snapshot_download(
-            MINILM_HUB_NAME, allow_patterns=["config.json", "model.safetensors", "tokenizer.json", "vocab.txt"]
-        )
-    )
+    files = ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt"]
+    return Path(snapshot_download(MINILM_HUB_NAME, allow_patterns=files))
