@@ -200,14 +200,8 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
                 ),
                 ((mass * real).sum((1, 3)) / (B * T), "divide by the number of REAL query tokens, not B * T"),
             ]
-            expect_same(
-                name,
-                got,
-                expected,
-                f"head_scores for attention to {label} (MiniLM, {L} layers x {A} heads, {B} padded sentence pairs)",
-                atol=1e-5,
-                hints=hints,
-            )
+            what = f"head_scores for attention to {label} (MiniLM, {L} layers x {A} heads, {B} padded sentence pairs)"
+            expect_same(name, got, expected, what, hints=hints)
     with parts("best_head returns (layer, head) of the highest score"):
         g = torch.Generator().manual_seed(14)
         for scores in [
