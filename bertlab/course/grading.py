@@ -95,15 +95,8 @@ class NotebookGrade:
             if hidden:
                 note = f"of them hidden cases, run by the grader only: {sum(hidden)} of {len(hidden)} passed"
                 lines.append(note)
-            tests.append(
-                {
-                    "name": e.exercise,
-                    "score": e.points,
-                    "max_score": e.of,
-                    "output": "\n".join(lines),
-                    "visibility": "visible",
-                }
-            )
+            test = {"name": e.exercise, "score": e.points, "max_score": e.of, "output": "\n".join(lines)}
+            tests.append({**test, "visibility": "visible"})
         output = "\n".join(self.cell_errors) or "graded in a fresh kernel; every exercise is listed below"
         return {
             "score": self.points,
@@ -379,13 +372,10 @@ def grade_folder(
             g = NotebookGrade(name, None, cell_errors=[f"{why}; ask for the .ipynb file as saved by Jupyter"])
         grades.append(g)
         if verbose:
-            print(
-                f"{name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s"
-                + "".join(
-                    f"\n  {e.exercise}: {e.points:g}/{e.of}" + (f"  {e.feedback[:150]}" if e.feedback else "")
-                    for e in g.exercises
-                )
-            )
+            print(f"{name}: {g.assignment or '?'} {g.points:g}/{g.of} in {g.seconds:.0f} s")
+            for e in g.exercises:
+                feedback = f"  {e.feedback[:150]}" if e.feedback else ""
+                print(f"  {e.exercise}: {e.points:g}/{e.of}{feedback}")
     shutil.rmtree(copies, ignore_errors=True)
     target = Path(out) if out else folder / "grades.csv"
     target.parent.mkdir(parents=True, exist_ok=True)  # a submission may have deleted the folder
@@ -395,17 +385,10 @@ def grade_folder(
         w.writerow(["notebook", "assignment", *names, "points", "of", "errors", "feedback"])
         for g in grades:
             by = {e.exercise: e for e in g.exercises}
-            w.writerow(
-                [
-                    g.notebook,
-                    g.assignment or "",
-                    *[by[n].points if n in by else "" for n in names],
-                    g.points,
-                    g.of,
-                    " | ".join(g.cell_errors)[:500],
-                    " | ".join(e.feedback for e in g.exercises if e.feedback)[:1000],
-                ]
-            )
+            points = [by[n].points if n in by else "" for n in names]
+            errors = " | ".join(g.cell_errors)[:500]
+            feedback = " | ".join(e.feedback for e in g.exercises if e.feedback)[:1000]
+            w.writerow([g.notebook, g.assignment or "", *points, g.points, g.of, errors, feedback])
     target.with_suffix(".json").write_text(json.dumps([g.to_dict() for g in grades], indent=1) + "\n")
     gradescope = target.parent / "gradescope"  # one results.json per submission, Gradescope's format
     for g in grades:
