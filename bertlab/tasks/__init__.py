@@ -319,12 +319,9 @@ def trivial_baseline(
     train: Sequence[Any] | None = None,
     dev: Sequence[Any] | None = None,
 ) -> dict[str, float]:
-    """What a model that ignores its input scores on dev, in points: the floor to clear.
-
-    Classification: `accuracy` of always answering the most common label of the first
-    `train_examples` training examples, and `f1` of always answering 1 (2p / (p + n), p positives
-    among n). CoNLL-2003: `f1` 0. SQuAD: {} (no input-free answer). `train` / `dev` replace the
-    task's splits."""
+    """What a model that ignores its input scores on dev, in points: the floor to clear. For
+    classification, `accuracy` of always answering the most common training label (of the first
+    `train_examples`) and `f1` of always answering 1; CoNLL-2003 `f1` 0; SQuAD {}."""
     task = get_task(task_name)
     if task.kind == "token":
         return {"f1": 0.0}
