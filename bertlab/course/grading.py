@@ -2,16 +2,13 @@
 
     python -m bertlab.exercises grade submissions/    # grades.csv, grades.json, gradescope/ there
 
-For each notebook the grader finds its assignment (metadata, file name, or the checks it calls),
-runs its code cells in a fresh Jupyter kernel (not the cells that only call checks), then, for
-each exercise, runs the check in that kernel from a private copy of bertlab.exercises (so a
-notebook that patches `check` changes nothing), under the exercise's time and memory limits. The
-kernel only *records* the student's answers as data (bertlab.exercises.replay: no pickles); a
-fresh Python process that never ran the student's code judges them (`python -m bertlab.exercises
-replay`), so patching torch or bertlab in the notebook changes only the student's own answers.
-An exercise past its time limit, or one that kills the kernel, scores 0, and the rest are graded
-in a fresh kernel. Each exercise scores its points times the share of parts passed. This runs
-students' code: use a container or a throw-away account (book/instructor.md has a recipe).
+Each notebook's code cells run in a fresh Jupyter kernel (not the cells that only call checks);
+each exercise's check then runs there from a private copy of bertlab.exercises (a notebook that
+patches `check` changes nothing), under the exercise's time and memory limits, and only *records*
+the student's answers as data. A fresh Python process that never ran the student's code judges
+them (bertlab.exercises.replay). A timeout or a dead kernel scores that exercise 0 and the rest are
+graded in a fresh kernel; an exercise scores its points times the share of its parts passed.
+This runs students' code: use a container or a throw-away account (book/instructor.md).
 """
 
 from __future__ import annotations
