@@ -35,10 +35,8 @@ def feature_study(
     out: str | None = None,
     max_len: int = 128,
 ) -> FeatureStudy:
-    """Freeze `encoder` (a reference.PretrainedEncoder), extract every word's hidden states of
-    `train` and `dev` once (stored in `store`), train one tagger per combination of Table 7
-    (`train_tagger(**tagger)`), and fine-tune the same encoder on the same sentences
-    (`**finetune`; its model is kept under `out` and its dev tags read back)."""
+    """Freeze `encoder` (a reference.PretrainedEncoder), train one tagger per combination of Table 7
+    on its word states (`train_tagger(**tagger)`), and fine-tune it on the same sentences (`**finetune`)."""
     seconds = {}
     t0 = time.perf_counter()
     model, _ = build_task_model(task, FinetuneConfig(task=task.name, init=str(encoder.folder)))

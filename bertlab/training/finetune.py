@@ -65,9 +65,7 @@ class FinetuneConfig:
     eval_batch_size: int = 128
     eval_every_epoch: bool = True  # False: score the eval split only after the last epoch (cheaper)
     group_by_length: bool = True  # random batches of similar lengths (less padding); False: plain random
-    # token-level tasks with group_by_length: weigh each batch's mean loss by its labelled tokens, so that
-    # every token counts the same in batches of short and of long sentences (as in random batches)
-    balance_tokens: bool = True
+    balance_tokens: bool = True  # token-level tasks grouped by length: every labelled token weighs the same
     device: str = "auto"
     precision: str = "auto"
     out: str | None = None  # where to write results.json (and the models, if save_models)
@@ -138,13 +136,8 @@ class FinetuneResult:
                 f"not a fine-tuning result this version of bertlab reads ({what}): written by another "
                 "version? Fine-tune again to write it anew"
             )
-        return cls(
-            task=d["task"],
-            init=d["init"],
-            main_metric=d["main_metric"],
-            runs=[SeedResult(**r) for r in d["runs"]],
-            config=d.get("config", {}),
-        )
+        runs = [SeedResult(**r) for r in d["runs"]]
+        return cls(task=d["task"], init=d["init"], main_metric=d["main_metric"], runs=runs, config=d.get("config", {}))
 
 
 def _is_model_folder(path: str) -> bool:
@@ -244,10 +237,9 @@ def evaluate(
 
 
 def balanced_tokens_per_batch(task, cfg: FinetuneConfig, train_feats, steps_per_epoch: int) -> float | None:
-    """The mean number of labelled tokens per batch over an epoch, for a token-level task grouped
-    by length (cfg.balance_tokens); None otherwise. A batch's mean loss weighs each batch the same,
-    so in batches of short sentences each token would weigh more; scaling each batch's mean by its
-    token count over this mean gives every token the same weight again, as in random batches."""
+    """The mean labelled tokens per batch over an epoch, for a token-level task grouped by length
+    (cfg.balance_tokens), else None: scaling each batch's mean loss by its tokens over this mean
+    gives every token the same weight, as in random batches."""
     if not (cfg.group_by_length and cfg.balance_tokens and task.kind == "token"):
         return None
     return float(labelled_tokens(train_feats).sum()) / max(1, steps_per_epoch)
@@ -284,8 +276,6 @@ def _train_one(
     t0 = time.perf_counter()
     step = 0
     bar = logs.progress_bar(total, f"{task.name} seed {seed}", enabled=cfg.progress)
-    loss_sum = torch.zeros((), device=rt.device)
-    n_sum = 0
     step_losses: list[float] = []
     epoch_losses: list[torch.Tensor] = []  # kept on the device: read back once per epoch, not per step
     epoch = 0
@@ -297,16 +287,14 @@ def _train_one(
                     loss = model(**batch).loss  # the batch's mean over its examples (or labelled tokens)
                 scaler.scale(batch_objective(loss, batch, tokens_per_batch)).backward()
                 optimizer_step(opt, scaler, cfg.lr * lr_multiplier(step, total, cfg.warmup, "linear"), grad_clip=1.0)
-                loss_sum += loss.detach().float()
                 epoch_losses.append(loss.detach().float())
-                n_sum += 1
                 step += 1
                 bar.update(1)
                 if step >= total:
                     break
             epoch += 1
-            train_loss = (loss_sum / max(n_sum, 1)).item()
-            step_losses += torch.stack(epoch_losses).tolist() if epoch_losses else []
+            train_loss = (sum(epoch_losses) / len(epoch_losses)).item()
+            step_losses += torch.stack(epoch_losses).tolist()
             epoch_losses.clear()
             if not math.isfinite(train_loss):
                 raise ActionableError(
@@ -330,8 +318,6 @@ def _train_one(
                     **({task.main_metric: f"{scores[task.main_metric]:.2f}"} if scores else {}),
                 }
             )
-            loss_sum.zero_()
-            n_sum = 0
     finally:
         bar.close()
     model_dir = None
@@ -358,10 +344,8 @@ def finetune(
     eval_examples: Sequence[Any] | None = None,
     **kwargs: Any,
 ) -> FinetuneResult:
-    """Fine-tune on cfg.task once per seed, evaluating on cfg.eval_split after every epoch (or the
-    last, with eval_every_epoch=False). Keyword arguments override fields of cfg
-    (`finetune(task="rte", init="runs/x/final")`). train_examples / eval_examples (as `task.load`
-    returns them) replace the splits; results.json records how many were used."""
+    """Fine-tune on cfg.task once per seed, scoring cfg.eval_split after every epoch (or the last).
+    Keyword arguments override fields of cfg; train_examples / eval_examples replace the splits."""
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     return _run_arms([cfg], runtime, train_examples, eval_examples)[0]
 
@@ -472,14 +456,11 @@ def _run_arms(
     results = []
     for (cfg, task, _, train_ex, eval_ex, _), arm_runs in zip(prepared, runs):
         # examples passed in are recorded by their number, not written out
-        given = {
-            name: len(used)
-            for name, passed, used in (
-                ("train_examples", train_examples, train_ex),
-                ("eval_examples", eval_examples, eval_ex),
-            )
-            if passed is not None
-        }
+        given = {}
+        if train_examples is not None:
+            given["train_examples"] = len(train_ex)
+        if eval_examples is not None:
+            given["eval_examples"] = len(eval_ex)
         result = FinetuneResult(
             task=task.name,
             init=cfg.init,

@@ -22,14 +22,8 @@ from bertlab.config import BertConfig
 
 def pretraining_flops(config: BertConfig, batch_size: int, seq_len: int, predictions: float) -> float:
     """Model FLOPs of one training step (forward + backward); see the module docstring."""
-    B, T, L, H, I, V = (
-        batch_size,
-        seq_len,
-        config.num_layers,
-        config.hidden_size,
-        config.intermediate_size,
-        config.vocab_size,
-    )
+    B, T = batch_size, seq_len
+    L, H, I, V = config.num_layers, config.hidden_size, config.intermediate_size, config.vocab_size
     encoder = B * T * L * (4 * H * H + 2 * H * I)
     attention = B * T * L * 2 * T * H
     mlm = B * predictions * (H * H + H * V)

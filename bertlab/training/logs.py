@@ -143,15 +143,8 @@ def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title
         evals = [{**r, "tokens": at.get(r["step"])} for r in evals]
     logged = {k for r in records for k, v in r.items() if isinstance(v, (int, float))}
     panels = [("loss", "loss (MLM + NSP)" if "nsp_loss" in logged else "loss")]
-    panels += [
-        (k, label)
-        for k, label in (
-            ("mlm_acc", "MLM accuracy"),
-            ("next_token_acc", "next-token accuracy"),
-            ("nsp_acc", "NSP accuracy"),
-        )
-        if k in logged
-    ]
+    accuracies = {"mlm_acc": "MLM accuracy", "next_token_acc": "next-token accuracy", "nsp_acc": "NSP accuracy"}
+    panels += [(k, label) for k, label in accuracies.items() if k in logged]
     panels.append(("tokens_per_s", "tokens / s"))
     if axes is None:
         fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))

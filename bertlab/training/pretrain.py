@@ -4,21 +4,15 @@
     result.history            # every logged metric (also in runs/mini/metrics.jsonl)
     result.model              # the trained BertForPreTraining
 
-or `python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini` (on several GPUs, after
-`torchrun --nproc_per_node N`). One optimiser step, as in the paper (section 3.1, appendix A.2):
+or `python -m bertlab pretrain ...` (on several GPUs, after `torchrun --nproc_per_node N`). One step,
+as in the paper (section 3.1, A.2): a masked batch; BertForPreTraining with the MLM head at the
+chosen positions only; loss = mean MLM cross-entropy + mean NSP cross-entropy; backward, clipping,
+the scheduled lr, an AdamW update. objective="ltr" is section 5.1's "LTR & No NSP" model.
 
-    1. the next batch, already masked (bertlab.data.masking: 15% chosen, 80/10/10);
-    2. BertForPreTraining on it, the MLM head only at the P chosen positions;
-    3. loss = mean cross-entropy over the chosen tokens + mean NSP cross-entropy (when NSP is on);
-    4. backward, clip the gradient norm, set the scheduled learning rate, AdamW update.
-
-objective="ltr" is the paper's "LTR & No NSP" ablation (section 5.1): a causal model, unmasked
-batches, every position predicting the next token with the MLM head's decoder (logged as ltr_loss
-and next_token_acc). Batches come from a background thread; the device is read only every
-`log_every` steps; checkpoints are written atomically every `checkpoint_every` steps, at the end
-and on SIGTERM / Ctrl-C, and `resume=True` continues exactly where a run stopped; a NaN/inf loss
-stops the run before any damaged weights are saved. The loss is a sum over masked tokens divided
-by their count over all processes, so that N processes compute the gradient of one whole batch.
+Checkpoints are written atomically every `checkpoint_every` steps, at the end and on SIGTERM /
+Ctrl-C; `resume=True` continues exactly where a run stopped; a NaN/inf loss stops the run before
+its weights are saved. The MLM loss is summed and divided by the masked tokens of all processes,
+so that N processes compute the gradient of one whole batch.
 """
 
 from __future__ import annotations
@@ -66,7 +60,6 @@ __all__ = [
     "StopSignals",
     "Trainer",
     "build_model",
-    "ckpt_root_barrier",
     "evaluate_checkpoint",
     "prepare_data",
     "pretrain",
@@ -351,7 +344,8 @@ class Trainer:
                         self.evaluate(logger, due.last)
                     if due.checkpoint or due.last or stop_now:
                         self.save()
-                        ckpt_root_barrier(self.rt)
+                        if self.rt.dist.enabled:  # the others wait for rank 0's checkpoint
+                            dist.barrier()
                     if stop_now and not due.last:
                         stopped_by = signals.received or "stop_after"
                         if self.is_main:
@@ -519,12 +513,6 @@ class Trainer:
             self.final_eval = ev
 
 
-def ckpt_root_barrier(rt: Runtime) -> None:
-    """Other processes wait for rank 0 to finish writing a checkpoint."""
-    if rt.dist.enabled:
-        dist.barrier()
-
-
 def build_model(cfg: PretrainConfig, vocab_size: int, pad_id: int = 0) -> BertForPreTraining:
     """The model a run trains: the preset's size (or its L/H/A overrides), causal for "ltr"."""
     r = cfg.resolved_recipe()
@@ -576,11 +564,10 @@ def pretrain(
         if rt.dist.is_main:
             tokenizer.save(out / "tokenizer")
         tokenizer_file = out / "tokenizer" / "tokenizer.json"
-    vocab_size = tokenizer.vocab_size if tokenizer is not None else None
-    if vocab_size is None:
+    if tokenizer is None:
         raise ValueError("pretrain needs a tokenizer (for the vocabulary size) when given a batch source")
     seed_everything(cfg.seed)  # the model's initial weights depend on the seed only
-    model = build_model(cfg, vocab_size, getattr(tokenizer, "pad_id", 0))
+    model = build_model(cfg, tokenizer.vocab_size, getattr(tokenizer, "pad_id", 0))
     if prior is not None:  # start the MLM where a unigram model is: the loss starts near its entropy
         with torch.no_grad():
             model.mlm.bias.copy_(prior)

@@ -13,7 +13,7 @@ from torch import nn
 
 from bertlab.config import PRESETS, BertConfig
 from bertlab.training.objective import OBJECTIVES
-from bertlab.training.recipes import RECIPES, Recipe, get_recipe, parse_phases
+from bertlab.training.recipes import Recipe, get_recipe, parse_phases
 
 
 @dataclass
@@ -102,15 +102,14 @@ class PretrainConfig:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
         self.model_size()  # H divisible by A, positive sizes (BertConfig's checks)
-        if self.recipe not in RECIPES:
-            raise ValueError(f"unknown recipe {self.recipe!r}; choose one of {', '.join(RECIPES)}")
+        r = self.resolved_recipe()  # raises for an unknown recipe
         if self.steps is not None and self.minutes is not None:
             raise ValueError("give --steps or --minutes (a time budget), not both")
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"--steps must be at least 1, got {self.steps}")
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"--minutes must be positive, got {self.minutes}")
-        if self.steps is None and self.minutes is None and self.resolved_recipe().steps is None:
+        if self.steps is None and self.minutes is None and r.steps is None:
             raise ValueError(f"the {self.recipe!r} recipe has no default length: give --steps or --minutes")
         if self.grad_accum < 1:
             raise ValueError(f"--grad-accum must be at least 1, got {self.grad_accum}")
@@ -120,7 +119,7 @@ class PretrainConfig:
                 f"(mlm: BERT's masked LM, ltr: a left-to-right LM)"
             )
         if self.objective == "ltr":
-            if self.resolved_recipe().nsp:
+            if r.nsp:
                 raise ValueError(
                     f"--objective ltr cannot be combined with next-sentence prediction: the paper's "
                     f"left-to-right model is 'LTR & No NSP' (section 5.1), and the {self.recipe!r} "
@@ -134,7 +133,6 @@ class PretrainConfig:
         for name in ("log_every", "eval_every", "checkpoint_every", "keep_last"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        r = self.resolved_recipe()
         if r.seq_len > 512:
             raise ValueError(f"seq_len {r.seq_len} exceeds BERT's 512 learned positions")
         if r.seq_len < 8:

@@ -30,8 +30,6 @@ class PretrainingData:
     eval_batches: list[dict[str, torch.Tensor]]  # fixed, masked held-out batches
     tokenizer: Any
     tokenizer_file: Path
-    train_examples: int = 0
-    heldout_examples: int = 0
     unigram_log_probs: torch.Tensor | None = None  # (V,) log frequencies of the training tokens
 
 
@@ -45,10 +43,8 @@ def _main_first(rt: Runtime, fn: Callable[[], Any]) -> Any:
 
 
 def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
-    """Corpus -> WordPiece vocabulary -> memory-mapped examples -> masked batches. The vocabulary
-    is trained on the "train" documents only; examples are stored under <out>/data (reused when
-    text and vocabulary are unchanged); batches are masked on the fly (unmasked, with next-token
-    labels, for objective="ltr")."""
+    """Corpus -> WordPiece vocabulary (of the "train" documents) -> memory-mapped examples under
+    <out>/data (reused when unchanged) -> batches masked on the fly (next-token labels for "ltr")."""
     r = cfg.resolved_recipe()
     out = Path(cfg.out)
     docs = load_corpus(cfg.corpus, "train")
@@ -139,6 +135,4 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
         if cfg.objective != "ltr":
             never.append(tokenizer.sep_id)
         prior = unigram_log_probs(train_ds, tokenizer.vocab_size, exclude=never)
-    return PretrainingData(
-        source, eval_batches, tokenizer, tok_dir / "tokenizer.json", len(train_ds), len(held_ds), prior
-    )
+    return PretrainingData(source, eval_batches, tokenizer, tok_dir / "tokenizer.json", prior)

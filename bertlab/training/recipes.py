@@ -23,9 +23,8 @@ from typing import Any, Sequence
 
 @dataclass(frozen=True)
 class Phase:
-    """The `fraction` of a run spent on `batch_size` sequences of `seq_len` tokens per step. A run's
-    phases follow each other and their fractions add up to 1; they divide its steps (`phase_ends`),
-    or its time under a time budget (`phase_ends_by_time`)."""
+    """The `fraction` of a run (of its steps, or of its time under a time budget) spent on
+    `batch_size` sequences of `seq_len` tokens per step; a run's fractions add up to 1."""
 
     fraction: float
     seq_len: int
@@ -68,7 +67,6 @@ def phases_text(phases: Sequence[Phase], plan: str = "steps") -> str:
     and 10% on 32 of 256" (plan "time": "80% of the time on ...")."""
     if plan not in PHASE_PLANS:
         raise ValueError(f"a phase plan divides {' or '.join(PHASE_PLANS)}, got {plan!r}")
-    phases = [p if isinstance(p, Phase) else Phase(**p) for p in phases]
     if not phases:
         raise ValueError("no phases to describe")
     first, rest = phases[0], phases[1:]
@@ -98,12 +96,10 @@ def phase_ends_by_time(
     total_steps: int,
     ends_before: Sequence[int] | None = None,
 ) -> list[int]:
-    """The step at which each phase ends in a run limited to `budget_s` seconds, now at `step` after
-    `elapsed_s` and expected to end after `total_steps`: phase k ends when the clock passes the
-    running sum of the fractions times the budget. A boundary already passed stays where the run
-    crossed it (or where `ends_before`, the boundaries planned so far, put it); one still ahead gets
-    the same share of the steps left as of the seconds left. By the clock rather than by steps, so
-    that a resume on a faster machine does not shorten the last phases."""
+    """The step at which each phase ends in a run of `budget_s` seconds, at `step` after `elapsed_s`
+    and expected to end after `total_steps`: phase k ends when the clock passes the running sum of
+    the fractions times the budget. A boundary passed stays where the run crossed it (or where
+    `ends_before` put it); one ahead gets the same share of the steps left as of the seconds left."""
     if ends_before is not None and len(ends_before) != len(phases):
         raise ValueError(f"need one earlier end per phase ({len(phases)}), got {list(ends_before)}")
     left_s, left_steps = budget_s - elapsed_s, max(total_steps - step, 0)
