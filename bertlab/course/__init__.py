@@ -46,8 +46,7 @@ class Exercise:
 
 @dataclass(frozen=True)
 class Question:
-    """An open question, graded by hand with the rubric in its model answer (instructor edition).
-    `id` is the nbgrader grade_id of its answer cell."""
+    """An open question, graded by hand; `id` is the nbgrader grade_id of its answer cell."""
 
     id: str
     notebook: str

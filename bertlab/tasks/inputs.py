@@ -81,11 +81,9 @@ def example_field(example: Any, name: str, default: Any = _MISSING) -> Any:
 
 # --- Features: a dataset with a report, and its batches ---
 class Features(torch.utils.data.Dataset):
-    """Featurized examples, one dict of numpy arrays / ints per model input (`items`).
-
-    `report` counts what the featurizer had to decide (truncations, empty texts, answers not
-    found, windows...); `examples` keeps the originals, which evaluation maps predictions back to;
-    `meta` holds task-specific arrays for evaluation (SQuAD: each token's character span)."""
+    """Featurized examples, one dict of numpy arrays / ints per model input (`items`), with the
+    `report` of what the featurizer decided, the original `examples` and the arrays evaluation
+    needs (`meta`; SQuAD: each token's character span)."""
 
     def __init__(self, task: str, items: list[dict], examples: Sequence[Any], report: dict, meta: dict | None = None):
         self.task = task
