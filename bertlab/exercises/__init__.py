@@ -73,19 +73,15 @@ def memory_limit(megabytes: int | None):
     on Linux; elsewhere, or with None, no limit)."""
     try:
         import resource
-    except ImportError:  # not POSIX: no limit
-        yield
-        return
-    if megabytes is None:
+
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError):  # not Linux: no reliable measure of what is in use
+        used = None
+    if megabytes is None or used is None:
         yield
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    try:
-        with open("/proc/self/statm") as f:
-            used = int(f.read().split()[0]) * resource.getpagesize()
-    except OSError:  # not Linux: no reliable measure of what is in use
-        yield
-        return
     limit = used + megabytes * 2**20
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
