@@ -118,28 +118,27 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
 # fmt: on
 
 _Q = Question
-QUESTIONS: dict[str, Question] = {
-    q.id: q
-    for q in [
-        _Q("q_unk", "01_tokens_and_positions", "Why WordPiece never fails on known characters", 5),
-        _Q("q_positions", "01_tokens_and_positions", "What sinusoids give that a learned table does not", 5),
-        _Q("q_sqrt", "02_attention", "Why divide by sqrt(d_k)?", 5),
-        _Q("q_mask", "02_attention", "Why mask keys and not queries?", 5),
-        _Q("q_801010", "03_pretraining_data", "Why 80/10/10 rather than always [MASK]?", 5),
-        _Q("q_nsp", "03_pretraining_data", "Why did RoBERTa drop NSP?", 5),
-        _Q("q_span", "04_using_bert", "Why j >= i is not enough", 5),
-        _Q("q_features", "04_using_bert", "Why features stay close to fine-tuning", 5),
-        _Q("q_postln", "05_encoder_layer", "Post-LN or pre-LN?", 5),
-        _Q("q_where_params", "05_encoder_layer", "Where do BERT-base's parameters sit?", 5),
-        _Q("q_clip", "06_training", "What clipping and warm-up protect against", 5),
-        _Q("q_control", "06_training", "Why a from-scratch control?", 5),
-        _Q("q_first_piece", "07_tasks_and_heads", "First piece, or every piece?", 5),
-        _Q("q_probe_limits", "07_tasks_and_heads", "What a head probe can and cannot show", 5),
-        _Q("q_confounds", "08_ablation", "What else could differ between the arms", 5),
-        _Q("q_read_result", "08_ablation", "Reading an ablation's result", 10),
-        _Q("q_capstone", "09_capstone", "What you changed and what it bought", 25),
-    ]
-}
+# fmt: off
+QUESTIONS: dict[str, Question] = {q.id: q for q in [
+    _Q("q_unk",          "01_tokens_and_positions", "Why WordPiece never fails on known characters", 5),
+    _Q("q_positions",    "01_tokens_and_positions", "What sinusoids give that a learned table does not", 5),
+    _Q("q_sqrt",         "02_attention",            "Why divide by sqrt(d_k)?", 5),
+    _Q("q_mask",         "02_attention",            "Why mask keys and not queries?", 5),
+    _Q("q_801010",       "03_pretraining_data",     "Why 80/10/10 rather than always [MASK]?", 5),
+    _Q("q_nsp",          "03_pretraining_data",     "Why did RoBERTa drop NSP?", 5),
+    _Q("q_span",         "04_using_bert",           "Why j >= i is not enough", 5),
+    _Q("q_features",     "04_using_bert",           "Why features stay close to fine-tuning", 5),
+    _Q("q_postln",       "05_encoder_layer",        "Post-LN or pre-LN?", 5),
+    _Q("q_where_params", "05_encoder_layer",        "Where do BERT-base's parameters sit?", 5),
+    _Q("q_clip",         "06_training",             "What clipping and warm-up protect against", 5),
+    _Q("q_control",      "06_training",             "Why a from-scratch control?", 5),
+    _Q("q_first_piece",  "07_tasks_and_heads",      "First piece, or every piece?", 5),
+    _Q("q_probe_limits", "07_tasks_and_heads",      "What a head probe can and cannot show", 5),
+    _Q("q_confounds",    "08_ablation",             "What else could differ between the arms", 5),
+    _Q("q_read_result",  "08_ablation",             "Reading an ablation's result", 10),
+    _Q("q_capstone",     "09_capstone",             "What you changed and what it bought", 25),
+]}
+# fmt: on
 
 # fmt: off
 PROJECTS: dict[str, Project] = {p.name: p for p in [

@@ -211,12 +211,8 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
     if settings.threads:
         torch.set_num_threads(settings.threads)
     folder = str(Path(folder).resolve())
-    result: dict[str, Any] = {
-        "mlm": None,
-        "finetune": {"seeds": [], "pretrained": [], "scratch": []},
-        "stage": "mlm",
-        "seconds": {},
-    }
+    ft = {"seeds": [], "pretrained": [], "scratch": []}
+    result: dict[str, Any] = {"mlm": None, "finetune": ft, "stage": "mlm", "seconds": {}}
 
     def save() -> None:
         if out is not None:
@@ -250,7 +246,6 @@ def measure(folder: str | Path, settings: Grading = GRADING, out: str | Path | N
         precision="fp32",
         progress=False,
     )
-    ft = result["finetune"]
     for seed in settings.seeds:
         scores = {}
         for arm, init in (("pretrained", {"init": folder}), ("scratch", {"init": "scratch", "like": folder})):
@@ -440,19 +435,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m bertlab.course.capstone",
         description="grade capstone submissions: the model is measured again from its weights",
     )
+    p.add_argument("submissions", nargs="+", help="submission folders (config.json, model.safetensors, ...)")
+    p.add_argument("--out", help="write OUT.csv and OUT.json (one row / record per submission)")
     p.add_argument(
-        "submissions",
-        nargs="+",
-        help="submission folders (config.json, model.safetensors, tokenizer.json, the notebook)",
+        "--timeout", type=float, default=GRADING.timeout, help="seconds per submission (default %(default)g)"
     )
-    p.add_argument("--out", default=None, help="write OUT.csv and OUT.json (one row / record per submission)")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=GRADING.timeout,
-        help="seconds for each submission's measurements (default %(default)g)",
-    )
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--seeds", type=int, nargs="+", default=list(GRADING.seeds))
     args = p.parse_args(argv)
     grades = []

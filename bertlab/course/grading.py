@@ -403,24 +403,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         prog="python -m bertlab.exercises grade", description="grade submitted exercise notebooks in fresh kernels"
     )
     p.add_argument("folder", help="a folder of submitted .ipynb files")
-    p.add_argument("--out", default=None, help="CSV path (default: <folder>/grades.csv)")
+    p.add_argument("--out", help="CSV path (default: <folder>/grades.csv)")
+    p.add_argument("--timeout", type=int, help="seconds allowed to each exercise's check (default: its own limit)")
+    p.add_argument("--assignment", choices=sorted(assignments()), help="grade every notebook as this assignment")
     p.add_argument(
-        "--timeout",
-        type=int,
-        default=None,
-        help="seconds allowed to each exercise's check (default: each exercise's own limit)",
-    )
-    p.add_argument(
-        "--assignment",
-        default=None,
-        choices=sorted(assignments()),
-        help="grade every notebook as this assignment (default: found per notebook)",
-    )
-    p.add_argument(
-        "--memory-mb",
-        type=int,
-        default=None,
-        help="memory each exercise's check may allocate, in MB (default: each exercise's own limit, 2,048)",
+        "--memory-mb", type=int, help="MB each exercise's check may allocate (default: its own limit, 2,048)"
     )
     args = p.parse_args(argv)
     grade_folder(args.folder, args.out, args.timeout, args.assignment, memory_mb=args.memory_mb)

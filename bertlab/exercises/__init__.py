@@ -192,14 +192,6 @@ def require_part(name: str, index: int, *functions: Callable) -> None:
         raise AssertionError(f"[{name}] {parts[index].name}: {parts[index].message}")
 
 
-def grade(folder: str, out: str | None = None, timeout: int | None = None) -> list:
-    """Grade every notebook in `folder` in fresh kernels: see bertlab.course.grading.grade_folder."""
-    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.course.grading import grade_folder
-
-    return grade_folder(folder, out, timeout)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     import json
     import sys

@@ -10,7 +10,7 @@ from bertlab.config import PRESETS
 from bertlab.prose import count
 from bertlab.training.recipes import RECIPES, Recipe, get_recipe
 
-from .framework import Parts, call_student, fail_check
+from .framework import Parts, call_student
 
 PLAN_FIELDS = {
     "question": str,
@@ -52,41 +52,38 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
 
     def need_plan():
         if not plan:
-            fail_check(name, "not checked: ablation_plan() did not return a dict with every field")
+            parts.fail("not checked: ablation_plan() did not return a dict with every field")
 
     def resolve(cfg: dict, what: str):
         cfg = dict(cfg)
         recipe, preset = cfg.pop("recipe", None), cfg.pop("preset", None)
         if recipe not in RECIPES:
-            fail_check(name, f"{what}: 'recipe' must be one of {sorted(RECIPES)}, got {recipe!r}")
+            parts.fail(f"{what}: 'recipe' must be one of {sorted(RECIPES)}, got {recipe!r}")
         if preset not in PRESETS:
-            fail_check(name, f"{what}: 'preset' must be one of {sorted(PRESETS)}, got {preset!r}")
+            parts.fail(f"{what}: 'preset' must be one of {sorted(PRESETS)}, got {preset!r}")
         unknown = sorted(set(cfg) - knobs)
         if unknown:
-            fail_check(
-                name, f"{what}: {unknown} are not settings of a pretraining run; the settings are {sorted(knobs)}"
-            )
+            parts.fail(f"{what}: {unknown} are not settings of a pretraining run; the settings are {sorted(knobs)}")
         try:
             r = get_recipe(recipe, **cfg)
         except (ValueError, TypeError) as err:
-            fail_check(name, f"{what}: not a valid run: {err}")
+            parts.fail(f"{what}: not a valid run: {err}")
         return {**dc.asdict(r), "preset": preset}
 
     with parts("the plan has every field, with the right types"):
         got = call_student(name, ablation_plan)
         if not isinstance(got, dict):
-            fail_check(name, f"return a dict, got {type(got).__name__}")
+            parts.fail(f"return a dict, got {type(got).__name__}")
         for key, typ in PLAN_FIELDS.items():
             if key not in got:
-                fail_check(name, f"the plan has no {key!r}; it needs {', '.join(PLAN_FIELDS)}")
+                parts.fail(f"the plan has no {key!r}; it needs {', '.join(PLAN_FIELDS)}")
             if not isinstance(got[key], typ) or isinstance(got[key], bool):
-                fail_check(
-                    name,
+                parts.fail(
                     f"plan[{key!r}] should be a {getattr(typ, '__name__', 'list or number')}, got "
-                    f"{type(got[key]).__name__}",
+                    f"{type(got[key]).__name__}"
                 )
             if isinstance(got[key], str) and not got[key].strip():
-                fail_check(name, f"plan[{key!r}] is empty")
+                parts.fail(f"plan[{key!r}] is empty")
         plan = got
     with parts("the control is a run bertlab can make"):
         need_plan()
@@ -95,52 +92,46 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
         need_plan()
         change = plan["change"]
         if len(change) != 1:
-            fail_check(
-                name,
+            parts.fail(
                 f"change {sorted(change)} settings; an ablation changes exactly ONE thing, so that any "
-                "difference can be put down to it",
+                "difference can be put down to it"
             )
         knob, value = next(iter(change.items()))
         if knob not in knobs:
-            fail_check(name, f"{knob!r} is not a setting of a pretraining run; the settings are {sorted(knobs)}")
+            parts.fail(f"{knob!r} is not a setting of a pretraining run; the settings are {sorted(knobs)}")
         control = resolve(plan["control"], "the control")
         treatment = resolve({**plan["control"], knob: value}, "the control with the change")
         if control[knob] == treatment[knob]:
-            fail_check(
-                name,
+            parts.fail(
                 f"the change sets {knob} to {value!r}, which is already the control's value: the two arms "
-                "would be the same run",
+                "would be the same run"
             )
     with parts("at least 3 seeds, each used by both arms"):
         need_plan()
         seeds = list(plan["seeds"])
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds) or len(set(seeds)) != len(seeds):
-            fail_check(name, f"seeds should be distinct ints, got {seeds}")
+            parts.fail(f"seeds should be distinct ints, got {seeds}")
         if len(seeds) < 3:
-            fail_check(
-                name,
+            parts.fail(
                 f"{count(len(seeds), 'seed')}: with fewer than three per arm there is no way to tell a "
-                "difference from seed-to-seed noise",
+                "difference from seed-to-seed noise"
             )
     with parts(f"the budget fits in {CPU_HOURS} CPU-hours (2 arms x seeds x minutes per run)"):
         need_plan()
         minutes = float(plan["minutes_per_run"])
         total = 2 * len(plan["seeds"]) * minutes
         if minutes <= 0:
-            fail_check(name, f"minutes_per_run must be positive, got {minutes:g}")
+            parts.fail(f"minutes_per_run must be positive, got {minutes:g}")
         if total > CPU_HOURS * 60:
-            fail_check(
-                name,
+            parts.fail(
                 f"2 arms x {len(plan['seeds'])} seeds x {minutes:g} minutes = {total:g} minutes, more than "
-                f"the {CPU_HOURS * 60} minutes available: fewer minutes per run (or a smaller model)",
+                f"the {CPU_HOURS * 60} minutes available: fewer minutes per run (or a smaller model)"
             )
     with parts("a metric measured on held-out data"):
         need_plan()
         if plan["metric"] not in METRICS:
-            fail_check(
-                name,
-                f"metric {plan['metric']!r}: choose one of {list(METRICS)} (measured on data the runs "
-                "did not train on)",
+            parts.fail(
+                f"metric {plan['metric']!r}: choose one of {list(METRICS)} (measured on data the runs did not train on)"
             )
     with parts("a hypothesis that names the setting and predicts a direction"):
         need_plan()
@@ -148,27 +139,25 @@ def check_ablation_plan(ablation_plan: Callable) -> None:
         knob = next(iter(plan["change"]), "")
         names = {knob.lower(), knob.lower().replace("_", " "), knob.lower().replace("_", "-")}
         if not any(n and n in text for n in names):
-            fail_check(name, f"the hypothesis does not name the setting it is about ({knob!r})")
+            parts.fail(f"the hypothesis does not name the setting it is about ({knob!r})")
         if not any(w in text for w in DIRECTION_WORDS):
-            fail_check(
-                name,
+            parts.fail(
                 "the hypothesis predicts no direction: say what you expect the change to do to the metric "
-                "(higher, lower, no difference, ...)",
+                "(higher, lower, no difference, ...)"
             )
         if len(text.split()) < 12:
-            fail_check(name, "the hypothesis is under 12 words: say what you expect AND why")
+            parts.fail("the hypothesis is under 12 words: say what you expect AND why")
     with parts("a decision rule with a threshold, fixed before the runs"):
         need_plan()
         rule = plan["decision"]
         if not re.search(r"\d", rule):
-            fail_check(
-                name,
+            parts.fail(
                 "the decision rule has no number: state the threshold (e.g. a difference of medians of at "
-                "least 1 point, larger than the spread between seeds)",
+                "least 1 point, larger than the spread between seeds)"
             )
         if len(rule.split()) < 8:
-            fail_check(
-                name, "the decision rule is under 8 words: say which result supports the hypothesis and which does not"
+            parts.fail(
+                "the decision rule is under 8 words: say which result supports the hypothesis and which does not"
             )
     parts.done(
         "every field; a runnable control; one change to a real setting; >= 3 seeds; the budget within "

@@ -7,7 +7,7 @@ from typing import Callable
 
 import torch
 
-from .framework import Parts, call_student, expect_same, expect_tensor, fail_check, padding_mask
+from .framework import Parts, call_student, expect_same, expect_tensor, padding_mask
 
 
 def _reference_attention(q, k, v, mask=None, scale=True, mask_queries=False):
@@ -59,7 +59,7 @@ def check_attention(attention: Callable) -> None:
                 name, attention, q.clone(), k.clone(), v.clone(), None if mask is None else mask.clone()
             )
             if not (isinstance(result, tuple) and len(result) == 2):
-                fail_check(name, f"{what}: return a pair (output, weights), got {type(result).__name__}")
+                parts.fail(f"{what}: return a pair (output, weights), got {type(result).__name__}")
             out, w = result
             exp_out, exp_w = _reference_attention(q, k, v, mask)
             w = expect_tensor(name, w, f"{what}, weights")
@@ -68,20 +68,18 @@ def check_attention(attention: Callable) -> None:
             sums = w.double().sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
                 b, i = (sums - 1).abs().argmax().item() // Tq, (sums - 1).abs().argmax().item() % Tq
-                fail_check(
-                    name,
+                parts.fail(
                     f"{what}: the weights of batch row {b}, query {i} sum to {sums[b, i].item():.4f} "
-                    f"over the keys, not 1: take the softmax over the last axis (the keys)",
+                    f"over the keys, not 1: take the softmax over the last axis (the keys)"
                 )
             if mask is not None:
                 leak = w.detach().double() * (~mask)[:, None, :]
                 if leak.max() > 1e-6:
                     b, i, j = (leak == leak.max()).nonzero()[0].tolist()
-                    fail_check(
-                        name,
+                    parts.fail(
                         f"{what}: batch row {b}, query {i} attends to padding position {j} "
                         f"(weight {leak[b, i, j].item():.2f}); padded KEYS must get weight 0: set "
-                        f"their scores to -inf before the softmax (mask the last axis)",
+                        f"their scores to -inf before the softmax (mask the last axis)"
                     )
             hints = [
                 (
@@ -134,10 +132,9 @@ def check_heads(split_heads: Callable, merge_heads: Callable) -> None:
             ]
             got_t = expect_tensor(name, got, what)
             if tuple(got_t.shape) == (B, T, A, d) and (B, T, A, d) != (B, A, T, d):
-                fail_check(
-                    name,
+                parts.fail(
                     f"{what}: expected shape {(B, A, T, d)}, got {(B, T, A, d)}: did you forget to "
-                    "transpose the head and time axes?",
+                    "transpose the head and time axes?"
                 )
             expect_same(name, got_t, expected, what, atol=0, hints=hints)
     with parts("merge_heads"):

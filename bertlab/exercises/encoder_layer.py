@@ -196,13 +196,12 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
             functools.partial(_gradients_of_layer, name, EncoderLayer, (32, 4, 64), x, r),
         )
         if not isinstance(grads, dict):
-            fail_check(name, "the gradients of the layer's parameters were not recorded")
+            parts.fail("the gradients of the layer's parameters were not recorded")
         dead = [n for n, gr in grads.items() if not isinstance(gr, torch.Tensor) or not gr.abs().sum() > 0]
         if dead:
-            fail_check(
-                name,
+            parts.fail(
                 f"no gradient reached {dead}: every parameter must take part in the output (no "
-                ".detach(), no torch.no_grad() inside forward, no layer left unused)",
+                ".detach(), no torch.no_grad() inside forward, no layer left unused)"
             )
     parts.done(
         f"{len(cases)} cases (padding, one token, an FFN that is not 4H, MiniLM's 12 heads) against "
@@ -257,7 +256,7 @@ def check_param_count(bert_parameters: Callable) -> None:
             if isinstance(got, float) and got.is_integer():
                 got = int(got)
             if not isinstance(got, int) or isinstance(got, bool):
-                fail_check(name, f"{call}: return an int, got {type(got).__name__} {got!r}")
+                parts.fail(f"{call}: return an int, got {type(got).__name__} {got!r}")
             if got == expected:
                 continue
             L, H = kw["L"], kw["H"]
@@ -287,8 +286,8 @@ def check_param_count(bert_parameters: Callable) -> None:
                 ),
             ]
             why = next((w for k, w in known if _count_parameters(L, H, **{**common, **k}) == got), "")
-            fail_check(
-                name, f"{call}: expected {expected:,}, got {got:,} ({got - expected:+,})" + (f": {why}" if why else "")
+            parts.fail(
+                f"{call}: expected {expected:,}, got {got:,} ({got - expected:+,})" + (f": {why}" if why else "")
             )
     parts.done(
         f"{len(configs)} configurations against BertModel(config).num_parameters(), the paper's "

@@ -22,13 +22,11 @@ PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader
 
 
 class ExerciseFailure(AssertionError):
-    """A check failed: the message names the exercise, the input and what is wrong; `result` is
-    the CheckResult when the whole check ran."""
+    """A check failed: the message names the exercise, the input and what is wrong."""
 
-    def __init__(self, name: str, message: str, result: "CheckResult | None" = None):
+    def __init__(self, name: str, message: str):
         self.exercise = name
         self.detail = message
-        self.result = result
         super().__init__(f"[{name}] {message}")
 
 
@@ -75,10 +73,10 @@ def grading(on: bool = True):
 
 
 class Parts:
-    """`with parts("case 0"): ...` runs one part: an ExerciseFailure inside marks it failed and the
-    check goes on. `parts.done(summary)` records the CheckResult, then prints the confirmation or
-    raises the first failure. `with parts("case 5", hidden=True) as run: if run: ...` runs only
-    when grading."""
+    """`with parts("case 0"): ...` runs one part: an ExerciseFailure inside (`parts.fail(message)`)
+    marks it failed and the check goes on. `parts.done(summary)` records the CheckResult, then
+    prints the confirmation or raises the first failure. `with parts("case 5", hidden=True) as
+    run: if run: ...` runs only when grading."""
 
     def __init__(self, name: str):
         self.name = name
@@ -109,6 +107,10 @@ class Parts:
         else:
             self.result.parts.append(PartResult(label, True, "", hidden))
 
+    def fail(self, message: str):
+        """Fail the current part with `message`."""
+        raise ExerciseFailure(self.name, message)
+
     def done(self, summary: str) -> None:
         __tracebackhide__ = True
         RESULTS[self.name] = self.result
@@ -116,7 +118,7 @@ class Parts:
         if failed:
             n_ok = len(self.result.parts) - len(failed)
             tally = f"\n({n_ok} of {len(self.result.parts)} parts of this check passed)" if n_ok else ""
-            raise ExerciseFailure(self.name, failed[0].message + tally, self.result)
+            raise ExerciseFailure(self.name, failed[0].message + tally)
         report_pass(self.name, summary)
 
 

@@ -10,7 +10,7 @@ import torch
 from bertlab.model import IGNORE_INDEX, BertModel
 from bertlab.notebook import minilm_path
 
-from .framework import Parts, bert_tokenizer, call_student, expect_same, fail_check, sentence_documents
+from .framework import Parts, bert_tokenizer, call_student, expect_same, sentence_documents
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,19 +70,17 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             got = call_student(name, align_labels, list(word_ids), list(tags))
             got = [int(x) for x in got] if isinstance(got, (list, tuple, torch.Tensor)) else got
             if not isinstance(got, list) or len(got) != len(word_ids):
-                fail_check(
-                    name,
+                parts.fail(
                     f"sentence {n}: return a list with one label per token ({len(word_ids)}), got "
-                    f"{type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else ""),
+                    f"{type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else "")
                 )
             if got != expected:
                 k = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
                 w = word_ids[k]
                 where = "[CLS]/[SEP]" if w is None else f"a piece of the word {words[w]!r}"
-                fail_check(
-                    name,
+                parts.fail(
                     f"sentence {n} ({' '.join(words)[:60]!r}): token {k} ({where}) got label {got[k]}, "
-                    f"expected {expected[k]}{hint_for(word_ids, tags, got)}",
+                    f"expected {expected[k]}{hint_for(word_ids, tags, got)}"
                 )
     with parts("edge cases: one word, one word of many pieces, the label 0 ('O')"):
         for word_ids, tags in (
@@ -97,10 +95,9 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             got = call_student(name, align_labels, list(word_ids), list(tags))
             got = [int(x) for x in got] if isinstance(got, (list, tuple, torch.Tensor)) else got
             if got != expected:
-                fail_check(
-                    name,
+                parts.fail(
                     f"align_labels({word_ids}, {tags}): expected {expected}, got {got}"
-                    + (hint_for(word_ids, tags, got) if isinstance(got, list) else ""),
+                    + (hint_for(word_ids, tags, got) if isinstance(got, list) else "")
                 )
     g = torch.Generator().manual_seed(13)
     with parts("word_predictions reads each word's first piece"):
@@ -111,11 +108,10 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             got = [int(x) for x in got] if isinstance(got, (list, tuple, torch.Tensor)) else got
             if got != want:
                 if isinstance(got, list) and len(got) == len(word_ids):
-                    fail_check(name, f"sentence {n}: return one prediction per WORD ({len(words)}), not per token")
-                fail_check(
-                    name,
+                    parts.fail(f"sentence {n}: return one prediction per WORD ({len(words)}), not per token")
+                parts.fail(
                     f"sentence {n} ({' '.join(words)[:60]!r}): expected {want}, got {got}: read the "
-                    "prediction at the first piece of every word, in word order",
+                    "prediction at the first piece of every word, in word order"
                 )
     with parts("word_predictions(align_labels(word_ids, tags), word_ids) gives the tags back"):
         for n, (words, word_ids, tags, expected) in enumerate(cases[:40]):
@@ -127,7 +123,7 @@ def check_ner_labels(align_labels: Callable, word_predictions: Callable) -> None
             )
             back = [int(x) for x in back] if isinstance(back, (list, tuple, torch.Tensor)) else back
             if back != tags:
-                fail_check(name, f"sentence {n}: word_predictions(align_labels(...)) gave {back}, not the tags {tags}")
+                parts.fail(f"sentence {n}: word_predictions(align_labels(...)) gave {back}, not the tags {tags}")
     parts.done(
         f"{len(cases)} real CoNLL-2003 sentences ({n_split} with words of several pieces) against "
         "bertlab.tasks.ner.featurize_ner, edge cases, and the way back to one prediction per word"
@@ -216,12 +212,10 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
             try:
                 got_t = tuple(int(x) for x in got)
             except Exception:
-                fail_check(name, f"best_head: return a pair of ints (layer, head), got {got!r}")
+                parts.fail(f"best_head: return a pair of ints (layer, head), got {got!r}")
             if got_t != want:
                 hint = " (that is (head, layer): the layer comes first)" if got_t == want[::-1] else ""
-                fail_check(
-                    name, f"best_head on scores of shape {tuple(scores.shape)}: expected {want}, got {got_t}{hint}"
-                )
+                parts.fail(f"best_head on scores of shape {tuple(scores.shape)}: expected {want}, got {got_t}{hint}")
     measured = {}
     with parts("the heads your functions find have the measured property"):
         for label in ("[SEP]", "the previous token", "the next token"):
@@ -231,15 +225,12 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
             )
             layer, head = (int(x) for x in got)
             if not (0 <= layer < L and 0 <= head < A):
-                fail_check(
-                    name, f"the head found for {label}, ({layer}, {head}), is not a head of this {L} x {A} model"
-                )
+                parts.fail(f"the head found for {label}, ({layer}, {head}), is not a head of this {L} x {A} model")
             share, best = scores[layer, head].item(), scores.max().item()
             if share < best - 1e-6:
-                fail_check(
-                    name,
+                parts.fail(
                     f"the head found for attention to {label}, layer {layer} head {head}, puts {share:.1%} "
-                    f"of its attention there, but another head puts {best:.1%}",
+                    f"of its attention there, but another head puts {best:.1%}"
                 )
             measured[label] = (layer, head, share)
     parts.done(

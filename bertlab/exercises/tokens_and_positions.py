@@ -7,7 +7,7 @@ from typing import Callable
 
 import torch
 
-from .framework import Parts, bert_tokenizer, call_student, expect_same, fail_check, squad_dev_examples
+from .framework import Parts, bert_tokenizer, call_student, expect_same, squad_dev_examples
 
 
 def _sinusoids(max_len: int, d: int, swap=False, interleave=True, exponent_step=2) -> torch.Tensor:
@@ -85,7 +85,7 @@ def check_wordpiece(wordpiece: Callable) -> None:
                 expected = expected_of[w]
                 got = call_student(name, wordpiece, w, vocab)
                 if not isinstance(got, list):
-                    fail_check(name, f"word {w!r}: return a list of strings, got {type(got).__name__}")
+                    parts.fail(f"word {w!r}: return a list of strings, got {type(got).__name__}")
                 if got == expected:
                     continue
                 hint = ""
@@ -103,7 +103,7 @@ def check_wordpiece(wordpiece: Callable) -> None:
                     )
                 elif len(got) > len(expected) or (got and expected and len(got[0]) < len(expected[0])):
                     hint = ": take the LONGEST piece in the vocabulary at each step (try the longest substring first)"
-                fail_check(name, f"token {w!r}: expected {expected}, got {got}{hint}")
+                parts.fail(f"token {w!r}: expected {expected}, got {got}{hint}")
     # A toy vocabulary, where the greedy answer differs from the shortest segmentation.
     toy = {"un", "##aff", "##able", "una", "##ffa", "##ble", "[UNK]", "a", "##a"}
     with parts("a toy vocabulary"):
@@ -115,7 +115,7 @@ def check_wordpiece(wordpiece: Callable) -> None:
         ]:
             got = call_student(name, wordpiece, w, toy)
             if got != expected:
-                fail_check(name, f"token {w!r} with the vocabulary {sorted(toy)}: expected {expected}, got {got}")
+                parts.fail(f"token {w!r} with the vocabulary {sorted(toy)}: expected {expected}, got {got}")
     parts.done(
         f"{len(words)} words (SQuAD text, an out-of-vocabulary character, a very long word) "
         "against the `tokenizers` WordPiece model with BERT's 30,522-piece vocabulary, and 4 "

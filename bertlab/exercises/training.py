@@ -202,7 +202,7 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
         try:
             got_f = float(got)
         except (TypeError, ValueError):
-            fail_check(name, f"return the loss as a float (loss.item()), got {type(got).__name__}")
+            parts.fail(f"return the loss as a float (loss.item()), got {type(got).__name__}")
         if abs(got_f - ref_loss) > 1e-4 * max(1.0, abs(ref_loss)):
             why = ""
             for variant, text in (
@@ -212,31 +212,29 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
                 m = copy.deepcopy(base)
                 if abs(_reference_pretraining_step(m, b1, adam(m), 1.0, variant) - got_f) < 1e-4:
                     why = f": {text}"
-            fail_check(
-                name,
+            parts.fail(
                 f"the loss on the first batch: expected {ref_loss:.5f}, got {got_f:.5f}{why} (the MLM loss "
-                "is the mean cross-entropy over positions whose label is not -100)",
+                "is the mean cross-entropy over positions whose label is not -100)"
             )
     with parts("the parameters after one AdamW step equal bertlab's training step"):
         if not after:
-            fail_check(name, "not checked: pretraining_step did not run")
+            parts.fail("not checked: pretraining_step did not run")
         hints = [(functools.partial(_after_step, base, b1, adam, 1.0, "no_clip"), NOT_CLIPPED)]
         _params_differ(name, after[0], ref_after[0], "after one step on the first batch", hints)
     with parts("the gradients are cleared after the step"):
         if not after:
-            fail_check(name, "not checked: pretraining_step did not run")
+            parts.fail("not checked: pretraining_step did not run")
         left = [
             n for n, gr in (run["gradients"] or {}).items() if not isinstance(gr, torch.Tensor) or gr.abs().sum() > 0
         ]
         if left:
-            fail_check(
-                name,
+            parts.fail(
                 f"after the step, {len(left)} parameters still hold gradients (e.g. {left[0]}): call "
-                "optimizer.zero_grad() after optimizer.step(), or the next step adds to them",
+                "optimizer.zero_grad() after optimizer.step(), or the next step adds to them"
             )
     with parts("a second step, on another batch, equals bertlab's too"):
         if not after:
-            fail_check(name, "not checked: pretraining_step did not run")
+            parts.fail("not checked: pretraining_step did not run")
         outcome(name, steps[1])
         _params_differ(name, after[1], ref_after[1], "after a second step")
     with parts("the global gradient norm is clipped to max_grad_norm (seen with SGD)"):
@@ -410,7 +408,7 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
         outcome(name, run["losses"])
         want = [lr_at(s) for s in range(total)]
         if len(seen_lrs) != total:
-            fail_check(name, f"optimizer.step() was called {len(seen_lrs)} times for {total} batches; once per batch")
+            parts.fail(f"optimizer.step() was called {len(seen_lrs)} times for {total} batches; once per batch")
         for s, (a, b) in enumerate(zip(seen_lrs, want)):
             if abs(a - b) > 1e-12:
                 off = (
@@ -418,30 +416,28 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
                     if s + 1 < total and abs(a - lr_at(s + 1)) < 1e-12
                     else ""
                 )
-                fail_check(
-                    name,
+                parts.fail(
                     f"step {s} ran with lr {a:.3g}, expected lr_at({s}) = {b:.3g}{off}: set "
-                    "g['lr'] = lr_at(step) for every g in optimizer.param_groups before optimizer.step()",
+                    "g['lr'] = lr_at(step) for every g in optimizer.param_groups before optimizer.step()"
                 )
     with parts("returns one loss per step, equal to bertlab's loop"):
         if "raised" in run["losses"]:
-            fail_check(name, "not checked: finetune did not run")
+            parts.fail("not checked: finetune did not run")
         got = run["losses"]["result"]
         if not isinstance(got, (list, tuple)) or len(got) != total:
-            fail_check(
-                name,
+            parts.fail(
                 f"{epochs} epochs of {len(train)} batches: return a list of {total} losses (one per step), "
-                f"got {type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else ""),
+                f"got {type(got).__name__}" + (f" of length {len(got)}" if hasattr(got, "__len__") else "")
             )
         got_f = [float(x) for x in got]
         for s, (a, b) in enumerate(zip(got_f, ref_losses)):
             if abs(a - b) > 1e-4 * max(1.0, abs(b)):
-                fail_check(
-                    name, f"step {s}: loss {a:.5f}, expected {b:.5f} (the loss of the batch BEFORE that step's update)"
+                parts.fail(
+                    f"step {s}: loss {a:.5f}, expected {b:.5f} (the loss of the batch BEFORE that step's update)"
                 )
     with parts("the weights after training equal bertlab's loop (clipping included)"):
         if "raised" in run["losses"]:
-            fail_check(name, "not checked: finetune did not run")
+            parts.fail("not checked: finetune did not run")
         variant = functools.partial(_finetuned, base, train, peak, epochs, lr_at)
         hints = [
             (functools.partial(variant, "no_clip"), "the gradients were not clipped to max_grad_norm"),
@@ -457,7 +453,7 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
             functools.partial(_modes_while_training, name, finetune, m, train[:2], peak, lr_at),
         )
         if not modes or not all(modes):
-            fail_check(name, "the model was in eval mode while training: call model.train() at the start of finetune")
+            parts.fail("the model was in eval mode while training: call model.train() at the start of finetune")
     with parts("accuracy: eval mode, no gradients, the share of correct argmax predictions"):
         m = _tiny(BertForSequenceClassification, 13, dropout=0.3).train()
         expected = _reference_accuracy(copy.deepcopy(m), dev)
@@ -469,20 +465,19 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
         )
         acc, state = seen["accuracy"], seen["forward_passes"]
         if any(t for t, _ in state):
-            fail_check(name, "accuracy ran the model in train mode (dropout on): call model.eval() first")
+            parts.fail("accuracy ran the model in train mode (dropout on): call model.eval() first")
         if any(g for _, g in state):
-            fail_check(name, "accuracy computed gradients: wrap the forward passes in torch.no_grad()")
+            parts.fail("accuracy computed gradients: wrap the forward passes in torch.no_grad()")
         try:
             acc_f = float(acc)
         except (TypeError, ValueError):
-            fail_check(name, f"accuracy: return a float, got {type(acc).__name__}")
+            parts.fail(f"accuracy: return a float, got {type(acc).__name__}")
         if acc_f > 1.0 and abs(acc_f / 100 - expected) < 1e-6:
-            fail_check(name, f"accuracy returned {acc_f:g}, a percentage: return a share in [0, 1]")
+            parts.fail(f"accuracy returned {acc_f:g}, a percentage: return a share in [0, 1]")
         if abs(acc_f - expected) > 1e-6:
-            fail_check(
-                name,
+            parts.fail(
                 f"accuracy on {sum(len(b['labels']) for b in dev)} SST-2 dev sentences: expected "
-                f"{expected:.4f}, got {acc_f:.4f}",
+                f"{expected:.4f}, got {acc_f:.4f}"
             )
     parts.done(
         f"{epochs} epochs of {len(train)} real SST-2 batches against bertlab's update step (losses, "

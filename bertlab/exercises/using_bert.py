@@ -15,7 +15,6 @@ from .framework import (
     bert_tokenizer,
     call_student,
     expect_same,
-    fail_check,
     sentence_documents,
     squad_dev_examples,
 )
@@ -60,31 +59,28 @@ def check_span(best_span: Callable) -> None:
                 try:
                     i, j = (int(x) for x in got)
                 except Exception:
-                    fail_check(name, f"return a pair of ints (i, j), got {got!r}")
+                    parts.fail(f"return a pair of ints (i, j), got {got!r}")
                 what = f"window {w} ({label}, max_answer_length={L})"
                 if not (0 <= i < T and 0 <= j < T):
-                    fail_check(name, f"{what}: ({i}, {j}) is outside the window of {T} tokens")
+                    parts.fail(f"{what}: ({i}, {j}) is outside the window of {T} tokens")
                 if j < i:
-                    fail_check(name, f"{what}: your span ({i}, {j}) ends before it starts; allow only j >= i")
+                    parts.fail(f"{what}: your span ({i}, {j}) ends before it starts; allow only j >= i")
                 if j - i + 1 > L:
-                    fail_check(
-                        name,
-                        f"{what}: your span ({i}, {j}) is {j - i + 1} tokens long, more than max_answer_length={L}",
+                    parts.fail(
+                        f"{what}: your span ({i}, {j}) is {j - i + 1} tokens long, more than max_answer_length={L}"
                     )
                 for pos, which in ((i, "start"), (j, "end")):
                     if not in_context[w, pos]:
-                        fail_check(
-                            name,
+                        parts.fail(
                             f"{what}: the {which} token {pos} is not a context token (it is the question, "
-                            "[CLS], [SEP] or padding); allow only positions where context_mask is True",
+                            "[CLS], [SEP] or padding); allow only positions where context_mask is True"
                         )
                 score = (s[w, i] + e[w, j]).item()
                 best = scores[w, 0].item()
                 if score < best - 1e-5:
-                    fail_check(
-                        name,
+                    parts.fail(
                         f"{what}: your span ({i}, {j}) scores {score:.4f}, but ({int(starts[w, 0])}, "
-                        f"{int(ends[w, 0])}) scores {best:.4f}; search every allowed (i, j) pair",
+                        f"{int(ends[w, 0])}) scores {best:.4f}; search every allowed (i, j) pair"
                     )
                 n_checked += 1
     parts.done(
