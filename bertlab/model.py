@@ -45,6 +45,15 @@ def at_positions(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return x.gather(1, positions[:, :, None].expand(-1, -1, x.size(-1)))
 
 
+def check_same_shape(input_ids: torch.Tensor, token_type_ids, attention_mask) -> None:
+    """token_type_ids and attention_mask, when given, must have input_ids' shape."""
+    for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+        if t is not None and t.shape != input_ids.shape:
+            raise ValueError(
+                f"{name} has shape {tuple(t.shape)} but input_ids has {tuple(input_ids.shape)}; they must match"
+            )
+
+
 # --- Outputs --------------------------------------------------------------------------------------
 @dataclass
 class BertOutput:
@@ -85,9 +94,8 @@ class SpanOutput:
 # --- The encoder ----------------------------------------------------------------------------------
 @torch.library.custom_op("bertlab::random_bits", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
 def random_bits(like: torch.Tensor) -> torch.Tensor:
-    """16 random bits (int16) for each element of `like`, four per 64-bit draw of the default
-    generator. A custom op, so that torch.compile keeps this fast generator instead of one Philox
-    draw per element; tagged as seeded, so that the compiler never merges or recomputes it."""
+    """16 random bits (int16) per element of `like`, four per 64-bit draw of the default generator.
+    A custom op, so that torch.compile keeps it (not one Philox draw per element) and never merges it."""
     n = like.numel()
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=like.device).random_()
     return words.view(torch.int16)[:n].view(like.shape)
@@ -99,9 +107,8 @@ def _random_bits_shape(like: torch.Tensor) -> torch.Tensor:
 
 
 class Dropout(nn.Dropout):
-    """Dropout (Srivastava et al.): in training, zero each element with probability p and scale
-    the others by 1 / (1 - p); in eval mode, nothing. On a CPU the keep-mask is 15 bits of
-    `random_bits` per element (much cheaper there than compiled per-element random numbers), so p
+    """Dropout (Srivastava et al.): in training, zero each element with probability p and scale the
+    others by 1 / (1 - p). On a CPU the keep-mask is 15 bits of `random_bits` (cheaper there), so p
     is rounded to a multiple of 1/32768; on a GPU it is F.dropout."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -266,16 +273,13 @@ class _BertBase(nn.Module):
 
     def _init_weights(self, module: nn.Module) -> None:
         # As in the released BERT: N(0, 0.02) weights, zero biases, LayerNorm at identity.
-        std = self.config.initializer_range
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, mean=0.0, std=std)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=std)
-            if module.padding_idx is not None:
-                with torch.no_grad():
-                    module.weight[module.padding_idx].zero_()
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
         elif isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
@@ -342,11 +346,7 @@ class BertModel(_BertBase):
                     f"text encoded with a different tokenizer than this model's "
                     f"(vocab_size={c.vocab_size})?"
                 )
-        for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
-            if t is not None and t.shape != input_ids.shape:
-                raise ValueError(
-                    f"{name} has shape {tuple(t.shape)} but input_ids has {tuple(input_ids.shape)}; they must match"
-                )
+        check_same_shape(input_ids, token_type_ids, attention_mask)
         if check_values and token_type_ids is not None and token_type_ids.numel():
             lo, hi = int(token_type_ids.min()), int(token_type_ids.max())
             if lo < 0 or hi >= c.type_vocab_size:
@@ -364,9 +364,8 @@ class BertModel(_BertBase):
         output_hidden_states: bool = False,
         last_layer_at: torch.Tensor | None = None,
     ) -> BertOutput:
-        """last_layer_at (B, P), optional: run the last layer at these positions (and [CLS], for
-        the pooler) only; last_hidden_state is then (B, P, H), the full model's vectors there up to
-        rounding. With P = 0 the last layer runs at [CLS] alone, all a classifier reads."""
+        """last_layer_at (B, P), optional: run the last layer only there and at [CLS] (for the pooler);
+        last_hidden_state is then (B, P, H). P = 0: [CLS] alone, all a classifier reads."""
         if not torch.compiler.is_compiling():
             self.check_inputs(input_ids, token_type_ids, attention_mask)
         if last_layer_at is not None and (self.config.causal or output_attentions or output_hidden_states):
@@ -429,14 +428,11 @@ class MaskedLMHead(nn.Module):
 
 
 class BertForPreTraining(_BertBase):
-    """BERT with both pretraining objectives. loss = mean MLM cross-entropy over the selected
-    positions + mean NSP cross-entropy, as in the paper (appendix A.2). A causal config (the
-    paper's "LTR & No NSP" ablation) uses the same head as a left-to-right LM: at position t its
-    logits score token t+1.
-
-    `last_layer_at_chosen` (default True): given mlm_positions, the last layer runs only at the P
-    chosen positions and [CLS], where the heads read it (BertModel's last_layer_at); the losses
-    are the full model's up to rounding. False runs it everywhere."""
+    """BERT with both pretraining objectives: loss = mean MLM cross-entropy over the selected
+    positions + mean NSP cross-entropy (appendix A.2). A causal config (the "LTR & No NSP" ablation)
+    uses the same head as a left-to-right LM: at position t its logits score token t+1.
+    `last_layer_at_chosen` (default True): given mlm_positions, the last layer runs only there and
+    at [CLS], where the heads read it (the same losses up to rounding); False runs it everywhere."""
 
     last_layer_at_chosen: bool = True
 
@@ -632,11 +628,7 @@ class BertForMultipleChoice(BertForSequenceClassification):
                 f"{tuple(input_ids.shape)}; for one example of N choices add a batch "
                 f"dimension: input_ids[None]"
             )
-        for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
-            if t is not None and t.shape != input_ids.shape:
-                raise ValueError(
-                    f"{name} has shape {tuple(t.shape)} but input_ids has {tuple(input_ids.shape)}; they must match"
-                )
+        check_same_shape(input_ids, token_type_ids, attention_mask)
         B, N, T = input_ids.shape
 
         def pairs(t):  # (B, N, T) -> (B * N, T): every (context, ending) pair is one sequence

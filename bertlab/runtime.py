@@ -9,15 +9,8 @@ Training code asks one object, a `Runtime`, every hardware question:
     distributed  rank / world size when launched by `torchrun` (DistributedDataParallel)
 
 `precision="auto"` picks the fastest of these; asking for bf16 on a CPU that would emulate it, or
-for fp16 on a CPU, is an error rather than a silent change.
-
-On a CPU, pretraining keeps freed memory on the heap for the next step (`keep_freed_memory`):
-glibc would otherwise return every block of 32 MiB or more to the system, and the next step would
-fault it back in page by page, zeroed. `BERTLAB_CPU_ALLOCATOR=default` leaves malloc as it is.
-Fine-tuning does not: its batches change shape, and a heap that keeps them only grows.
-
-Several GPUs: `torchrun --nproc_per_node N -m bertlab pretrain ...`; `init_distributed()` joins
-the process group (NCCL on GPUs, gloo on CPUs); only rank 0 logs and saves.
+for fp16 on a CPU, is an error rather than a silent change. Several GPUs:
+`torchrun --nproc_per_node N -m bertlab pretrain ...`; only rank 0 logs and saves.
 """
 
 from __future__ import annotations
@@ -165,10 +158,9 @@ class Runtime:
 
     def autocast(self):
         """The context to run forward passes in: autocast to bf16/fp16, or nothing for fp32."""
-        dtype = self.autocast_dtype
-        if dtype is None:
+        if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=dtype)
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
 
     def grad_scaler(self) -> torch.amp.GradScaler:
         """A GradScaler that is active for fp16 and a no-op otherwise (same code path)."""
@@ -178,12 +170,9 @@ class Runtime:
         """Move a batch of CPU tensors to the device, on a GPU asynchronously from pinned memory."""
         if self.device.type == "cpu":
             return batch
-        out = {}
-        for k, v in batch.items():
-            if not v.is_pinned():
-                v = v.pin_memory()
-            out[k] = v.to(self.device, non_blocking=True)
-        return out
+        return {
+            k: (v if v.is_pinned() else v.pin_memory()).to(self.device, non_blocking=True) for k, v in batch.items()
+        }
 
     @property
     def peak_flops(self) -> float | None:
@@ -215,21 +204,13 @@ def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> t
     return dev
 
 
-def has_native_bf16(device: torch.device) -> bool:
-    """Whether the GPU computes in bf16 natively: compute capability 8.0 or newer (A100, L4, H100).
-    torch.cuda.is_bf16_supported() also says yes on a T4 (7.5), where bf16 is emulated and slow."""
-    major, _ = torch.cuda.get_device_capability(device)
-    return major >= 8
-
-
 def _cpu_flags() -> set[str]:
     """The CPU's feature flags (Linux /proc/cpuinfo); empty where they cannot be read."""
     return set(_cpuinfo().get("flags", "").split())
 
 
 def cpu_bf16_feature() -> str | None:
-    """The instruction set that makes bf16 native on this CPU ("amx_bf16" or "avx512_bf16"), or None
-    (then oneDNN emulates bf16 in fp32)."""
+    """The instruction set that makes bf16 native on this CPU ("amx_bf16", "avx512_bf16"), or None."""
     flags = _cpu_flags()
     for feature in ("amx_bf16", "avx512_bf16"):
         if feature in flags:
@@ -262,7 +243,9 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         if precision == "auto":
             return "bf16" if native else "fp32"
         return precision
-    bf16_ok = has_native_bf16(device)
+    # native bf16 from compute capability 8.0 (A100, L4, H100); torch.cuda.is_bf16_supported() also
+    # says yes on a T4 (7.5), where bf16 is emulated and slow
+    bf16_ok = torch.cuda.get_device_capability(device)[0] >= 8
     if precision == "auto":
         return "bf16" if bf16_ok else "fp16"
     if precision == "bf16" and not bf16_ok:
@@ -296,17 +279,16 @@ def freed_memory_kept() -> bool:
 
 
 def keep_freed_memory() -> bool:
-    """Have glibc's malloc serve every block from its heap (no mmap) and keep up to 2 GB of what
-    is freed there, so that a training step reuses the previous step's memory (module docstring).
-    It holds for the rest of the process. Returns whether it is in force: False off glibc or with
-    BERTLAB_CPU_ALLOCATOR=default in a process that has not kept it already."""
+    """Have glibc's malloc serve every block from its heap (no mmap) and keep up to 2 GB of what is
+    freed, for the rest of the process: otherwise glibc returns every block of 32 MiB or more, and the
+    next training step faults it back in page by page, zeroed. Returns whether it is in force (False
+    off glibc, or with BERTLAB_CPU_ALLOCATOR=default). Fine-tuning does not call it: its batches
+    change shape, and a heap that keeps them only grows."""
     global _heap_kept
     choice = cpu_allocator()  # a misspelt setting is an error even where it would change nothing
     if _heap_kept:
         return True
-    if choice == "default":
-        return False
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if choice == "default" or platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     # mallopt returns 1 on success; the trim threshold first, so no freed block goes back early
@@ -352,15 +334,14 @@ def git_commit() -> str | None:
 
 
 def cpu_family_model() -> str | None:
-    """The CPU's family and model numbers ("25/17": AMD Zen 4 EPYC), which tell two CPUs with the
-    same model name apart; None off Linux."""
+    """The CPU's family and model numbers ("25/17": AMD Zen 4 EPYC); None off Linux."""
     info = _cpuinfo()
     return f"{info['cpu family']}/{info['model']}" if "cpu family" in info and "model" in info else None
 
 
 def machine(rt: Runtime | None = None) -> dict[str, Any]:
-    """The machine a record was made on, described alike in every record: the CPU, the device,
-    torch and Python and, given the run's Runtime, its precision, compilation and CPU allocator."""
+    """The machine a record was made on: CPU, device, torch, Python and, given the run's Runtime,
+    its precision, compilation and CPU allocator."""
     out: dict[str, Any] = {
         "cpu": cpu_model(),
         "cpu_family_model": cpu_family_model(),
