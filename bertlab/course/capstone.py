@@ -179,9 +179,8 @@ def validate_submission(folder: str | Path, max_parameters: int | None = GRADING
     parameters = sum(v.numel() for k, v in expected.items() if k != "mlm.decoder.weight")
     if max_parameters is not None and parameters > max_parameters:
         raise SubmissionError(
-            f"{folder}: the model has {parameters:,} parameters, over the capstone's limit of "
-            f"{max_parameters:,} (BERT-Mini, 4 layers of H=256, with 16,384 pieces fits); "
-            f"pretrain a smaller one"
+            f"{folder}: the model has {parameters:,} parameters, over the capstone's limit of {max_parameters:,} "
+            "(BERT-Mini, 4 layers of H=256, with 16,384 pieces fits); pretrain a smaller one"
         )
     notebooks = sorted(p.name for p in folder.glob("*.ipynb"))
     if not notebooks:

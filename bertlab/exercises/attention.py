@@ -45,7 +45,7 @@ def check_attention(attention: Callable) -> None:
             torch.randn(B, Tk, d, generator=g),
             torch.randn(B, Tk, dv, generator=g),
         )
-        cases.append((q, k, v, padding_mask(B, Tk, pads)))
+        cases.append((q, k, v, padding_mask(Tk, pads)))
     for n, (q, k, v, mask) in enumerate(cases):
         with parts(f"case {n}", hidden=n >= HIDDEN_FROM) as run:
             if not run:

@@ -165,7 +165,7 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
                     norm.weight.normal_(1.0, 0.2)
                     norm.bias.normal_(0.0, 0.2)
             x = torch.randn(B, T, H, generator=g)
-            mask = padding_mask(B, T, pads)
+            mask = padding_mask(T, pads)
             got = observe_student(
                 name,
                 EncoderLayer,

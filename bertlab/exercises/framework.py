@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -93,17 +94,11 @@ class Parts:
         except ExerciseFailure as err:
             self.result.parts.append(PartResult(label, False, err.detail, hidden))
         except Exception as err:
-            if any(not p.passed for p in self.result.parts):  # it needed what an earlier part lacked
-                self.result.parts.append(
-                    PartResult(
-                        label,
-                        False,
-                        f"not checked: an earlier part failed ({type(err).__name__}: {err})"[:300],
-                        hidden,
-                    )
-                )
-            else:
+            if all(p.passed for p in self.result.parts):
                 raise
+            # it needed what an earlier part lacked
+            message = f"not checked: an earlier part failed ({type(err).__name__}: {err})"[:300]
+            self.result.parts.append(PartResult(label, False, message, hidden))
         else:
             self.result.parts.append(PartResult(label, True, "", hidden))
 
@@ -119,7 +114,8 @@ class Parts:
             n_ok = len(self.result.parts) - len(failed)
             tally = f"\n({n_ok} of {len(self.result.parts)} parts of this check passed)" if n_ok else ""
             raise ExerciseFailure(self.name, failed[0].message + tally)
-        report_pass(self.name, summary)
+        text = textwrap.fill(summary, width=84, initial_indent="  ", subsequent_indent="  ")
+        print(f"{PASS_MARK.format(name=self.name)} passed:\n{text}")
 
 
 def fail_check(name: str, message: str):
@@ -249,15 +245,6 @@ def student_fn_name(fn: Any) -> str:
     return "your function"
 
 
-def report_pass(name: str, what: str) -> None:
-    import textwrap
-
-    print(
-        f"{PASS_MARK.format(name=name)} passed:\n"
-        + textwrap.fill(what, width=84, initial_indent="  ", subsequent_indent="  ")
-    )
-
-
 def shape_hint(expected: tuple, got: tuple) -> str:
     if len(expected) == len(got) and sorted(expected) == sorted(got):
         diff = [i for i, (a, b) in enumerate(zip(expected, got)) if a != b]
@@ -265,15 +252,9 @@ def shape_hint(expected: tuple, got: tuple) -> str:
     return ""
 
 
-def padding_mask(B: int, T: int, pads: Sequence[int] | None) -> torch.Tensor | None:
-    """(B, T) bool, True = real token, with the last pads[b] positions of row b padding; None for None."""
-    if pads is None:
-        return None
-    mask = torch.ones(B, T, dtype=torch.bool)
-    for b, p in enumerate(pads):
-        if p:
-            mask[b, T - p :] = False
-    return mask
+def padding_mask(T: int, pads: Sequence[int] | None) -> torch.Tensor | None:
+    """(len(pads), T) bool, True = real token, the last pads[b] positions of row b padding; None for None."""
+    return None if pads is None else torch.arange(T)[None, :] < T - torch.tensor(pads)[:, None]
 
 
 def expect_tensor(name: str, value: Any, what: str) -> torch.Tensor:
@@ -317,7 +298,6 @@ def expect_same(
 # Real data shared by the checks (loaded once, from the data mirror or downloaded on Colab)
 @functools.lru_cache(maxsize=1)
 def bert_tokenizer():
-    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.data.tokenizer import bert_uncased_tokenizer
 
     return bert_uncased_tokenizer()
@@ -325,7 +305,6 @@ def bert_tokenizer():
 
 @functools.lru_cache(maxsize=1)
 def squad_dev_examples():
-    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
 
     return get_task("squad").load("dev")
@@ -334,7 +313,6 @@ def squad_dev_examples():
 @functools.lru_cache(maxsize=1)
 def sentence_documents() -> list[list[str]]:
     """Documents of real sentences: the SQuAD dev paragraphs of each Wikipedia article."""
-    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.data.corpus import split_sentences
 
     docs: dict[str, list[str]] = {}

@@ -54,9 +54,8 @@ def check_masking(mask_batch: Callable) -> None:
             if (sel & is_special).any():
                 b, j = (sel & is_special).nonzero()[0].tolist()
                 parts.fail(
-                    f"draw {t}, row {b}: position {j} holds the special token "
-                    f"{tok.id_to_token(int(ids[b, j]))!r} and was selected; never select [CLS], [SEP] "
-                    "or [PAD]"
+                    f"draw {t}, row {b}: position {j} holds the special token {tok.id_to_token(int(ids[b, j]))!r} and "
+                    "was selected; never select [CLS], [SEP] or [PAD]"
                 )
     with parts("labels: the original id at the selected positions, only those change"):
         for t, out, labels, sel, changed in each_draw():
@@ -130,10 +129,9 @@ def check_masking(mask_batch: Callable) -> None:
     total = max(1, sum(counts.values()))
     shares = {k: v / total for k, v in counts.items()}
     parts.done(
-        f"{draws} draws on {ids.shape[0]} real SQuAD sentences (with padding): no special token "
-        f"selected, exactly 15% per row, labels only at selected positions; shares "
-        f"{shares['mask']:.1%} / {shares['random']:.1%} / {shares['same']:.1%}; every position "
-        "reachable; reproducible"
+        f"{draws} draws on {ids.shape[0]} real SQuAD sentences (with padding): no special token selected, exactly 15% "
+        f"per row, labels only at selected positions; shares {shares['mask']:.1%} / {shares['random']:.1%} / "
+        f"{shares['same']:.1%}; every position reachable; reproducible"
     )
 
 

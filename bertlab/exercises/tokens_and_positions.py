@@ -117,7 +117,6 @@ def check_wordpiece(wordpiece: Callable) -> None:
             if got != expected:
                 parts.fail(f"token {w!r} with the vocabulary {sorted(toy)}: expected {expected}, got {got}")
     parts.done(
-        f"{len(words)} words (SQuAD text, an out-of-vocabulary character, a very long word) "
-        "against the `tokenizers` WordPiece model with BERT's 30,522-piece vocabulary, and 4 "
-        "words with a toy vocabulary"
+        f"{len(words)} words (SQuAD text, an out-of-vocabulary character, a very long word) against the `tokenizers` "
+        "WordPiece model with BERT's 30,522-piece vocabulary, and 4 words with a toy vocabulary"
     )

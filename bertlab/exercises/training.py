@@ -72,18 +72,17 @@ def _tiny(model_class, seed: int, dropout: float = 0.0):
     )
 
 
+NO_SCALER = torch.amp.GradScaler("cpu", enabled=False)  # fp32: optimizer_step's loss scaling off
+
+
 def _reference_pretraining_step(model, batch, optimizer, max_grad_norm, variant: str = "") -> float:
     out = model(**batch)  # input_ids, token_type_ids, attention_mask, mlm_labels, nsp_labels
     loss = {"mlm_only": out.mlm_loss, "nsp_only": out.nsp_loss}.get(variant, out.loss)
     loss.backward()
     if variant == "clip_value":
         torch.nn.utils.clip_grad_value_(model.parameters(), max_grad_norm)
-    optimizer_step(
-        optimizer,
-        torch.amp.GradScaler("cpu", enabled=False),
-        lr=optimizer.param_groups[0]["lr"],
-        grad_clip=None if variant in ("no_clip", "clip_value") else max_grad_norm,
-    )
+    clip = None if variant in ("no_clip", "clip_value") else max_grad_norm
+    optimizer_step(optimizer, NO_SCALER, lr=optimizer.param_groups[0]["lr"], grad_clip=clip)
     return float(loss.detach())
 
 
@@ -268,7 +267,6 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
 @functools.lru_cache(maxsize=1)
 def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str, torch.Tensor], ...]]:
     """Six training batches of 8 real SST-2 sentences, and four dev batches of 16."""
-    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
 
     task = get_task("sst2")
@@ -304,12 +302,7 @@ def _reference_finetune(model, batches, optimizer, epochs, lr_at, max_grad_norm=
             out = model(**batch)  # input_ids, token_type_ids, attention_mask, labels
             out.loss.backward()
             lr = optimizer.defaults["lr"] if variant == "constant" else lr_at(step)
-            optimizer_step(
-                optimizer,
-                torch.amp.GradScaler("cpu", enabled=False),
-                lr=lr,
-                grad_clip=None if variant == "no_clip" else max_grad_norm,
-            )
+            optimizer_step(optimizer, NO_SCALER, lr=lr, grad_clip=None if variant == "no_clip" else max_grad_norm)
             losses.append(out.loss.item())
             step += 1
     return losses
@@ -480,7 +473,6 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
                 f"{expected:.4f}, got {acc_f:.4f}"
             )
     parts.done(
-        f"{epochs} epochs of {len(train)} real SST-2 batches against bertlab's update step (losses, "
-        "learning rates, final weights), train mode while training; accuracy in eval mode without "
-        "gradients"
+        f"{epochs} epochs of {len(train)} real SST-2 batches against bertlab's update step (losses, learning rates, "
+        "final weights), train mode while training; accuracy in eval mode without gradients"
     )
