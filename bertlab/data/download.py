@@ -107,23 +107,18 @@ def _save_stamp(path: Path, digest: str) -> None:
         pass
 
 
-def cached_sha256(path: Path) -> str:
-    """sha256 of `path`, re-used from an earlier check while its size and mtime are unchanged."""
-    path = Path(path)
+def verify(path: Path, expected: str | None, what: str) -> None:
+    """Raise `ChecksumMismatchError` unless `path` has sha256 `expected` (None: nothing to check).
+    A file hashed before is not hashed again while its size and mtime are unchanged."""
+    if expected is None:
+        return
     st = path.stat()
     stamp = _load_stamps().get(str(path.resolve()))
     if stamp and stamp[0] == st.st_size and stamp[1] == st.st_mtime_ns:
-        return stamp[2]
-    digest = sha256_file(path)
-    _save_stamp(path, digest)
-    return digest
-
-
-def verify(path: Path, expected: str | None, what: str) -> None:
-    """Raise `ChecksumMismatchError` unless `path` has sha256 `expected` (None: nothing to check)."""
-    if expected is None:
-        return
-    actual = cached_sha256(path)
+        actual = stamp[2]
+    else:
+        actual = sha256_file(path)
+        _save_stamp(path, actual)
     if actual != expected:
         raise ChecksumMismatchError(
             f"{what}: sha256 mismatch for {path}\n  expected {expected}\n  actual   {actual}\n"
@@ -135,13 +130,12 @@ def verify(path: Path, expected: str | None, what: str) -> None:
 def available_splits(dataset: str) -> list[str]:
     """Splits of `dataset` usable offline (in the mirror or the cache), so a caller can fall back early."""
     mirror = mirror_dir()
-    out = []
-    for f in files_of(dataset):
-        in_mirror = mirror is not None and f.in_mirror and (mirror / f.path).is_file()
-        in_cache = (cache_dir() / f.download_path).is_file()
-        if in_mirror or in_cache:
-            out.append(f.split)
-    return out
+    return [
+        f.split
+        for f in files_of(dataset)
+        if (mirror is not None and f.in_mirror and (mirror / f.path).is_file())
+        or (cache_dir() / f.download_path).is_file()
+    ]
 
 
 def fetch(name: str | DataFile, *, progress: bool = False) -> Path:

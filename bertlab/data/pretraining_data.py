@@ -75,6 +75,10 @@ def _read_meta(directory: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _memmaps(directory: Path, *names: str) -> list[np.ndarray]:
+    return [np.load(directory / f"{name}.npy", mmap_mode="r") for name in names]
+
+
 def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Path) -> None:
     want = meta["tokenizer"]
     if tokenizer is not None and want["fingerprint"] != tokenizer.fingerprint:
@@ -102,10 +106,6 @@ class TokenizedCorpus:
         return len(self.document_starts) - 1
 
     @property
-    def n_sentences(self) -> int:
-        return len(self.sentence_starts) - 1
-
-    @property
     def n_tokens(self) -> int:
         return len(self.tokens)
 
@@ -122,8 +122,7 @@ class TokenizedCorpus:
                 f"make one with tokenize_corpus(documents, tokenizer, directory)"
             )
         _check_tokenizer(meta, tokenizer, directory)
-        load = lambda name: np.load(directory / f"{name}.npy", mmap_mode="r")  # noqa: E731
-        return cls(directory, load("tokens"), load("sentence_starts"), load("document_starts"), meta)
+        return cls(directory, *_memmaps(directory, "tokens", "sentence_starts", "document_starts"), meta)
 
 
 def tokenize_corpus(
@@ -403,12 +402,9 @@ class PretrainingDataset(torch.utils.data.Dataset):
         self.meta = meta
         self.max_len: int = meta["max_len"]
         self.nsp: bool = meta["nsp"]
-        load = lambda name: np.load(self.directory / f"{name}.npy", mmap_mode="r")  # noqa: E731
-        self.input_ids = load("input_ids")
-        self.lengths = load("lengths")
-        self.segment_b_start = load("segment_b_start")
-        self.spans = load("spans")
-        self.nsp_labels = load("nsp_labels") if self.nsp else None
+        arrays = _memmaps(self.directory, "input_ids", "lengths", "segment_b_start", "spans")
+        self.input_ids, self.lengths, self.segment_b_start, self.spans = arrays
+        self.nsp_labels = _memmaps(self.directory, "nsp_labels")[0] if self.nsp else None
         self._positions = torch.arange(self.max_len)
 
     def __len__(self) -> int:

@@ -1,17 +1,12 @@
-"""Where the book's recorded runs live, and how a reader without a checkout gets them.
+"""Where the book's recorded runs live (the repository's data/ folder), and how a reader without
+a checkout gets them.
 
-The records are the small files under the repository's data/ folder (the book's BERT in
-reference_run/, the studies' results). `records_dir(*parts)` looks for them in $BERTLAB_RECORDS,
-then in the data/ folder of a checkout (beside the package, or in the working directory or its
-parent), then fetches the published copy into the download cache: how a reader on Colab, with
-bertlab from pip, gets the book's BERT.
-
-Published means the raw files of the repository in `_config.yml` at the commit that last changed
-data/, listed with their sha256 in the package's `published_records.json` (after changing data/,
-commit it, then `python -m bertlab publish-records --manifest` and commit the manifest).
-$BERTLAB_RECORDS_URL overrides the base: a URL, or a folder written by `publish-records --out`.
-A record that cannot be fetched is warned about once and left absent, so a page says so in one
-line; one whose bytes differ from the manifest raises `ChecksumMismatchError`.
+`records_dir(*parts)` looks in $BERTLAB_RECORDS, then in the data/ folder of a checkout, then
+fetches the published copy into the download cache (a reader on Colab, with bertlab from pip).
+Published means the repository's raw files at the commit that last changed data/, listed with
+their sha256 in `published_records.json` (`python -m bertlab publish-records --manifest` writes
+it); $BERTLAB_RECORDS_URL overrides the base with a URL or a folder. A record that cannot be
+fetched is warned about once and left absent; one whose bytes differ raises `ChecksumMismatchError`.
 """
 
 from __future__ import annotations
@@ -72,9 +67,7 @@ def base_url(m: dict[str, Any] | None = None) -> str:
 def published_files(prefix: str = "", m: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The manifest's entries at `prefix` (a file) or under it (a folder); "" means all."""
     files = (m or manifest())["files"]
-    if not prefix:
-        return dict(files)
-    return {p: e for p, e in files.items() if p == prefix or p.startswith(prefix + "/")}
+    return {p: e for p, e in files.items() if not prefix or p == prefix or p.startswith(prefix + "/")}
 
 
 def published_root() -> Path:

@@ -184,24 +184,24 @@ def _read_pairs(
     path: Path,
     names: Sequence[str],
     strict: bool,
-    *,
     header: list[str],
-    test_header: list[str],
-    ids: list[str],
-    texts: tuple[str, str],
-    label: str,
-    numeric: bool,
+    *,
+    label: str = "label",
+    ids: Sequence[str] = ("index",),
+    numeric: bool = False,
 ) -> tuple[list[PairExample], LoadReport]:
-    """A GLUE pair TSV: `ids` are joined into the example's id, `texts` are A and B, and labels are
-    0/1 (`numeric`) or one of `names`; the test split has `test_header`, without the label."""
+    """A GLUE pair TSV whose last two columns but the label are texts A and B. `ids` are joined into
+    the example's id; labels are 0/1 (`numeric`) or one of `names`. The test split has no label
+    column and starts with "index"."""
     report = LoadReport(str(path), strict=strict)
     test = label not in _header_of(path)
-    columns = test_header if test else header
+    columns = ["index", *(c for c in header if c not in (label, "index"))] if test else header
+    text_a, text_b = [c for c in columns if c != label][-2:]
     out = []
     for number, row in _tsv_rows(path, columns, report):
         cell = dict(zip(columns, row))
         id_ = "-".join(cell[c] for c in ids)
-        a, b = cell[texts[0]].strip(), cell[texts[1]].strip()
+        a, b = cell[text_a].strip(), cell[text_b].strip()
         if not a or not b:
             report.skip(number, "empty text", "\t".join(row), item=id_)
             continue
@@ -224,50 +224,21 @@ def _header_of(path: Path) -> list[str]:
 
 def read_mrpc(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """MRPC (Dolan & Brockett 2005, GLUE split). id = "<#1 ID>-<#2 ID>"; label 1 = paraphrase."""
-    columns = ["#1 ID", "#2 ID", "#1 String", "#2 String"]
-    return _read_pairs(
-        _resolve(split_or_path, "glue/MRPC/{split}.tsv"),
-        MRPC_LABELS,
-        strict,
-        header=["Quality", *columns],
-        test_header=["index", *columns],
-        ids=["#1 ID", "#2 ID"],
-        texts=("#1 String", "#2 String"),
-        label="Quality",
-        numeric=True,
-    )
+    path = _resolve(split_or_path, "glue/MRPC/{split}.tsv")
+    header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    return _read_pairs(path, MRPC_LABELS, strict, header, label="Quality", ids=["#1 ID", "#2 ID"], numeric=True)
 
 
 def read_rte(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """RTE (GLUE): label 0 = entailment, 1 = not_entailment (GLUE's order)."""
-    columns = ["index", "sentence1", "sentence2"]
-    return _read_pairs(
-        _resolve(split_or_path, "glue/RTE/{split}.tsv"),
-        RTE_LABELS,
-        strict,
-        header=[*columns, "label"],
-        test_header=columns,
-        ids=["index"],
-        texts=("sentence1", "sentence2"),
-        label="label",
-        numeric=False,
-    )
+    path = _resolve(split_or_path, "glue/RTE/{split}.tsv")
+    return _read_pairs(path, RTE_LABELS, strict, ["index", "sentence1", "sentence2", "label"])
 
 
 def read_qnli(split_or_path: str | Path = "dev", *, strict: bool = False) -> tuple[list[PairExample], LoadReport]:
     """QNLI (GLUE v2): text_a = question, text_b = sentence; 0 = entailment, 1 = not_entailment."""
-    columns = ["index", "question", "sentence"]
-    return _read_pairs(
-        _resolve(split_or_path, "glue/QNLI/{split}.tsv"),
-        QNLI_LABELS,
-        strict,
-        header=[*columns, "label"],
-        test_header=columns,
-        ids=["index"],
-        texts=("question", "sentence"),
-        label="label",
-        numeric=False,
-    )
+    path = _resolve(split_or_path, "glue/QNLI/{split}.tsv")
+    return _read_pairs(path, QNLI_LABELS, strict, ["index", "question", "sentence", "label"])
 
 
 # --- SQuAD v1.1 ---

@@ -39,6 +39,7 @@ BERT_SPECIAL_IDS = {PAD: 0, UNK: 100, CLS: 101, SEP: 102, MASK: 103}
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
 Padding = Literal[False, "longest", "max_length"]
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 
 @dataclass
@@ -59,11 +60,7 @@ class Encoding:
 
     def model_inputs(self) -> dict[str, torch.Tensor]:
         """input_ids, token_type_ids, attention_mask as (B, T) long tensors: `model(**enc.model_inputs())`."""
-        out = {}
-        for name in ("input_ids", "token_type_ids", "attention_mask"):
-            value = torch.as_tensor(getattr(self, name), dtype=torch.long)
-            out[name] = value if value.dim() == 2 else value.unsqueeze(0)
-        return out
+        return {k: torch.atleast_2d(torch.as_tensor(getattr(self, k), dtype=torch.long)) for k in MODEL_INPUTS}
 
 
 class WordPieceTokenizer:
@@ -177,26 +174,16 @@ class WordPieceTokenizer:
             )
         if return_tensors not in (None, "pt"):
             raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
-        rows = [
-            dict(
-                input_ids=e.ids,
-                token_type_ids=e.type_ids,
-                attention_mask=e.attention_mask,
-                tokens=e.tokens,
-                offsets=e.offsets,
-                word_ids=e.word_ids,
-                sequence_ids=e.sequence_ids,
-            )
-            for e in encs
-        ]
+        backend_name = {"input_ids": "ids", "token_type_ids": "type_ids"}  # the rest share Encoding's names
         fields = Encoding.__dataclass_fields__
+        rows = [{k: getattr(e, backend_name.get(k, k)) for k in fields} for e in encs]
         enc = Encoding(**{k: [r[k] for r in rows] if batch else rows[0][k] for k in fields})
         if return_tensors == "pt":
             if len({len(r["input_ids"]) for r in rows}) > 1:
                 raise ValueError(
                     "return_tensors='pt' needs rows of one length: pass padding='longest' or padding='max_length'"
                 )
-            for name in ("input_ids", "token_type_ids", "attention_mask"):
+            for name in MODEL_INPUTS:
                 setattr(enc, name, torch.tensor(getattr(enc, name), dtype=torch.long).reshape(len(rows), -1))
         return enc
 
@@ -285,9 +272,7 @@ class WordPieceTokenizer:
         if path.suffix == ".json":
             return cls(Tokenizer.from_file(str(path)))
         if path.suffix == ".txt":
-            tokens = path.read_text(encoding="utf-8").split("\n")
-            if tokens and tokens[-1] == "":
-                tokens.pop()
+            tokens = path.read_text(encoding="utf-8").removesuffix("\n").split("\n")
             vocab = {t: i for i, t in enumerate(tokens)}
             if len(vocab) != len(tokens):
                 raise ValueError(f"{path} lists a token twice; a vocab.txt has one token per line")
@@ -297,16 +282,12 @@ class WordPieceTokenizer:
 
 # The code points BERT's BasicTokenizer treats as CJK ideographs (`_is_chinese_char`): the CJK
 # Unified Ideographs with their extensions and compatibility blocks; kana and Hangul are not.
+# fmt: off
 CJK_IDEOGRAPH_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
+    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
 )
+# fmt: on
 
 
 def is_cjk_ideograph(char: str) -> bool:
