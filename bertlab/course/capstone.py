@@ -78,9 +78,6 @@ class Grading:
     def points(self) -> int:
         return self.valid_points + sum(p for _, p in self.mlm_levels) + sum(p for _, p in self.gain_levels)
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Grading:
         d = dict(d)
@@ -272,7 +269,7 @@ def _measure_with_limit(folder: Path, settings: Grading) -> tuple[dict[str, Any]
     """measure() in a child process, stopped after settings.timeout seconds: (results, error)."""
     with tempfile.TemporaryDirectory(prefix="bertlab-capstone-") as tmp:
         spec, out, log = Path(tmp) / "settings.json", Path(tmp) / "measured.json", Path(tmp) / "log.txt"
-        spec.write_text(json.dumps(settings.to_dict()))
+        spec.write_text(json.dumps(dataclasses.asdict(settings)))
         code = "import sys; from bertlab.course.capstone import _child_main; _child_main(sys.argv[1:])"
         error = ""
         with open(log, "w") as fh:
@@ -344,22 +341,19 @@ def grade_capstone(
         "notes": [],
         "model": None,
         "measured": {},
-        "settings": settings.to_dict(),
+        "settings": dataclasses.asdict(settings),
     }
     try:
         model = validate_submission(folder, settings.max_parameters)
     except SubmissionError as err:
         grade["error"] = str(err)
-        grade.update(score({}, settings, valid=False))
-        grade["seconds"] = round(time.monotonic() - t0, 1)
-        return grade
-    grade["valid"], grade["notes"], grade["model"] = True, model.pop("notes"), model
-    if isolate:
-        measured, grade["error"] = _measure_with_limit(folder, settings)
     else:
-        measured = measure(folder, settings)
-    grade["measured"] = measured
-    grade.update(score(measured, settings))
+        grade["valid"], grade["notes"], grade["model"] = True, model.pop("notes"), model
+        if isolate:
+            grade["measured"], grade["error"] = _measure_with_limit(folder, settings)
+        else:
+            grade["measured"] = measure(folder, settings)
+    grade.update(score(grade["measured"], settings, valid=grade["valid"]))
     grade["seconds"] = round(time.monotonic() - t0, 1)
     return grade
 

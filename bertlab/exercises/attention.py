@@ -10,14 +10,12 @@ import torch
 from .framework import Parts, call_student, expect_same, expect_tensor, padding_mask
 
 
-def _reference_attention(q, k, v, mask=None, scale=True, mask_queries=False):
-    d = q.shape[-1]
+def _reference_attention(q, k, v, mask=None, scale=True):
     scores = q @ k.transpose(-2, -1)
     if scale:
-        scores = scores / math.sqrt(d)
+        scores = scores / math.sqrt(q.shape[-1])
     if mask is not None:
-        m = mask[..., :, None] if mask_queries else mask[..., None, :]
-        scores = scores.masked_fill(~m.bool(), float("-inf"))
+        scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
     w = scores.softmax(-1)
     return w @ v, w
 
@@ -40,11 +38,7 @@ def check_attention(attention: Callable) -> None:
         (4, 3, 9, 32, 5, (8, 0, 1, 4)),
         (1, 8, 2, 128, 16, None),
     ]:
-        q, k, v = (
-            torch.randn(B, Tq, d, generator=g),
-            torch.randn(B, Tk, d, generator=g),
-            torch.randn(B, Tk, dv, generator=g),
-        )
+        q, k, v = (torch.randn(*shape, generator=g) for shape in ((B, Tq, d), (B, Tk, d), (B, Tk, dv)))
         cases.append((q, k, v, padding_mask(Tk, pads)))
     for n, (q, k, v, mask) in enumerate(cases):
         with parts(f"case {n}", hidden=n >= HIDDEN_FROM) as run:
@@ -67,7 +61,7 @@ def check_attention(attention: Callable) -> None:
                 expect_same(name, w, exp_w, f"{what}, weights")
             sums = w.double().sum(-1)
             if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-                b, i = (sums - 1).abs().argmax().item() // Tq, (sums - 1).abs().argmax().item() % Tq
+                b, i = divmod((sums - 1).abs().argmax().item(), Tq)
                 parts.fail(
                     f"{what}: the weights of batch row {b}, query {i} sum to {sums[b, i].item():.4f} "
                     f"over the keys, not 1: take the softmax over the last axis (the keys)"

@@ -16,11 +16,11 @@ from bertlab.model import BertConfig, BertModel, attention_mask_for
 from bertlab.model import EncoderLayer as ReferenceEncoderLayer  # check_encoder_layer's argument is EncoderLayer
 
 from .framework import (
+    ExerciseFailure,
     Parts,
     call_student,
     expect_same,
     expect_tensor,
-    fail_check,
     gradients_of,
     observe_student,
     padding_mask,
@@ -93,7 +93,7 @@ def _student_layer(name: str, EncoderLayer: Callable, H: int, A: int, I: int):
     mine = call_student(name, EncoderLayer, H, A, I)
     for attr in LAYER_PARTS:
         if not hasattr(mine, attr):
-            fail_check(
+            raise ExerciseFailure(
                 name,
                 f"EncoderLayer({H}, {A}, {I}) has no attribute {attr!r}: keep the layers "
                 "that __init__ creates, with their names, and use them in forward",
@@ -209,15 +209,26 @@ def check_encoder_layer(EncoderLayer: Callable) -> None:
     )
 
 
-def _count_parameters(
-    L, H, V=30522, P=512, S=2, I=None, pooler=True, biases=True, norms=True, positions=True, segments=True
-) -> int:
-    I = 4 * H if I is None else I
-    b = 1 if biases else 0
-    ln = 2 * H if norms else 0
-    emb = V * H + (P * H if positions else 0) + (S * H if segments else 0) + ln
+PARAM_COUNT_MISTAKES = {  # what _count_parameters(..., mistake) counts -> the hint
+    "biases": "you left out the biases (every nn.Linear has one per output)",
+    "norms": "you left out the LayerNorms (a weight and a bias of size H each: one after the embeddings, two per "
+    "layer)",
+    "pooler": "the pooler (an H x H dense layer with a bias over [CLS]) is counted when pooler=True only",
+    "positions": "you left out the position embeddings (max_positions x H)",
+    "segments": "you left out the segment embeddings (type_vocab_size x H)",
+    "4H": "the feed-forward size is intermediate_size when it is given (4H only when it is None)",
+}
+
+
+def _count_parameters(cfg: BertConfig, pooler: bool, mistake: str) -> int:
+    """BertModel's parameter count, as `mistake` (a key of PARAM_COUNT_MISTAKES) makes it."""
+    L, H, V, P, S = (cfg.num_layers, cfg.hidden_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.type_vocab_size)
+    I = 4 * H if mistake == "4H" else cfg.intermediate_size
+    b = 0 if mistake == "biases" else 1
+    ln = 0 if mistake == "norms" else 2 * H
+    emb = V * H + (0 if mistake == "positions" else P * H) + (0 if mistake == "segments" else S * H) + ln
     layer = 4 * (H * H + b * H) + (H * I + b * I) + (I * H + b * H) + 2 * ln
-    return emb + L * layer + ((H * H + b * H) if pooler else 0)
+    return emb + L * layer + ((H * H + b * H) if pooler != (mistake == "pooler") else 0)
 
 
 def check_param_count(bert_parameters: Callable) -> None:
@@ -259,33 +270,8 @@ def check_param_count(bert_parameters: Callable) -> None:
                 parts.fail(f"{call}: return an int, got {type(got).__name__} {got!r}")
             if got == expected:
                 continue
-            L, H = kw["L"], kw["H"]
-            common = dict(
-                V=cfg.vocab_size,
-                P=cfg.max_position_embeddings,
-                S=cfg.type_vocab_size,
-                I=cfg.intermediate_size,
-                pooler=kw.get("pooler", True),
-            )
-            known = [
-                (dict(biases=False), "you left out the biases (every nn.Linear has one per output)"),
-                (
-                    dict(norms=False),
-                    "you left out the LayerNorms (a weight and a bias of size H each: one "
-                    "after the embeddings, two per layer)",
-                ),
-                (
-                    dict(pooler=not common["pooler"]),
-                    "the pooler (an H x H dense layer with a bias over [CLS]) is counted when pooler=True only",
-                ),
-                (dict(positions=False), "you left out the position embeddings (max_positions x H)"),
-                (dict(segments=False), "you left out the segment embeddings (type_vocab_size x H)"),
-                (
-                    dict(I=4 * H),
-                    "the feed-forward size is intermediate_size when it is given (4H only when it is None)",
-                ),
-            ]
-            why = next((w for k, w in known if _count_parameters(L, H, **{**common, **k}) == got), "")
+            pooler = kw.get("pooler", True)
+            why = next((w for m, w in PARAM_COUNT_MISTAKES.items() if _count_parameters(cfg, pooler, m) == got), "")
             parts.fail(
                 f"{call}: expected {expected:,}, got {got:,} ({got - expected:+,})" + (f": {why}" if why else "")
             )

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import torch
 
@@ -102,7 +102,7 @@ class Parts:
         else:
             self.result.parts.append(PartResult(label, True, "", hidden))
 
-    def fail(self, message: str):
+    def fail(self, message: str) -> NoReturn:
         """Fail the current part with `message`."""
         raise ExerciseFailure(self.name, message)
 
@@ -116,10 +116,6 @@ class Parts:
             raise ExerciseFailure(self.name, failed[0].message + tally)
         text = textwrap.fill(summary, width=84, initial_indent="  ", subsequent_indent="  ")
         print(f"{PASS_MARK.format(name=self.name)} passed:\n{text}")
-
-
-def fail_check(name: str, message: str):
-    raise ExerciseFailure(name, message)
 
 
 # The grader's two modes: in the student's kernel a Recorder writes down every call of the
@@ -259,7 +255,7 @@ def padding_mask(T: int, pads: Sequence[int] | None) -> torch.Tensor | None:
 
 def expect_tensor(name: str, value: Any, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
-        fail_check(name, f"{what}: expected a torch.Tensor, got {type(value).__name__}")
+        raise ExerciseFailure(name, f"{what}: expected a torch.Tensor, got {type(value).__name__}")
     return value
 
 
@@ -275,7 +271,7 @@ def expect_same(
     mistake it matches (hints: (that mistake's result, why))."""
     got = expect_tensor(name, got, what)
     if tuple(got.shape) != tuple(expected.shape):
-        fail_check(
+        raise ExerciseFailure(
             name,
             f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
             f"{shape_hint(tuple(expected.shape), tuple(got.shape))}",
@@ -285,10 +281,10 @@ def expect_same(
         return
     for wrong, why in hints:
         if wrong.shape == got.shape and torch.allclose(got_f, wrong.detach().double(), atol=atol, rtol=1e-4):
-            fail_check(name, f"{what}: wrong values; {why}")
+            raise ExerciseFailure(name, f"{what}: wrong values; {why}")
     bad = ((got_f - exp_f).abs() > atol + 1e-4 * exp_f.abs()).nonzero()
     idx = tuple(bad[0].tolist())
-    fail_check(
+    raise ExerciseFailure(
         name,
         f"{what}: {len(bad)} of {got.numel()} values differ; first at index {idx}: "
         f"expected {exp_f[idx].item():.6g}, got {got_f[idx].item():.6g}",

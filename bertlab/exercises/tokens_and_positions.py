@@ -9,20 +9,28 @@ import torch
 
 from .framework import Parts, bert_tokenizer, call_student, expect_same, squad_dev_examples
 
+SINUSOID_MISTAKES = {  # what _sinusoids(..., mistake) computes -> the hint
+    "swap": "sin and cos are swapped: even columns 2i hold sin, odd columns 2i+1 hold cos",
+    "concat": "all sines came first and all cosines after; they alternate: column 2i is a sine, column 2i+1 the "
+    "cosine of the same frequency",
+    "exponent": "the exponent is off by a factor of 2: column pair (2i, 2i+1) uses 10000^(2i/d_model), where 2i is "
+    "the even column index",
+}
 
-def _sinusoids(max_len: int, d: int, swap=False, interleave=True, exponent_step=2) -> torch.Tensor:
+
+def _sinusoids(max_len: int, d: int, mistake: str = "") -> torch.Tensor:
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]
     i = torch.arange(0, d, 2, dtype=torch.float64)  # 2i
-    freq = 10000.0 ** (-(i if exponent_step == 2 else i / 2) / d)
+    freq = 10000.0 ** (-(i / 2 if mistake == "exponent" else i) / d)
     ang = pos * freq  # (max_len, ceil(d/2))
-    a, b = (torch.cos(ang), torch.sin(ang)) if swap else (torch.sin(ang), torch.cos(ang))
+    a, b = (torch.cos(ang), torch.sin(ang)) if mistake == "swap" else (torch.sin(ang), torch.cos(ang))
     pe = torch.zeros(max_len, d, dtype=torch.float64)
-    if interleave:
-        pe[:, 0::2] = a
-        pe[:, 1::2] = b[:, : d // 2]
-    else:
+    if mistake == "concat":
         pe[:, : (d + 1) // 2] = a
         pe[:, (d + 1) // 2 :] = b[:, : d // 2]
+    else:
+        pe[:, 0::2] = a
+        pe[:, 1::2] = b[:, : d // 2]
     return pe
 
 
@@ -37,22 +45,7 @@ def check_sinusoids(sinusoidal_positions: Callable) -> None:
         what = f"sinusoidal_positions({L}, {d})"
         with parts(what):
             got = call_student(name, sinusoidal_positions, L, d)
-            hints = [
-                (
-                    _sinusoids(L, d, swap=True),
-                    "sin and cos are swapped: even columns 2i hold sin, odd columns 2i+1 hold cos",
-                ),
-                (
-                    _sinusoids(L, d, interleave=False),
-                    "all sines came first and all cosines after; they "
-                    "alternate: column 2i is a sine, column 2i+1 the cosine of the same frequency",
-                ),
-                (
-                    _sinusoids(L, d, exponent_step=1),
-                    "the exponent is off by a factor of 2: column pair "
-                    "(2i, 2i+1) uses 10000^(2i/d_model), where 2i is the even column index",
-                ),
-            ]
+            hints = [(_sinusoids(L, d, mistake), why) for mistake, why in SINUSOID_MISTAKES.items()]
             expect_same(name, got, _sinusoids(L, d), what, atol=1e-4, hints=hints)
     parts.done(
         f"{len(sizes)} sizes (incl. one position, odd d_model=7, BERT-base's 768) against "

@@ -18,11 +18,11 @@ from bertlab.model import IGNORE_INDEX, BertConfig, BertForPreTraining, BertForS
 from bertlab.training.optim import adamw, optimizer_step
 
 from .framework import (
+    ExerciseFailure,
     Parts,
     attempt,
     bert_tokenizer,
     call_student,
-    fail_check,
     gradients_of,
     observe_student,
     outcome,
@@ -77,13 +77,12 @@ NO_SCALER = torch.amp.GradScaler("cpu", enabled=False)  # fp32: optimizer_step's
 
 def _reference_pretraining_step(model, batch, optimizer, max_grad_norm, variant: str = "") -> float:
     out = model(**batch)  # input_ids, token_type_ids, attention_mask, mlm_labels, nsp_labels
-    loss = {"mlm_only": out.mlm_loss, "nsp_only": out.nsp_loss}.get(variant, out.loss)
-    loss.backward()
+    out.loss.backward()
     if variant == "clip_value":
         torch.nn.utils.clip_grad_value_(model.parameters(), max_grad_norm)
     clip = None if variant in ("no_clip", "clip_value") else max_grad_norm
     optimizer_step(optimizer, NO_SCALER, lr=optimizer.param_groups[0]["lr"], grad_clip=clip)
-    return float(loss.detach())
+    return float(out.loss.detach())
 
 
 def _after_step(base, batch, make_optimizer: Callable, max_grad_norm: float, variant: str = "") -> dict:
@@ -119,7 +118,7 @@ def _params_differ(
         )
 
     if not isinstance(mine, dict):
-        fail_check(name, f"{what}: the model's parameters were not recorded")
+        raise ExerciseFailure(name, f"{what}: the model's parameters were not recorded")
     for pname, q in ref.items():
         p = mine.get(pname)
         if same(p, q):
@@ -127,12 +126,14 @@ def _params_differ(
         for make, why in hints:
             other = make()
             if all(same(mine.get(n), t) for n, t in other.items()):
-                fail_check(name, f"{what}: {why}")
+                raise ExerciseFailure(name, f"{what}: {why}")
         if not isinstance(p, torch.Tensor) or p.shape != q.shape:
             shape = tuple(p.shape) if isinstance(p, torch.Tensor) else type(p).__name__
-            fail_check(name, f"{what}: parameter {pname} is {shape}, expected a tensor of shape {tuple(q.shape)}")
+            raise ExerciseFailure(
+                name, f"{what}: parameter {pname} is {shape}, expected a tensor of shape {tuple(q.shape)}"
+            )
         diff = (p.detach().double() - q.detach().double()).abs().max().item()
-        fail_check(name, f"{what}: parameter {pname} differs from bertlab's by up to {diff:.3g}")
+        raise ExerciseFailure(name, f"{what}: parameter {pname} differs from bertlab's by up to {diff:.3g}")
 
 
 def _batch_copy(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -181,9 +182,7 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
     lr = 1e-3
     ref = copy.deepcopy(base)
 
-    def adam(model):
-        return adamw(model, lr=lr)
-
+    adam = functools.partial(adamw, lr=lr)
     ref_opt = adam(ref)
     ref_loss = _reference_pretraining_step(ref, b1, ref_opt, 1.0)
     ref_after = [parameters_of(ref)]
@@ -203,14 +202,13 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
         except (TypeError, ValueError):
             parts.fail(f"return the loss as a float (loss.item()), got {type(got).__name__}")
         if abs(got_f - ref_loss) > 1e-4 * max(1.0, abs(ref_loss)):
+            with torch.no_grad():
+                out = base(**b1)
             why = ""
-            for variant, text in (
-                ("mlm_only", "it equals the MLM loss alone: add the NSP loss"),
-                ("nsp_only", "it equals the NSP loss alone: add the MLM loss"),
-            ):
-                m = copy.deepcopy(base)
-                if abs(_reference_pretraining_step(m, b1, adam(m), 1.0, variant) - got_f) < 1e-4:
-                    why = f": {text}"
+            if abs(float(out.mlm_loss) - got_f) < 1e-4:
+                why = ": it equals the MLM loss alone: add the NSP loss"
+            if abs(float(out.nsp_loss) - got_f) < 1e-4:
+                why = ": it equals the NSP loss alone: add the MLM loss"
             parts.fail(
                 f"the loss on the first batch: expected {ref_loss:.5f}, got {got_f:.5f}{why} (the MLM loss "
                 "is the mean cross-entropy over positions whose label is not -100)"
@@ -343,28 +341,16 @@ def _training_run(name: str, finetune: Callable, base, batches, peak: float, epo
     return {"losses": losses, "lrs": lrs, "after": parameters_of(model)}
 
 
-def _modes_while_training(name: str, finetune: Callable, model, batches, peak: float, lr_at) -> list[bool]:
-    """(observe_student's drive) One epoch of finetune on `model` (handed over in eval mode):
-    whether the model was in train mode at each forward pass."""
-    modes: list[bool] = []
-    handle = model.register_forward_pre_hook(lambda mod, args: modes.append(mod.training))
+def _forward_modes(name: str, fn: Callable, model, batches, *args) -> dict:
+    """(observe_student's drive) fn(model, batches, *args): what it returned, and (train mode,
+    grad mode) at each forward pass of `model`."""
+    modes: list[tuple[bool, bool]] = []
+    handle = model.register_forward_pre_hook(lambda mod, _: modes.append((mod.training, torch.is_grad_enabled())))
     try:
-        call_student(name, finetune, model, [_batch_copy(b) for b in batches], adamw(model, lr=peak), 1, lr_at, 1.0)
+        result = call_student(name, fn, model, [_batch_copy(b) for b in batches], *args)
     finally:
         handle.remove()
-    return modes
-
-
-def _accuracy_run(name: str, accuracy: Callable, model, batches) -> dict:
-    """(observe_student's drive) accuracy on `model` (handed over in train mode): what it returned,
-    and (train mode, grad mode) at each forward pass."""
-    state: list[tuple[bool, bool]] = []
-    handle = model.register_forward_pre_hook(lambda mod, args: state.append((mod.training, torch.is_grad_enabled())))
-    try:
-        acc = call_student(name, accuracy, model, [_batch_copy(b) for b in batches])
-    finally:
-        handle.remove()
-    return {"accuracy": acc, "forward_passes": state}
+    return {"result": result, "forward_passes": modes}
 
 
 def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
@@ -443,9 +429,9 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
             name,
             finetune,
             {"run": "modes", "weights": m.state_dict(), "batches": train[:2], "epochs": 1, "lr_at": schedule},
-            functools.partial(_modes_while_training, name, finetune, m, train[:2], peak, lr_at),
-        )
-        if not modes or not all(modes):
+            functools.partial(_forward_modes, name, finetune, m, train[:2], adamw(m, lr=peak), 1, lr_at, 1.0),
+        )["forward_passes"]
+        if not modes or not all(t for t, _ in modes):
             parts.fail("the model was in eval mode while training: call model.train() at the start of finetune")
     with parts("accuracy: eval mode, no gradients, the share of correct argmax predictions"):
         m = _tiny(BertForSequenceClassification, 13, dropout=0.3).train()
@@ -454,9 +440,9 @@ def check_finetune_loop(finetune: Callable, accuracy: Callable) -> None:
             name,
             accuracy,
             {"run": "accuracy", "weights": m.state_dict(), "batches": dev},
-            functools.partial(_accuracy_run, name, accuracy, m, dev),
+            functools.partial(_forward_modes, name, accuracy, m, dev),
         )
-        acc, state = seen["accuracy"], seen["forward_passes"]
+        acc, state = seen["result"], seen["forward_passes"]
         if any(t for t, _ in state):
             parts.fail("accuracy ran the model in train mode (dropout on): call model.eval() first")
         if any(g for _, g in state):
