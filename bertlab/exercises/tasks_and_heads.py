@@ -181,19 +181,16 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
             got = call_student(
                 name, head_scores, tuple(a.clone() for a in attentions), mask.clone(), targets[label].clone()
             )
-            real = mask.bool()[None, :, None, :].double()
-            mass = (torch.stack(attentions).double() * targets[label][None, :, None]).sum(-1)
+            mass = (torch.stack(attentions).double() * targets[label][None, :, None]).sum(-1)  # (L, B, A, T)
+            summed = (mass * mask.bool()[None, :, None, :]).sum((1, 3))  # (L, A)
             hints = [
                 (
                     mass.mean((1, 3)),
-                    "the mean ran over every position, padding included: average over the "
-                    "REAL query tokens only (attention_mask == 1)",
+                    "the mean ran over every position, padding included: average over the REAL query tokens only "
+                    "(attention_mask == 1)",
                 ),
-                (
-                    (mass * real).sum((1, 3)),
-                    "this is the sum over the query tokens: divide by how many real query tokens there are",
-                ),
-                ((mass * real).sum((1, 3)) / (B * T), "divide by the number of REAL query tokens, not B * T"),
+                (summed, "this is the sum over the query tokens: divide by how many real query tokens there are"),
+                (summed / (B * T), "divide by the number of REAL query tokens, not B * T"),
             ]
             what = f"head_scores for attention to {label} (MiniLM, {L} layers x {A} heads, {B} padded sentence pairs)"
             expect_same(name, got, expected, what, hints=hints)
@@ -206,8 +203,7 @@ def check_head_probe(head_scores: Callable, best_head: Callable) -> None:
             _head_scores(attentions, mask, targets["[CLS]"]),
         ]:
             got = call_student(name, best_head, scores.clone())
-            flat = int(scores.argmax())
-            want = (flat // scores.shape[1], flat % scores.shape[1])
+            want = divmod(int(scores.argmax()), scores.shape[1])
             try:
                 got_t = tuple(int(x) for x in got)
             except Exception:
