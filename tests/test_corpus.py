@@ -70,6 +70,7 @@ def test_sentences_never_cross_paragraphs():
     doc = Document.from_paragraphs("d", "t", ["First para ends without a stop", "Second one. Has two."], "test")
     assert doc.sentences == ["First para ends without a stop", "Second one.", "Has two."]
     assert doc.paragraph_starts == [0, 1]
+    assert doc.paragraphs == [["First para ends without a stop"], ["Second one.", "Has two."]]
 
 
 # ----------------------------------------------------------------------------------------------

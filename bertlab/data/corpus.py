@@ -44,6 +44,12 @@ class Document:
     source: str = ""  # "books", "wiki", "wikitext-103", ...
 
     @property
+    def paragraphs(self) -> list[list[str]]:
+        """The sentences grouped by paragraph."""
+        bounds = [*self.paragraph_starts, len(self.sentences)]
+        return [self.sentences[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    @property
     def num_words(self) -> int:
         return sum(len(s.split()) for s in self.sentences)
 

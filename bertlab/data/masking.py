@@ -183,25 +183,26 @@ def mask_tokens(
     return MaskedBatch(corrupted.to(input_ids.dtype), positions, labels, selected)
 
 
-def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-    """A batch as a dict of tensors: a list of examples stacked, or a dict of batched arrays as it is."""
+def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any], pad_id: int) -> dict[str, torch.Tensor]:
+    """A batch as a dict of tensors (a list of examples stacked, or a dict of batched arrays as it
+    is), with long input_ids, token_type_ids (default 0) and attention_mask (default: not pad_id)."""
     if isinstance(examples, Mapping):
-        return {k: torch.as_tensor(v) for k, v in examples.items()}
-    if len(examples) == 0:
+        batch = {k: torch.as_tensor(v) for k, v in examples.items()}
+    elif len(examples) == 0:
         raise ValueError("cannot collate an empty list of examples")
-    return {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+    else:
+        batch = {k: torch.stack([torch.as_tensor(e[k]) for e in examples]) for k in examples[0]}
+    ids = batch["input_ids"] = batch["input_ids"].long()
+    batch["token_type_ids"] = batch.get("token_type_ids", torch.zeros_like(ids)).long()
+    batch["attention_mask"] = batch.get("attention_mask", ids != pad_id).long()
+    return batch
 
 
 class MaskedLMCollator:
     """Unmasked examples (a list of `PretrainingDataset[i]`, or one `get_batch` dict) to the
-    pretraining batch:
-
-        input_ids (B,T) long, masked; token_type_ids (B,T); attention_mask (B,T);
-        mlm_positions (B,P); mlm_labels (B,P); nsp_labels (B,) -- only if the examples have them.
-
-    Its `generator`, seeded with `seed`, is saved in the batch stream's state_dict, so a resumed
-    run draws the same masks.
-    """
+    pretraining batch: input_ids (B,T) masked, token_type_ids and attention_mask (B,T),
+    mlm_positions and mlm_labels (B,P), and nsp_labels (B,) if the examples have them. Its
+    `generator` is saved in the batch stream's state_dict, so a resumed run draws the same masks."""
 
     def __init__(
         self,
@@ -217,12 +218,11 @@ class MaskedLMCollator:
     ):
         if tokenizer is None:
             raise ValueError("MaskedLMCollator needs a tokenizer (for mask_id, special_ids and random_ids)")
-        reserved = torch.zeros(tokenizer.vocab_size, dtype=torch.bool)
-        reserved[tokenizer.reserved_ids] = True
         self.pad_id = tokenizer.pad_id
         self.mask_id = int(tokenizer.mask_id)
         self.special_ids = torch.as_tensor(list(tokenizer.special_ids), dtype=torch.long)
-        self.random_ids = torch.nonzero(~reserved).flatten()  # the vocabulary minus special and unused ids
+        # the vocabulary minus special and unused ids
+        self.random_ids = torch.tensor(sorted(set(range(tokenizer.vocab_size)) - set(tokenizer.reserved_ids)))
         self.is_continuation = tokenizer.is_continuation() if whole_word else None
         self.max_predictions = max_predictions
         self.mlm_probability, self.mask_prob, self.random_prob = mlm_probability, mask_prob, random_prob
@@ -232,8 +232,8 @@ class MaskedLMCollator:
         self.generator.manual_seed(seed)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-        batch = stack_examples(examples)
-        ids = batch["input_ids"].long()
+        batch = stack_examples(examples, self.pad_id)
+        ids = batch["input_ids"]
         T = ids.shape[1]
         P = self.max_predictions or default_max_predictions(T, self.mlm_probability)
         m = mask_tokens(
@@ -251,8 +251,8 @@ class MaskedLMCollator:
         )
         out = {
             "input_ids": m.input_ids.cpu(),
-            "token_type_ids": batch.get("token_type_ids", torch.zeros_like(ids)).long(),
-            "attention_mask": batch.get("attention_mask", ids != self.pad_id).long(),
+            "token_type_ids": batch["token_type_ids"],
+            "attention_mask": batch["attention_mask"],
             "mlm_positions": m.mlm_positions.cpu(),
             "mlm_labels": m.mlm_labels.cpu(),
         }
@@ -286,20 +286,14 @@ class NextTokenCollator:
         self.pad_id = tokenizer.pad_id if tokenizer is not None else 0
 
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
-        batch = stack_examples(examples)
+        batch = stack_examples(examples, self.pad_id)
         if "nsp_labels" in batch or "nsp_label" in batch:
             raise ValueError(
                 "the left-to-right LM has no next-sentence prediction (the paper's "
                 "'LTR & No NSP'): build its examples with nsp=False"
             )
-        ids = batch["input_ids"].long()
-        attention = batch.get("attention_mask", ids != self.pad_id).long()
-        return {
-            "input_ids": ids,
-            "token_type_ids": batch.get("token_type_ids", torch.zeros_like(ids)).long(),
-            "attention_mask": attention,
-            "lm_labels": next_token_labels(ids, attention),
-        }
+        labels = next_token_labels(batch["input_ids"], batch["attention_mask"])
+        return {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")} | {"lm_labels": labels}
 
     def state_dict(self) -> dict[str, Any]:
         return {}

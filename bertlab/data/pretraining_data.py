@@ -1,10 +1,9 @@
 """Pretraining examples: sentence pairs for next-sentence prediction, stored memory-mapped.
 
-The paper (section 3.1, appendix A.2) cuts sequences of up to 512 tokens from whole documents:
-[CLS] A [SEP] B [SEP], where B is half of the time the text that follows A (IsNext = 0) and
-otherwise text from another document (NotNext = 1). With probability 0.1 the target length is
-shorter, so the model also sees short inputs like those of fine-tuning. An example is cut after
-the logic of Google's create_pretraining_data:
+The paper (section 3.1, appendix A.2) cuts [CLS] A [SEP] B [SEP] from whole documents, B half of
+the time the text that follows A (IsNext = 0), otherwise text from another document (NotNext = 1);
+1 time in 10 the target length is shorter, like fine-tuning's inputs. As Google's
+create_pretraining_data does it:
 
 1. Collect a document's sentences into a chunk until it reaches the target length.
 2. Split the chunk at a random sentence boundary: A before, B after (IsNext). With probability 1/2
@@ -30,9 +29,9 @@ Storage (numpy .npy opened with mmap_mode="r": a batch is one fancy-indexing rea
         nsp_labels.npy          (N,)    0 IsNext, 1 NotNext (NSP only)
         spans.npy               (N, 4)  sentence ids of A's and B's first/last (-1: none), uncut
 
-Each folder's meta.json records the tokenizer, the corpus checksum, the settings and counts. Masks
-are drawn anew for every batch (`bertlab.data.masking`); the pairings are fixed when the arrays are
-built (`dupe_factor` copies, each cut differently), so a resumed run sees the data it saw before.
+Each folder's meta.json records the tokenizer, the corpus checksum, the settings and counts. The
+pairings are fixed when the arrays are built (`dupe_factor` copies, each cut differently); masks
+are drawn anew for every batch (`bertlab.data.masking`).
 """
 
 from __future__ import annotations
@@ -79,7 +78,16 @@ def _memmaps(directory: Path, *names: str) -> list[np.ndarray]:
     return [np.load(directory / f"{name}.npy", mmap_mode="r") for name in names]
 
 
-def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Path) -> None:
+def _open(where: Path, kind: str, tokenizer: WordPieceTokenizer | None, how: str) -> dict:
+    """The meta.json of a folder built by this module, checked: its kind, format and vocabulary."""
+    meta = _read_meta(where)
+    if meta is None or meta.get("kind") != kind:
+        raise FileNotFoundError(f"{where} holds no {kind.replace('_', ' ')} (no meta.json); {how}")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{where} was written in format {meta.get('format_version')}, this "
+            f"bertlab reads format {FORMAT_VERSION}; rebuild the data"
+        )
     want = meta["tokenizer"]
     if tokenizer is not None and want["fingerprint"] != tokenizer.fingerprint:
         raise ValueError(
@@ -88,6 +96,7 @@ def _check_tokenizer(meta: dict, tokenizer: WordPieceTokenizer | None, where: Pa
             f"given has {tokenizer.vocab_size} tokens (fingerprint {tokenizer.fingerprint[:12]}). "
             f"Use the tokenizer the data was built with, or rebuild the data with this one."
         )
+    return meta
 
 
 # --- Stage 1: tokenize the corpus once ---
@@ -106,6 +115,10 @@ class TokenizedCorpus:
         return len(self.document_starts) - 1
 
     @property
+    def n_sentences(self) -> int:
+        return len(self.sentence_starts) - 1
+
+    @property
     def n_tokens(self) -> int:
         return len(self.tokens)
 
@@ -115,13 +128,9 @@ class TokenizedCorpus:
     @classmethod
     def load(cls, directory: str | Path, tokenizer: WordPieceTokenizer | None = None) -> "TokenizedCorpus":
         directory = Path(directory)
-        meta = _read_meta(directory)
-        if meta is None:
-            raise FileNotFoundError(
-                f"{directory} holds no tokenized corpus (no meta.json); "
-                f"make one with tokenize_corpus(documents, tokenizer, directory)"
-            )
-        _check_tokenizer(meta, tokenizer, directory)
+        meta = _open(
+            directory, "tokenized_corpus", tokenizer, "make one with tokenize_corpus(documents, tokenizer, directory)"
+        )
         return cls(directory, *_memmaps(directory, "tokens", "sentence_starts", "document_starts"), meta)
 
 
@@ -387,19 +396,8 @@ class PretrainingDataset(torch.utils.data.Dataset):
 
     def __init__(self, directory: str | Path, tokenizer: WordPieceTokenizer | None = None):
         self.directory = Path(directory)
-        meta = _read_meta(self.directory)
-        if meta is None or meta.get("kind") != "pretraining_examples":
-            raise FileNotFoundError(
-                f"{self.directory} holds no pretraining examples (no meta.json); "
-                f"build them with prepare_pretraining_data or build_examples"
-            )
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(
-                f"{self.directory} was written in format {meta.get('format_version')}, this "
-                f"bertlab reads format {FORMAT_VERSION}; rebuild the data"
-            )
-        _check_tokenizer(meta, tokenizer, self.directory)
-        self.meta = meta
+        how = "build them with prepare_pretraining_data or build_examples"
+        self.meta = meta = _open(self.directory, "pretraining_examples", tokenizer, how)
         self.max_len: int = meta["max_len"]
         self.nsp: bool = meta["nsp"]
         arrays = _memmaps(self.directory, "input_ids", "lengths", "segment_b_start", "spans")
@@ -518,12 +516,9 @@ class PretrainingBatches:
 
 class PhasedBatches:
     """One stream per phase: batches from `streams[0]` until `ends[0]` have been drawn in all, then
-    from `streams[1]` until `ends[1]`, and so on; the last never ends. The paper's 90% of the steps
-    at 128 tokens, then 10% at 512, is two streams.
-
-    `set_ends` moves the boundaries during a run (a run limited by time learns its number of steps
-    as it goes); a phase once begun is never left for an earlier one. `state_dict()` resumes in the
-    same phase at the same batch."""
+    from `streams[1]`, and so on; the last never ends (the paper's 90% of the steps at 128 tokens,
+    then 10% at 512, is two streams). `set_ends` may move the boundaries during a run (a run limited
+    by time learns its number of steps as it goes); a phase once begun is never left."""
 
     def __init__(self, streams: Sequence["PretrainingBatches"]):
         if not streams:
@@ -619,19 +614,8 @@ def prepare_pretraining_data(
         and meta["short_seq_prob"] == short_seq_prob
     ):
         return PretrainingDataset(ex_dir, tokenizer)
-    return build_examples(
-        corpus,
-        ex_dir,
-        max_len=max_len,
-        nsp=nsp,
-        seed=seed,
-        short_seq_prob=short_seq_prob,
-        dupe_factor=dupe_factor,
-        cls_id=tokenizer.cls_id,
-        sep_id=tokenizer.sep_id,
-        pad_id=tokenizer.pad_id,
-        pairs=pairs,
-    )
+    special = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
+    return build_examples(corpus, ex_dir, max_len, nsp, seed, short_seq_prob, dupe_factor, pairs=pairs, **special)
 
 
 def unigram_log_probs(
