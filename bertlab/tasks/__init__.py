@@ -37,11 +37,13 @@ from bertlab.tasks import metrics
 from bertlab.tasks.inputs import (
     Features,
     SpecialIds,
+    Tally,
     collate,
     detach_cpu,
     encode_texts,
     example_field,
     fast_tokenizer,
+    label_id,
     predict_batches,
     stack_ragged,
 )
@@ -71,19 +73,6 @@ def pack(ids_a: Sequence[int], ids_b: Sequence[int] | None, special: SpecialIds)
     return input_ids, token_type_ids
 
 
-def _label_id(label: Any, label_names: Sequence[str], where: str) -> int | None:
-    if label is None or (isinstance(label, str) and label == ""):
-        return None
-    if isinstance(label, str) and not label.lstrip("-").isdigit():
-        if label not in label_names:
-            raise ValueError(f"{where}: unknown label {label!r}; the labels are {list(label_names)}")
-        return label_names.index(label)
-    value = int(label)
-    if not 0 <= value < len(label_names):
-        raise ValueError(f"{where}: label {value} is outside [0, {len(label_names)}) (labels {list(label_names)})")
-    return value
-
-
 def featurize_classification(
     examples: Sequence[Any],
     tokenizer: Any,
@@ -110,27 +99,23 @@ def featurize_classification(
                 raise TypeError(f"{task} example {i}: field {f!r} is {type(t).__name__}, expected str")
     encoded = [encode_texts(backend, column) for column in texts]
 
-    counted = ("truncated", "tokens_cut", "empty_texts", "unlabelled")
-    report = {"examples": len(examples), **dict.fromkeys(counted, 0), "max_len": max_len}
-    locations: dict[str, list] = {"empty_texts": [], "truncated": []}  # the first 20 example ids
+    tally = Tally()
     items = []
     for i, ex in enumerate(examples):
         where = example_field(ex, "id", i)
         ids_a = encoded[0][i].ids
         ids_b = encoded[1][i].ids if pair else []
         if not ids_a or (pair and not ids_b):
-            report["empty_texts"] += 1
-            locations["empty_texts"].append(where)
+            tally.note("empty_texts", where)
         keep_a, keep_b = truncate_longest_first(len(ids_a), len(ids_b), max_len - n_special)
         cut = len(ids_a) + len(ids_b) - keep_a - keep_b
         if cut:
-            report["truncated"] += 1
-            report["tokens_cut"] += cut
-            locations["truncated"].append(where)
+            tally.note("truncated", where)
+            tally["tokens_cut"] += cut
         input_ids, token_type_ids = pack(ids_a[:keep_a], ids_b[:keep_b] if pair else None, special)
-        label = _label_id(example_field(ex, "label", None), label_names, f"{task} example {i}")
+        label = label_id(example_field(ex, "label", None), label_names, f"{task} example {i}")
         if label is None:
-            report["unlabelled"] += 1
+            tally["unlabelled"] += 1
         item = {
             "input_ids": np.array(input_ids, dtype=np.int64),
             "token_type_ids": np.array(token_type_ids, dtype=np.int64),
@@ -138,7 +123,8 @@ def featurize_classification(
         if label is not None:
             item["labels"] = label
         items.append(item)
-    report["locations"] = {k: v[:20] for k, v in locations.items() if v}
+    counted = ("truncated", "tokens_cut", "empty_texts", "unlabelled")
+    report = tally.report({"examples": len(examples), "max_len": max_len}, counted)
     return Features(task, items, examples, report, meta={"pad_id": special.pad})
 
 
@@ -239,7 +225,7 @@ class Task:
         if self.kind == "span":
             start, end = stack_span_logits(outputs)
             return evaluate_squad(start, end, features, **kwargs)
-        values = self._stacked(outputs, fill=float("nan") if self.kind == "token" else 0.0)
+        values = self._stacked(outputs)
         if self.kind == "token":
             return evaluate_ner(values, features)
         preds, gold = self._predicted_and_gold(values, features)
@@ -252,7 +238,7 @@ class Task:
         """Confusion matrix (rows gold, columns predicted) of a classification task's outputs."""
         if self.kind != "classification":
             raise ValueError(f"{self.name} is a {self.kind} task; a confusion matrix is for classification")
-        preds, gold = self._predicted_and_gold(self._stacked(outputs, fill=0.0), features)
+        preds, gold = self._predicted_and_gold(self._stacked(outputs), features)
         return metrics.confusion_matrix(preds, gold, self.num_labels)
 
     def _predicted_and_gold(self, values: torch.Tensor, features: Features) -> tuple[torch.Tensor, torch.Tensor]:
@@ -267,12 +253,12 @@ class Task:
             )
         return preds, gold
 
-    def _stacked(self, outputs: Any, fill: float) -> torch.Tensor:
+    def _stacked(self, outputs: Any) -> torch.Tensor:
         if isinstance(outputs, (torch.Tensor, np.ndarray)):
             return detach_cpu(torch.as_tensor(outputs))
         parts = [self.gather(o) if hasattr(o, "logits") else detach_cpu(torch.as_tensor(o)) for o in outputs]
-        if parts and parts[0].dim() >= 2 and self.kind == "token":
-            return stack_ragged(parts, fill=fill if parts[0].is_floating_point() else IGNORE_INDEX)
+        if parts and parts[0].dim() >= 2 and self.kind == "token":  # logits padded with NaN, label ids ignored
+            return stack_ragged(parts, fill=float("nan") if parts[0].is_floating_point() else IGNORE_INDEX)
         return torch.cat(parts, dim=0)
 
 

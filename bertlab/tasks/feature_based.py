@@ -217,17 +217,10 @@ class Tagger(nn.Module):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
         self.lstm = None
-        width = in_dim
         if num_layers > 0:
-            self.lstm = nn.LSTM(
-                in_dim,
-                hidden,
-                num_layers,
-                batch_first=True,
-                bidirectional=True,
-                dropout=dropout if num_layers > 1 else 0.0,
-            )
-            width = 2 * hidden  # forward and backward states side by side
+            between = dropout if num_layers > 1 else 0.0
+            self.lstm = nn.LSTM(in_dim, hidden, num_layers, batch_first=True, bidirectional=True, dropout=between)
+        width = 2 * hidden if num_layers > 0 else in_dim  # forward and backward states side by side
         self.classifier = nn.Linear(width, num_labels)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,7 @@ dropped silently. `collate` pads each batch to its own longest sequence.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 from dataclasses import dataclass
@@ -79,6 +80,20 @@ def example_field(example: Any, name: str, default: Any = _MISSING) -> Any:
     return getattr(example, name) if default is _MISSING else getattr(example, name, default)
 
 
+def label_id(label: Any, names: Sequence[str], where: str, noun: str = "label") -> int | None:
+    """The index of a label given by name or index; None for a missing one (None or "")."""
+    if label is None or (isinstance(label, str) and label == ""):
+        return None
+    if isinstance(label, str) and not label.lstrip("-").isdigit():
+        if label not in names:
+            raise ValueError(f"{where}: unknown {noun} {label!r}; the {noun}s are {list(names)}")
+        return names.index(label)
+    value = int(label)
+    if not 0 <= value < len(names):
+        raise ValueError(f"{where}: {noun} {value} is outside [0, {len(names)}) ({noun}s {list(names)})")
+    return value
+
+
 # --- Features: a dataset with a report, and its batches ---
 class Features(torch.utils.data.Dataset):
     """Featurized examples, one dict of numpy arrays / ints per model input (`items`), with the
@@ -107,6 +122,23 @@ class Features(torch.utils.data.Dataset):
             f"Features(task={self.task!r}, items={len(self.items)}, examples={len(self.examples)}, "
             f"report={json.dumps(self.report, default=str)[:300]})"
         )
+
+
+class Tally(collections.Counter):
+    """A featurizer's counts of what it cut, skipped or repaired, with the first 20 places of each."""
+
+    def __init__(self):
+        super().__init__()
+        self.locations: dict[str, list] = collections.defaultdict(list)
+
+    def note(self, key: str, where: Any, n: int = 1) -> None:
+        self[key] += n
+        if len(self.locations[key]) < 20:
+            self.locations[key].append(where)
+
+    def report(self, head: dict, counted: Sequence[str]) -> dict:
+        """`head`, every `counted` key (0 if never noted), then the `locations`."""
+        return {**head, **dict.fromkeys(counted, 0), **self, "locations": dict(self.locations)}
 
 
 def collate(batch: Sequence[dict], pad_id: int = 0, pad_to_multiple_of: int | None = None) -> dict:
@@ -171,36 +203,29 @@ def length_grouped_batches(
 
 def labelled_tokens(features: Features) -> np.ndarray:
     """How many positions of every item carry a token label (not IGNORE_INDEX)."""
-    counts = []
-    for it in features.items:
-        labels = it.get("labels")
-        if labels is None or np.ndim(labels) != 1:
-            raise ValueError(
-                f"{features.task} features have no per-token labels; labelled_tokens is for token-level "
-                f"tasks (CoNLL-2003), featurized with their labels"
-            )
-        counts.append(int((np.asarray(labels) != IGNORE_INDEX).sum()))
-    return np.array(counts, dtype=np.int64)
+    if any(np.ndim(it.get("labels")) != 1 for it in features.items):
+        raise ValueError(
+            f"{features.task} features have no per-token labels; labelled_tokens is for token-level "
+            f"tasks (CoNLL-2003), featurized with their labels"
+        )
+    return np.array([(np.asarray(it["labels"]) != IGNORE_INDEX).sum() for it in features.items], dtype=np.int64)
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler):
     """A DataLoader batch_sampler: new `length_grouped_batches` every epoch, from `generator`."""
 
-    def __init__(
-        self, lengths: Sequence[int] | np.ndarray, batch_size: int, generator: torch.Generator, pool_batches: int = 8
-    ):
+    def __init__(self, lengths: Sequence[int] | np.ndarray, batch_size: int, generator: torch.Generator):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.lengths = np.asarray(lengths)
         self.batch_size = batch_size
         self.generator = generator
-        self.pool_batches = pool_batches
-        if batch_size < 1 or pool_batches < 1:
-            raise ValueError(f"batch_size and pool_batches must be at least 1 (got {batch_size}, {pool_batches})")
 
     def __len__(self) -> int:
         return math.ceil(len(self.lengths) / self.batch_size)
 
     def __iter__(self):
-        for batch in length_grouped_batches(self.lengths, self.batch_size, self.generator, self.pool_batches):
+        for batch in length_grouped_batches(self.lengths, self.batch_size, self.generator):
             yield batch.tolist()
 
 

@@ -141,11 +141,20 @@ def matthews_corrcoef(predictions: Any, labels: Any) -> float:
     return 100.0 * float((c * s - (q * t).sum()) / denominator)
 
 
-def _scores(x: Any, name: str) -> torch.Tensor:
-    v = _flat(x).double()
-    if not torch.isfinite(v).all():
-        raise ValueError(f"{name} contain NaN or infinite values")
-    return v
+def _correlation_inputs(predictions: Any, labels: Any, undefined: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Finite float64 vectors of one shape, at least two, neither constant: else ValueError."""
+    x, y = _flat(predictions).double(), _flat(labels).double()
+    for v, name in ((x, "predictions"), (y, "labels")):
+        if not torch.isfinite(v).all():
+            raise ValueError(f"{name} contain NaN or infinite values")
+    if x.shape != y.shape:
+        raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
+    if x.numel() < 2:
+        raise ValueError(f"a correlation needs at least 2 pairs, got {x.numel()}")
+    for v, name in ((x, "predictions"), (y, "labels")):
+        if bool((v == v[0]).all()):
+            raise ValueError(f"the {name} are constant (all {float(v[0]):g}): {undefined}")
+    return x, y
 
 
 def pearson(predictions: Any, labels: Any) -> float:
@@ -154,17 +163,7 @@ def pearson(predictions: Any, labels: Any) -> float:
         r = sum_i (x_i - mx)(y_i - my) / sqrt(sum_i (x_i - mx)^2 sum_i (y_i - my)^2).
 
     A constant input has no variance, so r is undefined: ValueError."""
-    x, y = _scores(predictions, "predictions"), _scores(labels, "labels")
-    if x.shape != y.shape:
-        raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
-    if x.numel() < 2:
-        raise ValueError(f"a correlation needs at least 2 pairs, got {x.numel()}")
-    for v, name in ((x, "predictions"), (y, "labels")):
-        if bool((v == v[0]).all()):
-            raise ValueError(
-                f"the {name} are constant (all {float(v[0]):g}): a correlation with a "
-                f"constant is undefined (zero variance)"
-            )
+    x, y = _correlation_inputs(predictions, labels, "a correlation with a constant is undefined (zero variance)")
     dx, dy = x - x.mean(), y - y.mean()
     return 100.0 * float((dx * dy).sum() / ((dx * dx).sum() * (dy * dy).sum()).sqrt())
 
@@ -186,15 +185,7 @@ def average_ranks(x: Any) -> torch.Tensor:
 
 def spearman(predictions: Any, labels: Any) -> float:
     """Spearman's rank correlation times 100 (STS-B): the Pearson correlation of `average_ranks`."""
-    x, y = _scores(predictions, "predictions"), _scores(labels, "labels")
-    if x.shape != y.shape:
-        raise ValueError(f"{x.numel()} predictions but {y.numel()} labels")
-    for v, name in ((x, "predictions"), (y, "labels")):
-        if v.numel() >= 2 and bool((v == v[0]).all()):
-            raise ValueError(
-                f"the {name} are constant (all {float(v[0]):g}): a rank correlation "
-                f"with a constant is undefined (every rank ties)"
-            )
+    x, y = _correlation_inputs(predictions, labels, "a rank correlation with a constant is undefined (every rank ties)")
     return pearson(average_ranks(x), average_ranks(y))
 
 

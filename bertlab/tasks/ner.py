@@ -9,7 +9,6 @@ between words into windows; a word with no piece at all becomes [UNK] (both coun
 
 from __future__ import annotations
 
-import collections
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,9 +18,11 @@ from bertlab.model import IGNORE_INDEX
 from bertlab.tasks.inputs import (
     Features,
     SpecialIds,
+    Tally,
     detach_cpu,
     example_field,
     fast_tokenizer,
+    label_id,
     predict_batches,
     stack_ragged,
 )
@@ -56,20 +57,6 @@ def split_into_windows(piece_counts: Sequence[int], budget: int) -> list[tuple[i
     return windows
 
 
-def _tag_ids(tags: Sequence[Any], label_names: Sequence[str], where: str) -> list[int]:
-    ids = []
-    for t in tags:
-        if isinstance(t, str):
-            if t not in label_names:
-                raise ValueError(f"{where}: unknown tag {t!r}; the tags are {list(label_names)}")
-            ids.append(label_names.index(t))
-        else:
-            if not 0 <= int(t) < len(label_names):
-                raise ValueError(f"{where}: tag id {t} outside [0, {len(label_names)})")
-            ids.append(int(t))
-    return ids
-
-
 def featurize_ner(
     examples: Sequence[Any],
     tokenizer: Any,
@@ -92,33 +79,28 @@ def featurize_ner(
     pieces = word_pieces(backend, sentences)
     budget = max_len - 2
 
-    report = collections.Counter()
-    locations = collections.defaultdict(list)
-
-    def note(key: str, where: Any, n: int = 1) -> None:
-        report[key] += n
-        if len(locations[key]) < 20:
-            locations[key].append(where)
-
+    tally = Tally()
     items, sentence_index, word_start, first_piece = [], [], [], []
     for s, (words, word_ids) in enumerate(zip(sentences, pieces)):
-        report["words"] += len(words)
+        tally["words"] += len(words)
         if not words:
-            note("empty_sentences", s)
+            tally.note("empty_sentences", s)
             continue
-        tags = _tag_ids(example_field(examples[s], "tags"), label_names, f"sentence {s}") if has_labels else None
+        tags = None
+        if has_labels:
+            tags = [label_id(t, label_names, f"sentence {s}", "tag") for t in example_field(examples[s], "tags")]
         if tags is not None and len(tags) != len(words):
             raise ValueError(f"sentence {s}: {len(words)} words but {len(tags)} tags")
         for w, p in enumerate(word_ids):
             if not p:
-                note("words_without_pieces", (s, w, words[w]))
+                tally.note("words_without_pieces", (s, w, words[w]))
                 word_ids[w] = [special.unk]
             elif len(p) > budget:
-                note("words_truncated", (s, w))
+                tally.note("words_truncated", (s, w))
                 word_ids[w] = p[:budget]
         windows = split_into_windows([len(p) for p in word_ids], budget)
         if len(windows) > 1:
-            note("sentences_split", s)
+            tally.note("sentences_split", s)
         for lo, hi in windows:
             input_ids, labels, firsts = [special.cls], [IGNORE_INDEX], []
             for w in range(lo, hi):
@@ -138,8 +120,7 @@ def featurize_ner(
             word_start.append(lo)
             first_piece.append(np.array(firsts, dtype=np.int64))
     counted = ("sentences_split", "words_truncated", "words_without_pieces", "empty_sentences")
-    full_report = {"sentences": len(examples), "words": 0, "windows": len(items), "max_len": max_len}
-    full_report.update(dict.fromkeys(counted, 0), **report, locations=dict(locations))
+    head = {"sentences": len(examples), "words": 0, "windows": len(items), "max_len": max_len}
     meta = {
         "sentence_index": np.array(sentence_index, dtype=np.int64),
         "word_start": np.array(word_start, dtype=np.int64),
@@ -147,7 +128,7 @@ def featurize_ner(
         "label_names": tuple(label_names),
         "pad_id": special.pad,
     }
-    return Features("conll2003", items, examples, full_report, meta)
+    return Features("conll2003", items, examples, tally.report(head, counted), meta)
 
 
 def word_predictions(token_predictions: Any, features: Features) -> list[list[str]]:

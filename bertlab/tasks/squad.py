@@ -12,7 +12,6 @@ and `best_null_threshold` picks the margin tau on dev.
 
 from __future__ import annotations
 
-import collections
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ import torch
 from bertlab.tasks.inputs import (
     Features,
     SpecialIds,
+    Tally,
     detach_cpu,
     encode_texts,
     example_field,
@@ -141,22 +141,15 @@ def featurize_squad(
     c_enc = dict(zip(unique, encode_texts(backend, unique)))
     c_offsets = {c: np.array(e.offsets, dtype=np.int64).reshape(-1, 2) for c, e in c_enc.items()}
 
-    report = collections.Counter()
-    locations = collections.defaultdict(list)  # report key -> example ids (the first few)
-
-    def note(key: str, qid: str) -> None:
-        report[key] += 1
-        if len(locations[key]) < 20:
-            locations[key].append(qid)
-
+    tally = Tally()
     items, example_index, context_rows = [], [], []  # context_rows: (c0, offsets, max-context flags)
     for e, ex in enumerate(examples):
         qid, context = example_field(ex, "id"), contexts[e]
         q_ids = q_enc[e].ids
         if not q_ids:
-            note("empty_questions", qid)
+            tally.note("empty_questions", qid)
         if len(q_ids) > max_query_len:
-            note("questions_truncated", qid)
+            tally.note("questions_truncated", qid)
             q_ids = q_ids[:max_query_len]
         budget = max_len - len(q_ids) - 3  # [CLS] q [SEP] window [SEP]
         if budget < 1:
@@ -166,43 +159,44 @@ def featurize_squad(
             )
         ctx_ids, offsets = c_enc[context].ids, c_offsets[context]
         if not ctx_ids:
-            note("empty_contexts", qid)
+            tally.note("empty_contexts", qid)
 
         answer_tokens = None
         answers = _answers(ex)
         if answers:
             answer_tokens, problems = gold_token_span(context, offsets, *answers[0])
             for problem in problems:
-                note(problem, qid)
+                tally.note(problem, qid)
         else:
-            note("unanswered", qid)
+            tally.note("unanswered", qid)
 
         spans = window_starts(len(ctx_ids), budget, doc_stride)
         owner = max_context_windows(len(ctx_ids), spans)
-        report["windows"] += len(spans)
+        tally["windows"] += len(spans)
         if len(spans) > 1:
-            report["examples_with_several_windows"] += 1
+            tally["examples_with_several_windows"] += 1
         c0 = len(q_ids) + 2  # where the context starts in the window
+        holding = []  # the windows that hold the whole answer
         if answer_tokens is not None:
-            holding = [w for w, (s, L) in enumerate(spans) if s <= answer_tokens[0] and answer_tokens[1] < s + L]
+            first, last = answer_tokens
+            holding = [w for w, (s, L) in enumerate(spans) if s <= first and last < s + L]
             if not holding:
-                note("answers_in_no_window", qid)  # longer than a window: every window says [CLS]
-            elif owner[answer_tokens[0]] not in holding:
+                tally.note("answers_in_no_window", qid)  # longer than a window: every window says [CLS]
+            elif owner[first] not in holding:
                 # decoding starts spans at max-context tokens only: it cannot return this span
-                note("answers_start_outside_max_context", qid)
+                tally.note("answers_start_outside_max_context", qid)
         for w, (s, L) in enumerate(spans):
             input_ids = [special.cls, *q_ids, special.sep, *ctx_ids[s : s + L], special.sep]
-            token_type_ids = [0] * c0 + [1] * (L + 1)
             item = {
                 "input_ids": np.array(input_ids, dtype=np.int64),
-                "token_type_ids": np.array(token_type_ids, dtype=np.int64),
+                "token_type_ids": np.array([0] * c0 + [1] * (L + 1), dtype=np.int64),
+                "start_positions": 0,  # [CLS]: no answer in this window (SQuAD 2.0's rule for none at all)
+                "end_positions": 0,
             }
-            start_pos = end_pos = 0  # [CLS]: no answer in this window (SQuAD 2.0's rule for none at all)
-            if answer_tokens is not None and s <= answer_tokens[0] and answer_tokens[1] < s + L:
-                start_pos, end_pos = c0 + answer_tokens[0] - s, c0 + answer_tokens[1] - s
+            if w in holding:
+                item["start_positions"], item["end_positions"] = c0 + first - s, c0 + last - s
             elif answers:
-                report["windows_without_answer"] += 1
-            item["start_positions"], item["end_positions"] = start_pos, end_pos
+                tally["windows_without_answer"] += 1
             items.append(item)
             example_index.append(e)
             context_rows.append((c0, offsets[s : s + L], owner[s : s + L] == w))
@@ -213,29 +207,21 @@ def featurize_squad(
     for n, (c0, chars, owned) in enumerate(context_rows):
         token_to_char[n, c0 : c0 + len(chars)] = chars
         max_context[n, c0 : c0 + len(owned)] = owned
-    full_report = dict(examples=len(examples), max_len=max_len, doc_stride=doc_stride, max_query_len=max_query_len)
+    head = dict(examples=len(examples), max_len=max_len, doc_stride=doc_stride, max_query_len=max_query_len)
+    # fmt: off
     counted = (
-        "windows",
-        "windows_without_answer",
-        "examples_with_several_windows",
-        "questions_truncated",
-        "empty_questions",
-        "empty_contexts",
-        "answers_moved",
-        "answers_not_found",
-        "answers_inside_tokens",
-        "answers_in_no_window",
-        "answers_start_outside_max_context",
-        "unanswered",
+        "windows", "windows_without_answer", "examples_with_several_windows", "questions_truncated",
+        "empty_questions", "empty_contexts", "answers_moved", "answers_not_found", "answers_inside_tokens",
+        "answers_in_no_window", "answers_start_outside_max_context", "unanswered",
     )
-    full_report.update(dict.fromkeys(counted, 0), **report, locations=dict(locations))
+    # fmt: on
     meta = {
         "example_index": np.array(example_index, dtype=np.int64),
         "token_to_char": token_to_char,
         "max_context": max_context,
         "pad_id": special.pad,
     }
-    return Features("squad", items, examples, full_report, meta)
+    return Features("squad", items, examples, tally.report(head, counted), meta)
 
 
 # --- Held-out articles ---
@@ -427,10 +413,7 @@ def null_and_best_span(
         )
     masks = []
     for name, ok in (("start_ok", start_ok), ("end_ok", end_ok)):
-        if ok is None:
-            m = torch.ones(len(s), dtype=torch.bool)
-        else:
-            m = torch.as_tensor(ok, dtype=torch.bool).clone()
+        m = torch.ones(len(s), dtype=torch.bool) if ok is None else torch.as_tensor(ok, dtype=torch.bool).clone()
         if m.shape != s.shape:
             raise ValueError(f"{name} has shape {tuple(m.shape)}, the logits {tuple(s.shape)}")
         m[0] = False  # [CLS] is the null answer, never part of a span
