@@ -139,10 +139,7 @@ class Reading:
     `right`/`wrong`: controls that lean / do not lean as their meaning says; `steady`: occupations
     on one side of the tilt in at least `min_agree` pairs, split into `female` and `male`."""
 
-    occupations: list[str]
-    controls: list[str]
     first: tuple[list[str], list[str]]
-    k: int
     in_top: int
     best: str
     mass: tuple[float, float]
@@ -165,10 +162,7 @@ def reading(probe: BiasProbe, k: int = 10) -> Reading:
     min_agree = len(probe.pairs) - 1
     steady = [w for w in occ if lean[w].agree >= min_agree]
     return Reading(
-        occupations=occ,
-        controls=probe.controls,
         first=([p for p, _ in probe.top(male_t, 3)], [p for p, _ in probe.top(female_t, 3)]),
-        k=k,
         in_top=in_top,
         best=min(occ, key=lambda w: lean[w].best_rank),
         mass=tuple(sum(probe.dist[t][w][0] for w in occ) for t in (male_t, female_t)),
@@ -196,22 +190,23 @@ def reading_text(probe: BiasProbe, k: int = 10) -> str:
     """The chapter's reading of the probe as Markdown paragraphs from its numbers; unless `trusted`,
     it says why instead of ranking the occupations."""
     r, n = reading(probe, k), len(probe.pairs)
+    occupations, controls = probe.occupations, probe.controls
     m0, f0 = probe.pairs[0]
     best = probe.leans[r.best].best_rank
     text = [
         f"**What the model expects.** Its first guesses after `{m0}` are "
         f"*{'*, *'.join(r.first[0])}*, and after `{f0}` *{'*, *'.join(r.first[1])}*. "
-        f"Across the {number(2 * n)} templates, {number(r.in_top)} of the {number(2 * n * r.k)} top-{r.k} "
+        f"Across the {number(2 * n)} templates, {number(r.in_top)} of the {number(2 * n * k)} top-{k} "
         f"guesses are occupations from the list; the best-ranked occupation anywhere "
         f"is *{r.best}*, at rank {best:,}. Together the "
-        f"{number(len(r.occupations))} occupations get {r.mass[0]:.1%} of the probability "
+        f"{number(len(occupations))} occupations get {r.mass[0]:.1%} of the probability "
         f"after `{m0}` and {r.mass[1]:.1%} after `{f0}`.",
         f"**The tilt of the whole list.** Averaged on a log scale over words and "
         f"pairs, an occupation is {r.whole:.2f} times as probable after the male "
         f"subject as after the female one. The ratios below are relative to that tilt "
         f"(in brackets; above 1: leans male).",
     ]
-    if not r.controls:
+    if not controls:
         text.append(
             "**No controls, no ranking.** Without words whose gender is part of their meaning "
             "there is no way to tell whether the probe sees gender at all, so the occupations are "
@@ -219,26 +214,26 @@ def reading_text(probe: BiasProbe, k: int = 10) -> str:
         )
         return "\n\n".join(text)
     text.append(
-        f"**Does the probe see gender at all?** Of the {count(len(r.controls), 'control word')}, "
+        f"**Does the probe see gender at all?** Of the {count(len(controls), 'control word')}, "
         f"{number(len(r.right)) if r.right else 'none'} {verb_agreeing(len(r.right) or 1, 'leans')} the way "
-        f"{'its' if len(r.controls) == 1 else 'their'} meaning says"
+        f"{'its' if len(controls) == 1 else 'their'} meaning says"
         + (f": {_named(probe, r.right, 6)}" if r.right else "")
         + (f"; {_named(probe, r.wrong, 6)} {verb_agreeing(len(r.wrong), 'does')} not." if r.wrong else ".")
     )
     if r.wrong:
-        median = int(np.median([probe.leans[w].best_rank for w in r.occupations]))
+        median = int(np.median([probe.leans[w].best_rank for w in occupations]))
         text.append(
             f"**So this probe is not trustworthy on this model, and it ranks no occupation.** "
             f"A word whose very meaning is gendered leaning the wrong way shows that the differences "
             f"the probe measures here are not only gender. The model is small, and most occupations lie "
             f"well down its ranking (half of them never rank above {median:,} in any template), where "
             f"the ratio of two small probabilities moves with the wording of the template as much as "
-            f"with its subject. A ranking of the {number(len(r.occupations))} occupations would read "
+            f"with its subject. A ranking of the {number(len(occupations))} occupations would read "
             f"that noise as stereotype."
         )
         return "\n\n".join(text)
     text.append(
-        f"**Occupations.** {number(len(r.steady))} of the {number(len(r.occupations))} occupations "
+        f"**Occupations.** {number(len(r.steady))} of the {number(len(occupations))} occupations "
         f"fall on the same side of the tilt in at least {number(r.min_agree)} of the {number(n)} "
         f"pairs. Of these, {number(len(r.female))} lean toward the female subject"
         + (f", most of all {_named(probe, r.female)}" if r.female else "")

@@ -34,14 +34,11 @@ SEGMENT_COLOURS = {0: "#a6cee3", 1: "#fdbf6f", None: "#dddddd"}
 FATE_COLOURS = {"mask": "#e31a1c", "random": "#ff7f00", "same": "#33a02c", "": None}
 FATE_NAMES = {"mask": "[MASK]", "random": "random token", "same": "chosen, unchanged"}
 # where the parameters sit (chapter 7)
-PARAMETER_GROUP_COLOURS = {
-    "token embeddings": "#c9a227",
-    "position + segment embeddings": "#f0d77a",
-    "attention": "#3b75af",
-    "feed-forward": "#d95f02",
-    "LayerNorm": "#7a7a7a",
-    "pooler": "#1b9e77",
-}
+# fmt: off
+PARAMETER_GROUP_COLOURS = {"token embeddings": "#c9a227", "position + segment embeddings": "#f0d77a",
+                           "attention": "#3b75af", "feed-forward": "#d95f02", "LayerNorm": "#7a7a7a",
+                           "pooler": "#1b9e77"}
+# fmt: on
 # one colour per head in the head view (tab10, then two more: 12 heads)
 HEAD_COLOURS = [plt.cm.tab10(i)[:3] for i in range(10)] + [(0.0, 0.0, 0.0), (0.6, 0.45, 0.0)]
 
@@ -101,10 +98,8 @@ def elmo_stack(n: int, title: str, ax=None):
 def label_stack(ax, n: int, title: str) -> None:
     """The input embeddings E_i and the outputs T_i of a Figure 3 panel, its limits and title."""
     for i in range(n):
-        face, edge = EMBEDDING_YELLOW
-        ax.text(i, 0.0, f"$E_{i + 1}$", ha="center", va="center", bbox=dict(boxstyle="round", fc=face, ec=edge))
-        face, edge = OUTPUT_BLUE
-        ax.text(i, 3.0, f"$T_{i + 1}$", ha="center", va="center", bbox=dict(boxstyle="round", fc=face, ec=edge))
+        for y, name, (face, edge) in ((0.0, "E", EMBEDDING_YELLOW), (3.0, "T", OUTPUT_BLUE)):
+            ax.text(i, y, f"${name}_{i + 1}$", ha="center", va="center", bbox=dict(boxstyle="round", fc=face, ec=edge))
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(-0.5, 3.5)
     ax.set_title(title)
@@ -157,17 +152,15 @@ def pretraining_and_finetuning(ax=None):
 
 # the four panels of the paper's Figure 4: title, input tokens (A then, after [SEP], B), and
 # where the output is read ("class": C only; "tags": every token of A; "span": start/end over B)
+# fmt: off
 FIGURE4_PANELS = [
-    (
-        "(a) sentence pair classification\nMNLI, QQP, QNLI, STS-B, MRPC, RTE, SWAG",
-        ("Tok 1", "Tok N"),
-        ("Tok 1", "Tok M"),
-        "class",
-    ),
+    ("(a) sentence pair classification\nMNLI, QQP, QNLI, STS-B, MRPC, RTE, SWAG",
+     ("Tok 1", "Tok N"), ("Tok 1", "Tok M"), "class"),
     ("(b) single sentence classification\nSST-2, CoLA", ("Tok 1", "Tok 2", "Tok N"), (), "class"),
     ("(c) question answering\nSQuAD v1.1", ("Tok 1", "Tok N"), ("Tok 1", "Tok M"), "span"),
     ("(d) single sentence tagging\nCoNLL-2003 NER", ("Tok 1", "Tok 2", "Tok N"), (), "tags"),
 ]
+# fmt: on
 
 
 def finetuning_setups(axes=None):
@@ -346,30 +339,17 @@ def normalisation_axes(panels: Mapping[str, torch.Tensor], axes=None):
 # Chapter 6b: the whole Transformer, encoder beside decoder (Figure 1 of Vaswani et al. 2017)
 
 # the fills of the Transformer diagram's boxes, by kind of box
-TRANSFORMER_FILLS = {
-    "attention": "#dbe9f6",
-    "cross-attention": "#f6dbe9",
-    "add & norm": "#eeeeee",
-    "feed-forward": "#fde0c5",
-    "embedding": EMBEDDING_YELLOW[0],
-    "output": "#e6f2e6",
-}
+# fmt: off
+TRANSFORMER_FILLS = {"attention": "#dbe9f6", "cross-attention": "#f6dbe9", "add & norm": "#eeeeee",
+                     "feed-forward": "#fde0c5", "embedding": EMBEDDING_YELLOW[0], "output": "#e6f2e6"}
 CROSS_ATTENTION = "Multi-Head Attention\n(encoder-decoder attention)"
 # one layer of each stack, its sub-layers bottom to top: (label, kind of box)
-ENCODER_SUBLAYERS = [
-    ("Multi-Head Attention", "attention"),
-    ("Add & Norm", "add & norm"),
-    ("Feed Forward", "feed-forward"),
-    ("Add & Norm", "add & norm"),
-]
-DECODER_SUBLAYERS = [
-    ("Masked Multi-Head Attention", "attention"),
-    ("Add & Norm", "add & norm"),
-    (CROSS_ATTENTION, "cross-attention"),
-    ("Add & Norm", "add & norm"),
-    ("Feed Forward", "feed-forward"),
-    ("Add & Norm", "add & norm"),
-]
+ENCODER_SUBLAYERS = [("Multi-Head Attention", "attention"),        ("Add & Norm", "add & norm"),
+                     ("Feed Forward", "feed-forward"),             ("Add & Norm", "add & norm")]
+DECODER_SUBLAYERS = [("Masked Multi-Head Attention", "attention"), ("Add & Norm", "add & norm"),
+                     (CROSS_ATTENTION, "cross-attention"),         ("Add & Norm", "add & norm"),
+                     ("Feed Forward", "feed-forward"),             ("Add & Norm", "add & norm")]
+# fmt: on
 # the size of a sub-layer's box, and the distance from one box's bottom to the next one's
 SUBLAYER_WIDTH, SUBLAYER_HEIGHT, SUBLAYER_STEP = 3.0, 0.55, 0.9
 
@@ -588,11 +568,9 @@ def masking_rates(n_real: int, n_chosen: int, share: Mapping[str, float], axes=N
     names = list(share)
     colours = [FATE_COLOURS[f] for f in ("mask", "random", "same")]
     ax2.bar(names, [100 * share[k] for k in names], color=colours)
-    for x, target in enumerate([80, 10, 10]):
+    for x, (name, target) in enumerate(zip(names, [80, 10, 10])):
         ax2.hlines(target, x - 0.4, x + 0.4, color="black", ls="--", lw=1)
-        ax2.text(
-            x, 100 * share[names[x]] + 2, f"{100 * share[names[x]]:.1f}% (paper {target}%)", ha="center", fontsize=9
-        )
+        ax2.text(x, 100 * share[name] + 2, f"{100 * share[name]:.1f}% (paper {target}%)", ha="center", fontsize=9)
     ax2.set_ylim(0, 95)
     ax2.set_ylabel("% of chosen tokens")
     return ax1.figure

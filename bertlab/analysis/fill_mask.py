@@ -22,7 +22,17 @@ from bertlab import checkpoint as ckpt
 from bertlab.data.pretraining_data import PretrainingDataset
 from bertlab.data.tokenizer import WordPieceTokenizer
 from bertlab.model import IGNORE_INDEX, BertForPreTraining
-from bertlab.prose import number, verb_agreeing
+from bertlab.prose import and_list, number, verb_agreeing
+
+
+def _mlm_logits(model, **inputs: torch.Tensor) -> torch.Tensor:
+    """`model(**inputs).mlm_logits` in eval mode (the mode restored), on the model's device."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    logits = model(**{name: t.to(device) for name, t in inputs.items()}).mlm_logits
+    model.train(was_training)
+    return logits
 
 
 @torch.no_grad()
@@ -32,12 +42,7 @@ def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, f
     where = (enc.input_ids[0] == tokenizer.mask_id).nonzero().flatten()
     if len(where) == 0:
         raise ValueError(f"no [MASK] in {text!r}: write [MASK] where the model should fill in a word")
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    inputs = {name: t.to(device) for name, t in enc.model_inputs().items()}
-    logits = model(**inputs, mlm_positions=where[None].to(device)).mlm_logits[0]  # (P, V)
-    model.train(was_training)
+    logits = _mlm_logits(model, **enc.model_inputs(), mlm_positions=where[None])[0]  # (P, V)
     probs, top = logits.float().softmax(-1).topk(k)
     return [
         [(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(ti, pi)]
@@ -49,31 +54,25 @@ def fill_mask(model, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, f
 def continuation_log_probs(model, tokenizer, context: str | None, continuation: str) -> torch.Tensor:
     """The log-probability of each piece of `continuation` with that piece alone masked, (pieces,),
     after `[CLS] context [SEP]` (or alone when `context` is None)."""
-    if context is None:
-        enc = tokenizer.encode(continuation, return_tensors="pt")
-        ids, segments = enc.input_ids[0], enc.token_type_ids[0]
-        inside = (ids != tokenizer.cls_id) & (ids != tokenizer.sep_id)
-    else:
-        enc = tokenizer.encode(context, continuation, return_tensors="pt")
-        ids, segments = enc.input_ids[0], enc.token_type_ids[0]
-        inside = (segments == 1) & (ids != tokenizer.sep_id)
-    where = inside.nonzero().flatten()  # the continuation's pieces
+    texts = (continuation,) if context is None else (context, continuation)
+    enc = tokenizer.encode(*texts, return_tensors="pt")
+    ids, segments = enc.input_ids[0], enc.token_type_ids[0]
+    # the continuation's pieces: all but [CLS] and [SEP] alone, segment B after a context
+    inside = (ids != tokenizer.sep_id) & ((ids != tokenizer.cls_id) if context is None else (segments == 1))
+    where = inside.nonzero().flatten()
     if len(where) == 0:
         raise ValueError(f"continuation {continuation!r} has no pieces to score")
     n = len(where)
     batch = ids.repeat(n, 1)
     batch[torch.arange(n), where] = tokenizer.mask_id  # row k hides piece k only
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    out = model(
-        input_ids=batch.to(device),
-        token_type_ids=segments.repeat(n, 1).to(device),
-        attention_mask=enc.attention_mask.repeat(n, 1).to(device),
-        mlm_positions=where[:, None].to(device),
+    logits = _mlm_logits(
+        model,
+        input_ids=batch,
+        token_type_ids=segments.repeat(n, 1),
+        attention_mask=enc.attention_mask.repeat(n, 1),
+        mlm_positions=where[:, None],
     )
-    model.train(was_training)
-    log_probs = out.mlm_logits[:, 0].float().log_softmax(-1)  # (n, V)
+    log_probs = logits[:, 0].float().log_softmax(-1)  # (n, V)
     return log_probs[torch.arange(n), ids[where].to(log_probs.device)].cpu()
 
 
@@ -113,15 +112,9 @@ def zero_shot_reading(
         if answer != a != b != answer
     ]
     first, *others = right
-    rest = [f"{number(right[name])} {name}" for name in others]
-    text = (
-        f"Without a single training question, the masked LM picks the real ending in {number(right[first])} "
-        f"of the {number(n)} questions {first}"
-    )
-    if len(rest) == 1:
-        text += f" and {rest[0]}"
-    elif rest:
-        text += ", " + ", ".join(rest[:-1]) + f" and {rest[-1]}"
+    parts = [f"{number(right[first])} of the {number(n)} questions {first}"]
+    parts += [f"{number(right[name])} {name}" for name in others]
+    text = f"Without a single training question, the masked LM picks the real ending in {and_list(parts)}"
     text += f", where guessing gets {n * q:.1f} right on average. "
     text += (
         f"Scored {remedy}, {number(gained)} of the wrong choices made {baseline} {verb_agreeing(gained, 'becomes')} "

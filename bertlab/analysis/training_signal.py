@@ -27,11 +27,6 @@ class Signal:
     changed_share: float
 
 
-def share(counts: torch.Tensor, n_real: torch.Tensor) -> float:
-    """Counts summed over the batch, as a share of the real tokens summed over the batch."""
-    return float(counts.sum() / n_real.sum())
-
-
 def signal(
     name: str, n_real: torch.Tensor, loss_at: torch.Tensor, masks: torch.Tensor, changed: torch.Tensor
 ) -> Signal:
@@ -43,9 +38,9 @@ def signal(
         name=name,
         per_sequence=float(loss_at.float().mean()),
         positions=float(loss_at.sum()),
-        loss_share=share(loss_at, n_real),
-        mask_share=share(masks, n_real),
-        changed_share=share(changed, n_real),
+        loss_share=float(loss_at.sum() / n_real.sum()),
+        mask_share=float(masks.sum() / n_real.sum()),
+        changed_share=float(changed.sum() / n_real.sum()),
     )
 
 

@@ -181,12 +181,6 @@ def layer_head_heatmap(scores, ax=None, title: str | None = None, label: str | N
 TablePart = tuple[str, object, Sequence, Sequence, int]
 
 
-def _matrix_rows(m) -> list[list[float]]:
-    if isinstance(m, torch.Tensor):
-        return m.detach().cpu().tolist()
-    return np.asarray(m).tolist()
-
-
 class Table:
     """Labelled numbers: an HTML table in Jupyter and the book, aligned text in a terminal. The
     parts (built by `table`) sit side by side in HTML, one below the other as text:
@@ -197,7 +191,7 @@ class Table:
     def __init__(self, *parts: TablePart):
         self.parts = []
         for title, m, rows, cols, digits in parts:
-            values = _matrix_rows(m)
+            values = m.detach().cpu().tolist() if isinstance(m, torch.Tensor) else np.asarray(m).tolist()
             shape_ok = isinstance(values, list) and len(values) == len(rows)
             if not shape_ok or any(not isinstance(v, list) or len(v) != len(cols) for v in values):
                 raise ValueError(
