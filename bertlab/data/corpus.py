@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import html
-import io
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -26,7 +25,7 @@ from typing import Iterable
 
 from bertlab.data import download
 from bertlab.data.registry import BOOK_INFO
-from bertlab.files import atomic_path
+from bertlab.files import write_bytes
 
 CLEANER_VERSION = 2  # bump when cleaning or splitting changes: it invalidates the cache
 HELDOUT_FRACTION = 0.03
@@ -315,14 +314,8 @@ def _read_cache(path: Path) -> list[Document] | None:
 
 def _write_cache(path: Path, docs: list[Document]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path, fsync=False) as tmp, open(tmp, "wb") as raw:
-        # filename="": the temporary name is not written into the gzip header
-        with (
-            gzip.GzipFile(filename="", mode="wb", compresslevel=1, fileobj=raw) as gz,
-            io.TextIOWrapper(gz, encoding="utf-8") as f,
-        ):
-            for d in docs:
-                f.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
+    lines = "".join(json.dumps(asdict(d), ensure_ascii=False) + "\n" for d in docs)
+    write_bytes(path, gzip.compress(lines.encode("utf-8"), compresslevel=1), fsync=False)
 
 
 def _read_text(path: Path) -> str:

@@ -1,12 +1,10 @@
 """Getting dataset files, checked: the mirror, the download cache, the canonical URLs.
 
-`fetch(name)` returns a local path to a registered file (`bertlab.data.registry`): from the local
-mirror ($BERTLAB_DATA_MIRROR, laid out like the project's offline mirror), else the download cache
-($BERTLAB_CACHE, default ~/.cache/bertlab), else downloaded with `pooch`. Every byte is checked
-against the registry's sha256: a corrupt mirror file raises `ChecksumMismatchError`, a corrupt
-cache file is fetched again, and a source that now serves other bytes is reported, never accepted.
-Offline, a missing file raises one `DataUnavailableError` naming the file, the URLs tried and how
-to get it (`SplitNotAvailableError` for splits the mirror lacks; see `available_splits`).
+`fetch(name)` returns a local path to a registered file (`bertlab.data.registry`): from the mirror
+($BERTLAB_DATA_MIRROR), else the cache ($BERTLAB_CACHE, default ~/.cache/bertlab), else downloaded
+with `pooch`. Every byte is checked against the registry's sha256: a corrupt mirror file raises
+`ChecksumMismatchError`, a corrupt cache file is fetched again, a source serving other bytes is
+never accepted. A file that cannot be had raises `DataUnavailableError`, saying how to get it.
 """
 
 from __future__ import annotations
@@ -67,11 +65,9 @@ def lookup(name: str) -> DataFile:
     if isinstance(name, DataFile):
         return name
     name = str(name)
-    if name in FILES:
-        return FILES[name]
-    for f in FILES.values():
-        if name in (f.name, f.download_path):
-            return f
+    found = FILES.get(name) or next((f for f in FILES.values() if name in (f.name, f.download_path)), None)
+    if found is not None:
+        return found
     known = ", ".join(DATASETS)
     raise KeyError(
         f"unknown dataset file {name!r}: give a mirror path such as 'glue/SST-2/dev.tsv' or a "

@@ -7,10 +7,9 @@ and asks the model to recover them. Of the chosen tokens,
     10% by a random token               my dog is hairy -> my dog is apple
     10% are left unchanged              my dog is hairy -> my dog is hairy
 
-because fine-tuning never shows [MASK]; special tokens are never chosen. The draw is new for every
-batch and seeded by a `torch.Generator`. Exactly round(0.15 * n) of a row's n real tokens are
-chosen, their positions given in P = `max_predictions` slots (unused: position 0, label -100), as
-in the released BERT code, so the MLM head's shapes never change (what `torch.compile` needs).
+because fine-tuning never shows [MASK]; special tokens are never chosen. As in the released BERT
+code, exactly round(0.15 * n) of a row's n real tokens are chosen and their positions given in
+P = `max_predictions` slots (unused: position 0, label -100), so the MLM head's shapes never change.
 The ablation "LTR & No NSP" (section 5.1) predicts the next token instead (`NextTokenCollator`).
 """
 
@@ -219,14 +218,18 @@ class MaskedLMCollator:
         if tokenizer is None:
             raise ValueError("MaskedLMCollator needs a tokenizer (for mask_id, special_ids and random_ids)")
         self.pad_id = tokenizer.pad_id
-        self.mask_id = int(tokenizer.mask_id)
-        self.special_ids = torch.as_tensor(list(tokenizer.special_ids), dtype=torch.long)
-        # the vocabulary minus special and unused ids
-        self.random_ids = torch.tensor(sorted(set(range(tokenizer.vocab_size)) - set(tokenizer.reserved_ids)))
-        self.is_continuation = tokenizer.is_continuation() if whole_word else None
-        self.max_predictions = max_predictions
-        self.mlm_probability, self.mask_prob, self.random_prob = mlm_probability, mask_prob, random_prob
-        self.whole_word = whole_word
+        self.max_predictions, self.mlm_probability = max_predictions, mlm_probability
+        self.masking = dict(  # the arguments of mask_tokens but the batch, P and the generator
+            mask_id=int(tokenizer.mask_id),
+            special_ids=torch.as_tensor(list(tokenizer.special_ids), dtype=torch.long),
+            # the vocabulary minus special and unused ids
+            random_ids=torch.tensor(sorted(set(range(tokenizer.vocab_size)) - set(tokenizer.reserved_ids))),
+            mlm_probability=mlm_probability,
+            mask_prob=mask_prob,
+            random_prob=random_prob,
+            whole_word=whole_word,
+            is_continuation=tokenizer.is_continuation() if whole_word else None,
+        )
         self.device = torch.device(device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
@@ -236,19 +239,7 @@ class MaskedLMCollator:
         ids = batch["input_ids"]
         T = ids.shape[1]
         P = self.max_predictions or default_max_predictions(T, self.mlm_probability)
-        m = mask_tokens(
-            ids.to(self.device),
-            mask_id=self.mask_id,
-            special_ids=self.special_ids,
-            random_ids=self.random_ids,
-            max_predictions=P,
-            mlm_probability=self.mlm_probability,
-            mask_prob=self.mask_prob,
-            random_prob=self.random_prob,
-            whole_word=self.whole_word,
-            is_continuation=self.is_continuation,
-            generator=self.generator,
-        )
+        m = mask_tokens(ids.to(self.device), max_predictions=P, generator=self.generator, **self.masking)
         out = {
             "input_ids": m.input_ids.cpu(),
             "token_type_ids": batch["token_type_ids"],

@@ -1,18 +1,16 @@
-"""The lab's results as data: what a chapter shows of the book's studies, read from a small file.
-
-The lab publishes the tables, figure data and sentences of its studies as data/results/<name>.json
-(`python -m lab.publish`); a chapter reads them through the records folder, checked by sha256:
+"""The lab's results as data: the tables, figure data and sentences of its studies, published as
+data/results/<name>.json (`python -m lab.publish`) and read by the chapters through the records:
 
     res = results.load("finetune_seeds")     # None where this copy has no such file
     res.text("sst2_2000"), res.table("rates"), res.value("gain"), res.series("curve")
 
-A file holds one dict per kind ("table", "text", "value", "series"), keyed by name, and "from":
-the sha256 of every record it was computed from, so a stale file can be found.
+A file holds one dict per kind, keyed by name, and "from": the sha256 of the records it came from.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partialmethod
 from pathlib import Path
 from typing import Any
 
@@ -38,21 +36,10 @@ class Results:
             )
         return entries[key]
 
-    def table(self, key: str) -> str:
-        """A Markdown table."""
-        return self._get("table", key)
-
-    def text(self, key: str) -> str:
-        """A sentence or paragraph (Markdown)."""
-        return self._get("text", key)
-
-    def value(self, key: str) -> Any:
-        """A number, or a small dict or list of them."""
-        return self._get("value", key)
-
-    def series(self, key: str) -> Any:
-        """The data behind a figure: lists (or dicts of lists) of numbers and labels."""
-        return self._get("series", key)
+    table = partialmethod(_get, "table")  # a Markdown table
+    text = partialmethod(_get, "text")  # a sentence or paragraph (Markdown)
+    value = partialmethod(_get, "value")  # a number, or a small dict or list of them
+    series = partialmethod(_get, "series")  # the data behind a figure: lists (or dicts of lists)
 
     def keys(self, kind: str) -> list[str]:
         """The names of one kind of entry the file holds, sorted."""

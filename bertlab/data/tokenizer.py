@@ -10,8 +10,7 @@ four stages are components of the Hugging Face `tokenizers` library, configured 
 3. WordPiece  -- greedy longest-match-first over the vocabulary ("unaffable" -> "una ##ffa ##ble");
 4. template   -- [CLS] A [SEP] (B [SEP]), segment ids 0 up to the first [SEP] and 1 after it.
 
-`WordPieceTokenizer` wraps a `tokenizers.Tokenizer`; `train_wordpiece` learns a vocabulary, and
-`bert_uncased_tokenizer` loads bert-base-uncased's.
+`train_wordpiece` learns a vocabulary; `bert_uncased_tokenizer` loads bert-base-uncased's.
 """
 
 from __future__ import annotations
