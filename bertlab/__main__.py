@@ -75,31 +75,23 @@ HELP = {
     "device": "auto, cpu, cuda or cuda:N",
     "precision": "auto (bf16 on recent GPUs and bf16-capable CPUs, fp16 on older GPUs, else fp32), fp32, bf16, fp16",
     "compile": "torch.compile the model and loss (faster after a minute of compiling, GPU or CPU)",
-    "compile_backend": "torch.compile backend",
     "seed": "random seed (weights, data order, masks)",
-    "out": "output folder",
     "resume": "continue from the newest checkpoint in the output folder (start fresh if none)",
-    "keep_last": "checkpoints to keep",
     "log_every": "steps between metric lines (and GPU syncs)",
     "eval_every": "steps between held-out evaluations",
     "eval_batches": "held-out batches per evaluation",
     "checkpoint_every": "steps between checkpoints",
     "stop_after": "stop after N steps of this session, with a checkpoint and a held-out score (then --resume)",
-    "progress": "show a progress bar",
     # finetune
     "task": "sst2, mrpc, rte, squad (dev only locally) or conll2003",
     "init": "a bertlab model folder (e.g. runs/x/final), 'scratch', or a hub name (online)",
     "like": "with --init scratch: copy size and vocabulary from this model folder",
-    "epochs": "training epochs",
     "seeds": "one fine-tuning run per seed; the median is reported",
     "max_len": "maximum tokens per example (default: the task's)",
-    "train_split": "split to train on",
-    "eval_split": "split to evaluate on",
     "max_train_examples": "train on the first N examples only",
     "max_eval_examples": "evaluate on the first N examples only",
     "group_by_length": "random batches of similar lengths, padded less (--no-group-by-length: plain random)",
     "balance_tokens": "with grouped batches, a token task weighs each token the same in short and long batches",
-    "eval_batch_size": "batch size for evaluation",
     "save_models": "write each seed's fine-tuned model under --out",
     "workers": "on a CPU, train this many seeds side by side, each process on cores/workers threads",
 }
@@ -132,13 +124,9 @@ def _default_text(name: str, default: Any, recipes: dict | None) -> str:
     return ""
 
 
-def _add_dataclass_args(
-    parser: argparse.ArgumentParser, cls: type, skip: Sequence[str] = (), recipes: dict | None = None
-) -> None:
+def _add_dataclass_args(parser: argparse.ArgumentParser, cls: type, recipes: dict | None = None) -> None:
     """One --option per field of a config dataclass, typed from its annotation."""
     for f in dataclasses.fields(cls):
-        if f.name in skip:
-            continue
         flag = "--" + f.name.replace("_", "-")
         ann = str(f.type)
         default = f.default if f.default is not dataclasses.MISSING else None
@@ -152,9 +140,8 @@ def _add_dataclass_args(
             parser.add_argument(flag, type=typ, default=None, help=help_)
 
 
-def _config_from(cls: type, args: argparse.Namespace, **extra: Any):
+def _config_from(cls: type, args: argparse.Namespace):
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name, None) is not None}
-    values.update(extra)
     if "seeds" in values:
         values["seeds"] = tuple(values["seeds"])
     return cls(**values)

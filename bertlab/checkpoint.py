@@ -12,9 +12,8 @@ A checkpoint is a folder, `<run>/checkpoints/step-0001234/`:
 Nothing is pickled (`encode_state` turns Python objects into JSON plus a flat dict of tensors),
 so loading a checkpoint can never execute code, unlike `torch.load` of a pickle.
 
-Writes are atomic: the folder is written under a temporary name, fsync'ed, then renamed into
-place, so a crash leaves an ignored `.tmp-*` folder, never a half-written `step-*` one. Pruning
-renames an old checkpoint out of the listing (`.del-*`) before deleting it.
+Writes are atomic (bertlab.files): a crash leaves an ignored `.tmp-*` folder, never a half-written
+`step-*` one. Pruning renames an old checkpoint out of the listing (`.del-*`) before deleting it.
 """
 
 from __future__ import annotations
@@ -57,9 +56,8 @@ def encode_state(obj: Any) -> tuple[Any, dict[str, torch.Tensor]]:
         if isinstance(obj, dict):
             if obj and all(isinstance(k, int) for k in obj):  # optimizer state is keyed by int
                 return {"__intkeys__": {str(k): encode(v, f"{path}.{k}") for k, v in obj.items()}}
-            for k in obj:
-                if not isinstance(k, str):
-                    raise TypeError(f"cannot store a dict key of type {type(k).__name__} at {path}")
+            if bad := [k for k in obj if not isinstance(k, str)]:
+                raise TypeError(f"cannot store a dict key of type {type(bad[0]).__name__} at {path}")
             return {k: encode(v, f"{path}.{k}") for k, v in obj.items()}
         if isinstance(obj, tuple):
             return {"__tuple__": [encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
@@ -134,12 +132,11 @@ def _write_model_files(
         for k, v in model.state_dict().items()
     }
     save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt", "bertlab_class": type(model).__name__})
-    fsync_file(folder / "model.safetensors")
     (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
-    fsync_file(folder / "config.json")
     if tokenizer_file is not None:
         shutil.copyfile(tokenizer_file, folder / "tokenizer.json")
-        fsync_file(folder / "tokenizer.json")
+    for path in folder.iterdir():
+        fsync_file(path)
 
 
 def save_model(
@@ -156,10 +153,8 @@ def save_model(
     return folder
 
 
-# Keys a checkpoint of one model class may lack or add relative to another (token-level heads
-# have no pooler).
-_PRETRAINING_HEADS = ("mlm.", "nsp.", "bert.pooler.")
-_TASK_HEADS = ("classifier.", "qa.")
+# Keys a checkpoint of one model class may lack or add relative to another (token heads have no pooler).
+_HEADS = ("mlm.", "nsp.", "bert.pooler.", "classifier.", "qa.")
 
 
 def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **head_kwargs: Any) -> nn.Module:
@@ -169,9 +164,8 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     folder = Path(folder)
     if not (folder / "model.safetensors").exists() or not (folder / "config.json").exists():
         raise FileNotFoundError(
-            f"{folder} is not a bertlab model folder (it needs model.safetensors and "
-            f"config.json); pass a checkpoint folder such as <run>/checkpoints/step-N "
-            f"or <run>/final"
+            f"{folder} is not a bertlab model folder (it needs model.safetensors and config.json); "
+            f"pass a checkpoint folder such as <run>/checkpoints/step-N or <run>/final"
         )
     config = BertConfig.load(folder / "config.json")
     if model_cls is None:
@@ -185,8 +179,8 @@ def load_model(folder: str | Path, model_cls: type[nn.Module] | None = None, **h
     own = model.state_dict()
     sd = {k: v.to(own[k].dtype) if k in own else v for k, v in sd.items()}
     missing, unexpected = model.load_state_dict(sd, strict=False)
-    bad_missing = [k for k in missing if not k.startswith(_TASK_HEADS + _PRETRAINING_HEADS)]
-    bad_unexpected = [k for k in unexpected if not k.startswith(_PRETRAINING_HEADS + _TASK_HEADS)]
+    bad_missing = [k for k in missing if not k.startswith(_HEADS)]
+    bad_unexpected = [k for k in unexpected if not k.startswith(_HEADS)]
     if bad_missing or bad_unexpected:
         raise ValueError(
             f"the weights in {folder} do not fit {model_cls.__name__}: missing "

@@ -26,6 +26,11 @@ PRESETS: dict[str, tuple[int, int, int]] = {
     "large": (24, 1024, 16),
 }
 
+# fmt: off
+SIZES = ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
+         "max_position_embeddings", "type_vocab_size")  # each a positive integer
+# fmt: on
+
 
 @dataclass
 class BertConfig:
@@ -52,15 +57,7 @@ class BertConfig:
     def __post_init__(self):
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
-        for name in (
-            "vocab_size",
-            "num_layers",
-            "hidden_size",
-            "num_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "type_vocab_size",
-        ):
+        for name in SIZES:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
@@ -150,9 +147,8 @@ class BertConfig:
             raise ValueError(f"expected a BERT config, got model_type={d.get('model_type')!r}")
         if d.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("only absolute (learned) position embeddings are supported, as in BERT")
-        missing = [
-            hf for hf in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads") if hf not in d
-        ]
+        required = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads")
+        missing = [k for k in required if k not in d]
         if missing:
             raise ValueError(f"the config has no {missing}; is it a BERT config.json?")
         kwargs = {ours: d[hf] for ours, hf in cls._HF_NAMES.items() if hf in d and d[hf] is not None}

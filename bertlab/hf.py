@@ -63,8 +63,6 @@ _HEADS = {
 _REDUNDANT = ("embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
 # Heads of other tasks: recognised, and set aside when loading into a model without them.
 _KNOWN_HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
-
-
 _NO_POOLER = ("BertForTokenClassification", "BertForQuestionAnswering")  # as in transformers
 
 
@@ -138,9 +136,8 @@ def hf_to_bertlab(
 
 def load_into(cls: type, source: Any, config: Any = None, strict: bool = True, **head_kwargs: Any):
     """Build a bertlab model of class `cls` from Hugging Face weights (see the module docstring).
-    strict=True: every weight must come from the checkpoint, except a new task's head (it starts
-    from its random init, as in the paper); unknown keys raise. strict=False: missing weights keep
-    their random init."""
+    strict=True: every weight but a new task's head comes from the checkpoint, and unknown keys
+    raise; strict=False: missing weights keep their random init."""
     sd, cfg = _read_source(source, config)
     model = cls(cfg, **head_kwargs)
     name = cls.__name__

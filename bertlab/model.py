@@ -18,10 +18,6 @@ Vaswani et al. (2017):
     BertForMultipleChoice           one vector V scores each choice's C_i: softmax_i(V . C_i)
 
 Shapes use B = batch, T = sequence length, H = hidden size, A = heads, d = H / A, V = vocabulary.
-Attention runs in PyTorch's fused kernel on a GPU and as the formula written out on a CPU, which is
-faster there at BERT's lengths (`SelfAttention.fused`); both give the same numbers. A head that reads
-the last layer at a few positions only (the masked LM, a [CLS] classifier) runs that layer only
-there (BertModel's `last_layer_at`); every position is still a key.
 """
 
 from __future__ import annotations
@@ -145,7 +141,8 @@ class Embeddings(nn.Module):
 class SelfAttention(nn.Module):
     """Multi-head self-attention. W^Q, W^K and W^V are stacked in one (3H, H) matrix `qkv`, so
     that one matrix multiply makes all three; `out` is W^O. `fused`: None (default) uses the fused
-    kernel on GPUs and the written-out formula on CPUs (faster there); True or False forces one."""
+    kernel on GPUs and the written-out formula on CPUs (faster there at BERT's lengths; the same
+    numbers); True or False forces one."""
 
     fused: bool | None = None
 
@@ -319,8 +316,8 @@ class BertModel(_BertBase):
     def check_inputs(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None, attention_mask: torch.Tensor | None
     ) -> None:
-        """Clear errors for inputs the model cannot take. Id ranges are checked on CPU tensors
-        only: on a GPU reading min/max back would stall every step."""
+        """Clear errors for inputs the model cannot take. Id ranges are checked on CPU tensors only:
+        on a GPU reading min/max back would stall every step."""
         c = self.config
         if input_ids.dim() != 2:
             raise ValueError(
@@ -332,9 +329,8 @@ class BertModel(_BertBase):
         T = input_ids.size(1)
         if T > c.max_position_embeddings:
             raise ValueError(
-                f"sequence length {T} is longer than the position table "
-                f"(max_position_embeddings={c.max_position_embeddings}); truncate the "
-                f"input to at most {c.max_position_embeddings} tokens"
+                f"sequence length {T} is longer than the position table (max_position_embeddings="
+                f"{c.max_position_embeddings}); truncate the input to at most {c.max_position_embeddings} tokens"
             )
         check_values = input_ids.device.type == "cpu"
         if check_values and input_ids.numel():
@@ -342,17 +338,16 @@ class BertModel(_BertBase):
             if lo < 0 or hi >= c.vocab_size:
                 bad = hi if hi >= c.vocab_size else lo
                 raise ValueError(
-                    f"token id {bad} is outside the vocabulary [0, {c.vocab_size}); was the "
-                    f"text encoded with a different tokenizer than this model's "
-                    f"(vocab_size={c.vocab_size})?"
+                    f"token id {bad} is outside the vocabulary [0, {c.vocab_size}); was the text encoded "
+                    f"with a different tokenizer than this model's (vocab_size={c.vocab_size})?"
                 )
         check_same_shape(input_ids, token_type_ids, attention_mask)
         if check_values and token_type_ids is not None and token_type_ids.numel():
             lo, hi = int(token_type_ids.min()), int(token_type_ids.max())
             if lo < 0 or hi >= c.type_vocab_size:
                 raise ValueError(
-                    f"token_type_ids must be in [0, {c.type_vocab_size}) (0 = sentence A, "
-                    f"1 = sentence B), found {hi if hi >= c.type_vocab_size else lo}"
+                    f"token_type_ids must be in [0, {c.type_vocab_size}) (0 = sentence A, 1 = sentence B), "
+                    f"found {hi if hi >= c.type_vocab_size else lo}"
                 )
 
     def forward(
@@ -478,10 +473,10 @@ class BertForPreTraining(_BertBase):
         loss = mlm_loss = nsp_loss = None
         if mlm_labels is not None:
             if mlm_labels.shape != mlm_logits.shape[:2]:
+                per = "selected position" if mlm_positions is not None else "token"
                 raise ValueError(
-                    f"mlm_labels has shape {tuple(mlm_labels.shape)}, expected "
-                    f"{tuple(mlm_logits.shape[:2])} (one label per "
-                    f"{'selected position' if mlm_positions is not None else 'token'})"
+                    f"mlm_labels has shape {tuple(mlm_labels.shape)}, expected {tuple(mlm_logits.shape[:2])} "
+                    f"(one label per {per})"
                 )
             mlm_loss = F.cross_entropy(
                 mlm_logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=IGNORE_INDEX
@@ -604,11 +599,9 @@ class BertForQuestionAnswering(_BertBase):
 
 
 class BertForMultipleChoice(BertForSequenceClassification):
-    """Pick one of N choices (SWAG, the paper's section 4.4). Each (context, ending_i) pair is
-    encoded as its own sequence, [CLS] context [SEP] ending_i [SEP], as in Figure 4 (a): a sequence
-    classifier with one output, a learned vector V in R^H scoring each pooled C_i, and
-    P(choice i) = softmax_i(V . C_i). Inputs are (B, N, T); logits (B, N); labels (B,) the right
-    choice; hidden_states and attentions are those of the B * N pairs."""
+    """Pick one of N choices (SWAG, section 4.4). Each pair [CLS] context [SEP] ending_i [SEP] is one
+    sequence (Figure 4 (a)), and a learned vector V in R^H scores its pooled C_i: P(choice i) =
+    softmax_i(V . C_i). Inputs (B, N, T); logits (B, N); labels (B,): the index of the right choice."""
 
     def __init__(self, config: BertConfig):
         super().__init__(config, num_labels=1)  # classifier: V (and a bias)
@@ -624,9 +617,8 @@ class BertForMultipleChoice(BertForSequenceClassification):
     ) -> ClassifierOutput:
         if input_ids.dim() != 3:
             raise ValueError(
-                f"input_ids must have shape (batch, num_choices, seq_len), got "
-                f"{tuple(input_ids.shape)}; for one example of N choices add a batch "
-                f"dimension: input_ids[None]"
+                f"input_ids must have shape (batch, num_choices, seq_len), got {tuple(input_ids.shape)}; "
+                f"for one example of N choices add a batch dimension: input_ids[None]"
             )
         check_same_shape(input_ids, token_type_ids, attention_mask)
         B, N, T = input_ids.shape

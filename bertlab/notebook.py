@@ -85,23 +85,15 @@ def _matplotlib_defaults() -> None:
         import matplotlib.pyplot as plt  # importing pyplot first lets the inline backend set its rc
     except ImportError:  # the package works without matplotlib; only the chapters draw
         return
-    plt.rcParams.update(
-        {
-            "figure.figsize": (6.4, 4.0),
-            "figure.dpi": 100,
-            "savefig.dpi": 100,
-            "savefig.bbox": "tight",
-            "figure.constrained_layout.use": True,
-            "font.size": 11,
-            "axes.titlesize": 12,
-            "axes.labelsize": 11,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-            "axes.grid": False,
-            "image.cmap": "viridis",
-            "legend.frameon": False,
-        }
-    )
+    # fmt: off
+    plt.rcParams.update({
+        "figure.figsize": (6.4, 4.0), "figure.dpi": 100, "figure.constrained_layout.use": True,
+        "savefig.dpi": 100,           "savefig.bbox": "tight",
+        "font.size": 11,              "axes.titlesize": 12, "axes.labelsize": 11,
+        "axes.spines.top": False,     "axes.spines.right": False, "axes.grid": False,
+        "image.cmap": "viridis",      "legend.frameon": False,
+    })
+    # fmt: on
 
 
 def setup(seed: int = 0, verbose: bool = True) -> torch.device:
@@ -111,12 +103,9 @@ def setup(seed: int = 0, verbose: bool = True) -> torch.device:
     if "HF_HUB_OFFLINE" not in os.environ and not hub_reachable():
         os.environ["HF_HUB_OFFLINE"] = "1"
         if "huggingface_hub" in sys.modules:  # imported already: it read the variable at import
-            try:
-                import huggingface_hub.constants as hub_constants
+            import huggingface_hub.constants
 
-                hub_constants.HF_HUB_OFFLINE = True
-            except (ImportError, AttributeError):
-                pass
+            huggingface_hub.constants.HF_HUB_OFFLINE = True
     seed_everything(seed)
     _matplotlib_defaults()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

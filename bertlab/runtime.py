@@ -54,10 +54,7 @@ def peak_flops(device: torch.device | str) -> float | None:
     name = torch.cuda.get_device_name(device)
     if "H100" in name and "PCIe" in name:
         return 756e12
-    for key, flops in PEAK_FLOPS.items():
-        if key in name:
-            return flops
-    return None
+    return next((flops for key, flops in PEAK_FLOPS.items() if key in name), None)
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -227,8 +224,17 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     without native bf16, or fp16 on any CPU, is an error naming what to use instead."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    if device.type != "cuda":
-        native = cpu_bf16_feature() is not None
+    if device.type == "cuda":
+        # native bf16 from compute capability 8.0 (A100, L4, H100); torch.cuda.is_bf16_supported() also
+        # says yes on a T4 (7.5), where bf16 is emulated and slow
+        native, fallback = torch.cuda.get_device_capability(device)[0] >= 8, "fp16"
+        if precision == "bf16" and not native:
+            raise ValueError(
+                f"{torch.cuda.get_device_name(device)} does not support bf16; use "
+                f"--precision fp16 (autocast with loss scaling) or auto"
+            )
+    else:
+        native, fallback = cpu_bf16_feature() is not None, "fp32"
         if precision == "fp16":
             raise ValueError(
                 f"--precision fp16 needs a CUDA GPU, but this run is on {device}; use "
@@ -236,23 +242,11 @@ def resolve_precision(precision: str, device: torch.device) -> str:
             )
         if precision == "bf16" and not native:
             raise ValueError(
-                "--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX) or a "
-                "CUDA GPU; this CPU has neither, so bf16 would be emulated and slower than "
-                "fp32. Use --precision fp32 (or auto)"
+                "--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX) or a CUDA GPU; this CPU "
+                "has neither, so bf16 would be emulated and slower than fp32. Use --precision fp32 (or auto)"
             )
-        if precision == "auto":
-            return "bf16" if native else "fp32"
-        return precision
-    # native bf16 from compute capability 8.0 (A100, L4, H100); torch.cuda.is_bf16_supported() also
-    # says yes on a T4 (7.5), where bf16 is emulated and slow
-    bf16_ok = torch.cuda.get_device_capability(device)[0] >= 8
     if precision == "auto":
-        return "bf16" if bf16_ok else "fp16"
-    if precision == "bf16" and not bf16_ok:
-        raise ValueError(
-            f"{torch.cuda.get_device_name(device)} does not support bf16; use "
-            f"--precision fp16 (autocast with loss scaling) or auto"
-        )
+        return "bf16" if native else fallback
     return precision
 
 
