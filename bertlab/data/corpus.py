@@ -81,12 +81,8 @@ _DOTTED = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]$")  # U.S, e.g, i.e (the final p
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split one paragraph into sentences.
-
-    A boundary is ".", "!", "?" or "…" (and closing quotes or brackets), whitespace, then a capital
-    or digit, maybe after an opening quote. A period after an abbreviation ("Mr."), an initial
-    ("H. G. Wells") or an acronym ("U.S.") ends nothing; "'Oh!' said Alice" stays together.
-    """
+    """Split one paragraph at ".", "!", "?" or "…" (and closing quotes or brackets) followed by
+    a space and a capital or digit; not after "Mr.", "H. G." or "U.S.", nor in "'Oh!' said Alice"."""
     text = " ".join(text.split())
     if not text:
         return []
@@ -262,9 +258,8 @@ _WT_MARKERS = re.compile(r" @([-,.])@ ")
 
 
 def wikitext_documents(text: str, source: str) -> list[Document]:
-    """WikiText raw as one document per article. A title " = Title = " has blank lines on both
-    sides (a formula line "= 1 rad / s =" has not); section lines are dropped, and "@,@" markers
-    joined back ("1 @,@ 000" -> "1,000")."""
+    """WikiText raw as one document per article: a title " = Title = " has blank lines on both sides
+    (a formula "= 1 rad / s =" has not); section lines dropped, "1 @,@ 000" joined back to "1,000"."""
     lines = text.replace("\r\n", "\n").split("\n")
     docs: list[Document] = []
     title, paragraphs = None, []
@@ -360,8 +355,7 @@ def _load_source(kind: str, files: list, use_cache: bool) -> list[Document]:
 
 def load_corpus(name: str, split: str = "train", *, use_cache: bool = True) -> list[Document]:
     """Documents of a pre-training corpus (`CORPORA`). `split`: "train" or "heldout" for books and
-    wiki; "train", "valid" or "test" for WikiText, whose train split offline raises
-    `download.SplitNotAvailableError` (the mirror lacks it)."""
+    wiki; "train", "valid" or "test" for WikiText (whose train split the mirror lacks)."""
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose one of {CORPORA}")
     if name.startswith("wikitext"):

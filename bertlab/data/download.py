@@ -135,9 +135,8 @@ def available_splits(dataset: str) -> list[str]:
 
 
 def fetch(name: str | DataFile, *, progress: bool = False) -> Path:
-    """Local path to a registered data file, checked against its pinned sha256: the mirror, the
-    cache, then its sources. Books and wiki come gzipped from the mirror, raw when downloaded
-    (`open_text` reads both)."""
+    """Local path to a registered data file, checked: the mirror, the cache, then its sources. Books
+    and wiki come gzipped from the mirror, raw when downloaded (`open_text` reads both)."""
     f = lookup(name)
     mirror = mirror_dir()
     if mirror is not None and f.in_mirror:
@@ -253,8 +252,7 @@ def _download(f: DataFile, source: Source, target: Path, *, progress: bool) -> P
 # --- Files the repository publishes (bertlab.data.records): the same checks ---
 def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progress: bool = False) -> Path:
     """Local copy of the published record `path` ("reference_run/config.json"), checked against
-    `sha256`. `source`: a base URL (the file is kept at `cache / path`) or a local folder (used in
-    place)."""
+    `sha256`. `source`: a base URL (kept at `cache / path`) or a local folder (used in place)."""
     if "://" not in source:
         local = Path(source).expanduser() / path
         if not local.is_file():

@@ -111,9 +111,8 @@ def mask_tokens(
     is_continuation: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
 ) -> MaskedBatch:
-    """Choose ~15% of the non-special tokens of each row of input_ids (B, T) and corrupt them
-    80/10/10. random_ids: the ids a random token is drawn from; is_continuation (V,) bool is needed
-    with whole_word. The generator must be on input_ids' device."""
+    """Choose ~15% of the non-special tokens of each row of input_ids (B, T) and corrupt them 80/10/10.
+    is_continuation (V,) bool is needed with whole_word; the generator must be on input_ids' device."""
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
     if not 0.0 < mlm_probability < 1.0:
@@ -198,10 +197,9 @@ def stack_examples(examples: Sequence[Mapping[str, Any]] | Mapping[str, Any], pa
 
 
 class MaskedLMCollator:
-    """Unmasked examples (a list of `PretrainingDataset[i]`, or one `get_batch` dict) to the
-    pretraining batch: input_ids (B,T) masked, token_type_ids and attention_mask (B,T),
-    mlm_positions and mlm_labels (B,P), and nsp_labels (B,) if the examples have them. Its
-    `generator` is saved in the batch stream's state_dict, so a resumed run draws the same masks."""
+    """Unmasked examples (`PretrainingDataset[i]`s, or a `get_batch` dict) to the pretraining batch:
+    input_ids (B,T) masked, token_type_ids, attention_mask, mlm_positions and mlm_labels (B,P), and
+    nsp_labels (B,) if given. Its `generator` goes into the stream's state_dict, so masks resume."""
 
     def __init__(
         self,

@@ -451,9 +451,8 @@ class PretrainingDataset(torch.utils.data.Dataset):
 
 
 class PretrainingBatches:
-    """An endless, resumable stream of masked batches: each epoch visits every example once, in an
-    order shuffled by (seed, epoch). `state_dict()` holds the epoch, the batch index and the
-    collator's RNG state, so a resumed run draws exactly the batches and masks it would have."""
+    """An endless stream of masked batches, each epoch every example once in an order shuffled by
+    (seed, epoch); `state_dict()` (with the collator's) resumes the same batches and masks."""
 
     def __init__(self, dataset: PretrainingDataset, batch_size: int, collator, seed: int = 0):
         if batch_size < 1:
@@ -517,8 +516,7 @@ class PretrainingBatches:
 class PhasedBatches:
     """One stream per phase: batches from `streams[0]` until `ends[0]` have been drawn in all, then
     from `streams[1]`, and so on; the last never ends (the paper's 90% of the steps at 128 tokens,
-    then 10% at 512, is two streams). `set_ends` may move the boundaries during a run (a run limited
-    by time learns its number of steps as it goes); a phase once begun is never left."""
+    then 10% at 512). `set_ends` may move the boundaries during a run; a phase begun is never left."""
 
     def __init__(self, streams: Sequence["PretrainingBatches"]):
         if not streams:

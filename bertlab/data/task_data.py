@@ -190,9 +190,8 @@ def _read_pairs(
     ids: Sequence[str] = ("index",),
     numeric: bool = False,
 ) -> tuple[list[PairExample], LoadReport]:
-    """A GLUE pair TSV whose last two columns but the label are texts A and B. `ids` are joined into
-    the example's id; labels are 0/1 (`numeric`) or one of `names`. The test split has no label
-    column and starts with "index"."""
+    """A GLUE pair TSV: texts A and B are the last two columns but the label, `ids` make the id,
+    labels are 0/1 (`numeric`) or one of `names`; the test split has "index" and no label."""
     report = LoadReport(str(path), strict=strict)
     test = label not in _header_of(path)
     columns = ["index", *(c for c in header if c not in (label, "index"))] if test else header
@@ -329,10 +328,9 @@ class NerSentence:
 def read_conll2003(
     split_or_path: str | Path = "train", *, strict: bool = False
 ) -> tuple[list[NerSentence], LoadReport]:
-    """CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003) in IOB2: "word POS chunk NER"
-    lines, a blank line after each sentence, -DOCSTART- before each document. A sentence with a bad
-    line is skipped whole (its tags would be misaligned); an I-X that continues no X entity is kept,
-    with a warning."""
+    """CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003) in IOB2: "word POS chunk NER" lines.
+    A sentence with a bad line is skipped whole (its tags would be misaligned); an I-X that
+    continues no X entity is kept, with a warning."""
     path = _resolve(split_or_path, "conll2003/{split}.txt")
     report = LoadReport(str(path), strict=strict)
     stem = Path(path).stem

@@ -372,9 +372,8 @@ WORD_START = "\u2581"  # "▁", SentencePiece's mark of a piece that starts a wo
 
 
 def train_unigram(texts: Iterable[str], vocab_size: int = 8000, lowercase: bool = True) -> Tokenizer:
-    """Learn a Unigram-LM vocabulary as SentencePiece does (Kudo, 2018), to set beside WordPiece:
-    spaces are part of the pieces (WORD_START starts a word, where WordPiece marks continuations),
-    and a word's most likely segmentation wins. BERT's normaliser; no [CLS]/[SEP] template."""
+    """A Unigram-LM vocabulary as SentencePiece learns it (Kudo, 2018), to set beside WordPiece: a
+    piece starting a word carries WORD_START, and a word's most likely segmentation wins."""
     tok = Tokenizer(models.Unigram())
     tok.normalizer = bert_normalizer(lowercase)
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
