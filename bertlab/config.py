@@ -27,8 +27,8 @@ PRESETS: dict[str, tuple[int, int, int]] = {
 }
 
 # fmt: off
-SIZES = ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
-         "max_position_embeddings", "type_vocab_size")  # each a positive integer
+_SIZE_FIELDS = ("vocab_size", "num_layers", "hidden_size", "num_heads", "intermediate_size",
+                "max_position_embeddings", "type_vocab_size")  # each a positive integer
 # fmt: on
 
 
@@ -57,7 +57,7 @@ class BertConfig:
     def __post_init__(self):
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
-        for name in SIZES:
+        for name in _SIZE_FIELDS:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")

@@ -629,7 +629,5 @@ class BertForMultipleChoice(BertForSequenceClassification):
         ids, types, mask = pairs(input_ids), pairs(token_type_ids), pairs(attention_mask)
         out = super().forward(ids, types, mask, output_attentions, output_hidden_states)  # (B * N, 1): V . C_i + b
         logits = out.logits.view(B, N)  # (B, N)
-        loss = None
-        if labels is not None:  # (B,): the index of the right choice
-            loss = F.cross_entropy(logits.float(), labels)
+        loss = None if labels is None else F.cross_entropy(logits.float(), labels)  # labels (B,): the right choice
         return ClassifierOutput(logits, loss, out.hidden_states, out.attentions)
