@@ -23,11 +23,13 @@ PASS_MARK = "\u2713 [{name}]"  # printed on success, for the student (the grader
 
 
 class ExerciseFailure(AssertionError):
-    """A check failed: the message names the exercise, the input and what is wrong."""
+    """A check failed: the message names the exercise, the input and what is wrong; `result` is
+    the CheckResult when the whole check ran."""
 
-    def __init__(self, name: str, message: str):
+    def __init__(self, name: str, message: str, result: "CheckResult | None" = None):
         self.exercise = name
         self.detail = message
+        self.result = result
         super().__init__(f"[{name}] {message}")
 
 
@@ -113,7 +115,7 @@ class Parts:
         if failed:
             n_ok = len(self.result.parts) - len(failed)
             tally = f"\n({n_ok} of {len(self.result.parts)} parts of this check passed)" if n_ok else ""
-            raise ExerciseFailure(self.name, failed[0].message + tally)
+            raise ExerciseFailure(self.name, failed[0].message + tally, self.result)
         text = textwrap.fill(summary, width=84, initial_indent="  ", subsequent_indent="  ")
         print(f"{PASS_MARK.format(name=self.name)} passed:\n{text}")
 
