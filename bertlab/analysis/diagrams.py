@@ -191,8 +191,7 @@ def finetuning_setups(axes=None):
         elif read == "tags":
             outputs = {i: "B-PER" if i == 1 else "O" for i in range(1, n - 1)}  # a label per token
         else:  # the span: its start and its end, both among the tokens of B
-            first, last = min(in_b), max(in_b)
-            outputs = {first: "start", last: "end"}
+            outputs = {min(in_b): "start", max(in_b): "end"}
         for i, label in outputs.items():
             ax.add_patch(FancyArrowPatch((i, 2.12), (i, 2.75), arrowstyle="-|>", mutation_scale=8, color="C3"))
             ax.text(i, 2.85, label, ha="center", va="bottom", fontsize=7, color="C3")

@@ -66,18 +66,14 @@ def uniform_attention(roles: torch.Tensor, num_layers: int = 1, num_heads: int =
 
 
 def same_token_attention(
-    attentions: Sequence[torch.Tensor] | torch.Tensor,
-    input_ids: torch.Tensor,
-    roles: torch.Tensor,
-    query_role: int = A,
-    key_role: int = B,
+    attentions: Sequence[torch.Tensor] | torch.Tensor, input_ids: torch.Tensor, roles: torch.Tensor
 ) -> torch.Tensor:
-    """(L, A): the weight a query of `query_role` puts on keys of `key_role` with the same token
-    id (its twins), averaged over the queries that have one: does a word of A look at itself in B,
-    as an alignment layer would?"""
+    """(L, A): the weight a query of A puts on keys of B with the same token id (its twins),
+    averaged over the queries that have one: does a word of A look at itself in B, as an alignment
+    layer would?"""
     att = attentions if isinstance(attentions, torch.Tensor) else torch.stack(tuple(attentions))
     same = input_ids[:, :, None] == input_ids[:, None, :]  # (B, T, T): [query, key] hold one token
-    same &= (roles == query_role)[:, :, None] & (roles == key_role)[:, None, :]
+    same &= (roles == A)[:, :, None] & (roles == B)[:, None, :]
     has_twin = same.any(dim=-1)  # (B, T)
     if not has_twin.any():
         raise ValueError("no query token has a twin among the keys of the other role")

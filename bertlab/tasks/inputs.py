@@ -131,8 +131,8 @@ class Tally(collections.Counter):
         super().__init__()
         self.locations: dict[str, list] = collections.defaultdict(list)
 
-    def note(self, key: str, where: Any, n: int = 1) -> None:
-        self[key] += n
+    def note(self, key: str, where: Any) -> None:
+        self[key] += 1
         if len(self.locations[key]) < 20:
             self.locations[key].append(where)
 

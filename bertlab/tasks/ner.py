@@ -58,11 +58,7 @@ def split_into_windows(piece_counts: Sequence[int], budget: int) -> list[tuple[i
 
 
 def featurize_ner(
-    examples: Sequence[Any],
-    tokenizer: Any,
-    max_len: int = 128,
-    label_names: Sequence[str] = (),
-    has_labels: bool | None = None,
+    examples: Sequence[Any], tokenizer: Any, max_len: int = 128, label_names: Sequence[str] = ()
 ) -> Features:
     """CoNLL examples (`words`, `tags`) -> items input_ids [CLS] pieces [SEP], token_type_ids and
     labels (the tag id on each word's first piece, IGNORE_INDEX elsewhere). `features.meta` holds
@@ -74,8 +70,7 @@ def featurize_ner(
     backend = fast_tokenizer(tokenizer)
     special = SpecialIds.of(backend)
     sentences = [list(example_field(ex, "words")) for ex in examples]
-    if has_labels is None:
-        has_labels = all(example_field(ex, "tags", None) is not None for ex in examples)
+    has_labels = all(example_field(ex, "tags", None) is not None for ex in examples)
     pieces = word_pieces(backend, sentences)
     budget = max_len - 2
 
