@@ -1,10 +1,8 @@
 """The book's recorded reference run: find it, describe it, load its model.
 
-`scripts/reference_run.sh` (the lab's lab/reference_run.py) pre-trains the book's own BERT and
-fine-tunes it, and writes a self-describing record into data/reference_run/: metrics.jsonl,
-config.json, tokenizer.json, model.fp16.safetensors, finetune_results.json, sst2_curve.json,
-fill_mask.json and provenance.json (command, commit, machine, wall times, checksums). The part II
-chapters show it beside what they compute while the book is built:
+`scripts/reference_run.sh` pre-trains and fine-tunes the book's own BERT and writes a
+self-describing record into data/reference_run/ (weights, metrics, results and provenance.json:
+command, commit, machine, times, checksums). The part II chapters show it beside what they compute:
 
     run = reference.find()          # a ReferenceRun, or None before the run is recorded
     print(run.label())              # "RECORDED run on a 2-core CPU (...), commit ..., ..."
@@ -198,7 +196,7 @@ class ReferenceRun:
         results = self.finetune_results() or {}
         for key, value in results.items():
             if key in PAIRED_TASKS:  # stored as {"pretrained": ..., "scratch": ...}
-                rows.append(row(key, None, stored_arm(results, key, "pretrained"), stored_arm(results, key, "scratch")))
+                rows.append(row(key, None, value["pretrained"], value["scratch"]))
             elif key.endswith("_pretrained") and key.replace("_pretrained", "_scratch") in results:
                 pre, scr = value, results[key.replace("_pretrained", "_scratch")]
                 # SQuAD learns from a split of dev: it records how many questions
@@ -259,14 +257,14 @@ class ReferenceRun:
                 f"{REPRODUCE}"
             )
 
-    def model_folder(self, cache: str | Path | None = None) -> Path:
+    def model_folder(self) -> Path:
         """A bertlab model folder (fp32 weights, config.json, tokenizer.json) of the reference model,
         for everything taking a folder; written once per weights file, atomically."""
         from safetensors.torch import load_file, save_file
 
         self.verify()
         key = sha256_file(self.path / WEIGHTS)[:16]
-        base = Path(cache) if cache else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
         folder = base / "bertlab" / "reference_run" / key
         if (folder / "model.safetensors").exists():
             return folder
@@ -399,12 +397,12 @@ MINILM = (
 
 
 def pretrained_encoder(
-    prefer_reference: bool = True, min_layers: int = 0, needed_for: str = "this analysis", needs_pairs: bool = False
+    min_layers: int = 0, needed_for: str = "this analysis", needs_pairs: bool = False
 ) -> PretrainedEncoder:
     """The book's own pre-trained model when it is recorded and suits the page (at least
     `min_layers` layers; with `needs_pairs`, pre-trained on pairs of texts), else all-MiniLM-L6-v2.
     `description` says which one and why, naming `needed_for`."""
-    run = find() if prefer_reference else None
+    run = find()
     if run is not None and not run.smoke:
         c = run.config()
         if c.num_layers < min_layers:

@@ -62,15 +62,12 @@ def finetune_flops(
 ) -> float:
     """Model FLOPs of a fine-tuning run: `seeds` x `epochs` passes over `examples` sequences of
     `mean_len` tokens (dynamic padding), plus `evals` forward passes over `eval_examples` per seed."""
-    L, H = config.num_layers, config.hidden_size
-    attention_per_token = L * 2 * mean_len * H
-
-    def flops(tokens: float, passes: float) -> float:
-        return training_flops(config, tokens, passes=passes) + 2.0 * passes * tokens * attention_per_token
-
-    train = flops(seeds * epochs * examples * mean_len, 3.0)
-    evaluate = flops(seeds * evals * eval_examples * mean_len, 1.0)
-    return train + evaluate
+    attention_per_token = config.num_layers * 2 * mean_len * config.hidden_size
+    train_tokens, eval_tokens = seeds * epochs * examples * mean_len, seeds * evals * eval_examples * mean_len
+    total = 0.0
+    for tokens, passes in ((train_tokens, 3.0), (eval_tokens, 1.0)):
+        total += training_flops(config, tokens, passes=passes) + 2.0 * passes * tokens * attention_per_token
+    return total
 
 
 def t4_seconds(flops: float, steps: int = 0, fp32_flops: float = 0.0) -> float:
