@@ -5,15 +5,11 @@
     result.runs[0].history    # per-epoch dev scores and training loss of seed 0
 
 or `python -m bertlab finetune --task sst2 --init runs/mini/final --seeds 0 1 2`. As in the paper
-(section 4, appendix A.3): a task layer (bertlab.tasks) on the pretrained encoder, everything
-trained for a few epochs with AdamW, a small lr, warm-up over 10% of the steps then linear decay.
-Small dev sets are noisy, so several seeds run and the median is reported. Batches are random but
-of similar lengths (`group_by_length`), each padded to its own longest sequence. `train_examples`
-/ `eval_examples` replace the task's named splits.
-
-`init` is a bertlab model folder (config.json, model.safetensors, tokenizer.json), a Hugging Face
-model folder (e.g. all-MiniLM-L6-v2), a hub name such as "bert-base-uncased" (online only), or
-"scratch": random weights, the size and vocabulary of `like` (else `preset` and bert-base-uncased's).
+(section 4, A.3): a task layer (bertlab.tasks) on the pretrained encoder, everything trained for a
+few epochs with AdamW, warm-up over 10% of the steps then linear decay. Small dev sets are noisy:
+several seeds run and the median is reported. `init` is a bertlab or Hugging Face model folder, a
+hub name such as "bert-base-uncased" (online only), or "scratch": random weights, the size and
+vocabulary of `like` (else `preset` and bert-base-uncased's).
 """
 
 from __future__ import annotations
@@ -128,13 +124,12 @@ class FinetuneResult:
         for i, r in enumerate(d.get("runs", [])):
             missing += [f"runs[{i}].{k}" for k in sorted(needed - set(r))]
         unknown = sorted({k for r in d.get("runs", []) for k in r} - fields)
-        if missing or unknown:
-            problems = [f"missing {', '.join(missing)}"] if missing else []
-            problems += [f"unknown run fields {', '.join(unknown)}"] if unknown else []
-            what = "; ".join(problems)
+        found = {"missing": missing, "unknown run fields": unknown}
+        problems = [f"{what} {', '.join(keys)}" for what, keys in found.items() if keys]
+        if problems:
             raise ValueError(
-                f"not a fine-tuning result this version of bertlab reads ({what}): written by another "
-                "version? Fine-tune again to write it anew"
+                f"not a fine-tuning result this version of bertlab reads ({'; '.join(problems)}): written by "
+                "another version? Fine-tune again to write it anew"
             )
         runs = [SeedResult(**r) for r in d["runs"]]
         return cls(task=d["task"], init=d["init"], main_metric=d["main_metric"], runs=runs, config=d.get("config", {}))
@@ -187,14 +182,13 @@ def build_task_model(task, cfg: FinetuneConfig):
     if init == "scratch":
         tokenizer = init_tokenizer(cfg)
         if cfg.like is not None:  # a bertlab or a Hugging Face folder
-            config = folder_config(cfg.like)
-        else:
-            config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
+            return task.build_model(folder_config(cfg.like)), tokenizer
+        config = BertConfig.preset(cfg.preset, vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id)
         return task.build_model(config), tokenizer
-    if _is_model_folder(init):
-        if is_hf_folder(init):  # transformers' names, via bertlab.hf
-            return task.from_pretrained(init), init_tokenizer(cfg)
-        return ckpt.load_model(init, task.model_class, **task.model_kwargs), init_tokenizer(cfg)
+    if _is_model_folder(init):  # a Hugging Face folder's names are transformers' (bertlab.hf)
+        hf = is_hf_folder(init)
+        model = task.from_pretrained(init) if hf else ckpt.load_model(init, task.model_class, **task.model_kwargs)
+        return model, init_tokenizer(cfg)
     _check_not_a_path(init)
     try:  # a hub name: needs the network (or a filled hub cache)
         model = task.from_pretrained(init)
@@ -303,21 +297,10 @@ def _train_one(
             scores = {}
             if cfg.eval_every_epoch or step >= total:
                 scores = evaluate(model, task, eval_feats, rt, cfg.eval_batch_size, with_confusion=step >= total)
-            history.append(
-                {
-                    "epoch": epoch,
-                    "step": step,
-                    "train_loss": train_loss,
-                    **scores,
-                    "elapsed_s": time.perf_counter() - t0,
-                }
-            )
-            bar.set_postfix(
-                {
-                    "loss": f"{train_loss:.3f}",
-                    **({task.main_metric: f"{scores[task.main_metric]:.2f}"} if scores else {}),
-                }
-            )
+            history.append({"epoch": epoch, "step": step, "train_loss": train_loss, **scores})
+            history[-1]["elapsed_s"] = time.perf_counter() - t0
+            shown = {task.main_metric: f"{scores[task.main_metric]:.2f}"} if scores else {}
+            bar.set_postfix({"loss": f"{train_loss:.3f}", **shown})
     finally:
         bar.close()
     model_dir = None
@@ -456,11 +439,8 @@ def _run_arms(
     results = []
     for (cfg, task, _, train_ex, eval_ex, _), arm_runs in zip(prepared, runs):
         # examples passed in are recorded by their number, not written out
-        given = {}
-        if train_examples is not None:
-            given["train_examples"] = len(train_ex)
-        if eval_examples is not None:
-            given["eval_examples"] = len(eval_ex)
+        passed = {"train_examples": (train_examples, train_ex), "eval_examples": (eval_examples, eval_ex)}
+        given = {name: len(kept) for name, (arg, kept) in passed.items() if arg is not None}
         result = FinetuneResult(
             task=task.name,
             init=cfg.init,
@@ -490,10 +470,9 @@ def compare_with_scratch(
     cfg = dataclasses.replace(cfg or FinetuneConfig(), **kwargs)
     if not _is_model_folder(str(folder)):
         raise FileNotFoundError(f"{folder}: not a model folder (config.json + model.safetensors) to compare")
-    arms = []
-    for name, init in (("pretrained", {"init": str(folder)}), ("scratch", {"init": "scratch", "like": str(folder)})):
-        where = {"out": str(Path(out) / name)} if out is not None else {}
-        arms.append(dataclasses.replace(cfg, **init, **where))
+    inits = {"pretrained": {"init": str(folder)}, "scratch": {"init": "scratch", "like": str(folder)}}
+    where = {name: {"out": str(Path(out) / name)} if out is not None else {} for name in inits}
+    arms = [dataclasses.replace(cfg, **init, **where[name]) for name, init in inits.items()]
     pre, scr = _run_arms(arms, None, train_examples, eval_examples)
     return pre, scr
 
@@ -522,8 +501,6 @@ def evaluate_folder(
             f"fine-tuned model (finetune --save-models), or fine-tune this one first"
         )
     tokenizer = load_tokenizer_for(folder)
-    examples = task.load(split)
-    if max_examples:
-        examples = examples[:max_examples]
+    examples = task.load(split)[: max_examples or None]
     feats = task.featurize(examples, tokenizer, max_len=max_len or task.max_len)
     return evaluate(model, task, feats, rt, batch_size)

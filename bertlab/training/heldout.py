@@ -56,16 +56,8 @@ def evaluate_pretraining(
                 at_mask += torch.stack([right.sum().double(), masked.sum().double()])
         n = (target_labels(b) != IGNORE_INDEX).sum()
         rows = b["input_ids"].shape[0] if "nsp_labels" in b else 0
-        tot += torch.stack(
-            [
-                lm_sum.double(),
-                n.double(),
-                lm_correct.double(),
-                nsp_loss.double() * rows,
-                nsp_correct.double(),
-                torch.tensor(float(rows), device=rt.device, dtype=torch.float64),
-            ]
-        )
+        counts = (lm_sum, n, lm_correct, nsp_loss.double() * rows, nsp_correct, torch.tensor(float(rows)))
+        tot += torch.stack([c.double().to(rt.device) for c in counts])
     model.train(was_training)
     lm_sum, n, correct, nsp_sum, nsp_correct, rows = tot.tolist()
     out = {loss_key: lm_sum / max(n, 1), acc_key: correct / max(n, 1)}
@@ -79,17 +71,11 @@ def evaluate_pretraining(
 
 
 def heldout_batches(
-    dataset: Any,
-    tokenizer: Any,
-    objective: str,
-    batch_size: int,
-    batches: int,
-    mlm_probability: float = HELDOUT_MLM_PROBABILITY,
-    whole_word: bool = False,
+    dataset: Any, tokenizer: Any, objective: str, batch_size: int, batches: int
 ) -> list[dict[str, torch.Tensor]]:
     """The first `batches` batches of `batch_size` sequences of a held-out dataset, in the order and
     with the masks EVAL_SEED draws: every run and every later evaluation sees the same ones."""
-    collator = make_collator(objective, tokenizer, mlm_probability, whole_word, seed=EVAL_SEED)
+    collator = make_collator(objective, tokenizer, HELDOUT_MLM_PROBABILITY, whole_word=False, seed=EVAL_SEED)
     stream = PretrainingBatches(dataset, min(batch_size, len(dataset)), collator, seed=EVAL_SEED)
     return [next(stream) for _ in range(min(batches, len(stream)))]
 
@@ -105,7 +91,6 @@ def evaluate_checkpoint(
     device: str = "auto",
     precision: str = "auto",
     max_documents: int | None = None,
-    work_dir: str | Path | None = None,
 ) -> dict[str, float]:
     """`evaluate_pretraining` of a pretrained model folder on `corpus`'s held-out documents, with
     the pretraining's fixed masks. The text is cut into NSP pairs, two segments or single windows
@@ -122,7 +107,7 @@ def evaluate_checkpoint(
     docs = load_corpus(corpus, "heldout")[:max_documents]
     with tempfile.TemporaryDirectory() as tmp:
         ds = prepare_pretraining_data(
-            docs, tokenizer, Path(work_dir or tmp) / "heldout", max_len=seq_len, nsp=nsp, pairs=pairs, seed=EVAL_SEED
+            docs, tokenizer, Path(tmp) / "heldout", max_len=seq_len, nsp=nsp, pairs=pairs, seed=EVAL_SEED
         )
         eval_batches = heldout_batches(ds, tokenizer, objective, batch_size, batches)
     return evaluate_pretraining(model.to(rt.device), eval_batches, rt, tokenizer.mask_id)

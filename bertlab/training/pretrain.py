@@ -4,15 +4,12 @@
     result.history            # every logged metric (also in runs/mini/metrics.jsonl)
     result.model              # the trained BertForPreTraining
 
-or `python -m bertlab pretrain ...` (on several GPUs, after `torchrun --nproc_per_node N`). One step,
-as in the paper (section 3.1, A.2): a masked batch; BertForPreTraining with the MLM head at the
-chosen positions only; loss = mean MLM cross-entropy + mean NSP cross-entropy; backward, clipping,
-the scheduled lr, an AdamW update. objective="ltr" is section 5.1's "LTR & No NSP" model.
-
-Checkpoints are written atomically every `checkpoint_every` steps, at the end and on SIGTERM /
-Ctrl-C; `resume=True` continues exactly where a run stopped; a NaN/inf loss stops the run before
-its weights are saved. The MLM loss is summed and divided by the masked tokens of all processes,
-so that N processes compute the gradient of one whole batch.
+or `python -m bertlab pretrain ...` (several GPUs: `torchrun --nproc_per_node N`). One step, as in
+the paper (sections 3.1, A.2): loss = mean MLM cross-entropy at the masked positions + mean NSP
+cross-entropy; backward, clipping, the scheduled lr, an AdamW update. objective="ltr" is section
+5.1's "LTR & No NSP". Checkpoints are atomic (every `checkpoint_every` steps, at the end, on SIGTERM
+/ Ctrl-C) and `resume=True` continues exactly where a run stopped; a NaN/inf loss stops the run
+before its weights are saved.
 """
 
 from __future__ import annotations
@@ -37,36 +34,13 @@ from bertlab.model import IGNORE_INDEX, BertForPreTraining
 from bertlab.runtime import Runtime, git_commit, keep_freed_memory, make_runtime, seed_everything
 from bertlab.training import flops, logs
 from bertlab.training.batch_feed import BatchSource, Prefetcher, shard_rows
-from bertlab.training.heldout import EVAL_SEED, evaluate_checkpoint, evaluate_pretraining
+from bertlab.training.heldout import EVAL_SEED, evaluate_checkpoint, evaluate_pretraining  # noqa: F401 (re-exported)
 from bertlab.training.objective import OBJECTIVES, PretrainingObjective, target_labels
 from bertlab.training.optim import adamw, optimizer_step
 from bertlab.training.pretrain_config import NonFiniteLossError, PretrainConfig, PretrainResult
-from bertlab.training.pretrain_data import PretrainingData, prepare_data
+from bertlab.training.pretrain_data import PretrainingData, prepare_data  # noqa: F401 (re-exported)
 from bertlab.training.recipes import phase_ends, phase_ends_by_time
 from bertlab.training.stop_signals import StopSignals
-
-# the loop's names and those of the modules it is assembled from, which callers import from here
-__all__ = [
-    "EVAL_SEED",
-    "BatchSource",
-    "Due",
-    "NonFiniteLossError",
-    "Prefetcher",
-    "PretrainConfig",
-    "PretrainResult",
-    "PretrainingData",
-    "Session",
-    "Stat",
-    "StopSignals",
-    "Trainer",
-    "build_model",
-    "evaluate_checkpoint",
-    "prepare_data",
-    "pretrain",
-    "run_fingerprint",
-    "shard_rows",
-    "zero_stats",
-]
 
 
 def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerprint: str | None) -> dict[str, Any]:
@@ -178,15 +152,12 @@ class Trainer:
             dynamic = False if len(self.recipe.training_phases()) > 1 else None
             objective = torch.compile(objective, backend=cfg.compile_backend, dynamic=dynamic)
         self.objective = objective
-        self.step = 0
-        self.tokens = 0
-        self.elapsed_offset = 0.0
+        self.step, self.tokens, self.elapsed_offset = 0, 0, 0.0
         self.total_steps: int | None = cfg.steps or (None if cfg.minutes else self.recipe.steps)
         self.batch_shape = (self.recipe.batch_size, self.recipe.seq_len)  # (B, T) of the last step's batch
         self.plan_phases()
         self.last_checkpoint: Path | None = None
         self.data_state: dict[str, Any] | None = None
-        self.history: list[dict[str, Any]] = []
         self.final_eval: dict[str, Any] | None = None
 
     def state(self) -> dict[str, Any]:
@@ -256,9 +227,9 @@ class Trainer:
             return 0.0
         return self.recipe.lr_at(min(self.step, self.total_steps - 1), self.total_steps)
 
-    def _all_reduce(self, t: torch.Tensor, op=None) -> torch.Tensor:
+    def _all_reduce(self, t: torch.Tensor, op: str = "SUM") -> torch.Tensor:
         if self.rt.dist.enabled:
-            dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
         return t
 
     def train_step(
@@ -361,11 +332,10 @@ class Trainer:
             feeder.close()
             bar.close()
             logger.close()
-        self.history = logger.records
         return PretrainResult(
             out_dir=self.out,
             step=self.step,
-            history=self.history,
+            history=logger.records,
             final_eval=self.final_eval,
             checkpoint=self.last_checkpoint,
             model=self.model,
@@ -431,29 +401,19 @@ class Trainer:
 
     def needs_sync(self, due: Due) -> bool:
         """Whether to read the device's numbers after this step (a sync point)."""
-        rt = self.rt
-        return (
-            due.log
-            or due.checkpoint
-            or due.eval
-            or due.last
-            or self.step == 1
-            or (due.wants_stop and not rt.dist.enabled)
-            or rt.device.type == "cpu"
-        )
+        every_step = self.rt.device.type == "cpu" or self.step == 1
+        stop_alone = due.wants_stop and not self.rt.dist.enabled
+        return every_step or stop_alone or due.log or due.checkpoint or due.eval or due.last
 
     def sync(self, first_bad: torch.Tensor, wants_stop: bool) -> tuple[bool, float]:
         """Read the device and agree across processes: NonFiniteLossError if any process saw a
         non-finite loss or gradient; else (stop now, elapsed seconds as rank 0 measured them)."""
-        rt = self.rt
-        flags = torch.tensor([first_bad.item() if first_bad.item() >= 0 else 2**62], device=rt.device)
-        self._all_reduce(flags, dist.ReduceOp.MIN if rt.dist.enabled else None)
+        bad, device = first_bad.item(), self.rt.device
+        flags = self._all_reduce(torch.tensor([bad if bad >= 0 else 2**62], device=device), "MIN")
         if flags.item() < 2**62:
             raise NonFiniteLossError(int(flags.item()), self.last_checkpoint)
-        agree = torch.tensor([1.0 if wants_stop else 0.0, self.elapsed()], dtype=torch.float64, device=rt.device)
-        if rt.dist.enabled:
-            agree[1] = agree[1] if self.is_main else 0.0
-            dist.all_reduce(agree, op=dist.ReduceOp.MAX)
+        elapsed = self.elapsed() if self.is_main else 0.0  # rank 0's clock
+        agree = self._all_reduce(torch.tensor([float(wants_stop), elapsed], dtype=torch.float64, device=device), "MAX")
         return agree[0].item() > 0, agree[1].item()
 
     def fit_time_budget(self, session: Session, elapsed: float, bar) -> bool:
@@ -592,17 +552,8 @@ def pretrain(
                 **({"resumed_with": [*first.get("resumed_with", []), this]} if first else {}),
             },
         )
-    trainer = Trainer(
-        cfg,
-        model,
-        source,
-        eval_batches,
-        rt,
-        vocab_fingerprint=fingerprint,
-        tokenizer_file=tokenizer_file,
-        mask_id=getattr(tokenizer, "mask_id", None),
-    )
-    result = trainer.run()
+    mask_id = getattr(tokenizer, "mask_id", None)
+    result = Trainer(cfg, model, source, eval_batches, rt, fingerprint, tokenizer_file, mask_id).run()
     if result.stopped_by is None and rt.dist.is_main:
         ckpt.save_model(out / "final", model, tokenizer_file=tokenizer_file)
     return result

@@ -47,21 +47,20 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
     <out>/data (reused when unchanged) -> batches masked on the fly (next-token labels for "ltr")."""
     r = cfg.resolved_recipe()
     out = Path(cfg.out)
-    docs = load_corpus(cfg.corpus, "train")
-    if cfg.max_documents is not None:
-        docs = docs[: cfg.max_documents]
+    docs = load_corpus(cfg.corpus, "train")[: cfg.max_documents]
     heldout = load_corpus(cfg.corpus, "heldout")
     if cfg.max_documents is not None:  # a quick run: a quick evaluation too
         heldout = heldout[: max(2, cfg.max_documents)]
     tok_dir = out / "tokenizer"
 
     resume_from = ckpt.latest_checkpoint(out / "checkpoints") if cfg.resume else None
+    resumed_vocab = resume_from / "tokenizer.json" if resume_from is not None else None
 
     def get_tokenizer():
         if cfg.tokenizer is not None:
             tok = WordPieceTokenizer.load(cfg.tokenizer)
-            if resume_from is not None and (resume_from / "tokenizer.json").exists():
-                saved = WordPieceTokenizer.load(resume_from / "tokenizer.json")
+            if resumed_vocab is not None and resumed_vocab.exists():
+                saved = WordPieceTokenizer.load(resumed_vocab)
                 if saved.fingerprint != tok.fingerprint:  # check before anything is overwritten
                     raise ValueError(
                         f"cannot resume from {resume_from}: it was trained with a different vocabulary "
@@ -72,8 +71,8 @@ def prepare_data(cfg: PretrainConfig, rt: Runtime) -> PretrainingData:
             if rt.dist.is_main:
                 tok.save(tok_dir)
             return tok
-        if resume_from is not None and (resume_from / "tokenizer.json").exists():
-            return WordPieceTokenizer.load(resume_from / "tokenizer.json")
+        if resumed_vocab is not None and resumed_vocab.exists():
+            return WordPieceTokenizer.load(resumed_vocab)
         if (tok_dir / "tokenizer.json").exists():  # a resumed run, or another process built it
             tok = WordPieceTokenizer.load(tok_dir)
             if tok.vocab_size == cfg.vocab_size or not rt.dist.is_main:
