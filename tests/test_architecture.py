@@ -446,3 +446,32 @@ def test_the_lab_checks_can_fail():
     assert imports_of_lab(source) == ["line 2: lab", "line 5: lab.finetune_speed", "line 6: lab.speed"]
     private = scan("lab/x.py", "from bertlab.prose import _words\nimport bertlab.prose as p\np._count\n")
     assert private.private == ["line 1: from bertlab.prose import _words", "line 3: bertlab.prose._count"]
+
+
+# The package is what students install and read: it grows when a chapter or an exercise does (raise
+# the budget in the commit that adds one), and the project's own studies live in lab/.
+PACKAGE_LINES = 16_800
+MODULE_LINES = 800
+
+
+def package_size(files: dict[str, Path] = MODULES) -> tuple[int, dict[str, int]]:
+    """bertlab's total line count and the modules over MODULE_LINES."""
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in files.items()}
+    return sum(sizes.values()), {name: n for name, n in sizes.items() if n > MODULE_LINES}
+
+
+def test_the_package_stays_small():
+    total, large = package_size()
+    assert not large, f"modules over {MODULE_LINES} lines (split them, one concept per module): {large}"
+    assert total <= PACKAGE_LINES, (
+        f"bertlab is {total} lines, over its budget of {PACKAGE_LINES}: move the project's own studies "
+        "to lab/ and publish their results as data (lab/README.md), or raise the budget with the chapter "
+        "or exercise that needs the code"
+    )
+
+
+def test_the_size_budget_can_fail(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" * (MODULE_LINES + 1))
+    total, large = package_size({"bertlab.big": big})
+    assert total == MODULE_LINES + 1 and large == {"bertlab.big": MODULE_LINES + 1}

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 # The package's own modules are imported relatively: the grader loads a private copy of the whole
 # package under another name (bertlab.course.grading), and relative imports keep that copy whole.
-# Heavy modules (tasks, data, the grader) are imported inside the functions that need them, here and
-# in the check modules: `import bertlab.exercises` is each notebook's first cell and stays light.
 import contextlib
 import dataclasses
 from typing import Any, Callable, Sequence
@@ -210,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.course.grading import main as grading_main
 
     grading_main(argv[1:])

@@ -296,6 +296,7 @@ def expect_same(
 # Real data shared by the checks (loaded once, from the data mirror or downloaded on Colab)
 @functools.lru_cache(maxsize=1)
 def bert_tokenizer():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.data.tokenizer import bert_uncased_tokenizer
 
     return bert_uncased_tokenizer()
@@ -303,6 +304,7 @@ def bert_tokenizer():
 
 @functools.lru_cache(maxsize=1)
 def squad_dev_examples():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
 
     return get_task("squad").load("dev")
@@ -311,6 +313,7 @@ def squad_dev_examples():
 @functools.lru_cache(maxsize=1)
 def sentence_documents() -> list[list[str]]:
     """Documents of real sentences: the SQuAD dev paragraphs of each Wikipedia article."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.data.corpus import split_sentences
 
     docs: dict[str, list[str]] = {}

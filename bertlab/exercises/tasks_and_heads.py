@@ -17,6 +17,7 @@ from .framework import Parts, bert_tokenizer, call_student, expect_same, sentenc
 def _conll_cases() -> tuple[list[tuple[list[str], list[int | None], list[int], list[int]]], tuple[str, ...]]:
     """Real CoNLL-2003 dev sentences: (words, word_ids of [CLS] pieces [SEP], tag ids, the labels
     bertlab.tasks.ner.featurize_ner gives each piece)."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
     from bertlab.tasks.inputs import fast_tokenizer
     from bertlab.tasks.ner import featurize_ner

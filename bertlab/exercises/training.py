@@ -265,6 +265,7 @@ def check_pretraining_step(pretraining_step: Callable) -> None:
 @functools.lru_cache(maxsize=1)
 def _sst2_batches() -> tuple[tuple[dict[str, torch.Tensor], ...], tuple[dict[str, torch.Tensor], ...]]:
     """Six training batches of 8 real SST-2 sentences, and four dev batches of 16."""
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks import get_task
 
     task = get_task("sst2")

@@ -22,6 +22,7 @@ from .framework import (
 
 @functools.lru_cache(maxsize=1)
 def _squad_features():
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks.squad import featurize_squad
 
     return featurize_squad(squad_dev_examples()[:40], bert_tokenizer(), max_len=128, doc_stride=64, max_query_len=32)
@@ -33,6 +34,7 @@ def check_span(best_span: Callable) -> None:
     j - i + 1 <= max_answer_length and context_mask[i] and context_mask[j]."""
     __tracebackhide__ = True
     name = "span"
+    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
     from bertlab.tasks.squad import best_spans, oracle_logits
 
     f = _squad_features()
