@@ -1,7 +1,7 @@
 """The command line: `python -m bertlab <command> ...` (or `bertlab <command>` once installed).
 
-Commands: pretrain, finetune, evaluate, plot, fill-mask, export-hf, publish-records; each
-explains itself with --help.
+Commands: pretrain, finetune, evaluate, plot, fill-mask, export-hf; each explains itself
+with --help.
 
 Examples:
     python -m bertlab pretrain --preset mini --steps 2000 --out runs/mini
@@ -11,7 +11,6 @@ Examples:
     python -m bertlab evaluate --task sst2 --model runs/ft/seed-0
     python -m bertlab fill-mask "the man went to the [MASK] ."          # the book's own BERT
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
-    python -m bertlab publish-records --out /tmp/records                # then BERTLAB_RECORDS_URL=/tmp/records
 
 Every option of `pretrain` is a field of bertlab.training.pretrain_config.PretrainConfig, every option of `finetune`
 one of bertlab.training.finetune.FinetuneConfig: the notebooks call the same functions.
@@ -29,7 +28,6 @@ from typing import Any, Sequence
 
 from bertlab import checkpoint as ckpt
 from bertlab.analysis.fill_mask import fill_mask
-from bertlab.data import records
 from bertlab.data.tokenizer import load_tokenizer_for
 from bertlab.errors import ActionableError
 from bertlab.experiments import reference
@@ -42,6 +40,9 @@ from bertlab.training.heldout import evaluate_checkpoint
 from bertlab.training.logs import plot_metrics
 from bertlab.training.pretrain import NonFiniteLossError, PretrainConfig, pretrain
 from bertlab.training.recipes import RECIPES
+
+# Commands that serve the book's maintainers from a checkout: they live in the lab, not the package.
+MOVED = {"reference-run": "lab.reference_run", "publish-records": "lab.publish_records"}
 
 HELP = {
     "preset": "model size: tiny, mini, small, medium, base, large",
@@ -186,40 +187,18 @@ def build_parser() -> argparse.ArgumentParser:
     fm.add_argument("--model", default=None, help="a model folder or recorded run (default: the book's record)")
     fm.add_argument("--top", type=int, default=5, help="guesses per [MASK]")
 
-    pr = sub.add_parser("publish-records", help="write the published records into a folder that serves the book")
-    pr.add_argument("--out", default=None, help="the folder to write (BERTLAB_RECORDS_URL=OUT then serves the book)")
-    pr.add_argument("--manifest", action="store_true", help="rewrite the manifest from this checkout's data/")
-
-    sub.add_parser("reference-run", help="moved: python -m lab.reference_run (a checkout's lab/)", add_help=False)
+    for command, module in MOVED.items():
+        sub.add_parser(command, help=f"moved: python -m {module} (a checkout's lab/)", add_help=False)
     return parser
-
-
-def _publish_records(args: argparse.Namespace) -> int:
-    if not args.manifest and not args.out:
-        raise ValueError("publish-records needs --out DIR (the folder to write) or --manifest")
-    if args.manifest:
-        checkout = records.checkout_records()
-        if checkout is None:
-            raise FileNotFoundError("publish-records --manifest runs in a clone of the repository (it reads data/)")
-        path = records.write_manifest(checkout.parent)
-        records.manifest.cache_clear()
-        m = records.manifest()
-        print(f"{path}: {len(m['files'])} files at commit {m['ref'][:12]}; commit it")
-    if args.out:
-        written = records.publish(Path(args.out))
-        size = sum(p.stat().st_size for p in written)
-        print(f"{args.out}: {len(written)} files, {size / 1e6:.1f} MB; serve it with BERTLAB_RECORDS_URL={args.out}")
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["reference-run"]:
-        command = " ".join(["python -m lab.reference_run", *argv[1:]])
+    if argv and argv[0] in MOVED:
+        command = " ".join([f"python -m {MOVED[argv[0]]}", *argv[1:]])
         print(
-            "error: reference-run has moved to the lab (lab/ beside the package in a checkout of the bertlab "
-            f"repository, not installed with bertlab): from the repository root run `{command}` "
-            "or scripts/reference_run.sh",
+            f"error: {argv[0]} has moved to the lab (lab/ beside the package in a checkout of the bertlab "
+            f"repository, not installed with bertlab): from the repository root run `{command}`",
             file=sys.stderr,
         )
         return 2
@@ -246,8 +225,6 @@ def _run(args: argparse.Namespace) -> int:
         if result.stopped_by in ("SIGTERM", "SIGINT"):
             return 128 + getattr(signal, result.stopped_by)
         return 0
-    if args.command == "publish-records":
-        return _publish_records(args)
     if args.command == "finetune":
         result = finetune(_config_from(FinetuneConfig, args))
         print(result.summary())

@@ -237,8 +237,9 @@ def test_sigterm_saves_a_checkpoint_and_resume_continues(tmp_path):
     assert [r["step"] for r in rows if r["split"] == "eval"] == [c.step + 2]
 
 
-def test_reference_run_names_its_new_home():
-    """The record's pipeline left the package: the old command stops with the lab's command line."""
+def test_a_command_that_moved_to_the_lab_names_its_new_home():
+    """The record's pipeline and the records' publishing left the package: each old command stops with
+    the lab's command line, its arguments kept."""
     p = subprocess.run(
         [sys.executable, "-m", "bertlab", "reference-run", "--smoke", "--out", "x"],
         env=ENV,
@@ -248,6 +249,10 @@ def test_reference_run_names_its_new_home():
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "python -m lab.reference_run --smoke --out x" in p.stderr
+    p = subprocess.run(
+        [sys.executable, "-m", "bertlab", "publish-records", "--out", "x"], env=ENV, capture_output=True, text=True
+    )
+    assert p.returncode == 2 and "python -m lab.publish_records --out x" in p.stderr
 
 
 def test_throughput_benchmark_runs_quick(tmp_path):

@@ -3,9 +3,9 @@ notebook alone in an empty folder, the book's records fetched by their manifest.
 
 Offline like CI: the fresh virtual environment borrows the libraries of the project's environment
 (a path file), pip installs bertlab from a git clone of this checkout (`git+file://`, no
-dependencies), and `BERTLAB_RECORDS_URL` names a folder `python -m bertlab publish-records`
-wrote, standing in for the repository's raw files. Chapter 11 is the chapter that failed there:
-the book's own BERT never appeared, and the page said "Pending". It runs its GPU branch at tiny
+dependencies), and `BERTLAB_RECORDS_URL` names a folder `python -m lab.publish_records` wrote,
+standing in for the repository's raw files. Chapter 11 is the chapter that failed there: the
+book's own BERT never appeared, and the page said "Pending". It runs its GPU branch at tiny
 sizes (BERTLAB_GPU_BRANCH=1), what a Colab reader with a GPU runs: the book build already runs
 its CPU branch, and what differs on Colab (the install, the records) is the same for both.
 """
@@ -62,7 +62,7 @@ def colab(tmp_path_factory):
         + [f"bertlab @ git+file://{ROOT}"]
     )
     records = tmp / "records"
-    _run([sys.executable, "-m", "bertlab", "publish-records", "--out", str(records)], cwd=ROOT)
+    _run([sys.executable, "-m", "lab.publish_records", "--out", str(records)], cwd=ROOT)  # the lab, from the root
     return {"venv": venv, "python": python, "records": records}
 
 

@@ -1,17 +1,15 @@
-"""The records: found in a checkout or named; published with a manifest; fetched, checked, by a reader
-who has no checkout (Colab), from the repository's raw files, a URL or a folder `publish-records` wrote."""
+"""The records: found in a checkout or named; listed in the package's manifest; fetched, checked, by a
+reader who has no checkout (Colab), from the repository's raw files, a URL or a folder. Publishing them
+(the manifest, a folder) is the lab's: lab/tests/test_publish_records.py."""
 
 import functools
 import http.server
-import json
 import subprocess
 import threading
 from pathlib import Path
 
 import pytest
-import yaml
 
-from bertlab.__main__ import main as cli
 from bertlab.data import download, records
 from bertlab.experiments import reference
 
@@ -55,22 +53,6 @@ def test_without_a_checkout_the_working_directory_is_searched(tmp_path, monkeypa
     assert records.records_dir() == tmp_path / "data"
 
 
-def test_the_manifest_lists_every_committed_record_at_the_commit_that_made_them():
-    """The package's manifest is what `publish-records --manifest` makes of this checkout now: every
-    file git tracks under data/ but the READMEs, its size and sha256, the repository of _config.yml,
-    and the commit that last changed one (whose raw files are the URLs a reader fetches)."""
-    shipped = records.manifest()
-    built = records.build_manifest(ROOT)
-    assert built["repository"] == yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
-    b, s = built["files"], shipped["files"]
-    stale = sorted(p for p in set(b) | set(s) if b.get(p) != s.get(p))
-    assert built == shipped, (
-        "bertlab/data/published_records.json is not the manifest of this checkout's data/ "
-        f"({len(stale)} entries differ, e.g. {stale[:3]}): commit data/, then run `python -m bertlab "
-        "publish-records --manifest` and commit the manifest"
-    )
-
-
 def test_the_manifests_commit_holds_exactly_the_published_bytes():
     """Every file's blob at the manifest's commit is the file in the checkout: the raw URL serves
     what the sha256 expects."""
@@ -98,28 +80,6 @@ def test_the_base_url_is_the_repositorys_raw_files_at_the_commit(monkeypatch):
     monkeypatch.delenv(records.URL_ENV)
     with pytest.raises(ValueError, match="OWNER/NAME"):
         records.base_url({**m, "repository": "https://gitlab.com/x"})
-
-
-def test_a_published_folder_serves_the_book_without_a_checkout(no_checkout, monkeypatch):
-    out = no_checkout / "published"
-    written = records.publish(out, source=ROOT / "data")
-    assert len(written) == len(records.manifest()["files"])
-    assert json.loads((out / records.MANIFEST).read_text()) == records.manifest()
-    monkeypatch.setenv(records.URL_ENV, str(out))
-    assert records.records_dir("reference_run") == out / "reference_run"
-    run = reference.find()
-    assert run is not None and run.path == (out / "reference_run").resolve()
-    assert reference.pretrained_encoder().is_reference
-    # a corrupt copy is named, with what to do; a missing one leaves the page one line to say so
-    weights = out / "reference_run" / reference.WEIGHTS
-    weights.write_bytes(weights.read_bytes()[:-10] + b"0123456789")
-    with pytest.raises(download.ChecksumMismatchError, match="reference_run/model.fp16.safetensors"):
-        records.records_dir("reference_run")
-    weights.unlink()
-    with pytest.warns(UserWarning, match="publish-records --out"):
-        records.records_dir("reference_run")
-    note = reference.pending("the curves")
-    assert "could not be fetched" in note and "the curves" in note and len(note.splitlines()) == 1
 
 
 class _Server:
@@ -174,13 +134,3 @@ def test_a_fork_without_a_record_says_so_in_one_line(monkeypatch):
     monkeypatch.setattr(records, "manifest", lambda: {"repository": "https://github.com/a/b", "ref": "x", "files": {}})
     note = reference.pending("the curves")
     assert "holds no recorded reference run" in note and len(note.splitlines()) == 1
-
-
-def test_publish_records_command(tmp_path, capsys):
-    assert cli(["publish-records"]) == 2
-    assert "--out DIR" in capsys.readouterr().err
-    assert cli(["publish-records", "--out", str(tmp_path / "r")]) == 0
-    assert "BERTLAB_RECORDS_URL=" in capsys.readouterr().out
-    assert (tmp_path / "r" / "reference_run" / "config.json").read_bytes() == (
-        ROOT / "data" / "reference_run" / "config.json"
-    ).read_bytes()

@@ -258,8 +258,8 @@ def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progres
         if not local.is_file():
             raise DataUnavailableError(
                 f"the published record {path} is not in {local.parent} (the folder that "
-                f"BERTLAB_RECORDS_URL names); write that folder again with `python -m bertlab "
-                f"publish-records --out {Path(source).expanduser()}` from a checkout, or unset "
+                f"BERTLAB_RECORDS_URL names); write that folder again with `python -m lab.publish_records "
+                f"--out {Path(source).expanduser()}` in a clone of the repository, or unset "
                 f"BERTLAB_RECORDS_URL to fetch the records from the repository"
             )
         verify(local, sha256, f"the published record {path}")
@@ -269,8 +269,8 @@ def fetch_published(path: str, sha256: str, *, source: str, cache: Path, progres
         return target
     url = source.rstrip("/") + "/" + path
     how = (
-        "To get it: go online, or write the records with `python -m bertlab publish-records --out DIR` "
-        "in a checkout of the repository and set BERTLAB_RECORDS_URL=DIR."
+        "To get it: go online, or write the records with `python -m lab.publish_records --out DIR` "
+        "in a clone of the repository and set BERTLAB_RECORDS_URL=DIR."
     )
     if _offline():
         raise DataUnavailableError(

@@ -4,9 +4,9 @@ a checkout gets them.
 `records_dir(*parts)` looks in $BERTLAB_RECORDS, then in the data/ folder of a checkout, then
 fetches the published copy into the download cache (a reader on Colab, with bertlab from pip).
 Published means the repository's raw files at the commit that last changed data/, listed with
-their sha256 in `published_records.json` (`python -m bertlab publish-records --manifest` writes
-it); $BERTLAB_RECORDS_URL overrides the base with a URL or a folder. A record that cannot be
-fetched is warned about once and left absent; one whose bytes differ raises `ChecksumMismatchError`.
+their sha256 in `published_records.json` (`python -m lab.publish_records --manifest` writes it in
+a checkout); $BERTLAB_RECORDS_URL overrides the base with a URL or a folder. A record that cannot
+be fetched is warned about once and left absent; one whose bytes differ raises `ChecksumMismatchError`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 import warnings
 from functools import cache
 from importlib import resources
@@ -23,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.data.download import DataUnavailableError, cache_dir, fetch_published
-from bertlab.files import atomic_path, sha256_file, write_json
 
 ENV_VAR = "BERTLAB_RECORDS"
 URL_ENV = "BERTLAB_RECORDS_URL"
@@ -118,76 +115,6 @@ def missing_note(what: str, prefix: str) -> str:
     why = unavailable.get(prefix) or next((v for k, v in unavailable.items() if prefix.startswith(k)), "")
     return (
         f"> The book's records could not be fetched here{f' ({why})' if why else ''}, so {what} is not "
-        f"shown; the page goes on without it. Set ${URL_ENV} to a folder written by `python -m bertlab "
-        f"publish-records`, or go online, and run the page again."
+        f"shown; the page goes on without it. Set ${URL_ENV} to a folder written by `python -m "
+        f"lab.publish_records --out DIR` in a clone of the repository, or go online, and run the page again."
     )
-
-
-# --- Publishing (from a checkout): the manifest, and a folder that serves every chapter offline ---
-def _git(checkout: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {checkout}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def repository_url(checkout: Path) -> str:
-    """The repository setting of the book's `_config.yml` (`repository: url:`)."""
-    import yaml
-
-    config = checkout / "_config.yml"
-    url = ((yaml.safe_load(config.read_text()) or {}).get("repository") or {}).get("url")
-    if not url:
-        raise ValueError(f"{config} has no `repository: url:`; the records are published from that repository")
-    return url.rstrip("/")
-
-
-def build_manifest(checkout: Path) -> dict[str, Any]:
-    """The manifest of a checkout: every file git tracks under data/ but its READMEs, at the commit
-    that last changed one; refuses uncommitted changes (they would not be at that commit's URLs)."""
-    checkout = Path(checkout)
-    tracked = [p for p in sorted(_git(checkout, "ls-files", "-z", "--", "data").split("\0")) if p]
-    published = [p for p in tracked if not p.endswith(".md")]
-    dirty = _git(checkout, "status", "--porcelain", "--", *published).strip()
-    if dirty:
-        raise RuntimeError(
-            f"data/ has changes that are not committed:\n{dirty}\ncommit them first: the records are "
-            f"published as the files of a commit"
-        )
-    ref = _git(checkout, "log", "-1", "--format=%H", "--", *published).strip()
-    files = {}
-    for path in published:
-        local = checkout / path
-        files[path.removeprefix("data/")] = {"size": local.stat().st_size, "sha256": sha256_file(local)}
-    return {"repository": repository_url(checkout), "ref": ref, "files": files}
-
-
-def write_manifest(checkout: Path) -> Path:
-    """Write the package's manifest from the checkout (`publish-records --manifest`)."""
-    target = Path(checkout) / "bertlab" / "data" / MANIFEST
-    write_json(target, build_manifest(checkout), indent=1)
-    return target
-
-
-def publish(out: Path, source: Path | None = None) -> list[Path]:
-    """Copy the manifest's files, checked, and the manifest into `out`, laid out as the base URL serves
-    them (default `source`: the checkout's data/): BERTLAB_RECORDS_URL=out serves every chapter offline."""
-    source = Path(source) if source is not None else checkout_records()
-    if source is None:
-        raise FileNotFoundError("publish-records copies the records of a checkout: run it in a clone of the repository")
-    out = Path(out)
-    written = []
-    for path, entry in manifest()["files"].items():
-        src = source / path
-        if not src.is_file() or sha256_file(src) != entry["sha256"]:
-            raise RuntimeError(
-                f"{src} is not the file the manifest publishes (missing or changed); commit data/, run "
-                f"`python -m bertlab publish-records --manifest` and commit the manifest"
-            )
-        dst = out / path
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(dst, fsync=False) as tmp:
-            shutil.copyfile(src, tmp)
-        written.append(dst)
-    write_json(out / MANIFEST, manifest(), indent=1, fsync=False)
-    return written
