@@ -9,9 +9,9 @@ FutureWarning naming the new path, so that readers see it in a notebook. One tab
 of thirty forwarding files at the top of the package keeps the tree the move was for; removing
 the old paths is deleting this table.
 
-Some modules left the package altogether: `LEFT` names them with their new home in the lab (lab/ at
-the top of a checkout, not installed), and importing one stops with an ImportError that says where
-it went and how to import it from there.
+Some modules left the package altogether: `LEFT` names them with their new home at the top of a
+checkout (the lab, lab/, or the instructors' grader, grader/; neither is installed), and importing one
+stops with an ImportError that says where it went and how to import it from there.
 """
 
 from __future__ import annotations
@@ -47,11 +47,10 @@ MOVED = {
     "bertlab.fill_mask": "bertlab.analysis.fill_mask",
     "bertlab.viz": "bertlab.analysis.viz",
     "bertlab.reference": "bertlab.experiments.reference",
-    "bertlab.grading": "bertlab.course.grading",
     "bertlab.capstone": "bertlab.course.capstone",
 }
 
-# Modules that left the package for the lab (lab/ beside bertlab/ in a checkout; not installed).
+# Modules that left the package for a folder beside bertlab/ in a checkout (not installed).
 LEFT = {
     "bertlab.experiments.speed": "lab.speed",
     "bertlab.experiments.finetune_speed": "lab.finetune_speed",
@@ -66,6 +65,8 @@ LEFT = {
     "bertlab.ablations": "lab.ablations_reading",
     "bertlab.analysis.linear_probe": "lab.linear_probe",
     "bertlab.probe": "lab.linear_probe",
+    "bertlab.course.grading": "grader.grading",
+    "bertlab.grading": "grader.grading",
 }
 
 
@@ -74,8 +75,8 @@ def left_message(old: str) -> str:
     new = LEFT[old]
     parent, name = new.rsplit(".", 1)
     return (
-        f"{old} has left the package: it is {new} now, in lab/ at the top of a checkout of the bertlab "
-        f"repository (not installed with bertlab). Run from the repository root (or put it on sys.path) "
+        f"{old} has left the package: it is {new} now, in {new.split('.')[0]}/ at the top of a checkout of the "
+        f"bertlab repository (not installed with bertlab). Run from the repository root (or put it on sys.path) "
         f"and write `from {parent} import {name}`."
     )
 

@@ -389,8 +389,8 @@ def test_the_package_map_lists_every_module_in_its_folder():
 LAB = ROOT.parent / "lab"
 
 
-def imports_of_lab(source: str, filename: str = "<source>") -> list[str]:
-    """Each import of `lab` (or a module under it) in `source`, anywhere in it, as "line N: what";
+def imports_of_lab(source: str, filename: str = "<source>", top: str = "lab") -> list[str]:
+    """Each import of `top` (the lab unless told) or a module under it in `source`, anywhere, as "line N: what";
     `importlib.import_module("lab...")` included."""
     found = []
     for node in ast.walk(ast.parse(source, filename=filename)):
@@ -403,7 +403,7 @@ def imports_of_lab(source: str, filename: str = "<source>") -> list[str]:
             func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if func in ("import_module", "__import__") and isinstance(node.args[0].value, str):
                 names = [node.args[0].value]
-        found += [f"line {node.lineno}: {n}" for n in names if n == "lab" or n.startswith("lab.")]
+        found += [f"line {node.lineno}: {n}" for n in names if n == top or n.startswith(f"{top}.")]
     return found
 
 
@@ -446,6 +446,31 @@ def test_the_lab_checks_can_fail():
     assert imports_of_lab(source) == ["line 2: lab", "line 5: lab.finetune_speed", "line 6: lab.speed"]
     private = scan("lab/x.py", "from bertlab.prose import _words\nimport bertlab.prose as p\np._count\n")
     assert private.private == ["line 1: from bertlab.prose import _words", "line 3: bertlab.prose._count"]
+
+
+# The instructors' grader (grader/ beside the package, not installed) is held to the lab's rules.
+GRADER = ROOT.parent / "grader"
+
+
+def test_bertlab_never_imports_the_grader():
+    found = {
+        name: imports_of_lab(path.read_text(encoding="utf-8"), str(path), "grader") for name, path in MODULES.items()
+    }
+    found = {name: lines for name, lines in found.items() if lines}
+    assert not found, f"bertlab modules import the grader (grader/ is not installed with bertlab): {found}"
+    assert imports_of_lab("import grader.grading\nimport graders\n", top="grader") == ["line 1: grader.grading"]
+
+
+def test_the_grader_uses_only_bertlab_public_names():
+    sources = {str(p.relative_to(ROOT.parent)): p.read_text(encoding="utf-8") for p in sorted(GRADER.rglob("*.py"))}
+    assert {"grader/__init__.py", "grader/__main__.py", "grader/grading.py"} <= set(sources)
+    private = {}
+    for name, source in sources.items():
+        scanned = scan(name, source)
+        hidden = [m for m in scanned.imports if any(is_private(part) for part in m.split("."))]
+        if scanned.private or hidden:
+            private[name] = scanned.private + [f"imports {m}" for m in hidden]
+    assert not private, f"the grader takes private bertlab names (use public ones, or make them public): {private}"
 
 
 # The package is what students install and read: it grows when a chapter or an exercise does (raise

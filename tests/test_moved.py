@@ -97,13 +97,26 @@ def test_a_module_that_left_the_package_names_its_new_home(old):
     assert (REPO / (new.replace(".", "/") + ".py")).exists()  # its new home, from a checkout
 
 
+def test_the_grader_that_left_names_its_own_folder():
+    """The grader left for grader/, not the lab: the message names the folder the new module is in."""
+    from bertlab.moved import left_message
+
+    for old in ("bertlab.course.grading", "bertlab.grading"):
+        message = left_message(old)
+        assert "it is grader.grading now, in grader/ at the top of a checkout" in message
+        assert "lab/" not in message and message.endswith("write `from grader import grading`.")
+    assert "in lab/ at the top of a checkout" in left_message("bertlab.experiments.speed")
+
+
 def test_nothing_uses_the_paths_that_left():
     pattern = re.compile(
         "|".join(re.escape(old) for old in LEFT)
         + r"|from bertlab\.experiments import [^\n]*\b(speed|finetune_speed|ablations)\b"
-        + r"|from bertlab import [^\n]*\bablations\b"
+        + r"|from bertlab import [^\n]*\b(ablations|grading)\b"
+        + r"|from bertlab\.course import [^\n]*\bgrading\b"
     )
     files = [*REPO.glob("book/**/*.ipynb"), *REPO.glob("lab/**/*.ipynb"), *REPO.glob("lab/**/*.py")]
+    files += [*REPO.glob("grader/*.py")]
     files += [*REPO.glob("bertlab/**/*.py"), *REPO.glob("tests/*.py"), *REPO.glob("scripts/*.py")]
     found = []
     for path in files:

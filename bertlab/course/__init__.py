@@ -1,7 +1,7 @@
 """The course around the book: its assignments, their exercises, open questions and project, with
 the points, difficulty, expected student time and hardware of each.
 
-This one table feeds the grader (bertlab.course.grading), the tables at the top of the exercise
+This one table feeds the grader (grader.grading, in a checkout), the tables at the top of the exercise
 notebooks and the instructor page (tests check that they agree with it), and the student edition.
 """
 

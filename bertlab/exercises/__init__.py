@@ -10,14 +10,15 @@ it) saying which input went wrong and the usual cause. The checks of each assign
 here; framework.py holds what they share, and replay.py lets the grader judge a check outside the
 student's process. The course table (points, time, hardware) is bertlab.course.
 
-`python -m bertlab.exercises grade <folder>` grades every submitted notebook in fresh kernels and
-writes grades.csv and grades.json (bertlab.course.grading; book/instructor.md).
+The grader of submitted notebooks (`python -m grader <folder>`, grader/ at the root of a checkout,
+not installed; book/instructor.md) runs `grade_in_kernel` in each notebook's kernel and judges the
+record in a clean process, `python -m bertlab.exercises replay ...` (`replay_check`).
 """
 
 from __future__ import annotations
 
 # The package's own modules are imported relatively: the grader loads a private copy of the whole
-# package under another name (bertlab.course.grading), and relative imports keep that copy whole.
+# package under another name (grader.grading), and relative imports keep that copy whole.
 import contextlib
 import dataclasses
 from typing import Any, Callable, Sequence
@@ -202,13 +203,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         name, record, out, functions = argv[1], argv[2], argv[3], argv[4:]
         write_text(out, json.dumps(replay_check(name, functions, record)), fsync=False)
         return
-    if not argv or argv[0] != "grade":
+    if argv[:1] == ["grade"]:  # the grader left the package: say where it is, with the same arguments
+        import shlex
+
+        command = shlex.join(["python", "-m", "grader", *argv[1:]]) if argv[1:] else "python -m grader <folder>"
         print(
-            "usage: python -m bertlab.exercises grade <folder> [--timeout S] [--assignment NAME] [--out CSV]",
+            "the grader is an instructors' tool beside the book now: from the root of a checkout of the bertlab "
+            f"repository run `{command}` (book/instructor.md)",
             file=sys.stderr,
         )
         raise SystemExit(2)
-    # local: keeps `import bertlab.exercises` light (each notebook's first cell)
-    from bertlab.course.grading import main as grading_main
-
-    grading_main(argv[1:])
+    print(
+        "usage: python -m bertlab.exercises replay NAME RECORD OUT FUNCTION... (the grader's clean process)",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)

@@ -1,4 +1,4 @@
-"""`python -m bertlab.exercises grade <folder>`: grade submitted notebooks (bertlab.course.grading)."""
+"""`python -m bertlab.exercises replay ...`: the grader's clean process (grading itself is `python -m grader`)."""
 
 from bertlab.exercises import main
 

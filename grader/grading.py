@@ -1,6 +1,6 @@
 """Grade submitted exercise notebooks: the checks run again, in a fresh kernel, on the code.
 
-    python -m bertlab.exercises grade submissions/    # grades.csv, grades.json, gradescope/ there
+    python -m grader submissions/    # grades.csv, grades.json, gradescope/ there (from a checkout's root)
 
 Each notebook's code cells run in a fresh Jupyter kernel (not the cells that only call checks);
 each exercise's check then runs there from a private copy of bertlab.exercises (a notebook that
@@ -400,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import argparse
 
     p = argparse.ArgumentParser(
-        prog="python -m bertlab.exercises grade", description="grade submitted exercise notebooks in fresh kernels"
+        prog="python -m grader", description="grade submitted exercise notebooks in fresh kernels"
     )
     p.add_argument("folder", help="a folder of submitted .ipynb files")
     p.add_argument("--out", help="CSV path (default: <folder>/grades.csv)")
