@@ -10,7 +10,7 @@ Each test case calls `bertlab.exercises.require_part(check, k, *functions)`, whi
 once on the notebook's functions and fails the case unless part k passed. The number of parts
 comes from running the check on the instructor's solution (book/exercises/<assignment>.ipynb).
 otter runs the notebook in its own kernel with no time limit per exercise: see
-book/instructor.md for how it compares with `python -m bertlab.exercises grade`.
+book/instructor.md for how it compares with `python -m grader`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ The instructor edition (book/exercises/*.ipynb) is the one source of truth. In i
 - a cell tagged "instructor-only" (a note about the instructor edition) is left out;
 - outputs, execution counts and the book-only tags ("solution", "hide-input") are removed;
 - the notebook's metadata names its assignment (`bertlab.assignment`), which is how the grader
-  (`python -m bertlab.exercises grade`) knows which checks to run, whatever the file is renamed to.
+  (`python -m grader`, grader/ in a checkout) knows which checks to run, whatever the file is renamed to.
 Never edit the student edition by hand: regenerate it.
 """
 
