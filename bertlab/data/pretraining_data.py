@@ -192,18 +192,17 @@ def tokenize_corpus(
 
 
 # --- Stage 2: cut examples ---
-def _truncate_pair(la: int, lb: int, budget: int) -> tuple[int, int]:
-    """Longest first: the lengths kept after taking one token at a time from the longer segment
-    (B on a tie) until la + lb <= budget, in closed form."""
-    excess = la + lb - budget
-    if excess <= 0:
-        return la, lb
-    gap = abs(la - lb)
-    if gap >= excess:
-        return (la - excess, lb) if la > lb else (la, lb - excess)
-    rest = excess - gap
-    m = min(la, lb)
-    return m - rest // 2, m - (rest + 1) // 2
+def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int, int]:
+    """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens, taking one token
+    at a time from the longer text (from B on a tie) as BERT's released code does; in closed form,
+    a text within its half of the budget is kept whole, else A keeps ceil(max_tokens / 2), B the rest."""
+    if len_a + len_b <= max_tokens:
+        return len_a, len_b
+    if len_b <= max_tokens // 2:
+        return max_tokens - len_b, len_b
+    if len_a <= (max_tokens + 1) // 2:
+        return len_a, max_tokens - len_a
+    return (max_tokens + 1) // 2, max_tokens // 2
 
 
 def _cut_document(
@@ -324,7 +323,7 @@ def build_examples(
     b_from = np.where(has_b, st[np.maximum(spans_arr[:, 2], 0)], 0)
     b_len = np.where(has_b, st[spans_arr[:, 3] + 1] - b_from, 0)
     cut = [
-        (_truncate_pair(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
+        (truncate_longest_first(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
         for x, y, b in zip(a_len, b_len, has_b)
     ]
     a_keep, b_keep = np.array(cut, dtype=np.int64).T
@@ -628,8 +627,7 @@ def unigram_log_probs(
         real = np.arange(ids.shape[1])[None, :] < lengths[:, None]
         counts += np.bincount(ids[real], minlength=vocab_size)[:vocab_size]
     counts += smoothing
-    excluded = np.asarray(list(exclude), dtype=np.int64)
-    counts[excluded] = 0.0
+    counts[np.asarray(list(exclude), dtype=np.int64)] = 0.0
     logp = np.full(vocab_size, -1e4)
     keep = counts > 0
     logp[keep] = np.log(counts[keep] / counts[keep].sum())

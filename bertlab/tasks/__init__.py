@@ -26,6 +26,7 @@ import torch
 
 from bertlab import checkpoint as ckpt
 from bertlab.data import task_data
+from bertlab.data.pretraining_data import truncate_longest_first  # the rule pre-training cuts pairs by
 from bertlab.hf import is_hf_folder
 from bertlab.model import (
     IGNORE_INDEX,
@@ -52,17 +53,6 @@ from bertlab.tasks.squad import evaluate_squad, featurize_squad, gather_span_log
 
 
 # --- Sequence classification: one sentence (SST-2) or a pair (MRPC, RTE) ---
-def truncate_longest_first(len_a: int, len_b: int, max_tokens: int) -> tuple[int, int]:
-    """How many tokens of A and of B to keep so that len_a + len_b <= max_tokens: one token at a
-    time from the end of the longer text (from B on a tie), as BERT's released code does."""
-    while len_a + len_b > max_tokens:
-        if len_a > len_b:
-            len_a -= 1
-        else:
-            len_b -= 1
-    return len_a, len_b
-
-
 def pack(ids_a: Sequence[int], ids_b: Sequence[int] | None, special: SpecialIds) -> tuple[list, list]:
     """[CLS] A [SEP] (B [SEP]) and the segment ids: 0 up to the first [SEP], 1 after it."""
     input_ids = [special.cls, *ids_a, special.sep]
@@ -116,10 +106,7 @@ def featurize_classification(
         label = label_id(example_field(ex, "label", None), label_names, f"{task} example {i}")
         if label is None:
             tally["unlabelled"] += 1
-        item = {
-            "input_ids": np.array(input_ids, dtype=np.int64),
-            "token_type_ids": np.array(token_type_ids, dtype=np.int64),
-        }
+        item = {"input_ids": np.array(input_ids, np.int64), "token_type_ids": np.array(token_type_ids, np.int64)}
         if label is not None:
             item["labels"] = label
         items.append(item)
