@@ -122,11 +122,6 @@ def init_distributed(device_type: str | None = None) -> DistInfo:
     return DistInfo(rank=rank, world_size=world, local_rank=local)
 
 
-def barrier(info: DistInfo) -> None:
-    if info.enabled and dist.is_initialized():
-        dist.barrier()
-
-
 def shutdown_distributed() -> None:
     if dist.is_initialized():
         dist.destroy_process_group()
@@ -185,7 +180,7 @@ class Runtime:
         return ", ".join(parts)
 
 
-def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> torch.device:
+def resolve_device(device: str, dist_info: DistInfo) -> torch.device:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
@@ -195,7 +190,7 @@ def resolve_device(device: str = "auto", dist_info: DistInfo | None = None) -> t
                 f"device {device!r} was requested but no CUDA GPU is available; use --device cpu (or auto)"
             )
         if dev.index is None:
-            dev = torch.device("cuda", dist_info.local_rank if dist_info else torch.cuda.current_device())
+            dev = torch.device("cuda", dist_info.local_rank)
     elif dev.type != "cpu":
         raise ValueError(f"unsupported device {device!r}; use auto, cpu or cuda")
     return dev
