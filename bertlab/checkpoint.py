@@ -120,9 +120,7 @@ def unwrap(model: nn.Module) -> nn.Module:
             return model
 
 
-def _write_model_files(
-    folder: Path, model: nn.Module, dtype: torch.dtype | None = None, tokenizer_file: str | Path | None = None
-) -> None:
+def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None, tokenizer_file: str | Path | None):
     """A fresh `folder` holding the model's weights, config.json and (when given) tokenizer.json."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
@@ -215,7 +213,7 @@ def save_checkpoint(
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:07d}"
     tmp = root / f".tmp-step-{step:07d}-{os.getpid()}"
-    _write_model_files(tmp, model, tokenizer_file=tokenizer_file)
+    _write_model_files(tmp, model, None, tokenizer_file)
     value, tensors = encode_state(state)
     save_file(tensors, str(tmp / "state.safetensors"))
     fsync_file(tmp / "state.safetensors")
@@ -257,14 +255,9 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         if not (path / name).exists():
             raise FileNotFoundError(f"{path} is not a complete training checkpoint: {name} is missing")
     meta = json.loads((path / "state.json").read_text())
-    tensors = load_file(str(path / "state.safetensors"))
-    return Checkpoint(
-        path=path,
-        step=int(meta["step"]),
-        model_state=load_file(str(path / "model.safetensors")),
-        config=BertConfig.load(path / "config.json"),
-        state=decode_state(meta["state"], tensors),
-    )
+    state = decode_state(meta["state"], load_file(str(path / "state.safetensors")))
+    weights = load_file(str(path / "model.safetensors"))
+    return Checkpoint(path, int(meta["step"]), weights, BertConfig.load(path / "config.json"), state)
 
 
 def check_compatible(saved: dict[str, Any], current: dict[str, Any], where: str | Path) -> None:
