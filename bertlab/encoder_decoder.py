@@ -2,14 +2,9 @@
 
 The encoder reads the whole source sentence at once; the decoder writes the target one token at a
 time, left to right, reading the encoder's output through cross-attention. BERT keeps the encoder
-and drops the rest; this module builds the rest around bertlab.model's encoder:
-
-    sinusoidal_positions  PE(pos, 2i) = sin(pos / 10000^(2i / H)), PE(pos, 2i+1) = cos(same)
-    CrossAttention        queries from the decoder, keys and values from the encoder output
-    DecoderLayer          post-LN: masked self-attention, cross-attention, FFN
-    EncoderDecoder        shared embeddings x sqrt(H) + sinusoids, N EncoderLayers, N DecoderLayers,
-                          the output layer tied to the embeddings; greedy_decode for inference
-    Vocabulary, TOY_PAIRS, translation_batch   a dozen French-English pairs, to train in seconds
+and drops the rest; this module builds the rest around bertlab.model's encoder (sinusoidal_positions,
+CrossAttention, DecoderLayer, EncoderDecoder with greedy_decode), with a dozen French-English pairs
+to train on in seconds (TOY_PAIRS, Vocabulary, translation_batch).
 
 A BertConfig describes the model: num_layers is N, hidden_size d_model, num_heads h,
 intermediate_size d_ff; hidden_act="relu" gives the Transformer's ReLU; segments are not used.
@@ -28,13 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab.config import BertConfig
-from bertlab.model import (
-    IGNORE_INDEX,
-    EncoderLayer,
-    FeedForward,
-    SelfAttention,
-    attention_mask_for,
-)
+from bertlab.model import IGNORE_INDEX, EncoderLayer, FeedForward, SelfAttention, attention_mask_for
 
 
 def sinusoidal_positions(n_positions: int, d_model: int) -> torch.Tensor:
@@ -158,7 +147,8 @@ class EncoderDecoder(nn.Module):
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
-        # Xavier-uniform matrices; embeddings with std H^-1/2, unit variance after the sqrt(H) scaling.
+        # Xavier-uniform matrices; embeddings with std H^-1/2, unit variance after the sqrt(H) scaling;
+        # LayerNorms keep PyTorch's initial weight 1 and bias 0.
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
             nn.init.zeros_(module.bias)
@@ -166,9 +156,6 @@ class EncoderDecoder(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=module.embedding_dim**-0.5)
             with torch.no_grad():
                 module.weight[module.padding_idx].zero_()
-        elif isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
 
     def num_parameters(self) -> int:
         """Trainable parameters (the tied output layer counted once)."""
