@@ -13,11 +13,9 @@ from typing import Sequence
 import torch
 
 from bertlab import checkpoint as ckpt
-from bertlab.model import IGNORE_INDEX
 from bertlab.runtime import make_runtime
 from bertlab.tasks.feature_based import COMBINATIONS, FeatureStudy, extract_word_states, train_tagger
-from bertlab.tasks.inputs import detach_cpu, predict_batches, stack_ragged
-from bertlab.tasks.ner import word_predictions
+from bertlab.tasks.ner import predict_words
 from bertlab.training.finetune import FinetuneConfig, build_task_model
 from bertlab.training.finetune import finetune as run_finetune
 
@@ -61,8 +59,7 @@ def feature_study(
     rt = make_runtime(cfg.device, cfg.precision, distributed=False)
     ft_model = ckpt.load_model(median_run.model_dir, task.model_class, **task.model_kwargs).to(rt.device)
     feats = task.featurize(dev, tok, max_len=cfg.max_len or task.max_len)
-    logits = predict_batches(ft_model, feats, lambda o: detach_cpu(o.logits), cfg.eval_batch_size, rt)
-    predicted = word_predictions(stack_ragged([b.argmax(-1) for b in logits], IGNORE_INDEX), feats)
+    predicted = predict_words(ft_model, feats, cfg.eval_batch_size, rt)
     del ft_model
     seconds["finetune"] = time.perf_counter() - t0
     return FeatureStudy(

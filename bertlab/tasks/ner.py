@@ -104,10 +104,7 @@ def featurize_ner(
                 labels += [tags[w] if tags is not None else IGNORE_INDEX] + [IGNORE_INDEX] * (len(word_ids[w]) - 1)
             input_ids.append(special.sep)
             labels.append(IGNORE_INDEX)
-            item = {
-                "input_ids": np.array(input_ids, dtype=np.int64),
-                "token_type_ids": np.zeros(len(input_ids), dtype=np.int64),
-            }
+            item = {"input_ids": np.array(input_ids, np.int64), "token_type_ids": np.zeros(len(input_ids), np.int64)}
             if tags is not None:
                 item["labels"] = np.array(labels, dtype=np.int64)
             items.append(item)
@@ -153,11 +150,11 @@ def word_predictions(token_predictions: Any, features: Features) -> list[list[st
     return out
 
 
-def predict_words(model: Any, features: Features, batch_size: int = 64) -> list[list[str]]:
-    """The tags a BertForTokenClassification gives every word (eval mode, mode restored)."""
+def predict_words(model: Any, features: Features, batch_size: int = 64, rt: Any = None) -> list[list[str]]:
+    """The tags a BertForTokenClassification gives every word (eval mode, mode restored; rt: as in predict_batches)."""
     if not len(features):
         return [[] for _ in features.examples]
-    logits = predict_batches(model, features, lambda output: detach_cpu(output.logits), batch_size)
+    logits = predict_batches(model, features, lambda output: detach_cpu(output.logits), batch_size, rt)
     label_ids = [batch.argmax(-1) for batch in logits]  # (B, T_b)
     return word_predictions(stack_ragged(label_ids, IGNORE_INDEX), features)
 
