@@ -132,24 +132,17 @@ def zero_shot_reading(
     return text
 
 
-def probe_sentences(
-    documents: Iterable[Any], tokenizer, n: int = 8, seed: int = 1, min_words: int = 10, max_words: int = 18
-) -> list[dict[str, str]]:
-    """n seeded sentences of min_words to max_words words, one whole word of 3+ letters masked:
+def probe_sentences(documents: Iterable[Any], tokenizer, n: int = 8, seed: int = 1) -> list[dict[str, str]]:
+    """n seeded sentences of 10 to 18 words, one whole word of 3+ letters masked:
     [{"text": "... [MASK] ...", "answer": "word", "original": "..."}]."""
     rng = np.random.default_rng(seed)
-    sentences = [s for d in documents for s in d.sentences if min_words <= len(s.split()) <= max_words]
+    sentences = [s for d in documents for s in d.sentences if 10 <= len(s.split()) <= 18]
     probes = []
     for i in rng.permutation(len(sentences)):
         pieces = tokenizer.encode(sentences[i]).tokens  # [CLS] ... [SEP]
-        cands = [
-            j
-            for j in range(2, len(pieces) - 2)
-            if pieces[j].isalpha()
-            and len(pieces[j]) > 2
-            and not pieces[j + 1].startswith("##")
-            and not pieces[j].startswith("##")
-        ]
+        # a whole word: one piece of 3+ letters (so not a "##" continuation) with no "##" piece after it
+        cands = [j for j in range(2, len(pieces) - 2) if pieces[j].isalpha() and len(pieces[j]) > 2]
+        cands = [j for j in cands if not pieces[j + 1].startswith("##")]
         if not cands:
             continue
         j = int(rng.choice(cands))
@@ -160,14 +153,12 @@ def probe_sentences(
     return probes
 
 
-def fill_mask_along(
-    folders: Sequence[str | Path], tokenizer, texts: Sequence[str], k: int = 5, model_cls: type | None = None
-) -> list[dict[str, Any]]:
+def fill_mask_along(folders: Sequence[str | Path], tokenizer, texts: Sequence[str]) -> list[dict[str, Any]]:
     """Every model folder's `fill_mask` of the same texts: [{"model": name, "fills": [...]}]."""
     out = []
     for folder in folders:
-        model = ckpt.load_model(folder, model_cls or BertForPreTraining)
-        out.append({"model": Path(folder).name, "fills": [fill_mask(model, tokenizer, t, k) for t in texts]})
+        model = ckpt.load_model(folder, BertForPreTraining)
+        out.append({"model": Path(folder).name, "fills": [fill_mask(model, tokenizer, t) for t in texts]})
     return out
 
 
@@ -197,16 +188,11 @@ class UnigramComparison:
 
 @torch.no_grad()
 def unigram_comparison(
-    model,
-    tokenizer: WordPieceTokenizer,
-    train_set: PretrainingDataset,
-    held_batches,
-    top: int = 6,
-    smoothing: float = 0.0,
+    model, tokenizer: WordPieceTokenizer, train_set: PretrainingDataset, held_batches, smoothing: float = 0.0
 ) -> UnigramComparison:
-    """A masked LM on the chosen positions of `held_batches` (cross-entropy in nats, accuracy)
-    beside a uniform guess and the unigram baseline of `train_set`, and its `top` guesses. Add-one
-    `smoothing` (1.0) keeps a piece never seen in training from costing an infinite loss."""
+    """A masked LM on the chosen positions of `held_batches` (cross-entropy in nats, accuracy) beside
+    a uniform guess and the unigram baseline of `train_set`, and its 6 most frequent guesses.
+    Add-one `smoothing` (1.0) keeps a piece never seen in training from costing an infinite loss."""
     counts = np.bincount(np.asarray(train_set.input_ids).ravel(), minlength=tokenizer.vocab_size).astype(float)
     counts += smoothing
     counts[tokenizer.special_ids] = 0
@@ -221,7 +207,7 @@ def unigram_comparison(
             (labels[guesses == t] == t).float().mean().item(),
             (labels == t).float().mean().item(),
         )
-        for t, n in collections.Counter(guesses.tolist()).most_common(top)
+        for t, n in collections.Counter(guesses.tolist()).most_common(6)
     ]
     return UnigramComparison(
         n_tokens=len(labels),
