@@ -115,9 +115,8 @@ def run_probe(
 def leans_table(probe: BiasProbe, ranked: bool = True) -> str:
     """Every probed word as a Markdown table, most male-leaning first (ranked=False: as asked)."""
     lines = [
-        "| word | kind | mean P, male subject | mean P, female subject "
-        "| ratio male / female | relative to the tilt | pairs that agree "
-        "| best rank |",
+        "| word | kind | mean P, male subject | mean P, female subject | ratio male / female "
+        "| relative to the tilt | pairs that agree | best rank |",
         "|---|---|---|---|---|---|---|---|",
     ]
     order = sorted(probe.leans, key=lambda w: -probe.leans[w].relative) if ranked else list(probe.leans)

@@ -113,7 +113,6 @@ def recipe_box(ax, xy: tuple[float, float], w: float, h: float, text: str, fc: s
 
 
 def recipe_arrow(ax, a: tuple[float, float], b: tuple[float, float]) -> None:
-    """An arrow from point a to point b."""
     ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=14, color="#555555"))
 
 
@@ -236,12 +235,13 @@ def attention_head_panels(q, k, v, weights, z, tokens: Sequence[str], layer: int
     if axes is None:
         fig, axes = plt.subplots(1, 5, figsize=(17, 4.6), gridspec_kw={"width_ratios": [1, 1, 1, 1.4, 1]})
     fig = axes[0].figure
-    tokens = list(tokens)
-    for ax, (name, m) in zip(axes, [("Q = X W^Q + b", q), ("K", k), ("V", v)]):
+    tokens, dims = list(tokens), f"dimension (d_k = {q.shape[1]})"
+    matrices = [("Q = X W^Q + b", q, dims), ("K", k, dims), ("V", v, dims), ("Z = weights V", z, "dimension")]
+    for ax, (name, m, xlabel) in zip([*axes[:3], axes[4]], matrices):
         top = np.abs(m).max()
         ax.imshow(m, cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
         ax.set_title(name)
-        ax.set_xlabel(f"dimension (d_k = {q.shape[1]})")
+        ax.set_xlabel(xlabel)
         ax.set_yticks(range(T), tokens if ax is axes[0] else [])
     ax = axes[3]
     ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
@@ -249,11 +249,6 @@ def attention_head_panels(q, k, v, weights, z, tokens: Sequence[str], layer: int
     ax.set_xticks(range(T), tokens, rotation=90)
     ax.set_yticks(range(T), tokens)
     ax.set_xlabel("key j")
-    top = np.abs(z).max()
-    axes[4].imshow(z, cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
-    axes[4].set_title("Z = weights V")
-    axes[4].set_yticks(range(T), [])
-    axes[4].set_xlabel("dimension")
     return fig
 
 
@@ -542,8 +537,7 @@ def masking_draws(draws: Sequence[tuple[Sequence[str], Sequence[str], Sequence[s
     ax.set_xticks(range(len(seeds)), [f"draw {s}" for s in seeds], fontsize=8)
     ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
     ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
+    ax.spines[:].set_visible(False)
     handles = [plt.Rectangle((0, 0), 1, 1, color=FATE_COLOURS[k]) for k in FATE_NAMES]
     ax.legend(handles, list(FATE_NAMES.values()), loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=3, fontsize=9)
     return ax

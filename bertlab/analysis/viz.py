@@ -49,8 +49,7 @@ def _label_axes(ax, tokens: Sequence[str] | None, key_tokens: Sequence[str] | No
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (being encoded)")
     ax.tick_params(length=0)
-    for side in ("top", "right", "bottom", "left"):
-        ax.spines[side].set_visible(False)
+    ax.spines[:].set_visible(False)
 
 
 def attention_heatmap(
@@ -65,10 +64,8 @@ def attention_heatmap(
     colorbar: bool = True,
 ):
     """One attention matrix (T_q, T_k), e.g. `out.attentions[layer][batch, head]`, as a heatmap.
-
     annotate: write each weight in its cell (default: only when T <= 12). vmax: top of the colour
-    scale (1.0 keeps maps comparable; None scales to the data).
-    """
+    scale (1.0 keeps maps comparable; None scales to the data)."""
     w = as_numpy(weights)
     if w.ndim != 2:
         raise ValueError(
