@@ -62,14 +62,7 @@ def feature_study(
     predicted = predict_words(ft_model, feats, cfg.eval_batch_size, rt)
     del ft_model
     seconds["finetune"] = time.perf_counter() - t0
+    settings = {"tagger": dict(tagger), "finetune": dict(finetune)}
     return FeatureStudy(
-        encoder.name,
-        bert,
-        train_states,
-        dev_states,
-        taggers,
-        predicted,
-        tuned.scores,
-        {"tagger": dict(tagger), "finetune": dict(finetune)},
-        seconds,
+        encoder.name, bert, train_states, dev_states, taggers, predicted, tuned.scores, settings, seconds
     )

@@ -199,13 +199,8 @@ def extract_word_states(
         )
         if (tags == IGNORE_INDEX).any():
             raise ValueError("a word's first piece carries no label: features and words disagree")
-    return WordStates(
-        out,
-        torch.as_tensor(lengths, dtype=torch.long),
-        torch.as_tensor(sentences, dtype=torch.long),
-        tags,
-        tuple(meta["label_names"]),
-    )
+    lengths, sentences = (torch.as_tensor(a, dtype=torch.long) for a in (lengths, sentences))
+    return WordStates(out, lengths, sentences, tags, tuple(meta["label_names"]))
 
 
 # --- The small task model on top of the frozen features ---
@@ -328,28 +323,20 @@ def train_tagger(
         )
         if not math.isfinite(total):
             raise RuntimeError(f"{combination}: the training loss became {total} in epoch {epoch}; lower lr")
+    f1, precision, recall, types = (scores[k] for k in ("f1", "precision", "recall", "types"))
+    parameters, seconds = sum(p.numel() for p in tagger.parameters()), time.perf_counter() - t0
     return TaggerResult(
-        combination,
-        scores["f1"],
-        scores["precision"],
-        scores["recall"],
-        scores["types"],
-        history,
-        pred,
-        x_train.shape[-1],
-        sum(p.numel() for p in tagger.parameters()),
-        time.perf_counter() - t0,
+        combination, f1, precision, recall, types, history, pred, x_train.shape[-1], parameters, seconds
     )
 
 
 # --- The noise of an entity F1 on one dev set: a bootstrap over its sentences ---
 # Entity F1 is 2 correct / (predicted + gold), summed over sentences: resampling the sentences shows
 # how much another dev set would move a score, or (paired) a difference between two systems.
+Tags = Sequence[Sequence[str]]  # IOB2 tags, one sequence per sentence
 
 
-def sentence_counts(
-    gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], entity_type: str | None = None
-) -> np.ndarray:
+def sentence_counts(gold: Tags, predicted: Tags, entity_type: str | None = None) -> np.ndarray:
     """(S, 3): each sentence's correct, predicted and gold entities (of `entity_type` if given),
     as `metrics.entity_f1` counts them."""
     rows = np.zeros((len(gold), 3), dtype=np.int64)
@@ -375,9 +362,9 @@ def f1_from_counts(counts: np.ndarray) -> float:
 
 
 def f1_standard_error(
-    gold: Sequence[Sequence[str]],
-    predicted: Sequence[Sequence[str]],
-    other: Sequence[Sequence[str]] | None = None,
+    gold: Tags,
+    predicted: Tags,
+    other: Tags | None = None,
     entity_type: str | None = None,
     draws: int = 1000,
     seed: int = 0,
@@ -399,12 +386,7 @@ def f1_standard_error(
 
 
 def f1_difference(
-    gold: Sequence[Sequence[str]],
-    a: Sequence[Sequence[str]],
-    b: Sequence[Sequence[str]],
-    entity_type: str | None = None,
-    draws: int = 1000,
-    seed: int = 0,
+    gold: Tags, a: Tags, b: Tags, entity_type: str | None = None, draws: int = 1000, seed: int = 0
 ) -> Reading:
     """F1(a) - F1(b) on the same dev sentences against two paired bootstrap standard errors."""
     gain = f1_from_counts(sentence_counts(gold, a, entity_type)) - f1_from_counts(sentence_counts(gold, b, entity_type))
