@@ -13,16 +13,21 @@ Examples:
     python -m bertlab export-hf --model runs/mini/final --out my-bert   # for transformers
 
 Every option of `pretrain` is a field of bertlab.training.pretrain_config.PretrainConfig, every option of `finetune`
-one of bertlab.training.finetune.FinetuneConfig: the notebooks call the same functions.
+one of bertlab.training.finetune.FinetuneConfig: the notebooks call the same functions. An option's help is the
+comment at the end of its field's line.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import inspect
+import io
 import json
 import signal
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -44,58 +49,15 @@ from bertlab.training.recipes import RECIPES
 # Commands that serve the book's maintainers from a checkout: they live in the lab, not the package.
 MOVED = {"reference-run": "lab.reference_run", "publish-records": "lab.publish_records"}
 
-HELP = {
-    "preset": "model size: tiny, mini, small, medium, base, large",
-    "layers": "L, the number of layers (overrides the preset's)",
-    "hidden": "H, the hidden size (overrides the preset's; the FFN is 4H)",
-    "heads": "A, the number of attention heads (overrides the preset's; must divide H)",
-    "corpus": "pretraining corpus: books, wiki, books+wiki",
-    "tokenizer": "a tokenizer.json or folder to use instead of training a WordPiece vocabulary",
-    "vocab_size": "size of the WordPiece vocabulary trained on the corpus",
-    "max_documents": "use only the first N training documents (quick runs)",
-    "steps": "number of optimiser steps (or give --minutes)",
-    "minutes": "time budget in minutes; the schedule adapts to the measured speed",
-    "recipe": "training recipe: cpu (an hour on a CPU), budget (minutes on a GPU) or paper (Devlin et al.)",
-    "seq_len": "tokens per sequence",
-    "batch_size": "sequences per optimiser step over all processes",
-    "grad_accum": "split each step into this many micro-batches (small GPUs)",
-    "lr": "peak learning rate",
-    "warmup": "warm-up: steps (>= 1) or a fraction of the run (< 1)",
-    "schedule": "after warm-up: linear, cosine or constant",
-    "weight_decay": "decoupled weight decay (not on biases and LayerNorm)",
-    "dropout": "dropout on every layer",
-    "nsp": "next-sentence prediction on/off",
-    "segment_pairs": "without NSP, still two segments per sequence, so the masked LM trains both segment embeddings",
-    "phases": "sequence-length phases, FRACTION:SEQ_LEN:BATCH,... (e.g. 0.9:64:128,0.1:128:64: 90%% of the "
-    "steps, or of --minutes, at 64 tokens, then 128); --seq-len is then the held-out length",
-    "objective": "mlm (BERT's masked LM) or ltr (a left-to-right LM, the paper's 'LTR & No NSP'; needs NSP off)",
-    "whole_word": "mask whole words instead of single word pieces",
-    "mlm_probability": "fraction of tokens chosen for the MLM",
-    "norm_position": "post (BERT's LayerNorm after each residual sum) or pre (pre-LN, for high learning rates)",
-    "mlm_bias": "the MLM output bias at step 0: zeros (BERT) or unigram (log frequencies of the training tokens)",
-    "device": "auto, cpu, cuda or cuda:N",
-    "precision": "auto (bf16 on recent GPUs and bf16-capable CPUs, fp16 on older GPUs, else fp32), fp32, bf16, fp16",
-    "compile": "torch.compile the model and loss (faster after a minute of compiling, GPU or CPU)",
-    "seed": "random seed (weights, data order, masks)",
-    "resume": "continue from the newest checkpoint in the output folder (start fresh if none)",
-    "log_every": "steps between metric lines (and GPU syncs)",
-    "eval_every": "steps between held-out evaluations",
-    "eval_batches": "held-out batches per evaluation",
-    "checkpoint_every": "steps between checkpoints",
-    "stop_after": "stop after N steps of this session, with a checkpoint and a held-out score (then --resume)",
-    # finetune
-    "task": "sst2, mrpc, rte, squad (dev only locally) or conll2003",
-    "init": "a bertlab model folder (e.g. runs/x/final), 'scratch', or a hub name (online)",
-    "like": "with --init scratch: copy size and vocabulary from this model folder",
-    "seeds": "one fine-tuning run per seed; the median is reported",
-    "max_len": "maximum tokens per example (default: the task's)",
-    "max_train_examples": "train on the first N examples only",
-    "max_eval_examples": "evaluate on the first N examples only",
-    "group_by_length": "random batches of similar lengths, padded less (--no-group-by-length: plain random)",
-    "balance_tokens": "with grouped batches, a token task weighs each token the same in short and long batches",
-    "save_models": "write each seed's fine-tuned model under --out",
-    "workers": "on a CPU, train this many seeds side by side, each process on cores/workers threads",
-}
+
+def field_help(cls: type) -> dict[str, str]:
+    """Each field of a config dataclass -> the comment that ends its line, its option's --help: one text
+    for a code reader and a user, so they cannot drift (the .py files ship, so this works installed)."""
+    source = inspect.getsource(cls)
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokens if t.type == tokenize.COMMENT}
+    fields = [n for n in ast.parse(source).body[0].body if isinstance(n, ast.AnnAssign)]
+    return {n.target.id: comments[n.end_lineno] for n in fields if n.end_lineno in comments}
 
 
 def _option_text(name: str, value: Any) -> str | None:
@@ -126,12 +88,13 @@ def _default_text(name: str, default: Any, recipes: dict | None) -> str:
 
 
 def _add_dataclass_args(parser: argparse.ArgumentParser, cls: type, recipes: dict | None = None) -> None:
-    """One --option per field of a config dataclass, typed from its annotation."""
+    """One --option per field of a config dataclass, typed from its annotation, its help the field's comment."""
+    helps = field_help(cls)
     for f in dataclasses.fields(cls):
         flag = "--" + f.name.replace("_", "-")
         ann = str(f.type)
         default = f.default if f.default is not dataclasses.MISSING else None
-        help_ = HELP.get(f.name, "") + _default_text(f.name, default, recipes)
+        help_ = helps.get(f.name, "").replace("%", "%%") + _default_text(f.name, default, recipes)
         if ann.startswith("bool"):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_)
         elif ann.startswith("Sequence[int]"):
@@ -164,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dataclass_args(f, FinetuneConfig)
 
     e = sub.add_parser("evaluate", help="score a fine-tuned model on a task, or a pretrained one (--task mlm)")
-    e.add_argument("--task", required=True, help=HELP["task"] + "; or mlm: held-out MLM/NSP of a pretrained model")
+    task_help = field_help(FinetuneConfig)["task"]
+    e.add_argument("--task", required=True, help=f"{task_help}; or mlm: held-out MLM/NSP of a pretrained model")
     e.add_argument("--model", required=True, help="a model folder; with --task mlm also a recorded reference run")
     e.add_argument("--corpus", default="books+wiki", help="with --task mlm: whose held-out documents")
     e.add_argument("--seq-len", type=int, default=128, help="with --task mlm")

@@ -1,8 +1,10 @@
 """The command line: pretrain / finetune / evaluate / plot, clear errors, SIGTERM saving a
 checkpoint, and the reference run at CPU size."""
 
+import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +15,10 @@ import pytest
 import torch
 
 import conftest
-from bertlab.__main__ import main
+from bertlab.__main__ import field_help, main
+from bertlab.training.finetune import FinetuneConfig
+from bertlab.training.pretrain import PretrainConfig
+from bertlab.training.recipes import RECIPES
 
 MIRROR = str(conftest.MIRROR)
 ENV = {
@@ -314,3 +319,44 @@ def test_an_actionable_error_is_one_line_and_any_other_runtime_error_keeps_its_t
     monkeypatch.setattr(cli, "_run", fails(RuntimeError("CUDA --init: a fault, whatever its words")))
     with pytest.raises(RuntimeError, match="a fault"):
         cli.main(["pretrain", "--steps", "1"])
+
+
+@dataclasses.dataclass
+class _Documented:
+    named: int = 1  # the comment that ends a field's line is its help
+    # a comment line above a field is not its help
+    bare: str = "x"
+    spread: tuple = (
+        1,
+        2,
+    )  # on the last line of a field written over several
+    mark: str = "#"  # a hash inside the value is not the comment
+
+
+def test_a_field_s_help_is_the_comment_that_ends_its_line():
+    assert field_help(_Documented) == {
+        "named": "the comment that ends a field's line is its help",
+        "spread": "on the last line of a field written over several",
+        "mark": "a hash inside the value is not the comment",
+    }
+
+
+@pytest.mark.parametrize("command, config", [("pretrain", PretrainConfig), ("finetune", FinetuneConfig)])
+def test_every_option_s_help_is_its_config_field_s_comment(command, config, capsys, monkeypatch):
+    """`--help` shows each config field's comment, so the help and the code's comments are one text; a
+    field without a comment fails here. A recipe's defaults are read when the parser is built."""
+    helps = field_help(config)
+    missing = [f.name for f in dataclasses.fields(config) if not helps.get(f.name)]
+    assert not missing, f"{config.__name__}: give each field a comment at the end of its line, its --help: {missing}"
+    monkeypatch.setitem(RECIPES, "cpu", dataclasses.replace(RECIPES["cpu"], seq_len=96))
+    with pytest.raises(SystemExit) as stop:
+        main([command, "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    text = "".join(out.split())  # argparse wraps lines at the terminal's width, at spaces and hyphens
+    for name, comment in helps.items():
+        assert re.search(f"--{name.replace('_', '-')}[ ,]", out) and "".join(comment.split()) in text, (name, comment)
+    if command == "pretrain":
+        options = text[text.index("options:") :]
+        seq_len = options[options.index("--seq-lenSEQ_LEN") : options.index("--batch-sizeBATCH_SIZE")]
+        assert "(default:therecipe's:paper128,budget128,cpu96)" in seq_len, seq_len  # the live recipe, not a copy

@@ -42,33 +42,32 @@ from bertlab.training.recipes import FINETUNE_DEFAULTS, lr_multiplier
 
 @dataclass
 class FinetuneConfig:
-    task: str = "sst2"
-    init: str = "scratch"  # a bertlab model folder, "scratch", or a hub name (online)
-    like: str | None = None  # with init="scratch": take the size and vocabulary from this folder
-    preset: str = "mini"  # with init="scratch" and no `like`
-    lr: float = FINETUNE_DEFAULTS["lr"]
-    epochs: float = FINETUNE_DEFAULTS["epochs"]
-    batch_size: int = FINETUNE_DEFAULTS["batch_size"]
-    seeds: Sequence[int] = (0,)
-    max_len: int | None = None  # None = the task's usual length (128; 384 for SQuAD)
-    doc_stride: int | None = None  # SQuAD: tokens between window starts (None = the featurizer's 128)
-    warmup: float = FINETUNE_DEFAULTS["warmup"]  # fraction of the steps
-    weight_decay: float = FINETUNE_DEFAULTS["weight_decay"]
-    train_split: str = "train"
-    eval_split: str = "dev"
-    max_train_examples: int | None = None  # a quick run on the first N training examples
-    max_eval_examples: int | None = None
-    eval_batch_size: int = 128
-    eval_every_epoch: bool = True  # False: score the eval split only after the last epoch (cheaper)
-    group_by_length: bool = True  # random batches of similar lengths (less padding); False: plain random
-    balance_tokens: bool = True  # token-level tasks grouped by length: every labelled token weighs the same
-    device: str = "auto"
-    precision: str = "auto"
-    out: str | None = None  # where to write results.json (and the models, if save_models)
-    save_models: bool = False
-    progress: bool = True
-    # on a CPU: seeds side by side in this many processes (small batches keep cores busy poorly)
-    workers: int = 1
+    task: str = "sst2"  # sst2, mrpc, rte, squad (dev only locally) or conll2003
+    init: str = "scratch"  # a bertlab model folder (e.g. runs/x/final), "scratch", or a hub name (online)
+    like: str | None = None  # with --init scratch: take the size and vocabulary from this model folder
+    preset: str = "mini"  # with --init scratch and no --like: the model size (tiny, mini, ... large)
+    lr: float = FINETUNE_DEFAULTS["lr"]  # peak learning rate after the warm-up (small models do best well above 5e-5)
+    epochs: float = FINETUNE_DEFAULTS["epochs"]  # passes over the training examples (a fraction is a part of one)
+    batch_size: int = FINETUNE_DEFAULTS["batch_size"]  # examples per optimiser step
+    seeds: Sequence[int] = (0,)  # one fine-tuning run per seed; the median is reported (small sets vary by seed)
+    max_len: int | None = None  # maximum tokens per example (default: the task's, 128; 384 for SQuAD)
+    doc_stride: int | None = None  # SQuAD: tokens between the starts of a long context's windows (default: 128)
+    warmup: float = FINETUNE_DEFAULTS["warmup"]  # warm-up as a fraction of the steps, then linear decay to 0
+    weight_decay: float = FINETUNE_DEFAULTS["weight_decay"]  # decoupled (AdamW) weight decay
+    train_split: str = "train"  # the split to train on
+    eval_split: str = "dev"  # the split to score: dev, or another split the task's local data has
+    max_train_examples: int | None = None  # train on the first N examples only: a quick run
+    max_eval_examples: int | None = None  # evaluate on the first N examples only
+    eval_batch_size: int = 128  # examples per batch when scoring (no gradients kept, so it can be larger)
+    eval_every_epoch: bool = True  # score after every epoch (--no-eval-every-epoch: after the last only, cheaper)
+    group_by_length: bool = True  # random batches of similar lengths, padded less (--no-group-by-length: plain random)
+    balance_tokens: bool = True  # with grouped batches, a token task weighs each token the same in short and long ones
+    device: str = "auto"  # auto, cpu, cuda or cuda:N
+    precision: str = "auto"  # auto (bf16 where it is native, fp16 on older GPUs, else fp32), fp32, bf16 or fp16
+    out: str | None = None  # the folder for results.json (and, with --save-models, each seed's model)
+    save_models: bool = False  # write each seed's fine-tuned model under --out
+    progress: bool = True  # a progress bar while it runs (--no-progress for logs)
+    workers: int = 1  # seeds trained at once on a CPU, each on cores/workers threads (small batches use cores poorly)
 
 
 @dataclass

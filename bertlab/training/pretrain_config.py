@@ -21,52 +21,52 @@ class PretrainConfig:
     """Everything a pretraining run depends on. Fields left None take the recipe's value."""
 
     # the model
-    preset: str = "mini"  # tiny, mini, small, medium, base, large (bertlab.config.PRESETS)
-    layers: int | None = None  # L, H, A: override the preset's (sizes between the named ones, as in
-    hidden: int | None = None  # the paper's Table 6); the FFN stays 4H
-    heads: int | None = None
+    preset: str = "mini"  # model size: tiny, mini, small, medium, base or large (L/H/A in bertlab.config.PRESETS)
+    layers: int | None = None  # L, the number of layers, instead of the preset's (other sizes, as in Table 6)
+    hidden: int | None = None  # H, the hidden size, instead of the preset's; the feed-forward layer stays 4H wide
+    heads: int | None = None  # A, the number of attention heads, instead of the preset's; must divide H
     # the data
-    corpus: str = "books+wiki"  # a corpus name understood by bertlab.data.corpus.load_corpus
-    tokenizer: str | None = None  # a tokenizer.json / folder; None = train a WordPiece on the corpus
-    vocab_size: int = 16384  # size of the WordPiece vocabulary to train (ignored with `tokenizer`)
-    max_documents: int | None = None  # only the first N training (and held-out) documents: quick runs
+    corpus: str = "books+wiki"  # pretraining corpus: books, wiki or books+wiki (bertlab.data.corpus)
+    tokenizer: str | None = None  # a tokenizer.json or its folder, instead of training a WordPiece on the corpus
+    vocab_size: int = 16384  # size of the WordPiece vocabulary trained on the corpus (unused with --tokenizer)
+    max_documents: int | None = None  # only the first N training (and held-out) documents: a quick run
     # how long: steps OR minutes (a time budget), not both; neither = the recipe's steps
-    steps: int | None = None
-    minutes: float | None = None
+    steps: int | None = None  # number of optimiser steps (or give --minutes)
+    minutes: float | None = None  # time budget in minutes: the schedule adapts to the measured speed
     # the recipe and its overrides
-    recipe: str = "budget"
-    seq_len: int | None = None
+    recipe: str = "budget"  # cpu (an hour on 2 CPU cores), budget (minutes on a GPU) or paper (Devlin et al.)
+    seq_len: int | None = None  # tokens per sequence (with --phases: the held-out windows' length)
     batch_size: int | None = None  # sequences per optimiser step, over all processes
-    grad_accum: int = 1  # micro-batches per step (for GPUs too small for the whole batch)
-    lr: float | None = None
-    warmup: float | None = None  # steps (>= 1) or a fraction of the run (< 1)
-    schedule: str | None = None
-    weight_decay: float | None = None
-    dropout: float | None = None
-    nsp: bool | None = None
-    segment_pairs: bool | None = None  # without NSP: two segments per sequence anyway (both segment rows train)
-    phases: str | None = None  # "FRACTION:SEQ_LEN:BATCH,...": of the steps, or of the time with minutes
-    objective: str = "mlm"  # "mlm": BERT's masked LM; "ltr": a left-to-right LM (no NSP, section 5.1)
-    whole_word: bool = False
-    mlm_probability: float | None = None
-    norm_position: str | None = None  # "post" (BERT) or "pre" (pre-LN)
-    mlm_bias: str | None = None  # the MLM output bias at step 0: "zeros" or "unigram"
+    grad_accum: int = 1  # split each step into this many micro-batches: the same step on a GPU too small for it
+    lr: float | None = None  # peak learning rate, reached at the end of the warm-up
+    warmup: float | None = None  # warm-up: a number of steps (>= 1) or a fraction of the run (< 1)
+    schedule: str | None = None  # the learning rate after warm-up: linear, cosine or constant
+    weight_decay: float | None = None  # decoupled (AdamW) weight decay, not on biases and LayerNorm weights
+    dropout: float | None = None  # dropout probability in every layer
+    nsp: bool | None = None  # next-sentence prediction on or off (--no-nsp: the masked LM alone)
+    segment_pairs: bool | None = None  # without NSP, still two segments per sequence: both segment embeddings train
+    phases: str | None = None  # sequence-length phases, e.g. 0.9:64:128,0.1:128:64 (FRACTION:SEQ_LEN:BATCH, of the run)
+    objective: str = "mlm"  # mlm (BERT's masked LM) or ltr (a left-to-right LM, the paper's "LTR & No NSP")
+    whole_word: bool = False  # mask whole words instead of single word pieces
+    mlm_probability: float | None = None  # fraction of the tokens chosen for the masked LM to predict
+    norm_position: str | None = None  # post (BERT: LayerNorm after the residual sum) or pre (pre-LN: stable at high lr)
+    mlm_bias: str | None = None  # the MLM output bias at step 0: zeros (BERT) or unigram (the tokens' log frequencies)
     # the machine
-    device: str = "auto"
-    precision: str = "auto"  # auto, fp32, bf16, fp16
-    compile: bool = False
-    compile_backend: str = "inductor"  # torch.compile backend (tests use "aot_eager": fast to build)
-    seed: int = 0
+    device: str = "auto"  # auto, cpu, cuda or cuda:N
+    precision: str = "auto"  # auto (bf16 where it is native, fp16 on older GPUs, else fp32), fp32, bf16 or fp16
+    compile: bool = False  # torch.compile the model and loss: faster after a minute of compiling (GPU or CPU)
+    compile_backend: str = "inductor"  # torch.compile's backend (the tests use aot_eager: quick to build)
+    seed: int = 0  # random seed of the weights, the data order and the masks
     # output and bookkeeping
-    out: str = "runs/pretrain"
-    resume: bool = False
-    keep_last: int = 2  # checkpoints kept
-    log_every: int = 50
-    eval_every: int = 500
-    eval_batches: int = 20
-    checkpoint_every: int = 1000
-    stop_after: int | None = None  # stop after this many steps of THIS session (resume=True continues)
-    progress: bool = True
+    out: str = "runs/pretrain"  # the run's folder: metrics, checkpoints and the final model
+    resume: bool = False  # continue from the newest checkpoint in --out (start fresh if there is none)
+    keep_last: int = 2  # checkpoints kept in --out (older ones are deleted to save disk)
+    log_every: int = 50  # steps between metric lines (each waits for the GPU)
+    eval_every: int = 500  # steps between held-out evaluations
+    eval_batches: int = 20  # held-out batches per evaluation
+    checkpoint_every: int = 1000  # steps between checkpoints
+    stop_after: int | None = None  # stop after N steps of this session, checkpointed and scored (--resume goes on)
+    progress: bool = True  # a progress bar while it runs (--no-progress for logs)
 
     def model_size(self) -> tuple[int, int, int]:
         """(L, H, A): the preset's, with the layers / hidden / heads overrides applied."""
