@@ -213,15 +213,12 @@ class ReferenceRun:
             entry = results.get(f"{task}_{arm}")
             if entry is None:
                 return None
-            runs = sorted(entry["runs"], key=lambda r: r["metrics"][entry["main_metric"]])
+            metric = entry["main_metric"]
+            runs = sorted(entry["runs"], key=lambda r: r["metrics"][metric])
             middle = runs[(len(runs) - 1) // 2]  # the median seed (the lower one of an even count)
             if middle.get("confusion") is None:
                 return None
-            out[arm] = {
-                "seed": middle["seed"],
-                "score": middle["metrics"][entry["main_metric"]],
-                "matrix": middle["confusion"],
-            }
+            out[arm] = {"seed": middle["seed"], "score": middle["metrics"][metric], "matrix": middle["confusion"]}
         return out
 
     def floors(self) -> dict[tuple[str, int | None], float]:
