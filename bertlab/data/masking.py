@@ -229,8 +229,7 @@ class MaskedLMCollator:
             is_continuation=tokenizer.is_continuation() if whole_word else None,
         )
         self.device = torch.device(device)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, torch.Tensor]:
         batch = stack_examples(examples, self.pad_id)
