@@ -353,8 +353,7 @@ def stack_span_logits(outputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         gather_span_logits(o) if hasattr(o, "start_logits") else tuple(detach_cpu(torch.as_tensor(x)) for x in o)
         for o in outputs
     ]
-    neg = float("-inf")
-    return (stack_ragged([p[0] for p in pairs], neg), stack_ragged([p[1] for p in pairs], neg))
+    return stack_ragged([p[0] for p in pairs], float("-inf")), stack_ragged([p[1] for p in pairs], float("-inf"))
 
 
 def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
@@ -365,8 +364,7 @@ def span_logits(model: torch.nn.Module, features: Features, batch_size: int = 32
     outputs = predict_batches(model, features, gather_span_logits, batch_size)
     start, end = stack_span_logits(outputs)  # (N, T) each
     past_end = torch.arange(start.shape[1]) >= torch.as_tensor(features.lengths())[:, None]
-    neg = float("-inf")
-    return start.float().masked_fill(past_end, neg), end.float().masked_fill(past_end, neg)
+    return start.float().masked_fill(past_end, float("-inf")), end.float().masked_fill(past_end, float("-inf"))
 
 
 def gold_answers(features: Features) -> dict[str, list[str]]:
