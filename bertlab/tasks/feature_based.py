@@ -178,10 +178,9 @@ def extract_word_states(
     L, H = bert.config.num_layers, bert.config.hidden_size
     out = torch.empty(L + 1, int(offsets[-1]), H, dtype=dtype)
     order = np.argsort(features.lengths(), kind="stable")
-    pad_id = meta.get("pad_id", 0)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        batch = collate([features[int(i)] for i in idx], pad_id=pad_id)
+        batch = collate([features[int(i)] for i in idx], pad_id=meta.get("pad_id", 0))
         inputs = [batch[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")]
         hs = bert(*inputs, output_hidden_states=True).hidden_states
         hs = torch.stack(hs).to("cpu", torch.float32)  # (L+1, B, T, H)
