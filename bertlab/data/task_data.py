@@ -83,10 +83,7 @@ def _resolve(split_or_path: str | Path, template: str) -> Path:
 
 def _decoded_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
     """(line number, text, problem) per line; an undecodable line has text None and says why."""
-    data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):  # utf-8-sig: drop the BOM
-        data = data[3:]
-    raw_lines = data.split(b"\n")
+    raw_lines = path.read_bytes().removeprefix(b"\xef\xbb\xbf").split(b"\n")  # utf-8-sig: drop the BOM
     if raw_lines and raw_lines[-1] == b"":  # the final newline does not start a line
         raw_lines.pop()
     for number, raw in enumerate(raw_lines, start=1):
