@@ -150,7 +150,6 @@ def tokenize_corpus(
     t0 = time.perf_counter()
     dtype = np.dtype(np.uint16 if tokenizer.vocab_size < 65536 else np.int32)
     flat = [s for doc in documents for s in doc.sentences]
-    per_doc = [len(doc.sentences) for doc in documents]
     lengths = np.empty(len(flat), dtype=np.int64)
     pieces = []
     for i in range(0, len(flat), batch_sentences):
@@ -159,7 +158,7 @@ def tokenize_corpus(
         pieces.append(np.fromiter((t for x in ids for t in x), dtype=dtype, count=int(lengths[i : i + len(ids)].sum())))
     tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype)
     keep = lengths > 0
-    doc_of_sentence = np.repeat(np.arange(len(documents)), per_doc)
+    doc_of_sentence = np.repeat(np.arange(len(documents)), [len(doc.sentences) for doc in documents])
     sentence_starts = np.concatenate([[0], np.cumsum(lengths[keep])])
     kept_per_doc = np.bincount(doc_of_sentence[keep], minlength=len(documents))
     doc_keep = kept_per_doc > 0
@@ -322,10 +321,7 @@ def build_examples(
     has_b = spans_arr[:, 2] >= 0
     b_from = np.where(has_b, st[np.maximum(spans_arr[:, 2], 0)], 0)
     b_len = np.where(has_b, st[spans_arr[:, 3] + 1] - b_from, 0)
-    cut = [
-        (truncate_longest_first(int(x), int(y), max_tokens) if b else (min(int(x), max_tokens), 0))
-        for x, y, b in zip(a_len, b_len, has_b)
-    ]
+    cut = [truncate_longest_first(int(x), int(y), max_tokens) for x, y in zip(a_len, b_len)]  # b_len 0: no B
     a_keep, b_keep = np.array(cut, dtype=np.int64).T
     a_from = np.where(has_b, a_end - a_keep, st[spans_arr[:, 0]])
     length = 2 + a_keep + np.where(has_b, 1 + b_keep, 0)
