@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import subprocess
+import sys
 import time
 import unicodedata
 from pathlib import Path
@@ -189,6 +191,27 @@ def test_trained_vocabulary_on_books(tmp_path):
         assert again.vocab_size == 4000 and again.fingerprint == tok.fingerprint
         for s in text[100:140]:
             assert again.encode(s, max_length=30).input_ids == tok.encode(s, max_length=30).input_ids
+
+
+def test_training_gives_one_vocabulary_in_every_process(tmp_path):
+    # tokenizers' trainer meets the "##" pieces in hash-map order, which is seeded afresh in each process
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(book_paragraphs(BOOKS[0])[:400]), encoding="utf-8")
+    train = (
+        "import sys; from bertlab.data.tokenizer import train_wordpiece; "
+        "texts = open(sys.argv[1], encoding='utf-8').read().split('\\n'); "
+        "train_wordpiece(texts, vocab_size=1500).save(sys.argv[2])"
+    )
+    files = []
+    for run in ("a", "b"):
+        subprocess.run([sys.executable, "-c", train, str(corpus), str(tmp_path / run)], check=True, timeout=120)
+        files.append((tmp_path / run / "tokenizer.json").read_bytes())
+    assert files[0] == files[1]
+    vocab = WordPieceTokenizer.load(tmp_path / "a").get_vocab()
+    # the layout: special tokens, the characters, the "##" characters, then the merges in order
+    singles = [t for t in sorted(vocab, key=vocab.get)[104:] if len(t.removeprefix("##")) == 1]
+    assert singles == sorted(singles, key=lambda t: (t.startswith("##"), t))
+    assert vocab[singles[-1]] == 103 + len(singles)
 
 
 def test_cased_and_uncased_normalisers(tok, sents):

@@ -314,19 +314,14 @@ def _bert_pipeline(model: models.WordPiece, lowercase: bool) -> Tokenizer:
     for t in SPECIAL_TOKENS:  # so that "[MASK]" in text is one token, never split
         if tok.token_to_id(t) is not None:
             tok.add_special_tokens([t])
-    _set_template(tok)
-    return tok
-
-
-def _set_template(tok: Tokenizer) -> None:
     cls_id, sep_id = tok.token_to_id(CLS), tok.token_to_id(SEP)
-    if cls_id is None or sep_id is None:
-        return
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{CLS}:0 $A:0 {SEP}:0",
-        pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
-        special_tokens=[(CLS, cls_id), (SEP, sep_id)],
-    )
+    if cls_id is not None and sep_id is not None:  # else WordPieceTokenizer names what is missing
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{CLS}:0 $A:0 {SEP}:0",
+            pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
+            special_tokens=[(CLS, cls_id), (SEP, sep_id)],
+        )
+    return tok
 
 
 def train_wordpiece(
@@ -338,7 +333,8 @@ def train_wordpiece(
 ) -> WordPieceTokenizer:
     """Learn a WordPiece vocabulary of exactly `vocab_size` entries (if the text has enough distinct
     pieces), merging pairs by frequency as BPE does. bert_layout: the special tokens at
-    bert-base-uncased's ids (`BERT_SPECIAL_IDS`); by default when vocab_size >= 1000, else at 0-4."""
+    bert-base-uncased's ids (`BERT_SPECIAL_IDS`); by default when vocab_size >= 1000, else at 0-4.
+    The same texts give the same vocabulary, ids included, in every process."""
     if bert_layout is None:
         bert_layout = vocab_size >= 1000
     if bert_layout:
@@ -347,18 +343,26 @@ def train_wordpiece(
         specials = list(SPECIAL_TOKENS)
     if vocab_size <= len(specials):
         raise ValueError(f"vocab_size={vocab_size} leaves no room for word pieces after {len(specials)} special tokens")
-    backend = _bert_pipeline(models.WordPiece(unk_token=UNK, max_input_chars_per_word=100), lowercase)
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=specials,
-        limit_alphabet=1000,
-        continuing_subword_prefix="##",
-        show_progress=False,
-    )
-    backend.train_from_iterator(iter(texts), trainer=trainer)
-    backend.add_special_tokens(list(SPECIAL_TOKENS))
-    _set_template(backend)
+    texts = list(texts)  # read twice
+
+    def trained_vocab(size: int, initial: list[str]) -> dict[str, int]:
+        backend = _bert_pipeline(models.WordPiece(unk_token=UNK, max_input_chars_per_word=100), lowercase)
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=size,
+            min_frequency=min_frequency,
+            special_tokens=initial,
+            limit_alphabet=1000,
+            continuing_subword_prefix="##",
+            show_progress=False,
+        )
+        backend.train_from_iterator(texts, trainer=trainer)
+        return backend.get_vocab(with_added_tokens=False)
+
+    # The trainer numbers "##" characters in hash-map order, new in each process, and breaks ties between merges
+    # by id (huggingface/tokenizers#1794): a first pass finds the characters, the second gets them in sorted order.
+    alphabet = sorted(set(trained_vocab(0, specials)) - set(specials), key=lambda t: (t.startswith("##"), t))
+    vocab = trained_vocab(vocab_size, specials + alphabet)
+    backend = _bert_pipeline(models.WordPiece(vocab, unk_token=UNK, max_input_chars_per_word=100), lowercase)
     got = backend.get_vocab_size(with_added_tokens=True)
     if got < vocab_size:
         warnings.warn(
