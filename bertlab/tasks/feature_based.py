@@ -161,14 +161,13 @@ def extract_word_states(
     encoder: nn.Module,
     features: Features,
     batch_size: int = 64,
-    device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> WordStates:
     """Run the frozen encoder (a BertModel, or a model holding one as `.bert`) once over
     featurized NER windows and keep every word's first-piece vector at each of the L + 1 hidden
     states, on the CPU in `dtype` (float16 halves the memory; combinations use float32)."""
     bert = getattr(encoder, "bert", encoder)
-    device = torch.device(device) if device is not None else next(bert.parameters()).device
+    device = next(bert.parameters()).device
     was_training = bert.training
     bert.eval()
     meta = features.meta
@@ -279,7 +278,6 @@ def train_tagger(
     lr: float = 1e-3,
     batch_size: int = 32,
     dropout: float = 0.1,
-    weight_decay: float = 0.0,
     seed: int = 0,
     device: str | torch.device = "cpu",
 ) -> TaggerResult:
@@ -290,7 +288,7 @@ def train_tagger(
     x_dev = dev.features(combination).to(device)
     y_train = train.tags.to(device)
     tagger = Tagger(x_train.shape[-1], len(train.label_names), hidden, num_layers, dropout).to(device)
-    opt = torch.optim.Adam(tagger.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = torch.optim.Adam(tagger.parameters(), lr=lr)
     starts = torch.cumsum(train.lengths, 0) - train.lengths
     gold = dev.gold_tags()
     g = torch.Generator().manual_seed(seed)
