@@ -135,10 +135,7 @@ class TokenizedCorpus:
 
 
 def tokenize_corpus(
-    documents: Sequence[DocumentLike],
-    tokenizer: WordPieceTokenizer,
-    directory: str | Path,
-    batch_sentences: int = 20_000,
+    documents: Sequence[DocumentLike], tokenizer: WordPieceTokenizer, directory: str | Path
 ) -> TokenizedCorpus:
     """Tokenize every sentence once (no special tokens) into flat arrays in `directory`. Sentences
     that give no tokens and documents left empty are dropped and counted."""
@@ -152,8 +149,9 @@ def tokenize_corpus(
     flat = [s for doc in documents for s in doc.sentences]
     lengths = np.empty(len(flat), dtype=np.int64)
     pieces = []
-    for i in range(0, len(flat), batch_sentences):
-        ids = tokenizer.ids_batch(flat[i : i + batch_sentences])
+    step = 20_000  # sentences per tokenizer call: bounds the memory of its id lists
+    for i in range(0, len(flat), step):
+        ids = tokenizer.ids_batch(flat[i : i + step])
         lengths[i : i + len(ids)] = [len(x) for x in ids]
         pieces.append(np.fromiter((t for x in ids for t in x), dtype=dtype, count=int(lengths[i : i + len(ids)].sum())))
     tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype)
