@@ -31,7 +31,6 @@ def feature_study(
     store: torch.dtype = torch.float32,
     device: str | torch.device = "cpu",
     out: str | None = None,
-    max_len: int = 128,
 ) -> FeatureStudy:
     """Freeze `encoder` (a reference.PretrainedEncoder), train one tagger per combination of Table 7
     on its word states (`train_tagger(**tagger)`), and fine-tune it on the same sentences (`**finetune`)."""
@@ -40,9 +39,7 @@ def feature_study(
     model, _ = build_task_model(task, FinetuneConfig(task=task.name, init=str(encoder.folder)))
     bert = model.bert.eval().to(device).requires_grad_(False)  # frozen: no weight of it changes
     tok = encoder.tokenizer()
-    train_states, dev_states = (
-        extract_word_states(bert, task.featurize(x, tok, max_len=max_len), dtype=store) for x in (train, dev)
-    )
+    train_states, dev_states = (extract_word_states(bert, task.featurize(x, tok), dtype=store) for x in (train, dev))
     seconds["extract"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     taggers = {n: train_tagger(train_states, dev_states, n, device=device, **tagger) for n in COMBINATIONS}
