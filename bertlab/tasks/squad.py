@@ -35,12 +35,10 @@ def _answers(example: Any) -> list[tuple[str, int]]:
     """[(text, answer_start), ...] from tuples, dicts or objects."""
     out = []
     for a in example_field(example, "answers"):
-        if isinstance(a, dict):
-            out.append((a["text"], int(a["answer_start"])))
-        elif isinstance(a, (tuple, list)):
+        if isinstance(a, (tuple, list)):
             out.append((a[0], int(a[1])))
         else:
-            out.append((a.text, int(a.answer_start)))
+            out.append((example_field(a, "text"), int(example_field(a, "answer_start"))))
     return out
 
 
