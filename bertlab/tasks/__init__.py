@@ -253,7 +253,7 @@ _SPLIT_ALIASES = {"validation": "dev", "valid": "dev", "eval": "dev"}
 _FILE_SPLITS = {"conll2003": {"dev": "valid"}}  # CoNLL's dev file is valid.txt
 
 
-CONLL_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+CONLL_LABELS = task_data.CONLL_TAGS  # label id = index in the reader's IOB2 tag list
 
 _SPLITS = ("train", "dev", "test")
 # Per task: name, kind, label names, metrics, max_len, splits in the mirror, description, text fields.
