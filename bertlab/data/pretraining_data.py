@@ -459,8 +459,7 @@ class PretrainingBatches:
                 f"{batch_size * (dataset.max_len - 3):,} tokens. Use more text, a smaller batch_size "
                 f"or a smaller max_len (or dupe_factor > 1)."
             )
-        self.dataset, self.batch_size, self.collator = dataset, batch_size, collator
-        self.seed = seed
+        self.dataset, self.batch_size, self.collator, self.seed = dataset, batch_size, collator, seed
         self.epoch, self.index = 0, 0
         self._order: np.ndarray | None = None
         self._order_epoch = -1
