@@ -121,11 +121,10 @@ class ReferenceRun:
             notes.append("two segments per sequence, without NSP")
         if st.get("phases"):
             notes.append(phases_text(parse_phases(st["phases"]), self.phase_plan()))
-        masked = f" ({'; '.join(notes)})" if notes else ""
         return (
             f"{name} (L={c.num_layers}, H={c.hidden_size}, A={c.num_heads}; {n / 1e6:.1f}M "
             f"parameters) with a WordPiece vocabulary of {c.vocab_size:,} pieces, pretrained "
-            f"with the `{recipe}` recipe{masked} for {pre.get('train_seconds', 0) / 60:.0f} "
+            f"with the `{recipe}` recipe ({'; '.join(notes)}) for {pre.get('train_seconds', 0) / 60:.0f} "
             f"minutes ({pre.get('steps', 0):,} steps, {pre.get('tokens', 0) / 1e6:.1f}M tokens) on "
             f"{self.machine()} in {', '.join(how)}"
             + (f"; held-out MLM accuracy {held:.1%}" if held is not None else "")
