@@ -11,6 +11,8 @@
 - `lab.findings`: the openings of chapters 10 to 14 and 17, from the record and the studies;
 - `lab.publish`: what the chapters show of these studies, written as data/results/*.json
   (`python -m lab.publish`; `--check` says whether the committed files are stale);
+- `lab.publish_records`: the package's manifest of data/, and a folder that serves every chapter
+  offline (`python -m lab.publish_records --manifest` / `--out DIR`);
 - lab/notebook/: the book's "Lab notebook" pages; lab/tests/: their tests.
 
 It is not installed with bertlab (pyproject.toml packages only bertlab*): import it from a
