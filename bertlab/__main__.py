@@ -61,7 +61,7 @@ def field_help(cls: type) -> dict[str, str]:
 
 
 def _option_text(name: str, value: Any) -> str | None:
-    """A recipe's value as the option would be written on the command line."""
+    """A default as the option would be written on the command line."""
     if value is None or value == ():
         return "none"
     if name == "lr":
@@ -70,6 +70,8 @@ def _option_text(name: str, value: Any) -> str | None:
         return f"{value:g}"
     if isinstance(value, (tuple, list)) and value and all(hasattr(v, "seq_len") for v in value):
         return ",".join(f"{v.fraction:g}:{v.seq_len}:{v.batch_size}" for v in value)  # --phases' format
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
+        return " ".join(map(str, value))  # --seeds 0 1 2
     if isinstance(value, (bool, int, str)):
         return str(value).lower() if isinstance(value, bool) else str(value)
     return None
@@ -78,7 +80,7 @@ def _option_text(name: str, value: Any) -> str | None:
 def _default_text(name: str, default: Any, recipes: dict | None) -> str:
     """The default an option's help states: the field's, or each recipe's where the recipe decides."""
     if default not in (None, False, True):
-        return f" (default: {default})"
+        return f" (default: {_option_text(name, default) or default})"
     if default is None and recipes:
         values = {k: _option_text(name, getattr(r, name)) for k, r in recipes.items() if hasattr(r, name)}
         if values and any(v is not None for v in values.values()):
