@@ -66,8 +66,7 @@ def run_fingerprint(cfg: PretrainConfig, model_config: BertConfig, vocab_fingerp
 
 
 class Stat(enum.IntEnum):
-    """The slots of the running statistics: one float64 tensor summed on the device without a
-    sync, read once per log line."""
+    """The slots of the running statistics: one float64 tensor, summed on the device without a sync."""
 
     LM_LOSS_SUM = 0  # summed over the LM's predictions (masked tokens, or next tokens)
     LM_PREDICTIONS = 1
@@ -179,12 +178,7 @@ class Trainer:
     def save(self) -> Path | None:
         if self.is_main:
             self.last_checkpoint = ckpt.save_checkpoint(
-                self.ckpt_root,
-                self.step,
-                self.model,
-                self.state(),
-                tokenizer_file=self.tokenizer_file,
-                keep_last=self.cfg.keep_last,
+                self.ckpt_root, self.step, self.model, self.state(), self.tokenizer_file, self.cfg.keep_last
             )
         return self.last_checkpoint
 
@@ -235,9 +229,8 @@ class Trainer:
     def train_step(
         self, micro_batches: list[dict[str, torch.Tensor]], stats: torch.Tensor, first_bad: torch.Tensor
     ) -> None:
-        """One optimiser step over the micro-batches of a global batch. Adds to `stats` and records in
-        `first_bad` the first step whose loss (or gradient) was not finite, without waiting for the
-        device."""
+        """One optimiser step over the micro-batches of a global batch. Adds to `stats`, and records in
+        `first_bad` (without waiting for the device) the first step whose loss or gradient was not finite."""
         rt = self.rt
         world = rt.dist.world_size
         # the LM's predictions in the whole global batch: masked tokens (MLM) or next tokens (LTR)
@@ -320,11 +313,8 @@ class Trainer:
                     if stop_now and not due.last:
                         stopped_by = signals.received or "stop_after"
                         if self.is_main:
-                            print(
-                                f"\nstopped ({stopped_by}): saved {self.last_checkpoint} at step {self.step}; "
-                                f"continue with --resume",
-                                flush=True,
-                            )
+                            saved = f"saved {self.last_checkpoint} at step {self.step}"
+                            print(f"\nstopped ({stopped_by}): {saved}; continue with --resume", flush=True)
                         break
                     if due.last:
                         break
@@ -376,8 +366,7 @@ class Trainer:
         return [{k: v.pin_memory() for k, v in mb.items()} for mb in micro]
 
     def time_first_step(self, session: Session) -> None:
-        """The first step's one-off costs (compilation, allocator warm-up): timed apart, left out of
-        tokens/s."""
+        """The first step's one-off costs (compilation, allocator warm-up), timed apart from tokens/s."""
         if self.rt.device.type == "cuda":
             torch.cuda.synchronize(self.rt.device)
         session.first_step_s = time.perf_counter() - self._t0
@@ -432,8 +421,7 @@ class Trainer:
         return s >= self.total_steps
 
     def train_record(self, stats: torch.Tensor, session: Session, elapsed: float) -> dict[str, Any]:
-        """The metrics line of the steps since the last one: the statistics summed over processes,
-        tokens/s, MFU, learning rate."""
+        """The metrics line of the steps since the last one, its statistics summed over processes."""
         got = self._all_reduce(stats.clone()).tolist()
         lm_sum, n, correct = got[Stat.LM_LOSS_SUM], got[Stat.LM_PREDICTIONS], got[Stat.LM_CORRECT]
         rows = got[Stat.NSP_ROWS]
@@ -507,13 +495,11 @@ def pretrain(
     if rt.dist.is_main:
         out.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
-    tokenizer_file = None
-    prior = None
+    tokenizer_file = prior = None
     if source is None:
         data = prepare_data(cfg, rt)
         source, eval_batches, tokenizer = data.train, data.eval_batches, data.tokenizer
-        tokenizer_file = data.tokenizer_file
-        prior = data.unigram_log_probs
+        tokenizer_file, prior = data.tokenizer_file, data.unigram_log_probs
     elif cfg.resolved_recipe().mlm_bias == "unigram":
         raise ValueError(
             "mlm_bias='unigram' needs the token frequencies of the training data, which a custom "
