@@ -30,9 +30,9 @@ def _clean(v: Any) -> Any:
 class MetricsLogger:
     """Appends one JSON object per line; does nothing on ranks other than 0 (enabled=False)."""
 
-    def __init__(self, path: str | Path | None, enabled: bool = True):
-        self.path = Path(path) if path is not None else None
-        self.enabled = enabled and self.path is not None
+    def __init__(self, path: str | Path, enabled: bool = True):
+        self.path = Path(path)
+        self.enabled = enabled
         self.records: list[dict[str, Any]] = []
         self._f = None
         if self.enabled:
@@ -97,16 +97,15 @@ def truncate_metrics(path: str | Path, after_step: int) -> None:
     write_text(path, "".join(line + "\n" for line in keep), fsync=False)
 
 
-def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str = "step", initial: int = 0):
-    """A tqdm.auto bar (a widget in Jupyter, text in a terminal); off when not enabled, or when
-    BERTLAB_PROGRESS=0."""
+def progress_bar(total: int | None, desc: str, enabled: bool = True, initial: int = 0):
+    """A tqdm.auto bar (a widget in Jupyter, text in a terminal); off when not enabled or BERTLAB_PROGRESS=0."""
     from tqdm.auto import tqdm
 
     disable = (not enabled) or os.environ.get("BERTLAB_PROGRESS", "1") == "0"
     return tqdm(
         total=total,
         desc=desc,
-        unit=unit,
+        unit="step",
         initial=initial,
         disable=disable,
         dynamic_ncols=True,
@@ -147,10 +146,8 @@ def plot_metrics(source: str | Path | Iterable[dict[str, Any]], axes=None, title
     panels += [(k, label) for k, label in accuracies.items() if k in logged]
     panels.append(("tokens_per_s", "tokens / s"))
     if axes is None:
-        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
-    else:
-        fig = axes[0].figure
-    axes = list(axes)
+        _, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
+    axes, fig = list(axes), axes[0].figure
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     for ax, (key, label) in zip(axes, panels):
