@@ -140,8 +140,7 @@ def _write_model_files(folder: Path, model: nn.Module, dtype: torch.dtype | None
 def save_model(
     folder: str | Path, model: nn.Module, dtype: torch.dtype | None = None, tokenizer_file: str | Path | None = None
 ) -> Path:
-    """Save weights (safetensors, optionally cast, e.g. to fp16 for a small download) and
-    config.json into `folder`, atomically."""
+    """Save weights (safetensors; `dtype`, e.g. fp16, for a small download) and config.json, atomically."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.with_name(f".tmp-{folder.name}-{os.getpid()}")
