@@ -28,8 +28,7 @@ SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
 # Getting the maps
 def load_encoder(folder: str | Path):
-    """A BertModel (eval mode, CPU) from a Hugging Face folder or a bertlab one, whatever head
-    class it was saved with."""
+    """A BertModel (eval mode, CPU) from a Hugging Face or bertlab folder, whatever head class saved it."""
     folder = Path(folder)
     if is_hf_folder(folder):  # transformers' layout and names
         return BertModel.from_hf(folder).eval()
@@ -63,9 +62,7 @@ def attention_maps(
     for start in range(0, len(sequences), batch_size):
         chunk = sequences[start : start + batch_size]
         T = max(len(s["input_ids"]) for s in chunk)
-        ids = torch.zeros(len(chunk), T, dtype=torch.long)
-        types = torch.zeros(len(chunk), T, dtype=torch.long)
-        mask = torch.zeros(len(chunk), T, dtype=torch.long)
+        ids, types, mask = (torch.zeros(len(chunk), T, dtype=torch.long) for _ in range(3))  # (B, T) each
         for b, s in enumerate(chunk):
             n = len(s["input_ids"])
             ids[b, :n] = torch.as_tensor(s["input_ids"])
