@@ -1,11 +1,9 @@
-"""What the first cell of every chapter calls: pick a device, seed everything, quiet the noise.
+"""What the first cell of every chapter calls: pick a device, seed every generator (so a rerun on a
+CPU prints the book's numbers), go offline when the Hugging Face hub cannot be reached, silence
+warnings that are harmless for the book, and set readable matplotlib defaults.
 
     from bertlab.notebook import setup
     device = setup()
-
-`setup` picks CUDA or the CPU, seeds every generator (so a rerun on a CPU prints the book's
-numbers), goes offline when the Hugging Face hub cannot be reached, silences warnings that are
-harmless for the book, and sets readable matplotlib defaults.
 
 The training chapters have two sizes: `gpu_branch(device)` is true on a CUDA GPU (sized for a
 free Colab T4). BERTLAB_GPU_BRANCH=1 makes a CPU rehearse that branch at the tiny sizes of
