@@ -414,12 +414,8 @@ def transformer_diagram(ax=None):
     # the encoder's output M, out of the top of its stack into every decoder layer's cross-attention
     cross = dec[[label for label, _ in DECODER_SUBLAYERS].index(CROSS_ATTENTION)]
     enc_top, gap_x, out_y = enc[-1] + h, 5.95, enc[-1] + h + 0.55
-    path_arrow(
-        ax,
-        [(enc_x, enc_top), (enc_x, out_y), (gap_x, out_y), (gap_x, cross + h / 2), (dec_x - w / 2, cross + h / 2)],
-        color=TRANSFORMER_BLUE,
-        lw=2,
-    )
+    points = [(enc_x, enc_top), (enc_x, out_y), (gap_x, out_y), (gap_x, cross + h / 2), (dec_x - w / 2, cross + h / 2)]
+    path_arrow(ax, points, color=TRANSFORMER_BLUE, lw=2)
     text = "encoder output M, read by\nevery decoder layer"
     ax.text(enc_x + 0.9, out_y + 0.08, text, ha="center", va="bottom", fontsize=8.5, color=TRANSFORMER_BLUE)
     ax.text(gap_x + 0.12, cross + h / 2 + 0.12, "K, V", ha="left", va="bottom", fontsize=8, color=TRANSFORMER_BLUE)
@@ -469,8 +465,7 @@ def parameter_breakdown(sizes: Mapping[str, Mapping[str, int]], config: BertConf
     for k, preset in enumerate(sizes):
         left = 0
         for g, n in sizes[preset].items():
-            label = g if k == 0 else None
-            ax1.barh(k, n / 1e6, left=left, color=PARAMETER_GROUP_COLOURS[g], label=label)
+            ax1.barh(k, n / 1e6, left=left, color=PARAMETER_GROUP_COLOURS[g], label=g if k == 0 else None)
             left += n / 1e6
     ax1.set_yticks(range(len(sizes)), [f"BERT-{p.capitalize()}" for p in sizes])
     ax1.set_xlabel("parameters (millions)")
