@@ -35,15 +35,9 @@ from bertlab.errors import ActionableError
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 # Dense (no sparsity) tensor-core peak of each GPU in FLOP/s for bf16/fp16 matrix multiplies, from
-# the vendors' data sheets. MFU (model FLOPs utilisation) = achieved model FLOP/s / this number.
-PEAK_FLOPS = {
-    "H200": 989e12,
-    "H100": 989e12,  # SXM; the PCIe card is lower (756e12)
-    "A100": 312e12,
-    "L4": 121e12,
-    "V100": 125e12,
-    "T4": 65e12,
-}
+# the vendors' data sheets. MFU (model FLOPs utilisation) = achieved model FLOP/s / this number. The
+# H100's is the SXM card's; the PCIe card's is lower (756e12, in peak_flops).
+PEAK_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L4": 121e12, "V100": 125e12, "T4": 65e12}
 
 
 def peak_flops(device: torch.device | str) -> float | None:
@@ -60,13 +54,10 @@ def peak_flops(device: torch.device | str) -> float | None:
 def _cpuinfo() -> dict[str, str]:
     """The first CPU's fields in /proc/cpuinfo ("model name", "flags", ...); empty off Linux."""
     found: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                found.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            found.setdefault(key.strip(), value.strip())
     return found
 
 
