@@ -128,9 +128,7 @@ def hf_to_bertlab(
 
     prefix = "" if model_name == "BertModel" else "bert."
     out = {prefix + k: v for k, v in out.items()}
-    for ours, theirs in _HEADS[model_name].items():
-        if theirs in heads:
-            out[ours] = heads[theirs]
+    out.update({ours: heads[theirs] for ours, theirs in _HEADS[model_name].items() if theirs in heads})
     return out, unexpected
 
 
@@ -260,17 +258,15 @@ def to_hf_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     cfg.to_hf_dict()  # raises for a pre-LN model, which transformers' BERT cannot represent
     sd = model.state_dict()
     prefix = "" if name == "BertModel" else "bert."
-    out: dict[str, torch.Tensor] = {}
-    for ours, theirs in encoder_key_map(cfg, pooler=name not in _NO_POOLER).items():
-        out[prefix + theirs] = sd[prefix + ours]
+    pooler = name not in _NO_POOLER
+    out = {prefix + theirs: sd[prefix + ours] for ours, theirs in encoder_key_map(cfg, pooler).items()}
     H = cfg.hidden_size
     for i in range(cfg.num_layers):
         for p in ("weight", "bias"):
             qkv = sd[f"{prefix}layers.{i}.attention.qkv.{p}"].split(H, dim=0)
             for n, t in zip(("query", "key", "value"), qkv):
                 out[f"{prefix}encoder.layer.{i}.attention.self.{n}.{p}"] = t
-    for ours, theirs in _HEADS[name].items():
-        out[theirs] = sd[ours]
+    out.update({theirs: sd[ours] for ours, theirs in _HEADS[name].items()})
     if name == "BertForPreTraining":  # the tied decoder, spelled out as transformers stores it
         out["cls.predictions.decoder.weight"] = sd["bert.embeddings.token.weight"]
         out["cls.predictions.decoder.bias"] = sd["mlm.bias"]
