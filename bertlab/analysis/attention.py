@@ -180,11 +180,7 @@ def sink_reading(shares: dict[str, torch.Tensor], expected: dict[str, float]) ->
         f"{expected[label]:.0%} of the tokens)"
         for label, heads in used.items()
     ]
-    return (
-        f"Some heads of this model use a sink, giving a token at least {times} times its share: "
-        + "; ".join(parts)
-        + "."
-    )
+    return f"Some heads of this model use a sink, giving a token at least {times} times its share: {'; '.join(parts)}."
 
 
 # From word pieces to words

@@ -192,9 +192,8 @@ class Table:
             shape_ok = isinstance(values, list) and len(values) == len(rows)
             if not shape_ok or any(not isinstance(v, list) or len(v) != len(cols) for v in values):
                 raise ValueError(
-                    f"table {title!r}: the matrix must have one row per row label and one "
-                    f"column per column label, ({len(rows)}, {len(cols)}); got shape "
-                    f"{np.shape(m)}"
+                    f"table {title!r}: the matrix must have one row per row label and one column per column "
+                    f"label, ({len(rows)}, {len(cols)}); got shape {np.shape(m)}"
                 )
             self.parts.append((title, values, list(rows), list(cols), digits))
 
