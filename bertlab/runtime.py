@@ -104,8 +104,7 @@ def init_distributed(device_type: str | None = None) -> DistInfo:
     if world <= 1:
         return DistInfo()
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
-    if device_type is None:
-        device_type = "cuda" if torch.cuda.is_available() else "cpu"
+    device_type = device_type or ("cuda" if torch.cuda.is_available() else "cpu")
     if not dist.is_initialized():
         if device_type == "cuda":
             torch.cuda.set_device(local)
