@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import nbformat
 
-from bertlab.course import ASSIGNMENTS, EXERCISES, Exercise, exercises_of, projects_of
+from grader.course import ASSIGNMENTS, EXERCISES, Exercise, exercises_of, projects_of
 
 CHECK_LINE = re.compile(r"^\s*(?:\w+\.)?check(?:_\w+)?\s*\(.*\)\s*;?\s*$")
 CALLED = re.compile(r"check(?:_(\w+)\s*\(|\s*\(\s*[\"'](\w+)[\"'])")

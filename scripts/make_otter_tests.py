@@ -22,13 +22,14 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's grader/ (not installed), for its course table
 
 
 def part_names(assignment: str) -> dict[str, list[str]]:
     """Each exercise of `assignment` -> the names of its check's parts, from the instructor's
     solution (its imports cell and solution cells, executed here)."""
-    from bertlab.course import exercises_of
     from bertlab.exercises import CHECKS, RESULTS, ExerciseFailure, grading
+    from grader.course import exercises_of
 
     nb = nbformat.read(ROOT / "book" / "exercises" / f"{assignment}.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -72,7 +73,7 @@ def test_file(name: str, points: int, functions: tuple[str, ...], parts: list[st
 
 
 def main(argv=None) -> int:
-    from bertlab.course import ASSIGNMENTS, EXERCISES
+    from grader.course import ASSIGNMENTS, EXERCISES
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("assignment", choices=sorted(ASSIGNMENTS))

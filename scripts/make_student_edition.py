@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's grader/ (not installed), for its course table
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BOOK_TAGS = {"solution", "hide-input", "model-answer"}
 INSTRUCTOR_ONLY = "instructor-only"  # a cell about the instructor edition: left out
@@ -132,7 +133,7 @@ def build_student_book(out: Path) -> Path:
     with `jupyter-book build <out> --path-output <dir> -W -n --keep-going`."""
     import yaml
 
-    from bertlab.course import ASSIGNMENTS
+    from grader.course import ASSIGNMENTS
 
     if out.exists():
         shutil.rmtree(out)

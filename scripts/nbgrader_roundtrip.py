@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's grader/ (not installed), for its course table
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from make_student_edition import ANSWER_PROMPT, student_notebook  # noqa: E402
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
     if not args.nbgrader:
         print("nbgrader not found: pip install nbgrader==0.9.6 in a separate environment and pass --nbgrader")
         return 2
-    from bertlab.course import ASSIGNMENTS, exercises_of
+    from grader.course import ASSIGNMENTS, exercises_of
 
     names = args.assignments or [a for a in ASSIGNMENTS if exercises_of(a)]
     failed = 0

@@ -226,7 +226,7 @@ def test_time_limit_keeps_what_was_measured(final, tmp_path):
 
 
 def test_cli_and_course_table(final, tmp_path, capsys):
-    from bertlab.course import ASSIGNMENTS, PROJECTS, QUESTIONS, metadata_table, projects_of
+    from grader.course import ASSIGNMENTS, PROJECTS, QUESTIONS, metadata_table, projects_of
 
     assert PROJECTS["capstone"].points == GRADING.points and projects_of("09_capstone") == [PROJECTS["capstone"]]
     assert PROJECTS["capstone"].difficulty == "hard" and PROJECTS["capstone"].device == "CPU"

@@ -26,8 +26,8 @@ import pytest
 import torch
 
 from bertlab import exercises
-from bertlab.course import EXERCISES as TABLE
 from bertlab.exercises import ExerciseFailure, check
+from grader.course import EXERCISES as TABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "book" / "exercises"
@@ -563,14 +563,14 @@ def test_exercise_notebook_follows_the_chapter_rules(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_notebook_agrees_with_the_course_table(path):
-    """The table at the top, the nbgrader points and the rubrics match bertlab.course."""
-    from bertlab.course import QUESTIONS, metadata_table, questions_of
+    """The table at the top, the nbgrader points and the rubrics match grader.course."""
+    from grader.course import QUESTIONS, metadata_table, questions_of
 
     nb = nbformat.read(path, as_version=4)
     assert nb.metadata["bertlab"]["assignment"] == path.stem
     tables = [c.source for c in nb.cells if "assignment-table" in c.metadata.get("tags", [])]
     assert len(tables) == 1 and metadata_table(path.stem) in tables[0], (
-        f"{path.name}: the table at the top differs from bertlab.course.metadata_table({path.stem!r})"
+        f"{path.name}: the table at the top differs from grader.course.metadata_table({path.stem!r})"
     )
     graded = {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
     for e in (e for e in TABLE.values() if e.notebook == path.stem):
@@ -1125,9 +1125,9 @@ def test_student_book_html_has_no_solutions():
 
 
 def test_instructor_page_agrees_with_the_course():
-    """The points tables and the rubrics of book/instructor.md are those of bertlab.course and of
+    """The points tables and the rubrics of book/instructor.md are those of grader.course and of
     the model answers."""
-    from bertlab.course import ASSIGNMENTS, QUESTIONS, exercises_of, projects_of, questions_of
+    from grader.course import ASSIGNMENTS, QUESTIONS, exercises_of, projects_of, questions_of
 
     page = (ROOT / "book" / "instructor.md").read_text()
     flat = " ".join(page.split())

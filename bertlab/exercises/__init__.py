@@ -8,7 +8,7 @@ compares with bertlab's own implementation, part by part (partial credit: `RESUL
 prints what was checked, or raises `ExerciseFailure` (an AssertionError, so an auto-grader counts
 it) saying which input went wrong and the usual cause. The checks of each assignment are a module
 here; framework.py holds what they share, and replay.py lets the grader judge a check outside the
-student's process. The course table (points, time, hardware) is bertlab.course.
+student's process. The course table (points, time, hardware) is the grader's, grader.course.
 
 The grader of submitted notebooks (`python -m grader <folder>`, grader/ at the root of a checkout,
 not installed; book/instructor.md) runs `grade_in_kernel` in each notebook's kernel and judges the
@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 from typing import Any, Callable, Sequence
 
-from bertlab.course import EXERCISES, Exercise  # noqa: F401  (the course table, re-exported)
 from bertlab.files import write_text
 
 from .ablation import CPU_HOURS, METRICS, PLAN_FIELDS, check_ablation_plan  # noqa: F401

@@ -1,8 +1,10 @@
 """The course around the book: its assignments, their exercises, open questions and project, with
 the points, difficulty, expected student time and hardware of each.
 
-This one table feeds the grader (grader.grading, in a checkout), the tables at the top of the exercise
-notebooks and the instructor page (tests check that they agree with it), and the student edition.
+This one table feeds the grader (grader.grading, beside it), the tables at the top of the exercise
+notebooks and the instructor page (tests check that they agree with it), and the student edition. It is
+instructors' data, so it lives in grader/ at the top of a checkout, not in the package students install;
+it imports nothing from the grader, which imports it.
 """
 
 from __future__ import annotations
