@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import bertlab
+from bertlab.course import TABLE_NAMES
 from bertlab.moved import LEFT, MOVED
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,12 +109,34 @@ def test_the_grader_that_left_names_its_own_folder():
     assert "in lab/ at the top of a checkout" in left_message("bertlab.experiments.speed")
 
 
+def test_the_course_table_that_left_names_grader_course(tmp_path):
+    """The course table left for grader/course.py: importing one of its names from bertlab.course
+    stops with an ImportError saying where it is, other unknown names are AttributeErrors, and the
+    capstone's grader (which students' capstone notebook imports) stays and needs no grader/."""
+    import bertlab.course
+    from grader import course
+
+    assert TABLE_NAMES == {n for n in vars(course) if not n.startswith("_")} - {"annotations", "dataclass"}
+    for name in sorted(TABLE_NAMES):
+        with pytest.raises(ImportError, match=re.escape(f"it is grader.course.{name} now")) as raised:
+            exec(f"from bertlab.course import {name}", {})
+        assert str(raised.value).endswith(f"write `from grader.course import {name}`.")
+        assert raised.value.name == "bertlab.course"
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        bertlab.course.no_such_name  # noqa: B018
+    code = "import sys\nfrom bertlab.course import capstone\nprint(capstone.main.__name__, 'grader' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["main", "False"]
+
+
 def test_nothing_uses_the_paths_that_left():
+    table = "|".join(sorted(TABLE_NAMES))
     pattern = re.compile(
         "|".join(re.escape(old) for old in LEFT)
         + r"|from bertlab\.experiments import [^\n]*\b(speed|finetune_speed|ablations)\b"
         + r"|from bertlab import [^\n]*\b(ablations|grading)\b"
-        + r"|from bertlab\.course import [^\n]*\bgrading\b"
+        + rf"|from bertlab\.course import [^\n]*\b(grading|{table})\b"
     )
     files = [*REPO.glob("book/**/*.ipynb"), *REPO.glob("lab/**/*.ipynb"), *REPO.glob("lab/**/*.py")]
     files += [*REPO.glob("grader/*.py")]
