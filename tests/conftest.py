@@ -110,3 +110,16 @@ def record(tmp_path, bert_tokenizer):
     )
     (out / "metrics.jsonl").write_text('{"step": 50, "loss": 7.5}\n{"step": 100, "loss": 6.0}\n')
     return out, model
+
+
+@pytest.fixture
+def no_checkout(tmp_path, monkeypatch):
+    """bertlab as a reader on Colab has it: no data/ beside the package or the working directory."""
+    from bertlab.data import download, records
+
+    monkeypatch.delenv(records.ENV_VAR, raising=False)
+    monkeypatch.delenv(records.URL_ENV, raising=False)
+    monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "work" / "data"])
+    monkeypatch.setenv(download.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(records, "unavailable", {})
+    return tmp_path

@@ -426,17 +426,23 @@ def test_bertlab_never_imports_the_lab():
     assert not found, f"bertlab modules import the lab (lab/ is not installed with bertlab): {found}"
 
 
-def test_the_lab_uses_only_bertlab_public_names():
-    sources = lab_sources()
-    assert {"lab/__init__.py", "lab/speed.py", "lab/finetune_speed.py"} <= set(sources)
-    assert any(name.startswith("lab/benchmarks/") for name in sources)
-    assert any(name.startswith("lab/notebook/") for name in sources)
+def private_names(sources: dict[str, str]) -> dict[str, list[str]]:
+    """For each source outside bertlab, the private bertlab names it takes or modules it imports."""
     private = {}
     for name, source in sources.items():
         scanned = scan(name, source)
         hidden = [m for m in scanned.imports if any(is_private(part) for part in m.split("."))]
         if scanned.private or hidden:
             private[name] = scanned.private + [f"imports {m}" for m in hidden]
+    return private
+
+
+def test_the_lab_uses_only_bertlab_public_names():
+    sources = lab_sources()
+    assert {"lab/__init__.py", "lab/speed.py", "lab/finetune_speed.py"} <= set(sources)
+    assert any(name.startswith("lab/benchmarks/") for name in sources)
+    assert any(name.startswith("lab/notebook/") for name in sources)
+    private = private_names(sources)
     assert not private, f"the lab takes private bertlab names (use public ones, or make them public): {private}"
 
 
@@ -468,12 +474,7 @@ def test_the_grader_uses_only_bertlab_public_names():
     table = sources["grader/course.py"]
     relative = [n.lineno for n in ast.walk(ast.parse(table)) if isinstance(n, ast.ImportFrom) and n.level]
     assert not imports_of_lab(table, top="grader") and not relative, "grader/course.py imports the grader"
-    private = {}
-    for name, source in sources.items():
-        scanned = scan(name, source)
-        hidden = [m for m in scanned.imports if any(is_private(part) for part in m.split("."))]
-        if scanned.private or hidden:
-            private[name] = scanned.private + [f"imports {m}" for m in hidden]
+    private = private_names(sources)
     assert not private, f"the grader takes private bertlab names (use public ones, or make them public): {private}"
 
 

@@ -16,17 +16,6 @@ from bertlab.experiments import reference
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def no_checkout(tmp_path, monkeypatch):
-    """bertlab as a reader on Colab has it: no data/ beside the package or the working directory."""
-    monkeypatch.delenv(records.ENV_VAR, raising=False)
-    monkeypatch.delenv(records.URL_ENV, raising=False)
-    monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "work" / "data"])
-    monkeypatch.setenv(download.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(records, "unavailable", {})
-    return tmp_path
-
-
 def test_the_checkout_holds_the_records(tmp_path, monkeypatch):
     assert (records.records_dir("pilots")).is_dir()
     assert records.records_dir() == records.records_dir("pilots").parent

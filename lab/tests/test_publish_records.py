@@ -15,17 +15,6 @@ from lab import publish_records
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: `python -m lab.publish_records` runs from here
 
 
-@pytest.fixture
-def no_checkout(tmp_path, monkeypatch):
-    """bertlab as a reader on Colab has it: no data/ beside the package or the working directory."""
-    monkeypatch.delenv(records.ENV_VAR, raising=False)
-    monkeypatch.delenv(records.URL_ENV, raising=False)
-    monkeypatch.setattr(records, "_candidates", lambda: [tmp_path / "site" / "data", tmp_path / "work" / "data"])
-    monkeypatch.setenv(download.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(records, "unavailable", {})
-    return tmp_path
-
-
 def test_the_manifest_lists_every_committed_record_at_the_commit_that_made_them():
     """The package's manifest is what `--manifest` makes of this checkout now: every file git tracks
     under data/ but the READMEs, its size and sha256, the repository of _config.yml, and the commit
