@@ -95,6 +95,11 @@ def test_the_lab_pages_find_the_lab():
 def test_notebook_is_stripped(path: Path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
+    ids = [c.get("id") for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]  # as committed
+    without = [i for i, x in enumerate(ids) if not x]
+    assert not without and len(set(ids)) == len(ids), (
+        f"{path.name}: every cell needs an id of its own (cells {without} have none; `nbformat.validator.normalize`)"
+    )
     dirty = [
         i
         for i, c in enumerate(nb.cells)
