@@ -377,7 +377,9 @@ WORD_START = "\u2581"  # "▁", SentencePiece's mark of a piece that starts a wo
 
 def train_unigram(texts: Iterable[str], vocab_size: int = 8000, lowercase: bool = True) -> Tokenizer:
     """A Unigram-LM vocabulary as SentencePiece learns it (Kudo, 2018), to set beside WordPiece: a
-    piece starting a word carries WORD_START, and a word's most likely segmentation wins."""
+    piece starting a word carries WORD_START, and a word's most likely segmentation wins. Unlike
+    train_wordpiece, not bit-reproducible across processes: the trainer sums its EM in hash-map
+    order, so scores move by up to ~3e-4 and about one word in 10,000 may split differently."""
     tok = Tokenizer(models.Unigram())
     tok.normalizer = bert_normalizer(lowercase)
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always")
