@@ -70,9 +70,10 @@ LEFT = {
 }
 
 
-def left_message(old: str) -> str:
-    """What importing `old`, a module of `LEFT`, says: its new home and how to import it."""
-    new = LEFT[old]
+def left_message(old: str, new: str | None = None) -> str:
+    """What importing `old` (a module of `LEFT`, or a name that left a module for `new`) says: its new
+    home and how to import it."""
+    new = new or LEFT[old]
     parent, name = new.rsplit(".", 1)
     return (
         f"{old} has left the package: it is {new} now, in {new.split('.')[0]}/ at the top of a checkout of the "

@@ -7,6 +7,8 @@ data: it is grader.course, in grader/ beside the package at the top of a checkou
 
 from __future__ import annotations
 
+from bertlab.moved import left_message
+
 # The course table's names: importing one from here says where it went instead of "cannot import name".
 TABLE_NAMES = frozenset(
     "EXERCISES QUESTIONS PROJECTS ASSIGNMENTS DIFFICULTIES Exercise Question Project exercises_of questions_of "
@@ -16,10 +18,5 @@ TABLE_NAMES = frozenset(
 
 def __getattr__(name: str):
     if name in TABLE_NAMES:
-        raise ImportError(
-            f"bertlab.course.{name} has left the package: it is grader.course.{name} now, in grader/ at the top of "
-            "a checkout of the bertlab repository (not installed with bertlab). Run from the repository root (or "
-            f"put it on sys.path) and write `from grader.course import {name}`.",
-            name=__name__,
-        )
+        raise ImportError(left_message(f"{__name__}.{name}", f"grader.course.{name}"), name=__name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
